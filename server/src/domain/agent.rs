@@ -1,0 +1,165 @@
+//! Agent profiles: which CLI, which model, which instructions, and the guards around each run.
+
+use chrono::{DateTime, Utc};
+
+use super::{AgentId, ValidationError, WorkspaceId, bounded_text, string_enum};
+
+/// An agent's name, unique in its workspace: 1–64 of `A-Z a-z 0-9 - _ .`, so it can be typed on a
+/// command line (`muster issue assign MUS-1 reviewer`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct AgentName(String);
+
+impl AgentName {
+    /// Validates an agent name.
+    pub fn parse(raw: &str) -> Result<Self, ValidationError> {
+        let s = bounded_text("name", raw, 1, 64)?;
+        if let Some(bad) = s
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        {
+            return Err(ValidationError::new(
+                "name",
+                format!("may contain only letters, digits, '-', '_' and '.' (found {bad:?})"),
+            ));
+        }
+        Ok(Self(s))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+string_enum!(
+    /// Which runtime an agent runs on.
+    AgentKind, "kind" {
+        Claude => "claude",
+        Codex => "codex",
+        OpenCode => "opencode",
+        Llama => "llama",
+        Custom => "custom",
+    }
+);
+
+string_enum!(
+    /// How much an agent may do without asking: read only, write inside its worktree, or anything.
+    PermissionMode, "permission_mode" {
+        ReadOnly => "read_only",
+        WorkspaceWrite => "workspace_write",
+        FullAccess => "full_access",
+    }
+);
+
+/// One environment variable handed to the agent's process.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EnvVar {
+    pub key: String,
+    /// For secrets this is the sealed (encrypted) value; the store never sees the plaintext.
+    pub value: String,
+    pub secret: bool,
+}
+
+/// Spending limits for one run; `None` means no limit of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Budget {
+    pub usd: Option<f64>,
+    pub tokens: Option<i64>,
+}
+
+/// Input for creating or replacing an agent profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAgent {
+    pub name: AgentName,
+    /// `#rrggbb`.
+    pub color: String,
+    pub kind: AgentKind,
+    pub model: Option<String>,
+    pub instructions: String,
+    pub env: Vec<EnvVar>,
+    pub extra_args: Vec<String>,
+    pub permission_mode: PermissionMode,
+    pub max_concurrent_runs: i32,
+    pub stall_timeout_secs: i32,
+    pub max_retries: i32,
+    pub budget: Budget,
+    /// The command line for `custom` agents.
+    pub command: Option<String>,
+    /// A model server URL (local Llama, or a proxy for a CLI's provider).
+    pub base_url: Option<String>,
+}
+
+impl NewAgent {
+    /// A profile with defaults: one run at a time, 10 minutes of silence before a stall, no budget.
+    pub fn new(name: AgentName, kind: AgentKind) -> Self {
+        Self {
+            name,
+            color: "#6d5dfc".to_owned(),
+            kind,
+            model: None,
+            instructions: String::new(),
+            env: Vec::new(),
+            extra_args: Vec::new(),
+            permission_mode: PermissionMode::WorkspaceWrite,
+            max_concurrent_runs: 1,
+            stall_timeout_secs: 600,
+            max_retries: 2,
+            budget: Budget::default(),
+            command: None,
+            base_url: None,
+        }
+    }
+
+    /// Checks the fields that have ranges; returns every problem, one per field.
+    pub fn validate(&self) -> Result<(), Vec<ValidationError>> {
+        let mut errors = Vec::new();
+        let c = self.color.as_bytes();
+        if !(c.len() == 7 && c[0] == b'#' && c[1..].iter().all(u8::is_ascii_hexdigit)) {
+            errors.push(ValidationError::new("color", "must be a colour like #6d5dfc"));
+        }
+        if !(1..=32).contains(&self.max_concurrent_runs) {
+            errors.push(ValidationError::new("max_concurrent_runs", "must be between 1 and 32"));
+        }
+        if !(10..=86_400).contains(&self.stall_timeout_secs) {
+            errors.push(ValidationError::new(
+                "stall_timeout_secs",
+                "must be between 10 and 86400 seconds",
+            ));
+        }
+        if !(0..=10).contains(&self.max_retries) {
+            errors.push(ValidationError::new("max_retries", "must be between 0 and 10"));
+        }
+        if self.budget.usd.is_some_and(|u| !(u.is_finite() && u > 0.0)) {
+            errors.push(ValidationError::new("budget_usd", "must be a positive amount"));
+        }
+        if self.budget.tokens.is_some_and(|t| t <= 0) {
+            errors.push(ValidationError::new("budget_tokens", "must be a positive number"));
+        }
+        if self.kind == AgentKind::Custom && self.command.as_deref().is_none_or(|c| c.trim().is_empty()) {
+            errors.push(ValidationError::new("command", "a custom agent needs a command"));
+        }
+        for var in &self.env {
+            let ok = !var.key.is_empty()
+                && var.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !var.key.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                errors.push(ValidationError::new(
+                    "env",
+                    format!("{:?} is not a valid variable name (A-Z, 0-9, _)", var.key),
+                ));
+            }
+        }
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+}
+
+/// A stored agent profile. Not `Serialize`: the API maps it to a view that leaves secrets out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub id: AgentId,
+    pub workspace_id: WorkspaceId,
+    pub profile: NewAgent,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}

@@ -1,0 +1,126 @@
+//! Muster's domain: validated value types and the records the store returns.
+//!
+//! Raw input becomes these types once, at the edge (`IssueTitle::parse`, `Slug::parse`, …); deeper
+//! layers take only validated values, so the store never sees an empty title or an unknown status.
+
+mod agent;
+mod ids;
+mod issue;
+mod run;
+mod skill;
+mod workspace;
+
+pub use agent::{Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode};
+pub use ids::{
+    AgentId, CommentId, InboxItemId, IssueId, RunId, RunnerId, SessionId, SkillId, TokenId, UserId,
+    WorkspaceId,
+};
+pub use issue::{
+    Assignee, Comment, CommentAuthor, Issue, IssueFilter, IssueKey, IssuePatch, IssueStatus,
+    IssueTitle, Label, NewComment, NewIssue, Priority,
+};
+pub use run::{
+    FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
+    RunOutcome, RunStatus, Runner, Seq, Usage,
+};
+pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};
+pub use workspace::{
+    ApiToken, Email, IssuePrefix, Member, NewApiToken, NewSession, NewUser, NewWorkspace, Role,
+    Session, Slug, User, Workspace,
+};
+
+/// A value that failed validation at the edge: which field, and a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ValidationError {
+    /// The input field the message is about (`title`, `status`, …).
+    pub field: &'static str,
+    /// What is wrong and, where it helps, what is accepted.
+    pub message: String,
+}
+
+impl ValidationError {
+    /// Builds an error for `field`.
+    pub fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Self { field, message: message.into() }
+    }
+}
+
+/// Declares a string-backed enum with `as_str`, `Display`, `FromStr` (precise error listing the accepted
+/// values), serde as the same snake_case strings, and `ALL`.
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident, $field:literal { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "&'static str")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            /// Every value, in display order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stored and displayed name.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::domain::ValidationError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s.trim() {
+                    $($text => Ok($name::$variant),)+
+                    other => Err($crate::domain::ValidationError::new(
+                        $field,
+                        format!(
+                            "unknown {} {:?}; expected one of: {}",
+                            $field,
+                            other,
+                            [$($text),+].join(", ")
+                        ),
+                    )),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::domain::ValidationError;
+            fn try_from(s: String) -> Result<Self, Self::Error> { s.parse() }
+        }
+
+        impl From<$name> for &'static str {
+            fn from(v: $name) -> &'static str { v.as_str() }
+        }
+    };
+}
+pub(crate) use string_enum;
+
+/// Checks a string's length in characters, trimmed, for `field`.
+pub(crate) fn bounded_text(
+    field: &'static str,
+    raw: &str,
+    min: usize,
+    max: usize,
+) -> Result<String, ValidationError> {
+    let trimmed = raw.trim();
+    let len = trimmed.chars().count();
+    if len < min {
+        return Err(ValidationError::new(field, "must not be empty"));
+    }
+    if len > max {
+        return Err(ValidationError::new(
+            field,
+            format!("must be at most {max} characters (got {len})"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+#[cfg(test)]
+mod tests;

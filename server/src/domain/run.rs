@@ -1,0 +1,203 @@
+//! Runs, their durable event log, runners and the inbox.
+//!
+//! Run state machine: `queued → claimed → running → succeeded | failed | cancelled | timed_out`, and
+//! `claimed | running → interrupted` when the runner holding the lease is gone (server crash, lost
+//! heartbeat). Terminal states never change again.
+
+use chrono::{DateTime, Utc};
+
+use super::{AgentId, InboxItemId, IssueId, RunId, RunnerId, UserId, WorkspaceId, string_enum};
+
+string_enum!(
+    /// Where a run is in its life.
+    RunStatus, "status" {
+        Queued => "queued",
+        Claimed => "claimed",
+        Running => "running",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Cancelled => "cancelled",
+        TimedOut => "timed_out",
+        Interrupted => "interrupted",
+    }
+);
+
+impl RunStatus {
+    /// Claimed or running: holds a lease and counts against the agent's concurrency.
+    pub fn is_active(self) -> bool {
+        matches!(self, RunStatus::Claimed | RunStatus::Running)
+    }
+
+    /// A final state: the run will never change again.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, RunStatus::Queued | RunStatus::Claimed | RunStatus::Running)
+    }
+}
+
+string_enum!(
+    /// Why a run did not succeed, classified so the run engine can decide on a retry.
+    FailureReason, "failure_reason" {
+        Auth => "auth",
+        RateLimit => "rate_limit",
+        Server => "server",
+        Network => "network",
+        Config => "config",
+        MissingCli => "missing_cli",
+        RunnerLost => "runner_lost",
+        OverBudget => "over_budget",
+        Stalled => "stalled",
+        Timeout => "timeout",
+        Exit => "exit",
+    }
+);
+
+impl FailureReason {
+    /// Transient failures worth another attempt; auth and configuration problems never are.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            FailureReason::RateLimit
+                | FailureReason::Server
+                | FailureReason::Network
+                | FailureReason::RunnerLost
+        )
+    }
+}
+
+/// Position in a run's event log; the replay cursor. The first event has seq 1; 0 means "before all".
+pub type Seq = i64;
+
+/// Token and cost totals.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub cost_usd: f64,
+}
+
+/// Input for queueing a run.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub workspace_id: WorkspaceId,
+    pub issue_id: IssueId,
+    pub agent_id: AgentId,
+    /// 1 for the first try, then one more per retry.
+    pub attempt: i32,
+    /// Not claimable before this instant (retry backoff).
+    pub not_before: Option<DateTime<Utc>>,
+    /// How many agent hand-offs led here (loop guard).
+    pub chain_depth: i32,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// A terminal status.
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub failure_reason: Option<FailureReason>,
+    pub usage: Usage,
+    pub summary: Option<String>,
+    pub diff_stat: Option<String>,
+    pub session_id: Option<String>,
+}
+
+/// One attempt of one agent on one issue.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Run {
+    pub id: RunId,
+    pub workspace_id: WorkspaceId,
+    pub issue_id: IssueId,
+    pub agent_id: AgentId,
+    pub status: RunStatus,
+    pub attempt: i32,
+    pub chain_depth: i32,
+    pub runner_id: Option<RunnerId>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub not_before: Option<DateTime<Utc>>,
+    pub pid: Option<i32>,
+    pub worktree: Option<String>,
+    pub branch: Option<String>,
+    pub session_id: Option<String>,
+    pub exit_code: Option<i32>,
+    pub failure_reason: Option<FailureReason>,
+    pub usage: Usage,
+    pub summary: Option<String>,
+    pub diff_stat: Option<String>,
+    /// Set while the run is flagged as stalled (no output for the agent's stall timeout).
+    pub stalled_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// An event to append; the producer numbers events so a resend after a reconnect is idempotent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NewRunEvent {
+    pub seq: Seq,
+    pub at: DateTime<Utc>,
+    /// The `AgentEvent` kind (`text`, `tool_call`, …) or a run-engine kind (`stderr`, `status`).
+    pub kind: String,
+    pub payload: serde_json::Value,
+}
+
+/// A stored run event.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunEvent {
+    pub run_id: RunId,
+    pub seq: Seq,
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub payload: serde_json::Value,
+}
+
+/// A place where runs execute.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Runner {
+    pub id: RunnerId,
+    pub name: String,
+    pub version: String,
+    /// The agent CLIs it detected, as reported.
+    pub detected: serde_json::Value,
+    pub last_heartbeat_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+string_enum!(
+    /// What an inbox item is about.
+    InboxKind, "kind" {
+        RunFailed => "run_failed",
+        RunStalled => "run_stalled",
+        OverBudget => "over_budget",
+        RunInterrupted => "run_interrupted",
+        AwaitingReview => "awaiting_review",
+        Mentioned => "mentioned",
+    }
+);
+
+/// Input for an inbox item; `user_id: None` addresses every admin of the workspace.
+#[derive(Debug, Clone)]
+pub struct NewInboxItem {
+    pub workspace_id: WorkspaceId,
+    pub user_id: Option<UserId>,
+    pub kind: InboxKind,
+    pub issue_id: Option<IssueId>,
+    pub run_id: Option<RunId>,
+    pub message: String,
+}
+
+/// Something that needs a person.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InboxItem {
+    pub id: InboxItemId,
+    pub workspace_id: WorkspaceId,
+    pub user_id: Option<UserId>,
+    pub kind: InboxKind,
+    pub issue_id: Option<IssueId>,
+    pub run_id: Option<RunId>,
+    pub message: String,
+    pub created_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}

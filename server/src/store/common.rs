@@ -1,0 +1,670 @@
+//! The SQL both backends share, as one macro expanded per backend.
+//!
+//! `impl_store!(Store, Db)` writes the whole `impl Store` for one backend type. Every query here is
+//! portable SQL (lowercase, `$N` parameters, `returning`, `on conflict`); each backend supplies what differs:
+//! `begin_write` (SQLite takes the write lock up front with `BEGIN IMMEDIATE`), `claim` (Postgres uses
+//! `for update skip locked`), `LABEL_FILTER_*` fragments, `migrate_impl`, `ping_impl` and `close_impl`.
+//!
+//! Invariant: a method that writes more than one row does it in one transaction, so a failure leaves
+//! nothing half-written.
+
+macro_rules! ws_cols {
+    () => { "w.workspace_id, w.name, w.slug, w.issue_prefix, w.issue_counter, w.repo_path, w.created_at" };
+    (bare) => { "workspace_id, name, slug, issue_prefix, issue_counter, repo_path, created_at" };
+}
+macro_rules! user_cols {
+    () => { "u.user_id, u.email, u.display_name, u.password_hash, u.created_at" };
+    (bare) => { "user_id, email, display_name, password_hash, created_at" };
+}
+macro_rules! member_select { () => { concat!(
+    "select m.workspace_id, m.role, m.created_at as joined_at, ", user_cols!(),
+    " from member m join app_user u on u.user_id = m.user_id"
+) } }
+macro_rules! issue_select { () => { concat!(
+    "select i.issue_id, i.workspace_id, w.issue_prefix, i.number, i.title, i.body, i.status, i.priority, ",
+    "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.position, i.created_by, ",
+    "i.created_at, i.updated_at from issue i join workspace w on w.workspace_id = i.workspace_id"
+) } }
+macro_rules! comment_cols { () => {
+    "comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at"
+} }
+macro_rules! agent_cols { () => {
+    "agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, permission_mode, \
+     max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, command, base_url, \
+     created_at, updated_at"
+} }
+macro_rules! skill_cols { () => {
+    "s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.body, s.source, s.content_hash, \
+     s.created_at, s.updated_at"
+} }
+macro_rules! run_cols { () => {
+    "run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, runner_id, lease_expires_at, \
+     not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
+     cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
+     started_at, finished_at"
+} }
+macro_rules! inbox_cols { () => {
+    "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at, resolved_at"
+} }
+pub(super) use {
+    agent_cols, comment_cols, inbox_cols, issue_select, member_select, run_cols, skill_cols, user_cols,
+    ws_cols,
+};
+
+/// Writes `impl Store for $store` on database `$db`.
+macro_rules! impl_store {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            fn backend(&self) -> $crate::store::Backend { Self::BACKEND }
+            async fn ping(&self) -> Result<()> { self.ping_impl().await }
+            async fn migrate(&self) -> anyhow::Result<()> { self.migrate_impl().await }
+            async fn close(&self) { self.close_impl().await }
+
+            async fn create_workspace(&self, new: &NewWorkspace, owner: UserId) -> Result<Workspace> {
+                let (id, now) = (WorkspaceId::new(), now());
+                let mut tx = self.begin_write().await?;
+                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
+                    "insert into workspace (workspace_id, name, slug, issue_prefix, issue_counter, created_at) ",
+                    "values ($1, $2, $3, $4, 0, $5) returning ", ws_cols!(bare)))
+                    .bind(id).bind(&new.name).bind(&new.slug).bind(&new.issue_prefix).bind(now)
+                    .fetch_one(&mut *tx).await?;
+                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
+                    .bind(id).bind(owner).bind(Role::Owner).bind(now)
+                    .execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(row.into())
+            }
+
+            async fn get_workspace(&self, id: WorkspaceId) -> Result<Workspace> {
+                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w where w.workspace_id = $1"))
+                    .bind(id).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_workspace_by_slug(&self, slug: &Slug) -> Result<Workspace> {
+                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w where w.slug = $1"))
+                    .bind(slug).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>> {
+                let rows = sqlx::query_as::<$db, WorkspaceRoleRow>(concat!(
+                    "select ", ws_cols!(), ", m.role from workspace w join member m on m.workspace_id = w.workspace_id ",
+                    "where m.user_id = $1 order by w.created_at, w.workspace_id"))
+                    .bind(user).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn set_workspace_repo(&self, id: WorkspaceId, repo: Option<&str>) -> Result<Workspace> {
+                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
+                    "update workspace set repo_path = $2 where workspace_id = $1 returning ", ws_cols!(bare)))
+                    .bind(id).bind(repo).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn create_user(&self, new: &NewUser) -> Result<User> {
+                let row = sqlx::query_as::<$db, UserRow>(concat!(
+                    "insert into app_user (user_id, email, display_name, password_hash, created_at) ",
+                    "values ($1, $2, $3, $4, $5) returning ", user_cols!(bare)))
+                    .bind(UserId::new()).bind(&new.email).bind(&new.display_name).bind(&new.password_hash).bind(now())
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_user(&self, id: UserId) -> Result<User> {
+                let row = sqlx::query_as::<$db, UserRow>(concat!("select ", user_cols!(), " from app_user u where u.user_id = $1"))
+                    .bind(id).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_user_by_email(&self, email: &Email) -> Result<User> {
+                let row = sqlx::query_as::<$db, UserRow>(concat!("select ", user_cols!(), " from app_user u where u.email = $1"))
+                    .bind(email).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn count_users(&self) -> Result<i64> {
+                Ok(sqlx::query_scalar::<$db, i64>("select count(*) from app_user").fetch_one(&self.pool).await?)
+            }
+
+            async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member> {
+                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
+                    .bind(ws).bind(user).bind(role).bind(now())
+                    .execute(&self.pool).await?;
+                self.get_member(ws, user).await
+            }
+
+            async fn get_member(&self, ws: WorkspaceId, user: UserId) -> Result<Member> {
+                let row = sqlx::query_as::<$db, MemberRow>(concat!(member_select!(), " where m.workspace_id = $1 and m.user_id = $2"))
+                    .bind(ws).bind(user).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_members(&self, ws: WorkspaceId) -> Result<Vec<Member>> {
+                let rows = sqlx::query_as::<$db, MemberRow>(concat!(member_select!(), " where m.workspace_id = $1 order by m.created_at, u.email"))
+                    .bind(ws).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn set_member_role(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member> {
+                let mut tx = self.begin_write().await?;
+                guard_last_owner!($db, tx, ws, user, role != Role::Owner);
+                let done = sqlx::query::<$db>("update member set role = $3 where workspace_id = $1 and user_id = $2")
+                    .bind(ws).bind(user).bind(role).execute(&mut *tx).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                tx.commit().await?;
+                self.get_member(ws, user).await
+            }
+
+            async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()> {
+                let mut tx = self.begin_write().await?;
+                guard_last_owner!($db, tx, ws, user, true);
+                let done = sqlx::query::<$db>("delete from member where workspace_id = $1 and user_id = $2")
+                    .bind(ws).bind(user).execute(&mut *tx).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue> {
+                let (id, now) = (IssueId::new(), now());
+                let (user, agent) = assignee_columns(new.assignee);
+                let mut tx = self.begin_write().await?;
+                // The counter row lock also serialises concurrent creates in one workspace.
+                let number = sqlx::query_scalar::<$db, i64>(
+                    "update workspace set issue_counter = issue_counter + 1 where workspace_id = $1 returning issue_counter")
+                    .bind(ws).fetch_one(&mut *tx).await?;
+                let position = next_position!($db, tx, ws, new.status);
+                sqlx::query::<$db>(concat!(
+                    "insert into issue (issue_id, workspace_id, number, title, body, status, priority, assignee_user_id, ",
+                    "assignee_agent_id, labels, parent_issue_id, position, created_by, created_at, updated_at) ",
+                    "values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)"))
+                    .bind(id).bind(ws).bind(number).bind(&new.title).bind(&new.body).bind(new.status)
+                    .bind(new.priority).bind(user).bind(agent).bind(sqlx::types::Json(&new.labels))
+                    .bind(new.parent).bind(position).bind(new.created_by).bind(now)
+                    .execute(&mut *tx).await?;
+                tx.commit().await?;
+                self.get_issue_by_id(id).await
+            }
+
+            async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue> {
+                let row = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(),
+                    " where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3"))
+                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue> {
+                let row = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(), " where i.issue_id = $1"))
+                    .bind(id).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
+                qb.push_bind(ws);
+                if !filter.statuses.is_empty() {
+                    qb.push(" and i.status in (");
+                    let mut list = qb.separated(", ");
+                    for status in &filter.statuses { list.push_bind(*status); }
+                    list.push_unseparated(")");
+                }
+                match filter.assignee {
+                    Some(Assignee::User(u)) => { qb.push(" and i.assignee_user_id = ").push_bind(u); }
+                    Some(Assignee::Agent(a)) => { qb.push(" and i.assignee_agent_id = ").push_bind(a); }
+                    None => {}
+                }
+                if let Some(priority) = filter.priority { qb.push(" and i.priority = ").push_bind(priority); }
+                if let Some(label) = &filter.label {
+                    qb.push(Self::LABEL_FILTER_OPEN).push_bind(label.as_str().to_owned()).push(Self::LABEL_FILTER_CLOSE);
+                }
+                if let Some(text) = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                    let pattern = like_pattern(text);
+                    qb.push(" and (lower(i.title) like ").push_bind(pattern.clone()).push(" escape '\\'")
+                        .push(" or lower(i.body) like ").push_bind(pattern).push(" escape '\\')");
+                }
+                qb.push(" order by i.position, i.number");
+                let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch) -> Result<Issue> {
+                let issue = self.get_issue(ws, key).await?;
+                let (user, agent) = assignee_columns(patch.assignee.flatten());
+                sqlx::query::<$db>(concat!(
+                    "update issue set title = coalesce($2, title), body = coalesce($3, body), ",
+                    "priority = coalesce($4, priority), labels = coalesce($5, labels), ",
+                    "assignee_user_id = case when $6 then $7 else assignee_user_id end, ",
+                    "assignee_agent_id = case when $6 then $8 else assignee_agent_id end, updated_at = $9 ",
+                    "where issue_id = $1"))
+                    .bind(issue.id).bind(patch.title.as_ref()).bind(patch.body.as_deref()).bind(patch.priority)
+                    .bind(patch.labels.as_ref().map(sqlx::types::Json)).bind(patch.assignee.is_some())
+                    .bind(user).bind(agent).bind(now())
+                    .execute(&self.pool).await?;
+                self.get_issue_by_id(issue.id).await
+            }
+
+            async fn move_issue(&self, ws: WorkspaceId, key: &IssueKey, status: IssueStatus, index: Option<usize>) -> Result<Issue> {
+                let mut tx = self.begin_write().await?;
+                lock_workspace!($db, tx, ws);
+                let id = sqlx::query_scalar::<$db, IssueId>(
+                    "select i.issue_id from issue i join workspace w on w.workspace_id = i.workspace_id \
+                     where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3")
+                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?;
+                let mut column = sqlx::query_scalar::<$db, IssueId>(
+                    "select issue_id from issue where workspace_id = $1 and status = $2 and issue_id <> $3 order by position, number")
+                    .bind(ws).bind(status).bind(id).fetch_all(&mut *tx).await?;
+                let at = index.unwrap_or(column.len()).min(column.len());
+                column.insert(at, id);
+                sqlx::query::<$db>("update issue set status = $2, updated_at = $3 where issue_id = $1")
+                    .bind(id).bind(status).bind(now()).execute(&mut *tx).await?;
+                for (i, issue) in (1_i64..).zip(&column) {
+                    sqlx::query::<$db>("update issue set position = $2 where issue_id = $1 and position <> $2")
+                        .bind(issue).bind(i * POSITION_STEP).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+                self.get_issue_by_id(id).await
+            }
+
+            async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment> {
+                let (user, agent) = match new.author {
+                    CommentAuthor::User(u) => (Some(u), None),
+                    CommentAuthor::Agent(a) => (None, Some(a)),
+                    CommentAuthor::System => (None, None),
+                };
+                let row = sqlx::query_as::<$db, CommentRow>(concat!(
+                    "insert into comment (comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at) ",
+                    "values ($1, $2, $3, $4, $5, $6, $7) returning ", comment_cols!()))
+                    .bind(CommentId::new()).bind(issue).bind(user).bind(agent).bind(&new.body).bind(new.run_id).bind(now())
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>> {
+                let rows = sqlx::query_as::<$db, CommentRow>(concat!(
+                    "select ", comment_cols!(), " from comment where issue_id = $1 order by created_at, comment_id"))
+                    .bind(issue).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
+                let now = now();
+                let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
+                    "insert into agent (agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, ",
+                    "permission_mode, max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, ",
+                    "command, base_url, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, ",
+                    "$12, $13, $14, $15, $16, $17, $18, $18) returning ", agent_cols!()))
+                    .bind(AgentId::new()).bind(ws), new)
+                    .bind(now).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent> {
+                let row = sqlx::query_as::<$db, AgentRow>(concat!("select ", agent_cols!(), " from agent where agent_id = $1 and workspace_id = $2"))
+                    .bind(id).bind(ws).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_agent_by_name(&self, ws: WorkspaceId, name: &AgentName) -> Result<Agent> {
+                let row = sqlx::query_as::<$db, AgentRow>(concat!("select ", agent_cols!(), " from agent where workspace_id = $1 and name = $2"))
+                    .bind(ws).bind(name).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_agents(&self, ws: WorkspaceId) -> Result<Vec<Agent>> {
+                let rows = sqlx::query_as::<$db, AgentRow>(concat!("select ", agent_cols!(), " from agent where workspace_id = $1 order by name"))
+                    .bind(ws).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn update_agent(&self, ws: WorkspaceId, id: AgentId, new: &NewAgent) -> Result<Agent> {
+                let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
+                    "update agent set name = $3, color = $4, kind = $5, model = $6, instructions = $7, env = $8, ",
+                    "extra_args = $9, permission_mode = $10, max_concurrent_runs = $11, stall_timeout_secs = $12, ",
+                    "max_retries = $13, budget_usd = $14, budget_tokens = $15, command = $16, base_url = $17, ",
+                    "updated_at = $18 where agent_id = $1 and workspace_id = $2 returning ", agent_cols!()))
+                    .bind(id).bind(ws), new)
+                    .bind(now()).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn delete_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<()> {
+                let done = sqlx::query::<$db>("delete from agent where agent_id = $1 and workspace_id = $2")
+                    .bind(id).bind(ws).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn create_skill(&self, ws: WorkspaceId, new: &NewSkill) -> Result<Skill> {
+                let (id, now) = (SkillId::new(), now());
+                let mut tx = self.begin_write().await?;
+                sqlx::query::<$db>(concat!(
+                    "insert into skill (skill_id, workspace_id, slug, name, description, body, source, content_hash, ",
+                    "created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"))
+                    .bind(id).bind(ws).bind(&new.slug).bind(&new.name).bind(&new.description).bind(&new.body)
+                    .bind(new.source).bind(&new.content_hash).bind(now)
+                    .execute(&mut *tx).await?;
+                insert_skill_files!($db, tx, id, &new.files);
+                tx.commit().await?;
+                self.get_skill(ws, &new.slug).await
+            }
+
+            async fn get_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<Skill> {
+                let row = sqlx::query_as::<$db, SkillRow>(concat!("select ", skill_cols!(), " from skill s where s.workspace_id = $1 and s.slug = $2"))
+                    .bind(ws).bind(slug).fetch_one(&self.pool).await?;
+                let files = sqlx::query_as::<$db, SkillFileRow>("select skill_id, path, content from skill_file where skill_id = $1 order by path")
+                    .bind(row.skill_id).fetch_all(&self.pool).await?;
+                Ok(row.into_skill(files.into_iter().map(|f| SkillFile { path: f.path, content: f.content }).collect()))
+            }
+
+            async fn list_skills(&self, ws: WorkspaceId) -> Result<Vec<Skill>> {
+                let rows = sqlx::query_as::<$db, SkillRow>(concat!("select ", skill_cols!(), " from skill s where s.workspace_id = $1 order by s.slug"))
+                    .bind(ws).fetch_all(&self.pool).await?;
+                let files = sqlx::query_as::<$db, SkillFileRow>(
+                    "select f.skill_id, f.path, f.content from skill_file f join skill s on s.skill_id = f.skill_id \
+                     where s.workspace_id = $1 order by f.path")
+                    .bind(ws).fetch_all(&self.pool).await?;
+                Ok(with_files(rows, files))
+            }
+
+            async fn update_skill(&self, ws: WorkspaceId, slug: &Slug, new: &NewSkill) -> Result<Skill> {
+                let mut tx = self.begin_write().await?;
+                let id = sqlx::query_scalar::<$db, SkillId>(concat!(
+                    "update skill set name = $3, description = $4, body = $5, source = $6, content_hash = $7, ",
+                    "updated_at = $8 where workspace_id = $1 and slug = $2 returning skill_id"))
+                    .bind(ws).bind(slug).bind(&new.name).bind(&new.description).bind(&new.body).bind(new.source)
+                    .bind(&new.content_hash).bind(now())
+                    .fetch_one(&mut *tx).await?;
+                sqlx::query::<$db>("delete from skill_file where skill_id = $1").bind(id).execute(&mut *tx).await?;
+                insert_skill_files!($db, tx, id, &new.files);
+                tx.commit().await?;
+                self.get_skill(ws, slug).await
+            }
+
+            async fn delete_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<()> {
+                let done = sqlx::query::<$db>("delete from skill where workspace_id = $1 and slug = $2")
+                    .bind(ws).bind(slug).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn attach_skill(&self, agent: AgentId, skill: SkillId, enabled: bool) -> Result<()> {
+                sqlx::query::<$db>(
+                    "insert into agent_skill (agent_id, skill_id, enabled) values ($1, $2, $3) \
+                     on conflict (agent_id, skill_id) do update set enabled = excluded.enabled")
+                    .bind(agent).bind(skill).bind(enabled).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn detach_skill(&self, agent: AgentId, skill: SkillId) -> Result<()> {
+                let done = sqlx::query::<$db>("delete from agent_skill where agent_id = $1 and skill_id = $2")
+                    .bind(agent).bind(skill).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn agent_skills(&self, agent: AgentId) -> Result<Vec<AgentSkill>> {
+                let rows = sqlx::query_as::<$db, AgentSkillRow>(concat!(
+                    "select a.enabled, ", skill_cols!(), " from agent_skill a join skill s on s.skill_id = a.skill_id ",
+                    "where a.agent_id = $1 order by s.slug"))
+                    .bind(agent).fetch_all(&self.pool).await?;
+                let files = sqlx::query_as::<$db, SkillFileRow>(
+                    "select f.skill_id, f.path, f.content from skill_file f join agent_skill a on a.skill_id = f.skill_id \
+                     where a.agent_id = $1 order by f.path")
+                    .bind(agent).fetch_all(&self.pool).await?;
+                let enabled: Vec<bool> = rows.iter().map(|r| r.enabled).collect();
+                let skills = with_files(rows.into_iter().map(|r| r.skill).collect(), files);
+                Ok(skills.into_iter().zip(enabled).map(|(skill, enabled)| AgentSkill { agent_id: agent, skill, enabled }).collect())
+            }
+
+            async fn register_runner(&self, name: &str, version: &str, detected: &serde_json::Value) -> Result<Runner> {
+                let now = now();
+                let row = sqlx::query_as::<$db, RunnerRow>(
+                    "insert into runner (runner_id, name, version, detected, last_heartbeat_at, created_at) \
+                     values ($1, $2, $3, $4, $5, $5) on conflict (name) do update set version = excluded.version, \
+                     detected = excluded.detected, last_heartbeat_at = excluded.last_heartbeat_at \
+                     returning runner_id, name, version, detected, last_heartbeat_at, created_at")
+                    .bind(RunnerId::new()).bind(name).bind(version).bind(sqlx::types::Json(detected)).bind(now)
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn create_run(&self, new: &NewRun) -> Result<Run> {
+                let row = sqlx::query_as::<$db, RunRow>(concat!(
+                    "insert into run (run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, not_before, ",
+                    "created_at) values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8) returning ", run_cols!()))
+                    .bind(RunId::new()).bind(new.workspace_id).bind(new.issue_id).bind(new.agent_id)
+                    .bind(new.attempt).bind(new.chain_depth).bind(new.not_before).bind(now())
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn get_run(&self, id: RunId) -> Result<Run> {
+                let row = sqlx::query_as::<$db, RunRow>(concat!("select ", run_cols!(), " from run where run_id = $1"))
+                    .bind(id).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_runs_for_issue(&self, issue: IssueId) -> Result<Vec<Run>> {
+                let rows = sqlx::query_as::<$db, RunRow>(concat!("select ", run_cols!(), " from run where issue_id = $1 order by created_at, run_id"))
+                    .bind(issue).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn claim_next_run(&self, runner: RunnerId, now: DateTime<Utc>, lease_until: DateTime<Utc>) -> Result<Option<Run>> {
+                self.claim(runner, now, lease_until).await
+            }
+
+            async fn renew_lease(&self, run: RunId, runner: RunnerId, lease_until: DateTime<Utc>) -> Result<()> {
+                let done = sqlx::query::<$db>(
+                    "update run set lease_expires_at = $3 where run_id = $1 and runner_id = $2 and status in ('claimed', 'running')")
+                    .bind(run).bind(runner).bind(lease_until).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::conflict("run_lease")); }
+                Ok(())
+            }
+
+            async fn start_run(&self, run: RunId, runner: RunnerId, pid: Option<i32>, worktree: Option<&str>, branch: Option<&str>) -> Result<Run> {
+                let row = sqlx::query_as::<$db, RunRow>(concat!(
+                    "update run set status = 'running', pid = $3, worktree = $4, branch = $5 ",
+                    "where run_id = $1 and runner_id = $2 and status = 'claimed' returning ", run_cols!()))
+                    .bind(run).bind(runner).bind(pid).bind(worktree).bind(branch)
+                    .fetch_optional(&self.pool).await?;
+                row.map(Into::into).ok_or_else(|| Error::conflict("run_lease"))
+            }
+
+            async fn set_run_stalled(&self, run: RunId, at: Option<DateTime<Utc>>) -> Result<()> {
+                let done = sqlx::query::<$db>("update run set stalled_at = $2 where run_id = $1")
+                    .bind(run).bind(at).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run> {
+                if !outcome.status.is_terminal() {
+                    return Err(anyhow::anyhow!("finish_run needs a final status, not {}", outcome.status).into());
+                }
+                let u = &outcome.usage;
+                let row = sqlx::query_as::<$db, RunRow>(concat!(
+                    "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
+                    "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
+                    "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
+                    "stalled_at = null where run_id = $1 and status in ('queued', 'claimed', 'running') returning ", run_cols!()))
+                    .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
+                    .bind(u.input_tokens).bind(u.output_tokens).bind(u.cache_read_tokens).bind(u.cache_write_tokens)
+                    .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
+                    .bind(outcome.session_id.as_deref()).bind(now())
+                    .fetch_optional(&self.pool).await?;
+                match row {
+                    Some(row) => Ok(row.into()),
+                    None => { self.get_run(run).await?; Err(Error::conflict("run_lease")) }
+                }
+            }
+
+            async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>> {
+                let rows = sqlx::query_as::<$db, RunRow>(concat!(
+                    "update run set status = 'interrupted', failure_reason = 'runner_lost', finished_at = $1, ",
+                    "lease_expires_at = null where status in ('claimed', 'running') and lease_expires_at < $1 ",
+                    "returning ", run_cols!()))
+                    .bind(now).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq> {
+                if let Some(bad) = events.iter().find(|e| e.seq < 1) {
+                    return Err(anyhow::anyhow!("run event seq must be at least 1, got {}", bad.seq).into());
+                }
+                let mut tx = self.begin_write().await?;
+                sqlx::query_scalar::<$db, RunId>("select run_id from run where run_id = $1")
+                    .bind(run).fetch_one(&mut *tx).await?;
+                for chunk in events.chunks(APPEND_CHUNK) {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("insert into run_event (run_id, seq, at, kind, payload) ");
+                    qb.push_values(chunk, |mut row, e| {
+                        row.push_bind(run).push_bind(e.seq).push_bind(e.at).push_bind(e.kind.clone())
+                            .push_bind(sqlx::types::Json(e.payload.clone()));
+                    });
+                    qb.push(" on conflict (run_id, seq) do nothing");
+                    qb.build().execute(&mut *tx).await?;
+                }
+                let last = sqlx::query_scalar::<$db, i64>("select coalesce(max(seq), 0) from run_event where run_id = $1")
+                    .bind(run).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(last)
+            }
+
+            async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>> {
+                let rows = sqlx::query_as::<$db, RunEventRow>(
+                    "select run_id, seq, at, kind, payload from run_event where run_id = $1 and seq > $2 order by seq limit $3")
+                    .bind(run).bind(after).bind(limit).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem> {
+                let row = sqlx::query_as::<$db, InboxRow>(concat!(
+                    "insert into inbox_item (inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at) ",
+                    "values ($1, $2, $3, $4, $5, $6, $7, $8) returning ", inbox_cols!()))
+                    .bind(InboxItemId::new()).bind(new.workspace_id).bind(new.user_id).bind(new.kind)
+                    .bind(new.issue_id).bind(new.run_id).bind(&new.message).bind(now())
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>> {
+                let rows = sqlx::query_as::<$db, InboxRow>(concat!(
+                    "select ", inbox_cols!(), " from inbox_item where workspace_id = $1 and (user_id = $2 or user_id is null) ",
+                    "and resolved_at is null order by created_at desc, inbox_item_id desc"))
+                    .bind(ws).bind(user).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+        }
+    };
+}
+pub(super) use impl_store;
+
+/// Takes the workspace row's write lock (a no-op update) so that concurrent changes to its members or
+/// board positions are serialised on Postgres; on SQLite `BEGIN IMMEDIATE` already serialises writers.
+macro_rules! lock_workspace {
+    ($db:ty, $tx:ident, $ws:expr) => {{
+        let done = sqlx::query::<$db>("update workspace set issue_counter = issue_counter where workspace_id = $1")
+            .bind($ws).execute(&mut *$tx).await?;
+        if done.rows_affected() == 0 { return Err(Error::NotFound); }
+    }};
+}
+pub(super) use lock_workspace;
+
+/// Refuses (`last_owner`) a change that would take away `user`'s ownership when they are the only owner.
+macro_rules! guard_last_owner {
+    ($db:ty, $tx:ident, $ws:expr, $user:expr, $takes_ownership:expr) => {{
+        lock_workspace!($db, $tx, $ws);
+        let role = sqlx::query_scalar::<$db, Role>("select role from member where workspace_id = $1 and user_id = $2")
+            .bind($ws).bind($user).fetch_one(&mut *$tx).await?;
+        if role == Role::Owner && $takes_ownership {
+            let owners = sqlx::query_scalar::<$db, i64>("select count(*) from member where workspace_id = $1 and role = 'owner'")
+                .bind($ws).fetch_one(&mut *$tx).await?;
+            if owners <= 1 { return Err(Error::conflict("last_owner")); }
+        }
+    }};
+}
+pub(super) use guard_last_owner;
+
+/// The position after the last issue of a column.
+macro_rules! next_position {
+    ($db:ty, $tx:ident, $ws:expr, $status:expr) => {
+        sqlx::query_scalar::<$db, i64>(
+            "select coalesce(max(position), 0) + 1024 from issue where workspace_id = $1 and status = $2")
+            .bind($ws).bind($status).fetch_one(&mut *$tx).await?
+    };
+}
+pub(super) use next_position;
+
+/// Binds the profile columns `$3..=$17` of an agent insert or update.
+macro_rules! bind_agent {
+    ($query:expr, $new:expr) => {{
+        let new: &NewAgent = $new;
+        $query.bind(&new.name).bind(&new.color).bind(new.kind).bind(new.model.as_deref())
+            .bind(&new.instructions).bind(sqlx::types::Json(&new.env)).bind(sqlx::types::Json(&new.extra_args))
+            .bind(new.permission_mode).bind(new.max_concurrent_runs).bind(new.stall_timeout_secs)
+            .bind(new.max_retries).bind(new.budget.usd).bind(new.budget.tokens).bind(new.command.as_deref())
+            .bind(new.base_url.as_deref())
+    }};
+}
+pub(super) use bind_agent;
+
+macro_rules! insert_skill_files {
+    ($db:ty, $tx:ident, $id:expr, $files:expr) => {
+        for file in $files {
+            sqlx::query::<$db>("insert into skill_file (skill_id, path, content) values ($1, $2, $3)")
+                .bind($id).bind(&file.path).bind(&file.content).execute(&mut *$tx).await?;
+        }
+    };
+}
+pub(super) use insert_skill_files;
+
+use crate::domain::{SkillFile, Skill};
+use super::rows::{SkillFileRow, SkillRow};
+
+/// Gap between neighbouring issues in a column.
+pub(super) const POSITION_STEP: i64 = 1024;
+
+/// Events per insert statement (5 binds each, far below both databases' parameter limits).
+pub(super) const APPEND_CHUNK: usize = 200;
+
+/// Pairs skills with their files (both sorted by the queries).
+pub(super) fn with_files(rows: Vec<SkillRow>, files: Vec<SkillFileRow>) -> Vec<Skill> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let own = files
+            .iter()
+            .filter(|f| f.skill_id == row.skill_id)
+            .map(|f| SkillFile { path: f.path.clone(), content: f.content.clone() })
+            .collect();
+        out.push(row.into_skill(own));
+    }
+    out
+}
+
+/// A `like` pattern matching `text` anywhere, case-insensitively, with `%`, `_` and `\` escaped.
+pub(super) fn like_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// Marks a queued run as claimed by `runner` inside the claim transaction.
+macro_rules! take_run {
+    ($db:ty, $tx:ident, $run:expr, $runner:expr, $now:expr, $lease_until:expr) => {
+        sqlx::query_as::<$db, RunRow>(concat!(
+            "update run set status = 'claimed', runner_id = $2, lease_expires_at = $3, started_at = $4 ",
+            "where run_id = $1 and status = 'queued' returning ", run_cols!()))
+            .bind($run).bind($runner).bind($lease_until).bind($now)
+            .fetch_one(&mut *$tx).await?
+    };
+}
+pub(super) use take_run;

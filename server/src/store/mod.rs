@@ -1,0 +1,324 @@
+//! Storage: one [`Store`] trait of use-case methods, implemented for PostgreSQL and SQLite.
+//!
+//! Only this module names sqlx query APIs. Both backends share their SQL through the `impl_store!` macro in
+//! `common.rs` (expanded once per backend, so each gets its own fully typed `impl Store`); what differs — how
+//! a write transaction starts, how a run is claimed, a few dialect fragments — lives in `postgres.rs` and
+//! `sqlite.rs`. The conformance suite in `tests/it/store_conformance.rs` runs every method on both.
+
+mod codec;
+mod common;
+mod postgres;
+mod rows;
+mod sqlite;
+pub mod testing;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::{
+    Agent, AgentId, AgentName, AgentSkill, Comment, InboxItem, Issue, IssueFilter, IssueId,
+    IssueKey, IssuePatch, IssueStatus, Member, NewAgent, NewComment, NewInboxItem, NewIssue,
+    NewRun, NewRunEvent, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId, RunOutcome,
+    Runner, RunnerId, Seq, Skill, SkillId, Slug, User, UserId, Workspace, WorkspaceId, Email,
+};
+
+/// What a store method can fail with; callers branch on the variant.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The row asked for does not exist (or is not in the caller's workspace).
+    #[error("not found")]
+    NotFound,
+    /// A uniqueness or reference rule refused the write; `constraint` names it as in the migrations
+    /// (`agent_workspace_name_key`, `run_one_active_key`, `foreign_key`, `last_owner`, `run_lease`, …).
+    #[error("conflicts with existing data ({constraint})")]
+    Conflict { constraint: String },
+    /// Anything else: connection loss, a corrupt row, a bug.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+/// `Result` with the store's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn conflict(constraint: &str) -> Self {
+        Error::Conflict { constraint: constraint.to_owned() }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::RowNotFound => Error::NotFound,
+            sqlx::Error::Database(db) => match db.kind() {
+                sqlx::error::ErrorKind::UniqueViolation => Error::Conflict {
+                    constraint: db
+                        .constraint()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| sqlite_unique_constraint(db.message())),
+                },
+                sqlx::error::ErrorKind::ForeignKeyViolation => Error::conflict("foreign_key"),
+                _ => Error::Other(anyhow::Error::new(sqlx::Error::Database(db))),
+            },
+            other => Error::Other(anyhow::Error::new(other)),
+        }
+    }
+}
+
+/// SQLite names the columns of a unique violation, not the constraint; map them to the names that the
+/// Postgres migration gives, so callers see the same error on both backends.
+fn sqlite_unique_constraint(message: &str) -> String {
+    let columns = message.rsplit("constraint failed: ").next().unwrap_or(message);
+    let name = match columns {
+        "workspace.slug" => "workspace_slug_key",
+        "app_user.email" => "app_user_email_key",
+        "member.workspace_id, member.user_id" => "member_pkey",
+        "session.token_hash" => "session_token_hash_key",
+        "agent.workspace_id, agent.name" => "agent_workspace_name_key",
+        "issue.workspace_id, issue.number" => "issue_workspace_number_key",
+        "runner.name" => "runner_name_key",
+        "run.issue_id, run.agent_id" => "run_one_active_key",
+        "run_event.run_id, run_event.seq" => "run_event_pkey",
+        "api_token.token_hash" => "api_token_token_hash_key",
+        "skill.workspace_id, skill.slug" => "skill_workspace_slug_key",
+        "skill_file.skill_id, skill_file.path" => "skill_file_pkey",
+        "agent_skill.agent_id, agent_skill.skill_id" => "agent_skill_pkey",
+        other => return other.to_owned(),
+    };
+    name.to_owned()
+}
+
+/// Which database a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// A parsed `--database-url`: the scheme picks the backend.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// `sqlite://PATH`: an embedded database file, created if missing.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`.
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    /// Parses a URL; any scheme but `sqlite` and `postgres` is an error naming both.
+    pub fn parse(raw: &str) -> anyhow::Result<Self> {
+        let raw = raw.trim();
+        if let Some(path) = raw.strip_prefix("sqlite://").or_else(|| raw.strip_prefix("sqlite:")) {
+            let path = path.split('?').next().unwrap_or(path);
+            anyhow::ensure!(!path.is_empty(), "database URL {raw:?} names no file; use sqlite:///path/to/muster.db");
+            return Ok(DatabaseUrl::Sqlite(PathBuf::from(path)));
+        }
+        if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
+            return Ok(DatabaseUrl::Postgres(raw.to_owned()));
+        }
+        let scheme = raw.split_once("://").map_or(raw, |(s, _)| s);
+        anyhow::bail!(
+            "unsupported database URL scheme {scheme:?}: use sqlite://PATH (embedded, the default) or postgres://USER@HOST/DB"
+        )
+    }
+
+    /// The URL with any password replaced by `***`, for logs and error messages.
+    pub fn redacted(&self) -> String {
+        match self {
+            DatabaseUrl::Sqlite(p) => format!("sqlite://{}", p.display()),
+            DatabaseUrl::Postgres(url) => redact_password(url),
+        }
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((userinfo, host)) = rest.split_once('@') else { return url.to_owned() };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+/// Pool settings, set explicitly rather than left to driver defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolOptions {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        Self { max_connections: 10, acquire_timeout: Duration::from_secs(5) }
+    }
+}
+
+/// Connects to the database named by `url`, creating a SQLite file if needed, and applies the embedded
+/// migrations. Errors say what failed and how to fix it.
+pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> anyhow::Result<Arc<dyn Store>> {
+    let store: Arc<dyn Store> = match url {
+        DatabaseUrl::Sqlite(path) => Arc::new(sqlite::SqliteStore::connect(path, options).await?),
+        DatabaseUrl::Postgres(raw) => Arc::new(postgres::PgStore::connect(raw, options).await?),
+    };
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// Every storage use-case Muster has. Transactions begin and commit inside each method.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Which database this is.
+    fn backend(&self) -> Backend;
+    /// Checks that the database answers (readiness).
+    async fn ping(&self) -> Result<()>;
+    /// Applies pending embedded migrations; refuses a database migrated by a newer binary.
+    async fn migrate(&self) -> anyhow::Result<()>;
+    /// Closes the pool, waiting for connections to be returned.
+    async fn close(&self);
+
+    // --- workspaces, users, members ---
+    /// Creates a workspace with `owner` as its first owner, atomically.
+    async fn create_workspace(&self, new: &NewWorkspace, owner: UserId) -> Result<Workspace>;
+    /// A workspace by id.
+    async fn get_workspace(&self, id: WorkspaceId) -> Result<Workspace>;
+    /// A workspace by slug.
+    async fn get_workspace_by_slug(&self, slug: &Slug) -> Result<Workspace>;
+    /// The workspaces a user belongs to, with their role, oldest first.
+    async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>>;
+    /// Sets or clears the local repository that runs get worktrees of.
+    async fn set_workspace_repo(&self, id: WorkspaceId, repo: Option<&str>) -> Result<Workspace>;
+    /// Creates a user.
+    async fn create_user(&self, new: &NewUser) -> Result<User>;
+    /// A user by id.
+    async fn get_user(&self, id: UserId) -> Result<User>;
+    /// A user by email.
+    async fn get_user_by_email(&self, email: &Email) -> Result<User>;
+    /// How many users exist (0 means first-run setup is pending).
+    async fn count_users(&self) -> Result<i64>;
+    /// Adds a member with a role.
+    async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
+    /// One membership.
+    async fn get_member(&self, ws: WorkspaceId, user: UserId) -> Result<Member>;
+    /// All members, oldest first.
+    async fn list_members(&self, ws: WorkspaceId) -> Result<Vec<Member>>;
+    /// Changes a role; refuses (`last_owner`) to leave the workspace without an owner.
+    async fn set_member_role(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
+    /// Removes a member; refuses (`last_owner`) to remove the last owner.
+    async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()>;
+
+    // --- issues and comments ---
+    /// Creates an issue with the workspace's next number, at the bottom of its column.
+    async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue>;
+    /// An issue by key, only within `ws` (a key from another workspace is `NotFound`).
+    async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
+    /// An issue by id.
+    async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue>;
+    /// Issues matching `filter`, by status column then position.
+    async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
+    /// Changes the fields set in `patch`.
+    async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch) -> Result<Issue>;
+    /// Moves an issue to `status` at `index` in that column (the end when `None` or past it), renumbering
+    /// the column so positions stay dense.
+    async fn move_issue(
+        &self,
+        ws: WorkspaceId,
+        key: &IssueKey,
+        status: IssueStatus,
+        index: Option<usize>,
+    ) -> Result<Issue>;
+    /// Adds a comment.
+    async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment>;
+    /// An issue's comments, oldest first.
+    async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>>;
+
+    // --- agents and skills ---
+    /// Creates an agent (`agent_workspace_name_key` on a duplicate name).
+    async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent>;
+    /// An agent by id within `ws`.
+    async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent>;
+    /// An agent by name within `ws`.
+    async fn get_agent_by_name(&self, ws: WorkspaceId, name: &AgentName) -> Result<Agent>;
+    /// All agents, by name.
+    async fn list_agents(&self, ws: WorkspaceId) -> Result<Vec<Agent>>;
+    /// Replaces an agent's profile.
+    async fn update_agent(&self, ws: WorkspaceId, id: AgentId, new: &NewAgent) -> Result<Agent>;
+    /// Deletes an agent; refused (`foreign_key`) while runs of it exist.
+    async fn delete_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<()>;
+    /// Creates a skill with its files.
+    async fn create_skill(&self, ws: WorkspaceId, new: &NewSkill) -> Result<Skill>;
+    /// A skill by slug.
+    async fn get_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<Skill>;
+    /// All skills, by slug.
+    async fn list_skills(&self, ws: WorkspaceId) -> Result<Vec<Skill>>;
+    /// Replaces a skill's content and files (its slug stays).
+    async fn update_skill(&self, ws: WorkspaceId, slug: &Slug, new: &NewSkill) -> Result<Skill>;
+    /// Deletes a skill (and detaches it everywhere).
+    async fn delete_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<()>;
+    /// Attaches a skill to an agent, or changes its switch if already attached.
+    async fn attach_skill(&self, agent: AgentId, skill: SkillId, enabled: bool) -> Result<()>;
+    /// Detaches a skill (`NotFound` if it was not attached).
+    async fn detach_skill(&self, agent: AgentId, skill: SkillId) -> Result<()>;
+    /// The skills attached to an agent, by slug.
+    async fn agent_skills(&self, agent: AgentId) -> Result<Vec<AgentSkill>>;
+
+    // --- runners, runs and the run log ---
+    /// Registers a runner by name, or refreshes its version, detected CLIs and heartbeat.
+    async fn register_runner(
+        &self,
+        name: &str,
+        version: &str,
+        detected: &serde_json::Value,
+    ) -> Result<Runner>;
+    /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue).
+    async fn create_run(&self, new: &NewRun) -> Result<Run>;
+    /// A run by id.
+    async fn get_run(&self, id: RunId) -> Result<Run>;
+    /// An issue's runs, oldest first.
+    async fn list_runs_for_issue(&self, issue: IssueId) -> Result<Vec<Run>>;
+    /// Claims the oldest claimable queued run for `runner` with a lease until `lease_until`, respecting each
+    /// agent's max concurrent runs. Never hands one run to two callers.
+    async fn claim_next_run(
+        &self,
+        runner: RunnerId,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<Run>>;
+    /// Extends the lease of a run this runner holds (`run_lease` if it no longer does).
+    async fn renew_lease(&self, run: RunId, runner: RunnerId, lease_until: DateTime<Utc>) -> Result<()>;
+    /// Marks a claimed run as running, with its process and workspace.
+    async fn start_run(
+        &self,
+        run: RunId,
+        runner: RunnerId,
+        pid: Option<i32>,
+        worktree: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<Run>;
+    /// Flags or clears a run's stall.
+    async fn set_run_stalled(&self, run: RunId, at: Option<DateTime<Utc>>) -> Result<()>;
+    /// Records how a live run ended (`run_lease` if the run is no longer live).
+    async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run>;
+    /// Marks every live run whose lease expired before `now` as interrupted; returns them.
+    async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>>;
+    /// Stores events idempotently on `(run_id, seq)` (a resent event is ignored) and returns the highest
+    /// seq now stored for the run.
+    async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq>;
+    /// Up to `limit` events with `seq > after`, in order.
+    async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>>;
+
+    // --- inbox ---
+    /// Records something that needs a person.
+    async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem>;
+    /// Open items for a user (their own and those addressed to everyone), newest first.
+    async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>>;
+}

@@ -1,0 +1,117 @@
+//! The PostgreSQL backend, for teams: several replicas share one database.
+//!
+//! Claims use `select … for update skip locked` so replicas never wait on each other's candidate run, then
+//! lock the agent row so two claimers cannot both pass its max-concurrent-runs check.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+use super::common::*;
+use super::rows::*;
+use super::{Backend, Error, PoolOptions, Result};
+use crate::domain::*;
+
+/// Oldest PostgreSQL we run on (`server_version_num`).
+const MIN_PG_VERSION: i32 = 130_000;
+
+/// How often a claim retries after losing an agent's last free slot to another claimer.
+const CLAIM_ATTEMPTS: usize = 8;
+
+pub(super) struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    const BACKEND: Backend = Backend::Postgres;
+    const LABEL_FILTER_OPEN: &'static str = " and i.labels @> jsonb_build_array(";
+    const LABEL_FILTER_CLOSE: &'static str = "::text)";
+
+    pub(super) async fn connect(url: &str, options: PoolOptions) -> anyhow::Result<Self> {
+        let redacted = super::DatabaseUrl::Postgres(url.to_owned()).redacted();
+        let connect: PgConnectOptions = url
+            .parse()
+            .with_context(|| format!("invalid PostgreSQL URL {redacted}"))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await
+            .with_context(|| {
+                format!("cannot connect to PostgreSQL at {redacted}; check that it is running and that --database-url / MUSTER_DATABASE_URL is right")
+            })?;
+        let version = sqlx::query_scalar::<_, String>("show server_version_num")
+            .fetch_one(&pool)
+            .await
+            .context("cannot read the PostgreSQL server version")?;
+        let version: i32 = version.parse().context("unexpected server_version_num")?;
+        anyhow::ensure!(
+            version >= MIN_PG_VERSION,
+            "PostgreSQL {version} at {redacted} is too old: Muster needs 13 or newer"
+        );
+        Ok(Self { pool })
+    }
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    async fn ping_impl(&self) -> Result<()> {
+        sqlx::query("select 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn migrate_impl(&self) -> anyhow::Result<()> {
+        super::testing::run_migrator(sqlx::migrate!("../migrations/postgres"), &self.pool).await
+    }
+
+    async fn close_impl(&self) {
+        self.pool.close().await;
+    }
+
+    async fn claim(
+        &self,
+        runner: RunnerId,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<Run>> {
+        for _ in 0..CLAIM_ATTEMPTS {
+            let mut tx = self.pool.begin().await?;
+            let candidate = sqlx::query_as::<_, (RunId, AgentId, i32)>(
+                "select r.run_id, r.agent_id, a.max_concurrent_runs from run r join agent a on a.agent_id = r.agent_id \
+                 where r.status = 'queued' and (r.not_before is null or r.not_before <= $1) \
+                 and (select count(*) from run x where x.agent_id = r.agent_id and x.status in ('claimed', 'running')) \
+                     < a.max_concurrent_runs \
+                 order by r.created_at, r.run_id limit 1 for update of r skip locked",
+            )
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((run, agent, max)) = candidate else { return Ok(None) };
+            // Serialise claims per agent, then count again with a fresh snapshot.
+            sqlx::query("select 1 from agent where agent_id = $1 for update")
+                .bind(agent)
+                .execute(&mut *tx)
+                .await?;
+            let active = sqlx::query_scalar::<_, i64>(
+                "select count(*) from run where agent_id = $1 and status in ('claimed', 'running')",
+            )
+            .bind(agent)
+            .fetch_one(&mut *tx)
+            .await?;
+            if active >= i64::from(max) {
+                tx.rollback().await?;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
+            let row = take_run!(sqlx::Postgres, tx, run, runner, now, lease_until);
+            tx.commit().await?;
+            return Ok(Some(row.into()));
+        }
+        Ok(None)
+    }
+}
+
+impl_store!(PgStore, sqlx::Postgres);

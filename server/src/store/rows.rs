@@ -1,0 +1,408 @@
+//! Row structs shared by both backends (the derives are generic over the database) and their mapping to
+//! domain records. Column names are the struct's field names.
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use crate::domain::{
+    Agent, AgentId, AgentKind, AgentName, Assignee, Budget, Comment, CommentAuthor, CommentId,
+    Email, EnvVar, FailureReason, InboxItem, InboxItemId, InboxKind, Issue, IssueId, IssueKey,
+    IssuePrefix, IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role,
+    Run, RunEvent, RunId, RunStatus, Runner, RunnerId, Skill, SkillFile, SkillId, SkillSource,
+    Slug, Usage, User, UserId, Workspace, WorkspaceId,
+};
+
+#[derive(sqlx::FromRow)]
+pub(super) struct WorkspaceRow {
+    workspace_id: WorkspaceId,
+    name: String,
+    slug: Slug,
+    issue_prefix: IssuePrefix,
+    issue_counter: i64,
+    repo_path: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<WorkspaceRow> for Workspace {
+    fn from(r: WorkspaceRow) -> Self {
+        Workspace {
+            id: r.workspace_id,
+            name: r.name,
+            slug: r.slug,
+            issue_prefix: r.issue_prefix,
+            issue_counter: r.issue_counter,
+            repo_path: r.repo_path,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct WorkspaceRoleRow {
+    #[sqlx(flatten)]
+    workspace: WorkspaceRow,
+    role: Role,
+}
+
+impl From<WorkspaceRoleRow> for (Workspace, Role) {
+    fn from(r: WorkspaceRoleRow) -> Self {
+        (r.workspace.into(), r.role)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct UserRow {
+    user_id: UserId,
+    email: Email,
+    display_name: String,
+    password_hash: String,
+    created_at: DateTime<Utc>,
+}
+
+impl From<UserRow> for User {
+    fn from(r: UserRow) -> Self {
+        User {
+            id: r.user_id,
+            email: r.email,
+            display_name: r.display_name,
+            password_hash: r.password_hash,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct MemberRow {
+    workspace_id: WorkspaceId,
+    role: Role,
+    joined_at: DateTime<Utc>,
+    #[sqlx(flatten)]
+    user: UserRow,
+}
+
+impl From<MemberRow> for Member {
+    fn from(r: MemberRow) -> Self {
+        Member { workspace_id: r.workspace_id, user: r.user.into(), role: r.role, joined_at: r.joined_at }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct IssueRow {
+    issue_id: IssueId,
+    workspace_id: WorkspaceId,
+    issue_prefix: IssuePrefix,
+    number: i64,
+    title: IssueTitle,
+    body: String,
+    status: IssueStatus,
+    priority: Priority,
+    assignee_user_id: Option<UserId>,
+    assignee_agent_id: Option<AgentId>,
+    labels: Json<Vec<Label>>,
+    parent_issue_id: Option<IssueId>,
+    position: i64,
+    created_by: Option<UserId>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<IssueRow> for Issue {
+    fn from(r: IssueRow) -> Self {
+        let assignee = match (r.assignee_user_id, r.assignee_agent_id) {
+            (Some(u), _) => Some(Assignee::User(u)),
+            (None, Some(a)) => Some(Assignee::Agent(a)),
+            (None, None) => None,
+        };
+        Issue {
+            id: r.issue_id,
+            workspace_id: r.workspace_id,
+            key: IssueKey { prefix: r.issue_prefix, number: r.number },
+            title: r.title,
+            body: r.body,
+            status: r.status,
+            priority: r.priority,
+            assignee,
+            labels: r.labels.0,
+            parent: r.parent_issue_id,
+            position: r.position,
+            created_by: r.created_by,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// Splits an assignee into the two nullable columns.
+pub(super) fn assignee_columns(a: Option<Assignee>) -> (Option<UserId>, Option<AgentId>) {
+    match a {
+        Some(Assignee::User(u)) => (Some(u), None),
+        Some(Assignee::Agent(g)) => (None, Some(g)),
+        None => (None, None),
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct CommentRow {
+    comment_id: CommentId,
+    issue_id: IssueId,
+    author_user_id: Option<UserId>,
+    author_agent_id: Option<AgentId>,
+    body: String,
+    run_id: Option<RunId>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<CommentRow> for Comment {
+    fn from(r: CommentRow) -> Self {
+        let author = match (r.author_user_id, r.author_agent_id) {
+            (Some(u), _) => CommentAuthor::User(u),
+            (None, Some(a)) => CommentAuthor::Agent(a),
+            (None, None) => CommentAuthor::System,
+        };
+        Comment {
+            id: r.comment_id,
+            issue_id: r.issue_id,
+            author,
+            body: r.body,
+            run_id: r.run_id,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct AgentRow {
+    agent_id: AgentId,
+    workspace_id: WorkspaceId,
+    name: AgentName,
+    color: String,
+    kind: AgentKind,
+    model: Option<String>,
+    instructions: String,
+    env: Json<Vec<EnvVar>>,
+    extra_args: Json<Vec<String>>,
+    permission_mode: PermissionMode,
+    max_concurrent_runs: i32,
+    stall_timeout_secs: i32,
+    max_retries: i32,
+    budget_usd: Option<f64>,
+    budget_tokens: Option<i64>,
+    command: Option<String>,
+    base_url: Option<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<AgentRow> for Agent {
+    fn from(r: AgentRow) -> Self {
+        Agent {
+            id: r.agent_id,
+            workspace_id: r.workspace_id,
+            profile: NewAgent {
+                name: r.name,
+                color: r.color,
+                kind: r.kind,
+                model: r.model,
+                instructions: r.instructions,
+                env: r.env.0,
+                extra_args: r.extra_args.0,
+                permission_mode: r.permission_mode,
+                max_concurrent_runs: r.max_concurrent_runs,
+                stall_timeout_secs: r.stall_timeout_secs,
+                max_retries: r.max_retries,
+                budget: Budget { usd: r.budget_usd, tokens: r.budget_tokens },
+                command: r.command,
+                base_url: r.base_url,
+            },
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct SkillRow {
+    pub(super) skill_id: SkillId,
+    workspace_id: WorkspaceId,
+    slug: Slug,
+    name: String,
+    description: String,
+    body: String,
+    source: SkillSource,
+    content_hash: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl SkillRow {
+    pub(super) fn into_skill(self, files: Vec<SkillFile>) -> Skill {
+        Skill {
+            id: self.skill_id,
+            workspace_id: self.workspace_id,
+            slug: self.slug,
+            name: self.name,
+            description: self.description,
+            body: self.body,
+            files,
+            source: self.source,
+            content_hash: self.content_hash,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct SkillFileRow {
+    pub(super) skill_id: SkillId,
+    pub(super) path: String,
+    pub(super) content: String,
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct AgentSkillRow {
+    pub(super) enabled: bool,
+    #[sqlx(flatten)]
+    pub(super) skill: SkillRow,
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct RunnerRow {
+    runner_id: RunnerId,
+    name: String,
+    version: String,
+    detected: Json<serde_json::Value>,
+    last_heartbeat_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<RunnerRow> for Runner {
+    fn from(r: RunnerRow) -> Self {
+        Runner {
+            id: r.runner_id,
+            name: r.name,
+            version: r.version,
+            detected: r.detected.0,
+            last_heartbeat_at: r.last_heartbeat_at,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct RunRow {
+    run_id: RunId,
+    workspace_id: WorkspaceId,
+    issue_id: IssueId,
+    pub(super) agent_id: AgentId,
+    status: RunStatus,
+    attempt: i32,
+    chain_depth: i32,
+    runner_id: Option<RunnerId>,
+    lease_expires_at: Option<DateTime<Utc>>,
+    not_before: Option<DateTime<Utc>>,
+    pid: Option<i32>,
+    worktree: Option<String>,
+    branch: Option<String>,
+    session_id: Option<String>,
+    exit_code: Option<i32>,
+    failure_reason: Option<FailureReason>,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
+    cost_usd: f64,
+    summary: Option<String>,
+    diff_stat: Option<String>,
+    stalled_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<RunRow> for Run {
+    fn from(r: RunRow) -> Self {
+        Run {
+            id: r.run_id,
+            workspace_id: r.workspace_id,
+            issue_id: r.issue_id,
+            agent_id: r.agent_id,
+            status: r.status,
+            attempt: r.attempt,
+            chain_depth: r.chain_depth,
+            runner_id: r.runner_id,
+            lease_expires_at: r.lease_expires_at,
+            not_before: r.not_before,
+            pid: r.pid,
+            worktree: r.worktree,
+            branch: r.branch,
+            session_id: r.session_id,
+            exit_code: r.exit_code,
+            failure_reason: r.failure_reason,
+            usage: Usage {
+                input_tokens: r.input_tokens,
+                output_tokens: r.output_tokens,
+                cache_read_tokens: r.cache_read_tokens,
+                cache_write_tokens: r.cache_write_tokens,
+                cost_usd: r.cost_usd,
+            },
+            summary: r.summary,
+            diff_stat: r.diff_stat,
+            stalled_at: r.stalled_at,
+            created_at: r.created_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct RunEventRow {
+    run_id: RunId,
+    seq: i64,
+    at: DateTime<Utc>,
+    kind: String,
+    payload: Json<serde_json::Value>,
+}
+
+impl From<RunEventRow> for RunEvent {
+    fn from(r: RunEventRow) -> Self {
+        RunEvent { run_id: r.run_id, seq: r.seq, at: r.at, kind: r.kind, payload: r.payload.0 }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct InboxRow {
+    inbox_item_id: InboxItemId,
+    workspace_id: WorkspaceId,
+    user_id: Option<UserId>,
+    kind: InboxKind,
+    issue_id: Option<IssueId>,
+    run_id: Option<RunId>,
+    message: String,
+    created_at: DateTime<Utc>,
+    resolved_at: Option<DateTime<Utc>>,
+}
+
+impl From<InboxRow> for InboxItem {
+    fn from(r: InboxRow) -> Self {
+        InboxItem {
+            id: r.inbox_item_id,
+            workspace_id: r.workspace_id,
+            user_id: r.user_id,
+            kind: r.kind,
+            issue_id: r.issue_id,
+            run_id: r.run_id,
+            message: r.message,
+            created_at: r.created_at,
+            resolved_at: r.resolved_at,
+        }
+    }
+}
+
+/// The current time, truncated to microseconds: what both databases can store exactly.
+pub(super) fn now() -> DateTime<Utc> {
+    use chrono::{DurationRound, TimeDelta};
+    let t = Utc::now();
+    t.duration_trunc(TimeDelta::microseconds(1)).unwrap_or(t)
+}

@@ -1,0 +1,69 @@
+//! Database administration that is not a use-case: applying migrations, and the scratch databases the
+//! test suite creates and drops. Kept here because only `store/` may run SQL.
+
+use anyhow::Context as _;
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::{Connection as _, PgConnection};
+
+/// Applies `migrator`, turning sqlx's errors into ones that say what to do.
+pub(super) async fn run_migrator<'a, A>(migrator: Migrator, conn: A) -> anyhow::Result<()>
+where
+    A: sqlx::Acquire<'a>,
+    <A::Connection as std::ops::Deref>::Target: sqlx::migrate::Migrate,
+{
+    let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    match migrator.run(conn).await {
+        Ok(()) => Ok(()),
+        Err(MigrateError::VersionMissing(version)) => Err(anyhow::anyhow!(
+            "the database has migration {version}, newer than this muster binary knows (latest {known}); \
+             it was upgraded by a newer muster: run that version, or upgrade this one"
+        )),
+        Err(MigrateError::VersionMismatch(version)) => Err(anyhow::anyhow!(
+            "migration {version} in the database differs from the one in this binary; the database was \
+             migrated by a different build of muster"
+        )),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot apply database migrations")),
+    }
+}
+
+/// Creates the database `name` through the server at `admin_url` (a URL naming an existing database).
+/// `name` must be a plain identifier (`[a-z0-9_]`), as the test harness generates.
+pub async fn create_postgres_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(is_identifier(name), "bad database name {name:?}");
+    let mut conn = PgConnection::connect(admin_url)
+        .await
+        .with_context(|| "cannot connect to the PostgreSQL admin database".to_owned())?;
+    let sql = format!("create database {name}");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Drops the database `name`, disconnecting any sessions still on it.
+pub async fn drop_postgres_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(is_identifier(name), "bad database name {name:?}");
+    let mut conn = PgConnection::connect(admin_url).await?;
+    let sql = format!("drop database if exists {name} with (force)");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Records a migration version this binary does not know, as a newer `muster` would have: lets tests
+/// check that such a database is refused.
+pub async fn forge_future_migration(admin_url: &str, version: i64) -> anyhow::Result<()> {
+    let mut conn = PgConnection::connect(admin_url).await?;
+    sqlx::query(
+        "insert into _sqlx_migrations (version, description, success, checksum, execution_time) \
+         values ($1, 'from the future', true, '\\x00', 0)",
+    )
+    .bind(version)
+    .execute(&mut conn)
+    .await?;
+    conn.close().await?;
+    Ok(())
+}
+
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
