@@ -1,0 +1,272 @@
+//! The adapter contract: what Muster needs from each runtime kind, and the data that flows in
+//! ([`RunSpec`]) and out ([`LaunchSpec`]).
+//!
+//! Launch specs are plain data. They never read the process environment and never touch the
+//! disk: files the CLI needs (a per-run Codex `config.toml`) are listed in [`LaunchSpec::files`]
+//! and written by [`crate::process::spawn`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::custom::{CustomAdapter, CustomFormat};
+use crate::{AgentEvent, Error, claude, codex, llama, opencode};
+
+/// The runtime kinds Muster can drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeKind {
+    /// Claude Code (`claude`).
+    Claude,
+    /// OpenAI Codex CLI (`codex`).
+    Codex,
+    /// OpenCode (`opencode`).
+    Opencode,
+    /// A local OpenAI-compatible server; Muster runs the agent loop itself.
+    Llama,
+    /// Any command, its output read as stream-json, JSON lines or plain text.
+    Custom,
+}
+
+impl RuntimeKind {
+    /// Every kind, in display order.
+    pub const ALL: [Self; 5] = [
+        Self::Claude,
+        Self::Codex,
+        Self::Opencode,
+        Self::Llama,
+        Self::Custom,
+    ];
+
+    /// The snake_case name used in config, URLs and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Opencode => "opencode",
+            Self::Llama => "llama",
+            Self::Custom => "custom",
+        }
+    }
+}
+
+impl fmt::Display for RuntimeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RuntimeKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| unknown_choice(s, "runtime kind", &Self::ALL.map(Self::as_str)))
+    }
+}
+
+/// How much the agent may do without asking; each adapter maps it to its CLI's flags.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    /// Read and run read-only commands; writes are refused.
+    ReadOnly,
+    /// Edit files inside the working directory.
+    #[default]
+    WorkspaceWrite,
+    /// Everything, without sandbox or prompts (Claude needs `IS_SANDBOX=1` for this as root).
+    Bypass,
+}
+
+impl PermissionMode {
+    /// Every mode.
+    pub const ALL: [Self; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::Bypass];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::WorkspaceWrite => "workspace_write",
+            Self::Bypass => "bypass",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| unknown_choice(s, "permission mode", &Self::ALL.map(Self::as_str)))
+    }
+}
+
+/// The `Error::Parse` for a value outside a fixed set, naming every accepted value.
+pub(crate) fn unknown_choice(value: &str, what: &str, valid: &[&str]) -> Error {
+    Error::parse(
+        value,
+        format!(
+            "unknown {what} {value:?}; expected one of: {}",
+            valid.join(", ")
+        ),
+    )
+}
+
+/// Everything needed to launch one run of one agent. Secrets stay out of `Debug`.
+#[derive(Clone, Default)]
+pub struct RunSpec {
+    /// The CLI binary (from detection or an explicit override).
+    pub binary: PathBuf,
+    /// The prompt; always delivered on stdin, which is closed afterwards.
+    pub prompt: String,
+    /// Model name, passed as `--model` (or the provider's model for a custom base URL).
+    pub model: Option<String>,
+    /// API base URL; when set, the CLI is pointed at it (custom provider for Codex and OpenCode).
+    pub base_url: Option<String>,
+    /// API key for the base URL or the vendor API. Redacted from `Debug`.
+    pub api_key: Option<String>,
+    /// Extra arguments appended after the adapter's own.
+    pub extra_args: Vec<String>,
+    /// Permission mode.
+    pub permission_mode: PermissionMode,
+    /// Extra environment variables, applied after the adapter's (so they win). Values redacted.
+    pub env: Vec<(String, String)>,
+    /// Working directory (the run's worktree).
+    pub workdir: PathBuf,
+    /// Per-run home directory; becomes `HOME` so CLI state stays with the run.
+    pub home_dir: PathBuf,
+    /// Session id to resume, from an earlier [`AgentEvent::Started`].
+    pub resume_session: Option<String>,
+    /// Whether the child will run as root (Claude refuses bypass as root without `IS_SANDBOX=1`).
+    pub running_as_root: bool,
+}
+
+impl fmt::Debug for RunSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunSpec")
+            .field("binary", &self.binary)
+            .field("prompt_chars", &self.prompt.chars().count())
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("extra_args", &self.extra_args)
+            .field("permission_mode", &self.permission_mode)
+            .field("env", &EnvKeys(&self.env))
+            .field("workdir", &self.workdir)
+            .field("home_dir", &self.home_dir)
+            .field("resume_session", &self.resume_session)
+            .field("running_as_root", &self.running_as_root)
+            .finish()
+    }
+}
+
+/// How to start one CLI process: pure data, turned into a command by [`crate::process`].
+#[derive(Clone, Default, PartialEq)]
+pub struct LaunchSpec {
+    /// The program to execute.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The complete child environment besides `PATH` (the parent environment is not inherited).
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Text written to stdin, which is then closed; `None` means stdin is `/dev/null`.
+    pub stdin: Option<String>,
+    /// Files to write (creating parent directories) before the process starts.
+    pub files: Vec<(PathBuf, String)>,
+}
+
+impl LaunchSpec {
+    /// The value of environment variable `key`, if the spec sets it (last setting wins).
+    pub fn env_value(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl fmt::Debug for LaunchSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let files: Vec<&Path> = self.files.iter().map(|(p, _)| p.as_path()).collect();
+        f.debug_struct("LaunchSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &EnvKeys(&self.env))
+            .field("cwd", &self.cwd)
+            .field("stdin_bytes", &self.stdin.as_ref().map(String::len))
+            .field("files", &files)
+            .finish()
+    }
+}
+
+/// Debug view of an environment that shows keys only: values may be secrets.
+struct EnvKeys<'a>(&'a [(String, String)]);
+
+impl fmt::Debug for EnvKeys<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| format!("{k}=<redacted>")))
+            .finish()
+    }
+}
+
+/// What Muster needs from one runtime kind.
+pub trait Adapter: fmt::Debug + Send + Sync {
+    /// The kind this adapter handles.
+    fn kind(&self) -> RuntimeKind;
+
+    /// Turns one stdout line into events. Pure and total: unknown input becomes
+    /// [`AgentEvent::Raw`], blank lines become nothing, nothing panics.
+    fn parse_line(&self, line: &str) -> Vec<AgentEvent>;
+
+    /// How to launch a run. Fails only for kinds without a child process (llama).
+    fn command(&self, spec: &RunSpec) -> Result<LaunchSpec, Error>;
+
+    /// Where this CLI looks for `<skill>/SKILL.md` folders, relative to the working directory.
+    fn skills_dir(&self) -> &'static Path;
+}
+
+/// The adapter for `kind`; custom commands get the stream-json reader (use
+/// [`CustomAdapter::new`] to choose another [`CustomFormat`]).
+pub fn adapter_for(kind: RuntimeKind) -> Box<dyn Adapter> {
+    match kind {
+        RuntimeKind::Claude => Box::new(claude::ClaudeAdapter),
+        RuntimeKind::Codex => Box::new(codex::CodexAdapter),
+        RuntimeKind::Opencode => Box::new(opencode::OpencodeAdapter),
+        RuntimeKind::Llama => Box::new(llama::LlamaAdapter),
+        RuntimeKind::Custom => Box::new(CustomAdapter::new(CustomFormat::StreamJson)),
+    }
+}
+
+/// The environment every adapter starts from: the per-run `HOME` and the run's working directory
+/// as `PWD`.
+pub(crate) fn base_env(spec: &RunSpec) -> Vec<(String, String)> {
+    vec![
+        ("HOME".into(), spec.home_dir.display().to_string()),
+        ("PWD".into(), spec.workdir.display().to_string()),
+    ]
+}
+
+/// Appends the run's own variables last, so they override the adapter's defaults.
+pub(crate) fn finish_env(mut env: Vec<(String, String)>, spec: &RunSpec) -> Vec<(String, String)> {
+    env.extend(spec.env.iter().cloned());
+    env
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

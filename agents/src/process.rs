@@ -1,0 +1,212 @@
+//! Child processes: the only module that creates them (clippy's `disallowed-methods` bans
+//! `tokio::process::Command::new` elsewhere).
+//!
+//! Invariants:
+//! - a child gets an explicit environment: `PATH` plus the [`LaunchSpec`]'s variables, nothing
+//!   inherited from the server (no `DATABASE_URL`, no keys it was not given);
+//! - every child leads its own process group, so stopping it reaches the shells and MCP servers it
+//!   started; [`stop_group`] escalates SIGINT → SIGTERM → SIGKILL and always reaps;
+//! - stdin carries the prompt and is closed right after, because Codex and OpenCode read it to EOF;
+//! - output lines are read with a length cap ([`CappedLines`]).
+
+use std::ffi::OsStr;
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use crate::{Error, LaunchSpec};
+
+/// Longest output line kept; the rest of a longer line is dropped and replaced by a marker.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// How long a child may take to exit after SIGINT before it gets SIGTERM.
+pub const INT_GRACE: Duration = Duration::from_secs(10);
+/// How long a child may take to exit after SIGTERM before its group gets SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_secs(5);
+
+/// Creates a `Command`. The single place that calls `Command::new`; every child, including the
+/// `kill` helper, starts here.
+#[allow(clippy::disallowed_methods)] // This module is the designated spawner (clippy.toml).
+fn new_command(program: impl AsRef<OsStr>) -> Command {
+    Command::new(program)
+}
+
+/// The server's own `PATH`, the one variable children inherit (STYLE F34), so that `#!/usr/bin/env
+/// node` launchers and the shells agents start keep working.
+#[allow(clippy::disallowed_methods)] // PATH is process state, not configuration.
+fn inherited_path() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
+/// Turns a launch spec into a command: cleared environment plus `PATH` and the spec's variables,
+/// the spec's cwd, stdin piped only when there is a prompt, stdout and stderr piped, its own
+/// process group, and killed if dropped (a last resort; use [`stop_group`]).
+pub fn to_command(spec: &LaunchSpec) -> Command {
+    let mut command = new_command(&spec.program);
+    command.args(&spec.args).env_clear();
+    if let Some(path) = inherited_path() {
+        command.env("PATH", path);
+    }
+    command
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.cwd)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    command
+}
+
+/// Writes the spec's files, starts the process and feeds it the prompt (closing stdin after).
+/// A missing program is [`Error::NotInstalled`]; other failures are [`Error::Spawn`].
+pub async fn spawn(spec: &LaunchSpec) -> Result<Child, Error> {
+    for (path, contents) in &spec.files {
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(Error::Spawn)?;
+        }
+        tokio::fs::write(path, contents)
+            .await
+            .map_err(Error::Spawn)?;
+    }
+    let mut child = to_command(spec).spawn().map_err(|e| {
+        // NotFound means a missing program or a missing cwd; only the first is "not installed".
+        if e.kind() == io::ErrorKind::NotFound && spec.cwd.is_dir() {
+            Error::NotInstalled {
+                cli: spec.program.display().to_string(),
+            }
+        } else {
+            Error::Spawn(e)
+        }
+    })?;
+    if let (Some(prompt), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+        // A separate task, so a prompt larger than the pipe buffer cannot block the caller. A
+        // write error means the child already exited; its exit status reports that.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(prompt.as_bytes()).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    Ok(child)
+}
+
+/// Stops `child` and its whole process group gracefully with the default waits, and reaps it.
+pub async fn stop_group(child: &mut Child) -> io::Result<ExitStatus> {
+    stop_group_with(child, INT_GRACE, TERM_GRACE).await
+}
+
+/// [`stop_group`] with explicit waits: SIGINT, wait `int_grace`, SIGTERM, wait `term_grace`,
+/// SIGKILL. Once the leader has exited, what is left of the group is killed too.
+pub async fn stop_group_with(
+    child: &mut Child,
+    int_grace: Duration,
+    term_grace: Duration,
+) -> io::Result<ExitStatus> {
+    let Some(pgid) = child.id() else {
+        return child.wait().await; // Already reaped: `wait` returns the cached status.
+    };
+    for (signal, grace) in [("INT", int_grace), ("TERM", term_grace)] {
+        if !signal_group(pgid, signal).await {
+            break; // ESRCH: the group is gone; just reap.
+        }
+        if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
+            signal_group(pgid, "KILL").await;
+            return status;
+        }
+    }
+    kill_group(child).await
+}
+
+/// Kills `child`'s process group at once with SIGKILL and reaps the child.
+pub async fn kill_group(child: &mut Child) -> io::Result<ExitStatus> {
+    if let Some(pgid) = child.id() {
+        signal_group(pgid, "KILL").await;
+    }
+    // The leader may sit in another group if it changed its own; kill it directly as well.
+    let _ = child.start_kill();
+    child.wait().await
+}
+
+/// Sends `signal` to process group `pgid` with `kill -s SIGNAL -- -PGID`; false when nothing
+/// received it (the group is gone) or `kill` could not run.
+async fn signal_group(pgid: u32, signal: &str) -> bool {
+    let mut kill = new_command("kill");
+    kill.args(["-s", signal, "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    kill.status().await.is_ok_and(|status| status.success())
+}
+
+/// Reads lines and caps their length: bytes past `cap` are dropped and the line ends with
+/// `… [truncated N bytes]`. Invalid UTF-8 is replaced, never an error.
+#[derive(Debug)]
+pub struct CappedLines<R> {
+    reader: R,
+    cap: usize,
+    line: Vec<u8>,
+}
+
+impl<R: AsyncBufRead + Unpin> CappedLines<R> {
+    /// Lines of `reader`, capped at [`MAX_LINE_BYTES`].
+    pub fn new(reader: R) -> Self {
+        Self::with_cap(reader, MAX_LINE_BYTES)
+    }
+
+    /// Lines of `reader`, capped at `cap` bytes.
+    pub fn with_cap(reader: R, cap: usize) -> Self {
+        Self {
+            reader,
+            cap,
+            line: Vec::new(),
+        }
+    }
+
+    /// The next line without its `\n` (or `\r\n`), or `None` at end of input.
+    pub async fn next_line(&mut self) -> io::Result<Option<String>> {
+        self.line.clear();
+        let mut dropped = 0usize;
+        let mut seen_any = false;
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                if !seen_any {
+                    return Ok(None);
+                }
+                break;
+            }
+            seen_any = true;
+            let (chunk, used, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (&available[..i], i + 1, true),
+                None => (available, available.len(), false),
+            };
+            let room = self.cap.saturating_sub(self.line.len());
+            let kept = chunk.len().min(room);
+            self.line.extend_from_slice(&chunk[..kept]);
+            dropped += chunk.len() - kept;
+            self.reader.consume(used);
+            if done {
+                break;
+            }
+        }
+        if dropped == 0 && self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        let mut text = String::from_utf8_lossy(&self.line).into_owned();
+        if dropped > 0 {
+            text.push_str(&format!("… [truncated {dropped} bytes]"));
+        }
+        Ok(Some(text))
+    }
+}
+
+#[cfg(test)]
+mod tests;
