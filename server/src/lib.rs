@@ -2,5 +2,10 @@
 //! Muster: the board, the JSON API, the live-log hub and the embedded runner, as one library that the
 //! `muster` binary (and the integration tests) link.
 
+pub mod app;
+pub mod cli;
+pub mod config;
 pub mod domain;
+pub mod http;
 pub mod store;
+pub mod telemetry;

@@ -1,1 +1,31 @@
-fn main() {}
+//! The `muster` binary: parse the command line, start logging, run the command. Everything else is in
+//! the library.
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use muster::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    muster::telemetry::init(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(muster::cli::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line naming the problem and the fix; the context chain is joined with ": ".
+            let message = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

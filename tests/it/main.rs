@@ -1,1 +1,8 @@
-fn main(){}
+//! Muster's integration tests: one binary, one module per area.
+
+// Test code: a failed unwrap is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+mod http_health;
+mod startup;
+mod store_conformance;

@@ -1,1 +1,230 @@
-pub fn x(){}
+#![forbid(unsafe_code)]
+//! Shared support for Muster's integration tests: a fresh database per test on either backend, and a
+//! real server on an ephemeral port.
+//!
+//! Database policy: Postgres tests use `MUSTER_TEST_PG_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`). When it is unreachable they are skipped with a loud
+//! message, unless `MUSTER_REQUIRE_PG=1`, when that is a failure. Each test gets `muster_test_<uuid>`, dropped
+//! afterwards unless `MUSTER_TEST_KEEP_DB` is set.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use muster::config::Config;
+use muster::store::{self, DatabaseUrl, PoolOptions, Store};
+use tokio_util::sync::CancellationToken;
+
+/// Reads a test-harness setting. Tests never set variables; they only read what CI exported.
+#[allow(clippy::disallowed_methods)] // the harness's only window on the environment
+pub fn env_setting(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn flag(name: &str) -> bool {
+    env_setting(name).is_some_and(|v| v != "0")
+}
+
+/// The Postgres server the tests use.
+pub fn pg_admin_url() -> String {
+    env_setting("MUSTER_TEST_PG_URL")
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// Which backend a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh, empty database for one test, removed when dropped.
+pub struct TestDb {
+    /// The URL to hand to `store::connect` or `Config`.
+    pub url: DatabaseUrl,
+    /// A data directory for the test (holds the SQLite file, when SQLite).
+    pub dir: tempfile::TempDir,
+    pg_name: Option<String>,
+}
+
+impl TestDb {
+    /// A new database on `backend`, or `None` (after a loud message) when Postgres is unavailable and not
+    /// required. Panics when `MUSTER_REQUIRE_PG=1` and Postgres cannot be reached.
+    pub async fn new(backend: Backend) -> Option<TestDb> {
+        let dir = tempfile::tempdir().expect("create a temp dir");
+        match backend {
+            Backend::Sqlite => Some(TestDb {
+                url: DatabaseUrl::Sqlite(dir.path().join("muster.db")),
+                dir,
+                pg_name: None,
+            }),
+            Backend::Postgres => {
+                let admin = pg_admin_url();
+                let name = format!("muster_test_{}", uuid::Uuid::new_v4().simple());
+                if let Err(e) = store::testing::create_postgres_database(&admin, &name).await {
+                    let url = DatabaseUrl::parse(&admin)
+                        .map(|u| u.redacted())
+                        .unwrap_or(admin);
+                    if flag("MUSTER_REQUIRE_PG") {
+                        panic!("MUSTER_REQUIRE_PG=1 but PostgreSQL at {url} is unusable: {e:#}");
+                    }
+                    eprintln!(
+                        "\n!!! SKIPPING a PostgreSQL test: {url} is unusable ({e:#}).\n!!! Start PostgreSQL or set MUSTER_TEST_PG_URL; set MUSTER_REQUIRE_PG=1 to make this a failure.\n"
+                    );
+                    return None;
+                }
+                let url = DatabaseUrl::Postgres(replace_database(&admin, &name));
+                Some(TestDb {
+                    url,
+                    dir,
+                    pg_name: Some(name),
+                })
+            }
+        }
+    }
+
+    /// Connects and migrates a store on this database.
+    pub async fn store(&self) -> Arc<dyn Store> {
+        store::connect(
+            &self.url,
+            PoolOptions {
+                max_connections: 10,
+                acquire_timeout: Duration::from_secs(10),
+            },
+        )
+        .await
+        .expect("connect and migrate the test database")
+    }
+
+    /// A server configuration on this database, listening on an ephemeral loopback port.
+    pub fn config(&self) -> Config {
+        let mut config = Config::for_data_dir(self.dir.path().join("data"));
+        config.database_url = self.url.clone();
+        config
+    }
+
+    /// The Postgres database name, if this is Postgres.
+    pub fn pg_name(&self) -> Option<&str> {
+        self.pg_name.as_deref()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some(name) = self.pg_name.take() else {
+            return;
+        };
+        if flag("MUSTER_TEST_KEEP_DB") {
+            eprintln!("keeping test database {name}");
+            return;
+        }
+        // Drop runs inside the test's runtime; do the async cleanup on a thread of its own.
+        let admin = pg_admin_url();
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(store::testing::drop_postgres_database(&admin, &name))
+        });
+        if let Ok(Err(e)) = cleanup.join() {
+            eprintln!("could not drop a test database: {e:#}");
+        }
+    }
+}
+
+/// `url` with its database name replaced by `name`.
+pub fn replace_database(url: &str, name: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let base = match base.rfind('/') {
+        Some(i) if base[..i].contains("://") && i > base.find("://").unwrap_or(0) + 2 => &base[..i],
+        _ => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// A running server on an ephemeral port.
+pub struct TestApp {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// An HTTP client.
+    pub client: reqwest::Client,
+    /// The server's store.
+    pub store: Arc<dyn Store>,
+    /// Cancel to shut the server down.
+    pub shutdown: CancellationToken,
+    /// The server task; resolves after shutdown.
+    pub handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// Where the server keeps its files.
+    pub data_dir: PathBuf,
+}
+
+impl TestApp {
+    /// `http://addr/path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// GET `path`.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
+    }
+}
+
+/// Builds the app (migrating first, then binding `127.0.0.1:0`) and serves it in the background.
+pub async fn spawn_app(config: Config) -> TestApp {
+    init_tracing();
+    let data_dir = config.data_dir.clone();
+    let app = muster::app::build(config).await.expect("build the app");
+    let addr = app.local_addr().expect("bound address");
+    let store = app.state().store.clone();
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    TestApp {
+        addr,
+        client: reqwest::Client::new(),
+        store,
+        shutdown,
+        handle,
+        data_dir,
+    }
+}
+
+/// Logs to the test output when `TEST_LOG` is set.
+pub fn init_tracing() {
+    static INIT: std::sync::LazyLock<()> = std::sync::LazyLock::new(|| {
+        if flag("TEST_LOG") {
+            muster::telemetry::init(muster::telemetry::LogFormat::Text);
+        }
+    });
+    *INIT
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn replaces_the_database_name() {
+        assert_eq!(
+            super::replace_database("postgres://u@h:5432/postgres", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(
+            super::replace_database("postgres://u@h/postgres?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
+        assert_eq!(
+            super::replace_database("postgres://u@h", "x"),
+            "postgres://u@h/x"
+        );
+    }
+}

@@ -48,7 +48,7 @@ string_enum!(
     PermissionMode, "permission_mode" {
         ReadOnly => "read_only",
         WorkspaceWrite => "workspace_write",
-        FullAccess => "full_access",
+        Bypass => "bypass",
     }
 );
 
@@ -116,10 +116,16 @@ impl NewAgent {
         let mut errors = Vec::new();
         let c = self.color.as_bytes();
         if !(c.len() == 7 && c[0] == b'#' && c[1..].iter().all(u8::is_ascii_hexdigit)) {
-            errors.push(ValidationError::new("color", "must be a colour like #6d5dfc"));
+            errors.push(ValidationError::new(
+                "color",
+                "must be a colour like #6d5dfc",
+            ));
         }
         if !(1..=32).contains(&self.max_concurrent_runs) {
-            errors.push(ValidationError::new("max_concurrent_runs", "must be between 1 and 32"));
+            errors.push(ValidationError::new(
+                "max_concurrent_runs",
+                "must be between 1 and 32",
+            ));
         }
         if !(10..=86_400).contains(&self.stall_timeout_secs) {
             errors.push(ValidationError::new(
@@ -128,20 +134,37 @@ impl NewAgent {
             ));
         }
         if !(0..=10).contains(&self.max_retries) {
-            errors.push(ValidationError::new("max_retries", "must be between 0 and 10"));
+            errors.push(ValidationError::new(
+                "max_retries",
+                "must be between 0 and 10",
+            ));
         }
         if self.budget.usd.is_some_and(|u| !(u.is_finite() && u > 0.0)) {
-            errors.push(ValidationError::new("budget_usd", "must be a positive amount"));
+            errors.push(ValidationError::new(
+                "budget_usd",
+                "must be a positive amount",
+            ));
         }
         if self.budget.tokens.is_some_and(|t| t <= 0) {
-            errors.push(ValidationError::new("budget_tokens", "must be a positive number"));
+            errors.push(ValidationError::new(
+                "budget_tokens",
+                "must be a positive number",
+            ));
         }
-        if self.kind == AgentKind::Custom && self.command.as_deref().is_none_or(|c| c.trim().is_empty()) {
-            errors.push(ValidationError::new("command", "a custom agent needs a command"));
+        if self.kind == AgentKind::Custom
+            && self.command.as_deref().is_none_or(|c| c.trim().is_empty())
+        {
+            errors.push(ValidationError::new(
+                "command",
+                "a custom agent needs a command",
+            ));
         }
         for var in &self.env {
             let ok = !var.key.is_empty()
-                && var.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && var
+                    .key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !var.key.starts_with(|c: char| c.is_ascii_digit());
             if !ok {
                 errors.push(ValidationError::new(
@@ -150,7 +173,11 @@ impl NewAgent {
                 ));
             }
         }
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }
 

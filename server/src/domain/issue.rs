@@ -34,7 +34,10 @@ pub(crate) fn check_body(field: &'static str, body: &str) -> Result<(), Validati
     if body.len() > MAX_BODY_BYTES {
         return Err(ValidationError::new(
             field,
-            format!("must be at most {MAX_BODY_BYTES} bytes (got {})", body.len()),
+            format!(
+                "must be at most {MAX_BODY_BYTES} bytes (got {})",
+                body.len()
+            ),
         ));
     }
     Ok(())
@@ -91,7 +94,8 @@ pub struct IssueKey {
 impl IssueKey {
     /// Parses `MUS-42` (case-insensitive prefix).
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
-        let bad = || ValidationError::new("key", format!("{raw:?} is not an issue key like MUS-42"));
+        let bad =
+            || ValidationError::new("key", format!("{raw:?} is not an issue key like MUS-42"));
         let (prefix, number) = raw.trim().rsplit_once('-').ok_or_else(bad)?;
         let prefix = IssuePrefix::parse(prefix).map_err(|_| bad())?;
         let number: i64 = number.parse().map_err(|_| bad())?;
@@ -115,7 +119,9 @@ impl From<IssueKey> for String {
 }
 
 /// A label: 1–50 characters, no commas (labels are entered comma-separated).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Label(String);
 
@@ -124,7 +130,10 @@ impl Label {
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let s = bounded_text("labels", raw, 1, 50)?;
         if s.contains(',') {
-            return Err(ValidationError::new("labels", "a label must not contain ','"));
+            return Err(ValidationError::new(
+                "labels",
+                "a label must not contain ','",
+            ));
         }
         Ok(Self(s))
     }
@@ -139,7 +148,10 @@ impl Label {
         out.sort();
         out.dedup();
         if out.len() > 20 {
-            return Err(ValidationError::new("labels", "at most 20 labels per issue"));
+            return Err(ValidationError::new(
+                "labels",
+                "at most 20 labels per issue",
+            ));
         }
         Ok(out)
     }
@@ -263,7 +275,11 @@ impl NewComment {
             return Err(ValidationError::new("body", "must not be empty"));
         }
         check_body("body", body)?;
-        Ok(Self { author, body: body.to_owned(), run_id: None })
+        Ok(Self {
+            author,
+            body: body.to_owned(),
+            run_id: None,
+        })
     }
 }
 

@@ -42,7 +42,10 @@ pub struct ValidationError {
 impl ValidationError {
     /// Builds an error for `field`.
     pub fn new(field: &'static str, message: impl Into<String>) -> Self {
-        Self { field, message: message.into() }
+        Self {
+            field,
+            message: message.into(),
+        }
     }
 }
 

@@ -30,7 +30,10 @@ impl RunStatus {
 
     /// A final state: the run will never change again.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, RunStatus::Queued | RunStatus::Claimed | RunStatus::Running)
+        !matches!(
+            self,
+            RunStatus::Queued | RunStatus::Claimed | RunStatus::Running
+        )
     }
 }
 

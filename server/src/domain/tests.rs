@@ -4,8 +4,14 @@ use super::*;
 fn titles_are_trimmed_and_bounded() {
     assert_eq!(IssueTitle::parse("  Fix it  ").unwrap().as_str(), "Fix it");
     let empty = IssueTitle::parse("   ").unwrap_err();
-    assert_eq!((empty.field, empty.message.as_str()), ("title", "must not be empty"));
-    assert!(IssueTitle::parse(&"é".repeat(500)).is_ok(), "500 characters, not bytes");
+    assert_eq!(
+        (empty.field, empty.message.as_str()),
+        ("title", "must not be empty")
+    );
+    assert!(
+        IssueTitle::parse(&"é".repeat(500)).is_ok(),
+        "500 characters, not bytes"
+    );
     let long = IssueTitle::parse(&"x".repeat(501)).unwrap_err();
     assert_eq!(long.message, "must be at most 500 characters (got 501)");
 }
@@ -47,13 +53,19 @@ fn issue_keys_parse_and_print() {
 #[test]
 fn labels_are_deduplicated_and_sorted() {
     let l = Label::parse_list("ui, bug,,bug ").unwrap();
-    assert_eq!(l.iter().map(Label::as_str).collect::<Vec<_>>(), ["bug", "ui"]);
+    assert_eq!(
+        l.iter().map(Label::as_str).collect::<Vec<_>>(),
+        ["bug", "ui"]
+    );
     assert!(Label::parse(&"x".repeat(51)).is_err());
 }
 
 #[test]
 fn emails_need_one_at_sign() {
-    assert_eq!(Email::parse(" Ada@Example.COM ").unwrap().as_str(), "ada@example.com");
+    assert_eq!(
+        Email::parse(" Ada@Example.COM ").unwrap().as_str(),
+        "ada@example.com"
+    );
     for bad in ["ada", "@x", "ada@", "a@b@c", "a b@c"] {
         assert!(Email::parse(bad).is_err(), "{bad:?}");
     }
@@ -65,11 +77,28 @@ fn agent_profiles_report_every_bad_field() {
     a.color = "red".into();
     a.max_concurrent_runs = 0;
     a.budget.usd = Some(-1.0);
-    a.env.push(EnvVar { key: "1BAD".into(), value: String::new(), secret: false });
+    a.env.push(EnvVar {
+        key: "1BAD".into(),
+        value: String::new(),
+        secret: false,
+    });
     let fields: Vec<_> = a.validate().unwrap_err().iter().map(|e| e.field).collect();
-    assert_eq!(fields, ["color", "max_concurrent_runs", "budget_usd", "command", "env"]);
+    assert_eq!(
+        fields,
+        [
+            "color",
+            "max_concurrent_runs",
+            "budget_usd",
+            "command",
+            "env"
+        ]
+    );
     assert!(AgentName::parse("has space").is_err());
-    assert!(NewAgent::new(AgentName::parse("ok").unwrap(), AgentKind::Claude).validate().is_ok());
+    assert!(
+        NewAgent::new(AgentName::parse("ok").unwrap(), AgentKind::Claude)
+            .validate()
+            .is_ok()
+    );
 }
 
 #[test]

@@ -2,9 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{
-    SessionId, TokenId, UserId, ValidationError, WorkspaceId, bounded_text, string_enum,
-};
+use super::{SessionId, TokenId, UserId, ValidationError, WorkspaceId, bounded_text, string_enum};
 
 /// A lowercase identifier: `[a-z0-9-]`, 1–64 characters, not starting or ending with `-`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
@@ -37,7 +35,10 @@ impl Slug {
             ));
         }
         if s.starts_with('-') || s.ends_with('-') {
-            return Err(ValidationError::new(field, "must not start or end with '-'"));
+            return Err(ValidationError::new(
+                field,
+                "must not start or end with '-'",
+            ));
         }
         Ok(Self(s.to_owned()))
     }
@@ -101,7 +102,10 @@ impl Email {
             {
                 Ok(Self(s))
             }
-            _ => Err(ValidationError::new("email", "must look like name@example.com")),
+            _ => Err(ValidationError::new(
+                "email",
+                "must look like name@example.com",
+            )),
         }
     }
 

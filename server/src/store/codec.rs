@@ -48,7 +48,16 @@ macro_rules! uuid_codec {
 }
 
 uuid_codec!(
-    WorkspaceId, UserId, SessionId, TokenId, IssueId, CommentId, AgentId, SkillId, RunnerId, RunId,
+    WorkspaceId,
+    UserId,
+    SessionId,
+    TokenId,
+    IssueId,
+    CommentId,
+    AgentId,
+    SkillId,
+    RunnerId,
+    RunId,
     InboxItemId,
 );
 

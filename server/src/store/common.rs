@@ -9,25 +9,40 @@
 //! nothing half-written.
 
 macro_rules! ws_cols {
-    () => { "w.workspace_id, w.name, w.slug, w.issue_prefix, w.issue_counter, w.repo_path, w.created_at" };
-    (bare) => { "workspace_id, name, slug, issue_prefix, issue_counter, repo_path, created_at" };
+    () => {
+        "w.workspace_id, w.name, w.slug, w.issue_prefix, w.issue_counter, w.repo_path, w.created_at"
+    };
+    (bare) => {
+        "workspace_id, name, slug, issue_prefix, issue_counter, repo_path, created_at"
+    };
 }
 macro_rules! user_cols {
-    () => { "u.user_id, u.email, u.display_name, u.password_hash, u.created_at" };
-    (bare) => { "user_id, email, display_name, password_hash, created_at" };
+    () => {
+        "u.user_id, u.email, u.display_name, u.password_hash, u.created_at"
+    };
+    (bare) => {
+        "user_id, email, display_name, password_hash, created_at"
+    };
 }
-macro_rules! member_select { () => { concat!(
-    "select m.workspace_id, m.role, m.created_at as joined_at, ", user_cols!(),
-    " from member m join app_user u on u.user_id = m.user_id"
-) } }
+macro_rules! member_select {
+    () => {
+        concat!(
+            "select m.workspace_id, m.role, m.created_at as joined_at, ",
+            user_cols!(),
+            " from member m join app_user u on u.user_id = m.user_id"
+        )
+    };
+}
 macro_rules! issue_select { () => { concat!(
     "select i.issue_id, i.workspace_id, w.issue_prefix, i.number, i.title, i.body, i.status, i.priority, ",
     "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.position, i.created_by, ",
     "i.created_at, i.updated_at from issue i join workspace w on w.workspace_id = i.workspace_id"
 ) } }
-macro_rules! comment_cols { () => {
-    "comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at"
-} }
+macro_rules! comment_cols {
+    () => {
+        "comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at"
+    };
+}
 macro_rules! agent_cols { () => {
     "agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, permission_mode, \
      max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, command, base_url, \
@@ -47,8 +62,8 @@ macro_rules! inbox_cols { () => {
     "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at, resolved_at"
 } }
 pub(super) use {
-    agent_cols, comment_cols, inbox_cols, issue_select, member_select, run_cols, skill_cols, user_cols,
-    ws_cols,
+    agent_cols, comment_cols, inbox_cols, issue_select, member_select, run_cols, skill_cols,
+    user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -365,7 +380,7 @@ macro_rules! impl_store {
                     "select f.skill_id, f.path, f.content from skill_file f join skill s on s.skill_id = f.skill_id \
                      where s.workspace_id = $1 order by f.path")
                     .bind(ws).fetch_all(&self.pool).await?;
-                Ok(with_files(rows, files))
+                Ok(with_files(rows, &files))
             }
 
             async fn update_skill(&self, ws: WorkspaceId, slug: &Slug, new: &NewSkill) -> Result<Skill> {
@@ -414,7 +429,7 @@ macro_rules! impl_store {
                      where a.agent_id = $1 order by f.path")
                     .bind(agent).fetch_all(&self.pool).await?;
                 let enabled: Vec<bool> = rows.iter().map(|r| r.enabled).collect();
-                let skills = with_files(rows.into_iter().map(|r| r.skill).collect(), files);
+                let skills = with_files(rows.into_iter().map(|r| r.skill).collect(), &files);
                 Ok(skills.into_iter().zip(enabled).map(|(skill, enabled)| AgentSkill { agent_id: agent, skill, enabled }).collect())
             }
 
@@ -565,9 +580,15 @@ pub(super) use impl_store;
 /// board positions are serialised on Postgres; on SQLite `BEGIN IMMEDIATE` already serialises writers.
 macro_rules! lock_workspace {
     ($db:ty, $tx:ident, $ws:expr) => {{
-        let done = sqlx::query::<$db>("update workspace set issue_counter = issue_counter where workspace_id = $1")
-            .bind($ws).execute(&mut *$tx).await?;
-        if done.rows_affected() == 0 { return Err(Error::NotFound); }
+        let done = sqlx::query::<$db>(
+            "update workspace set issue_counter = issue_counter where workspace_id = $1",
+        )
+        .bind($ws)
+        .execute(&mut *$tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(Error::NotFound);
+        }
     }};
 }
 pub(super) use lock_workspace;
@@ -576,12 +597,23 @@ pub(super) use lock_workspace;
 macro_rules! guard_last_owner {
     ($db:ty, $tx:ident, $ws:expr, $user:expr, $takes_ownership:expr) => {{
         lock_workspace!($db, $tx, $ws);
-        let role = sqlx::query_scalar::<$db, Role>("select role from member where workspace_id = $1 and user_id = $2")
-            .bind($ws).bind($user).fetch_one(&mut *$tx).await?;
+        let role = sqlx::query_scalar::<$db, Role>(
+            "select role from member where workspace_id = $1 and user_id = $2",
+        )
+        .bind($ws)
+        .bind($user)
+        .fetch_one(&mut *$tx)
+        .await?;
         if role == Role::Owner && $takes_ownership {
-            let owners = sqlx::query_scalar::<$db, i64>("select count(*) from member where workspace_id = $1 and role = 'owner'")
-                .bind($ws).fetch_one(&mut *$tx).await?;
-            if owners <= 1 { return Err(Error::conflict("last_owner")); }
+            let owners = sqlx::query_scalar::<$db, i64>(
+                "select count(*) from member where workspace_id = $1 and role = 'owner'",
+            )
+            .bind($ws)
+            .fetch_one(&mut *$tx)
+            .await?;
+            if owners <= 1 {
+                return Err(Error::conflict("last_owner"));
+            }
         }
     }};
 }
@@ -601,10 +633,21 @@ pub(super) use next_position;
 macro_rules! bind_agent {
     ($query:expr, $new:expr) => {{
         let new: &NewAgent = $new;
-        $query.bind(&new.name).bind(&new.color).bind(new.kind).bind(new.model.as_deref())
-            .bind(&new.instructions).bind(sqlx::types::Json(&new.env)).bind(sqlx::types::Json(&new.extra_args))
-            .bind(new.permission_mode).bind(new.max_concurrent_runs).bind(new.stall_timeout_secs)
-            .bind(new.max_retries).bind(new.budget.usd).bind(new.budget.tokens).bind(new.command.as_deref())
+        $query
+            .bind(&new.name)
+            .bind(&new.color)
+            .bind(new.kind)
+            .bind(new.model.as_deref())
+            .bind(&new.instructions)
+            .bind(sqlx::types::Json(&new.env))
+            .bind(sqlx::types::Json(&new.extra_args))
+            .bind(new.permission_mode)
+            .bind(new.max_concurrent_runs)
+            .bind(new.stall_timeout_secs)
+            .bind(new.max_retries)
+            .bind(new.budget.usd)
+            .bind(new.budget.tokens)
+            .bind(new.command.as_deref())
             .bind(new.base_url.as_deref())
     }};
 }
@@ -613,15 +656,21 @@ pub(super) use bind_agent;
 macro_rules! insert_skill_files {
     ($db:ty, $tx:ident, $id:expr, $files:expr) => {
         for file in $files {
-            sqlx::query::<$db>("insert into skill_file (skill_id, path, content) values ($1, $2, $3)")
-                .bind($id).bind(&file.path).bind(&file.content).execute(&mut *$tx).await?;
+            sqlx::query::<$db>(
+                "insert into skill_file (skill_id, path, content) values ($1, $2, $3)",
+            )
+            .bind($id)
+            .bind(&file.path)
+            .bind(&file.content)
+            .execute(&mut *$tx)
+            .await?;
         }
     };
 }
 pub(super) use insert_skill_files;
 
-use crate::domain::{SkillFile, Skill};
 use super::rows::{SkillFileRow, SkillRow};
+use crate::domain::{Skill, SkillFile};
 
 /// Gap between neighbouring issues in a column.
 pub(super) const POSITION_STEP: i64 = 1024;
@@ -630,13 +679,16 @@ pub(super) const POSITION_STEP: i64 = 1024;
 pub(super) const APPEND_CHUNK: usize = 200;
 
 /// Pairs skills with their files (both sorted by the queries).
-pub(super) fn with_files(rows: Vec<SkillRow>, files: Vec<SkillFileRow>) -> Vec<Skill> {
+pub(super) fn with_files(rows: Vec<SkillRow>, files: &[SkillFileRow]) -> Vec<Skill> {
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let own = files
             .iter()
             .filter(|f| f.skill_id == row.skill_id)
-            .map(|f| SkillFile { path: f.path.clone(), content: f.content.clone() })
+            .map(|f| SkillFile {
+                path: f.path.clone(),
+                content: f.content.clone(),
+            })
             .collect();
         out.push(row.into_skill(own));
     }

@@ -20,10 +20,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Agent, AgentId, AgentName, AgentSkill, Comment, InboxItem, Issue, IssueFilter, IssueId,
+    Agent, AgentId, AgentName, AgentSkill, Comment, Email, InboxItem, Issue, IssueFilter, IssueId,
     IssueKey, IssuePatch, IssueStatus, Member, NewAgent, NewComment, NewInboxItem, NewIssue,
     NewRun, NewRunEvent, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId, RunOutcome,
-    Runner, RunnerId, Seq, Skill, SkillId, Slug, User, UserId, Workspace, WorkspaceId, Email,
+    Runner, RunnerId, Seq, Skill, SkillId, Slug, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -46,7 +46,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn conflict(constraint: &str) -> Self {
-        Error::Conflict { constraint: constraint.to_owned() }
+        Error::Conflict {
+            constraint: constraint.to_owned(),
+        }
     }
 }
 
@@ -62,6 +64,10 @@ impl From<sqlx::Error> for Error {
                         .unwrap_or_else(|| sqlite_unique_constraint(db.message())),
                 },
                 sqlx::error::ErrorKind::ForeignKeyViolation => Error::conflict("foreign_key"),
+                // SQLite reports `on delete restrict` as SQLITE_CONSTRAINT_TRIGGER, not as a foreign key.
+                _ if db.message().contains("FOREIGN KEY constraint failed") => {
+                    Error::conflict("foreign_key")
+                }
                 _ => Error::Other(anyhow::Error::new(sqlx::Error::Database(db))),
             },
             other => Error::Other(anyhow::Error::new(other)),
@@ -72,7 +78,10 @@ impl From<sqlx::Error> for Error {
 /// SQLite names the columns of a unique violation, not the constraint; map them to the names that the
 /// Postgres migration gives, so callers see the same error on both backends.
 fn sqlite_unique_constraint(message: &str) -> String {
-    let columns = message.rsplit("constraint failed: ").next().unwrap_or(message);
+    let columns = message
+        .rsplit("constraint failed: ")
+        .next()
+        .unwrap_or(message);
     let name = match columns {
         "workspace.slug" => "workspace_slug_key",
         "app_user.email" => "app_user_email_key",
@@ -112,9 +121,15 @@ impl DatabaseUrl {
     /// Parses a URL; any scheme but `sqlite` and `postgres` is an error naming both.
     pub fn parse(raw: &str) -> anyhow::Result<Self> {
         let raw = raw.trim();
-        if let Some(path) = raw.strip_prefix("sqlite://").or_else(|| raw.strip_prefix("sqlite:")) {
+        if let Some(path) = raw
+            .strip_prefix("sqlite://")
+            .or_else(|| raw.strip_prefix("sqlite:"))
+        {
             let path = path.split('?').next().unwrap_or(path);
-            anyhow::ensure!(!path.is_empty(), "database URL {raw:?} names no file; use sqlite:///path/to/muster.db");
+            anyhow::ensure!(
+                !path.is_empty(),
+                "database URL {raw:?} names no file; use sqlite:///path/to/muster.db"
+            );
             return Ok(DatabaseUrl::Sqlite(PathBuf::from(path)));
         }
         if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
@@ -142,8 +157,12 @@ impl std::fmt::Debug for DatabaseUrl {
 }
 
 fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((userinfo, host)) = rest.split_once('@') else { return url.to_owned() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_owned();
+    };
     match userinfo.split_once(':') {
         Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
         None => url.to_owned(),
@@ -159,7 +178,10 @@ pub struct PoolOptions {
 
 impl Default for PoolOptions {
     fn default() -> Self {
-        Self { max_connections: 10, acquire_timeout: Duration::from_secs(5) }
+        Self {
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(5),
+        }
     }
 }
 
@@ -226,7 +248,12 @@ pub trait Store: Send + Sync + 'static {
     /// Issues matching `filter`, by status column then position.
     async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
     /// Changes the fields set in `patch`.
-    async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch) -> Result<Issue>;
+    async fn update_issue(
+        &self,
+        ws: WorkspaceId,
+        key: &IssueKey,
+        patch: &IssuePatch,
+    ) -> Result<Issue>;
     /// Moves an issue to `status` at `index` in that column (the end when `None` or past it), renumbering
     /// the column so positions stay dense.
     async fn move_issue(
@@ -294,7 +321,12 @@ pub trait Store: Send + Sync + 'static {
         lease_until: DateTime<Utc>,
     ) -> Result<Option<Run>>;
     /// Extends the lease of a run this runner holds (`run_lease` if it no longer does).
-    async fn renew_lease(&self, run: RunId, runner: RunnerId, lease_until: DateTime<Utc>) -> Result<()>;
+    async fn renew_lease(
+        &self,
+        run: RunId,
+        runner: RunnerId,
+        lease_until: DateTime<Utc>,
+    ) -> Result<()>;
     /// Marks a claimed run as running, with its process and workspace.
     async fn start_run(
         &self,

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::common::*;
 use super::rows::*;
@@ -34,14 +35,27 @@ impl PgStore {
         let connect: PgConnectOptions = url
             .parse()
             .with_context(|| format!("invalid PostgreSQL URL {redacted}"))?;
+        let fix = "check that it is running and that --database-url / MUSTER_DATABASE_URL is right";
+        // One direct connection first: the pool would only report a timeout, not why it failed.
+        let first = tokio::time::timeout(
+            options.acquire_timeout,
+            PgConnection::connect_with(&connect),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "cannot connect to PostgreSQL at {redacted}: no answer within {:?}; {fix}",
+                options.acquire_timeout
+            )
+        })?
+        .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL at {redacted}: {e}; {fix}"))?;
+        first.close().await.ok();
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
             .connect_with(connect)
             .await
-            .with_context(|| {
-                format!("cannot connect to PostgreSQL at {redacted}; check that it is running and that --database-url / MUSTER_DATABASE_URL is right")
-            })?;
+            .with_context(|| format!("cannot connect to PostgreSQL at {redacted}; {fix}"))?;
         let version = sqlx::query_scalar::<_, String>("show server_version_num")
             .fetch_one(&pool)
             .await
@@ -89,7 +103,9 @@ impl PgStore {
             .bind(now)
             .fetch_optional(&mut *tx)
             .await?;
-            let Some((run, agent, max)) = candidate else { return Ok(None) };
+            let Some((run, agent, max)) = candidate else {
+                return Ok(None);
+            };
             // Serialise claims per agent, then count again with a fresh snapshot.
             sqlx::query("select 1 from agent where agent_id = $1 for update")
                 .bind(agent)

@@ -82,7 +82,12 @@ pub(super) struct MemberRow {
 
 impl From<MemberRow> for Member {
     fn from(r: MemberRow) -> Self {
-        Member { workspace_id: r.workspace_id, user: r.user.into(), role: r.role, joined_at: r.joined_at }
+        Member {
+            workspace_id: r.workspace_id,
+            user: r.user.into(),
+            role: r.role,
+            joined_at: r.joined_at,
+        }
     }
 }
 
@@ -116,7 +121,10 @@ impl From<IssueRow> for Issue {
         Issue {
             id: r.issue_id,
             workspace_id: r.workspace_id,
-            key: IssueKey { prefix: r.issue_prefix, number: r.number },
+            key: IssueKey {
+                prefix: r.issue_prefix,
+                number: r.number,
+            },
             title: r.title,
             body: r.body,
             status: r.status,
@@ -210,7 +218,10 @@ impl From<AgentRow> for Agent {
                 max_concurrent_runs: r.max_concurrent_runs,
                 stall_timeout_secs: r.stall_timeout_secs,
                 max_retries: r.max_retries,
-                budget: Budget { usd: r.budget_usd, tokens: r.budget_tokens },
+                budget: Budget {
+                    usd: r.budget_usd,
+                    tokens: r.budget_tokens,
+                },
                 command: r.command,
                 base_url: r.base_url,
             },
@@ -367,7 +378,13 @@ pub(super) struct RunEventRow {
 
 impl From<RunEventRow> for RunEvent {
     fn from(r: RunEventRow) -> Self {
-        RunEvent { run_id: r.run_id, seq: r.seq, at: r.at, kind: r.kind, payload: r.payload.0 }
+        RunEvent {
+            run_id: r.run_id,
+            seq: r.seq,
+            at: r.at,
+            kind: r.kind,
+            payload: r.payload.0,
+        }
     }
 }
 

@@ -87,7 +87,9 @@ impl SqliteStore {
         .bind(now)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some(run) = candidate else { return Ok(None) };
+        let Some(run) = candidate else {
+            return Ok(None);
+        };
         let row = take_run!(sqlx::Sqlite, tx, run, runner, now, lease_until);
         tx.commit().await?;
         Ok(Some(row.into()))

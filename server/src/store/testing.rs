@@ -34,7 +34,9 @@ pub async fn create_postgres_database(admin_url: &str, name: &str) -> anyhow::Re
         .await
         .with_context(|| "cannot connect to the PostgreSQL admin database".to_owned())?;
     let sql = format!("create database {name}");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut conn)
+        .await?;
     conn.close().await?;
     Ok(())
 }
@@ -44,7 +46,9 @@ pub async fn drop_postgres_database(admin_url: &str, name: &str) -> anyhow::Resu
     anyhow::ensure!(is_identifier(name), "bad database name {name:?}");
     let mut conn = PgConnection::connect(admin_url).await?;
     let sql = format!("drop database if exists {name} with (force)");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut conn)
+        .await?;
     conn.close().await?;
     Ok(())
 }
@@ -65,5 +69,8 @@ pub async fn forge_future_migration(admin_url: &str, version: i64) -> anyhow::Re
 }
 
 fn is_identifier(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }

@@ -1,0 +1,143 @@
+//! Building and running the server: data directory, store (migrated before the listener binds), router,
+//! graceful shutdown with a deadline.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::store::{self, Store};
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database, behind the one storage trait.
+    pub store: Arc<dyn Store>,
+    /// The configuration the server started with.
+    pub config: Arc<Config>,
+}
+
+/// A server that is ready to accept connections: the store is migrated and the listener is bound.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The shared state, for tests that want the store.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let router = crate::http::router(self.state.clone());
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+            .context("the HTTP server failed")?;
+        self.state.store.close().await;
+        Ok(())
+    }
+}
+
+/// Prepares the data directory, connects and migrates the store, then binds the listener, in that order.
+pub async fn build(config: Config) -> anyhow::Result<Application> {
+    prepare_data_dir(&config.data_dir)?;
+    let store = store::connect(&config.database_url, config.pool).await?;
+    let listener = TcpListener::bind(config.addr).await.map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "another program (perhaps another muster) is using it; "
+            }
+            std::io::ErrorKind::PermissionDenied => "ports below 1024 need privileges; ",
+            _ => "",
+        };
+        anyhow::anyhow!(
+            "cannot listen on {}: {e}; {hint}choose another address with --addr or MUSTER_ADDR",
+            config.addr
+        )
+    })?;
+    Ok(Application {
+        listener,
+        state: AppState {
+            store,
+            config: Arc::new(config),
+        },
+    })
+}
+
+/// Creates the data directory if needed and checks that it is writable.
+pub fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
+    let fix = "choose a writable one with --data-dir or MUSTER_DATA_DIR";
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!("cannot create data directory {}: {e}; {fix}", dir.display())
+    })?;
+    let probe = dir.join(".muster-write-check");
+    std::fs::write(&probe, b"ok").map_err(|e| {
+        anyhow::anyhow!(
+            "data directory {} is not writable: {e}; {fix}",
+            dir.display()
+        )
+    })?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Runs `muster serve`: builds the app, serves, and on SIGINT/SIGTERM stops accepting, gives in-flight
+/// requests `shutdown_timeout` to finish, and returns.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let deadline = config.shutdown_timeout;
+    let database = config.database_url.redacted();
+    let app = build(config).await?;
+    let addr = app.local_addr().context("cannot read the bound address")?;
+    tracing::info!(%addr, %database, version = env!("CARGO_PKG_VERSION"), "muster is listening");
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    tokio::pin!(server);
+    tokio::select! {
+        finished = &mut server => return finished.context("the server task panicked")?,
+        signal = shutdown_signal() => tracing::info!(signal, "shutting down"),
+    }
+    shutdown.cancel();
+    match tokio::time::timeout(deadline, &mut server).await {
+        Ok(finished) => finished.context("the server task panicked")?,
+        Err(_) => {
+            tracing::warn!(
+                timeout_secs = deadline.as_secs(),
+                "requests still running at the shutdown deadline; stopping anyway"
+            );
+            server.abort();
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() -> &'static str {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => "SIGINT",
+        () = terminate => "SIGTERM",
+    }
+}

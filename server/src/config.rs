@@ -1,0 +1,35 @@
+//! The configuration `muster serve` runs with, parsed once by clap in `cli.rs` and passed down.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::store::{DatabaseUrl, PoolOptions};
+
+/// Everything the server needs to start. Tests build it as a literal.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the HTTP server listens.
+    pub addr: SocketAddr,
+    /// Where Muster keeps its files (the SQLite database, run work directories, keys).
+    pub data_dir: PathBuf,
+    /// Which database to use.
+    pub database_url: DatabaseUrl,
+    /// Database pool limits.
+    pub pool: PoolOptions,
+    /// How long in-flight requests get to finish after SIGINT/SIGTERM.
+    pub shutdown_timeout: Duration,
+}
+
+impl Config {
+    /// A configuration on SQLite in `data_dir`, listening on an ephemeral loopback port.
+    pub fn for_data_dir(data_dir: PathBuf) -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            database_url: DatabaseUrl::Sqlite(data_dir.join("muster.db")),
+            data_dir,
+            pool: PoolOptions::default(),
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}

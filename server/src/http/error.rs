@@ -1,0 +1,164 @@
+//! The HTTP layer's one error type. `status_code` is the single place statuses are chosen; 4xx bodies are
+//! `{"errors": {"field": ["message"]}}`, 5xx bodies say only "internal error" and the request id, and the
+//! cause chain is logged once, by [`log_internal_errors`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::domain::ValidationError;
+use crate::store;
+
+/// `Result` with the HTTP [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 401: no valid session or token.
+    #[error("authentication required")]
+    Unauthorized,
+    /// 403: signed in, but the role does not allow it.
+    #[error("you are not allowed to do this")]
+    Forbidden,
+    /// 404.
+    #[error("not found")]
+    NotFound,
+    /// 409: clashes with existing data; the map says which field and why.
+    #[error("conflict")]
+    Conflict(BTreeMap<String, Vec<String>>),
+    /// 422: bad input, one or more messages per field.
+    #[error("invalid input")]
+    Invalid(BTreeMap<String, Vec<String>>),
+    /// 500: logged with its cause chain, never shown.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl Error {
+    /// A 422 with messages per field.
+    pub fn invalid<'a>(fields: impl IntoIterator<Item = (&'a str, String)>) -> Self {
+        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (field, message) in fields {
+            map.entry(field.to_owned()).or_default().push(message);
+        }
+        Error::Invalid(map)
+    }
+
+    /// A 409 about one field.
+    pub fn conflict(field: &str, message: impl Into<String>) -> Self {
+        Error::Conflict(BTreeMap::from([(field.to_owned(), vec![message.into()])]))
+    }
+
+    /// The status code for this error: the only place it is decided.
+    pub fn status_code(&self) -> StatusCode {
+        match self {
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::Forbidden => StatusCode::FORBIDDEN,
+            Error::NotFound => StatusCode::NOT_FOUND,
+            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<ValidationError> for Error {
+    fn from(e: ValidationError) -> Self {
+        Error::invalid([(e.field, e.message)])
+    }
+}
+
+impl From<store::Error> for Error {
+    fn from(e: store::Error) -> Self {
+        match e {
+            store::Error::NotFound => Error::NotFound,
+            store::Error::Conflict { constraint } => conflict_message(&constraint),
+            store::Error::Other(e) => Error::Internal(e),
+        }
+    }
+}
+
+fn conflict_message(constraint: &str) -> Error {
+    match constraint {
+        "workspace_slug_key" => Error::conflict("slug", "is already taken"),
+        "app_user_email_key" => Error::conflict("email", "already has an account"),
+        "member_pkey" => Error::conflict("email", "is already a member"),
+        "agent_workspace_name_key" => {
+            Error::conflict("name", "another agent already has this name")
+        }
+        "skill_workspace_slug_key" => {
+            Error::conflict("slug", "another skill already has this slug")
+        }
+        "run_one_active_key" => {
+            Error::conflict("agent", "this agent already has a live run on this issue")
+        }
+        "last_owner" => Error::conflict("role", "a workspace needs at least one owner"),
+        "foreign_key" => Error::conflict(
+            "id",
+            "is still in use or refers to something that does not exist",
+        ),
+        other => Error::conflict("id", format!("conflicts with existing data ({other})")),
+    }
+}
+
+/// The cause of a 500, kept in the response extensions for [`log_internal_errors`].
+#[derive(Clone)]
+struct InternalCause(Arc<anyhow::Error>);
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status_code();
+        match self {
+            Error::Internal(cause) => {
+                let mut response = (
+                    status,
+                    Json(json!({ "errors": { "server": ["internal error"] } })),
+                )
+                    .into_response();
+                response
+                    .extensions_mut()
+                    .insert(InternalCause(Arc::new(cause)));
+                response
+            }
+            Error::Invalid(fields) | Error::Conflict(fields) => {
+                (status, Json(json!({ "errors": fields }))).into_response()
+            }
+            other => {
+                let field = if status == StatusCode::NOT_FOUND {
+                    "resource"
+                } else {
+                    "auth"
+                };
+                (
+                    status,
+                    Json(json!({ "errors": { field: [other.to_string()] } })),
+                )
+                    .into_response()
+            }
+        }
+    }
+}
+
+/// Logs the cause chain of a 500 once, inside the request's span, and adds the request id to its body.
+pub(super) async fn log_internal_errors(request: Request, next: Next) -> Response {
+    let request_id = request
+        .headers()
+        .get(super::REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_owned();
+    let mut response = next.run(request).await;
+    if let Some(InternalCause(cause)) = response.extensions_mut().remove::<InternalCause>() {
+        tracing::error!(error.cause_chain = ?cause, %request_id, "request failed");
+        let body = json!({ "errors": { "server": ["internal error"] }, "request_id": request_id });
+        response = (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
+    }
+    response
+}

@@ -1,0 +1,97 @@
+//! Start-up failures: each is one clear error naming the problem and the fix, never a panic.
+
+use std::net::TcpListener;
+
+use muster::config::Config;
+use muster::store::DatabaseUrl;
+use muster_tests::{Backend, TestDb, pg_admin_url, replace_database};
+
+async fn build_error(config: Config) -> String {
+    match muster::app::build(config).await {
+        Ok(_) => panic!("the app should not start"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[tokio::test]
+async fn a_port_in_use_is_named_with_the_fix() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::for_data_dir(dir.path().to_path_buf());
+    config.addr = taken.local_addr().unwrap();
+    let e = build_error(config).await;
+    assert!(
+        e.starts_with(&format!(
+            "cannot listen on {}: ",
+            taken.local_addr().unwrap()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("choose another address with --addr or MUSTER_ADDR"),
+        "{e}"
+    );
+    // The database was still created and migrated before the bind failed.
+    assert!(dir.path().join("muster.db").exists());
+}
+
+#[tokio::test]
+async fn an_unwritable_data_dir_is_named_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let e = build_error(Config::for_data_dir(file.join("data"))).await;
+    assert!(
+        e.starts_with(&format!(
+            "cannot create data directory {}",
+            file.join("data").display()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("choose a writable one with --data-dir or MUSTER_DATA_DIR"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_postgres_is_named_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let unused = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut config = Config::for_data_dir(dir.path().to_path_buf());
+    config.database_url =
+        DatabaseUrl::parse(&format!("postgres://muster:hunter2@{unused}/muster")).unwrap();
+    let e = build_error(config).await;
+    assert!(
+        e.starts_with(&format!(
+            "cannot connect to PostgreSQL at postgres://muster:***@{unused}/muster: "
+        )),
+        "{e}"
+    );
+    assert!(e.contains("Connection refused"), "{e}");
+    assert!(!e.contains("hunter2"), "the password never appears: {e}");
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_muster_is_refused() {
+    // SQLite: migrate, then record a migration this binary does not have.
+    let Some(db) = TestDb::new(Backend::Postgres).await else {
+        return;
+    };
+    let store = db.store().await;
+    store.close().await;
+    let url = replace_database(&pg_admin_url(), db.pg_name().unwrap());
+    muster::store::testing::forge_future_migration(&url, 9_999)
+        .await
+        .unwrap();
+    let e = build_error(db.config()).await;
+    assert!(
+        e.contains(
+            "the database has migration 9999, newer than this muster binary knows (latest 1)"
+        ),
+        "{e}"
+    );
+}

@@ -1,0 +1,377 @@
+//! Issues (numbering, filters, updates, moves) and comments.
+
+use std::sync::Arc;
+
+use muster::domain::*;
+use muster::store::Store;
+
+use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
+
+store_cases!(
+    issues_are_numbered_per_workspace,
+    concurrent_creates_get_distinct_numbers,
+    issue_filters,
+    issue_updates,
+    moves_reorder_columns,
+    comments,
+);
+
+async fn issues_are_numbered_per_workspace(store: Arc<dyn Store>) {
+    let a = fixture(&store, "a", "AAA").await;
+    let b = fixture(&store, "b", "BBB").await;
+    let mut new = NewIssue::new(IssueTitle::parse("First").unwrap())
+        .with_body("Body *md*")
+        .unwrap();
+    new.labels = Label::parse_list("bug,ui").unwrap();
+    new.priority = Priority::High;
+    new.created_by = Some(a.owner.id);
+    let first = store.create_issue(a.ws.id, &new).await.unwrap();
+    assert_eq!(first.key.to_string(), "AAA-1");
+    assert_eq!(
+        (first.status, first.priority, first.body.as_str()),
+        (IssueStatus::Backlog, Priority::High, "Body *md*")
+    );
+    assert_eq!(first.labels, Label::parse_list("ui,bug").unwrap());
+    let second = issue(&store, a.ws.id, "Second", IssueStatus::Backlog).await;
+    assert_eq!(second.key.to_string(), "AAA-2");
+    assert!(
+        second.position > first.position,
+        "new issues go to the bottom of the column"
+    );
+    assert_eq!(
+        issue(&store, b.ws.id, "Other", IssueStatus::Todo)
+            .await
+            .key
+            .to_string(),
+        "BBB-1"
+    );
+
+    assert_eq!(
+        store
+            .get_issue(a.ws.id, &IssueKey::parse("aaa-1").unwrap())
+            .await
+            .unwrap(),
+        first
+    );
+    assert_eq!(store.get_issue_by_id(first.id).await.unwrap(), first);
+    // A key of another workspace, or a number that exists only there, is not found.
+    assert_not_found(
+        store
+            .get_issue(a.ws.id, &IssueKey::parse("BBB-1").unwrap())
+            .await,
+    );
+    assert_not_found(
+        store
+            .get_issue(b.ws.id, &IssueKey::parse("BBB-2").unwrap())
+            .await,
+    );
+    assert_eq!(store.get_workspace(a.ws.id).await.unwrap().issue_counter, 2);
+}
+
+async fn concurrent_creates_get_distinct_numbers(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                issue(&store, f.ws.id, &format!("Issue {i}"), IssueStatus::Todo).await
+            })
+        })
+        .collect();
+    let mut numbers = Vec::new();
+    for t in tasks {
+        numbers.push(t.await.unwrap().key.number);
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=16).collect::<Vec<_>>());
+}
+
+async fn issue_filters(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let mut a = NewIssue::new(IssueTitle::parse("Fix 100% CPU in parser").unwrap());
+    a.status = IssueStatus::Todo;
+    a.labels = Label::parse_list("bug,perf").unwrap();
+    a.assignee = Some(Assignee::Agent(coder.id));
+    a.priority = Priority::Urgent;
+    let a = store.create_issue(f.ws.id, &a).await.unwrap();
+    let mut b = NewIssue::new(IssueTitle::parse("Write docs").unwrap())
+        .with_body("mention the PARSER")
+        .unwrap();
+    b.assignee = Some(Assignee::User(f.owner.id));
+    b.labels = Label::parse_list("docs").unwrap();
+    let b = store.create_issue(f.ws.id, &b).await.unwrap();
+    let c = issue(&store, f.ws.id, "Done thing", IssueStatus::Done).await;
+
+    let keys = |v: Vec<Issue>| v.into_iter().map(|i| i.key.number).collect::<Vec<_>>();
+    let all = store
+        .list_issues(f.ws.id, &IssueFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    let by = |filter: IssueFilter| {
+        let store = store.clone();
+        async move { keys(store.list_issues(f.ws.id, &filter).await.unwrap()) }
+    };
+    assert_eq!(
+        by(IssueFilter {
+            statuses: vec![IssueStatus::Todo, IssueStatus::Done],
+            ..Default::default()
+        })
+        .await
+        .len(),
+        2
+    );
+    assert_eq!(
+        by(IssueFilter {
+            statuses: vec![IssueStatus::Backlog],
+            ..Default::default()
+        })
+        .await,
+        vec![b.key.number]
+    );
+    assert_eq!(
+        by(IssueFilter {
+            assignee: Some(Assignee::Agent(coder.id)),
+            ..Default::default()
+        })
+        .await,
+        vec![a.key.number]
+    );
+    assert_eq!(
+        by(IssueFilter {
+            assignee: Some(Assignee::User(f.owner.id)),
+            ..Default::default()
+        })
+        .await,
+        vec![b.key.number]
+    );
+    assert_eq!(
+        by(IssueFilter {
+            label: Some(Label::parse("perf").unwrap()),
+            ..Default::default()
+        })
+        .await,
+        vec![a.key.number]
+    );
+    assert_eq!(
+        by(IssueFilter {
+            label: Some(Label::parse("nope").unwrap()),
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        by(IssueFilter {
+            priority: Some(Priority::Urgent),
+            ..Default::default()
+        })
+        .await,
+        vec![a.key.number]
+    );
+    // Text search: case-insensitive, in title or body, with LIKE wildcards taken literally.
+    let mut found = by(IssueFilter {
+        text: Some("parser".into()),
+        ..Default::default()
+    })
+    .await;
+    found.sort_unstable();
+    assert_eq!(found, vec![a.key.number, b.key.number]);
+    assert_eq!(
+        by(IssueFilter {
+            text: Some("100%".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![a.key.number]
+    );
+    assert_eq!(
+        by(IssueFilter {
+            text: Some("1_0".into()),
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        by(IssueFilter {
+            text: Some("%".into()),
+            statuses: vec![IssueStatus::Done],
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new()
+    );
+    let _ = c;
+    // Another workspace sees none of them.
+    let other = fixture(&store, "other", "OTH").await;
+    assert!(
+        store
+            .list_issues(other.ws.id, &IssueFilter::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn issue_updates(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let i = issue(&store, f.ws.id, "Old title", IssueStatus::Todo).await;
+    let patch = IssuePatch {
+        title: Some(IssueTitle::parse("New title").unwrap()),
+        assignee: Some(Some(Assignee::Agent(coder.id))),
+        labels: Some(Label::parse_list("x").unwrap()),
+        ..Default::default()
+    };
+    let u = store.update_issue(f.ws.id, &i.key, &patch).await.unwrap();
+    assert_eq!(u.title.as_str(), "New title");
+    assert_eq!(u.assignee, Some(Assignee::Agent(coder.id)));
+    assert_eq!(u.body, i.body, "unset fields stay");
+    assert!(u.updated_at >= i.updated_at);
+    // Leaving the assignee alone keeps it; Some(None) clears it; a user replaces an agent.
+    let u = store
+        .update_issue(
+            f.ws.id,
+            &i.key,
+            &IssuePatch {
+                body: Some("b".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (u.body.as_str(), u.assignee),
+        ("b", Some(Assignee::Agent(coder.id)))
+    );
+    let u = store
+        .update_issue(
+            f.ws.id,
+            &i.key,
+            &IssuePatch {
+                assignee: Some(Some(Assignee::User(f.owner.id))),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(u.assignee, Some(Assignee::User(f.owner.id)));
+    let u = store
+        .update_issue(
+            f.ws.id,
+            &i.key,
+            &IssuePatch {
+                assignee: Some(None),
+                priority: Some(Priority::Low),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((u.assignee, u.priority), (None, Priority::Low));
+    assert_not_found(
+        store
+            .update_issue(f.ws.id, &IssueKey::parse("MUS-99").unwrap(), &patch)
+            .await,
+    );
+}
+
+async fn moves_reorder_columns(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let a = issue(&store, f.ws.id, "a", IssueStatus::Todo).await;
+    let b = issue(&store, f.ws.id, "b", IssueStatus::Todo).await;
+    let c = issue(&store, f.ws.id, "c", IssueStatus::Backlog).await;
+    let column = |status| {
+        let store = store.clone();
+        async move {
+            let filter = IssueFilter {
+                statuses: vec![status],
+                ..Default::default()
+            };
+            store
+                .list_issues(f.ws.id, &filter)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| i.title.as_str().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    let moved = store
+        .move_issue(f.ws.id, &c.key, IssueStatus::Todo, Some(0))
+        .await
+        .unwrap();
+    assert_eq!(moved.status, IssueStatus::Todo);
+    assert_eq!(column(IssueStatus::Todo).await, ["c", "a", "b"]);
+    assert!(column(IssueStatus::Backlog).await.is_empty());
+    // Within a column, and past the end.
+    store
+        .move_issue(f.ws.id, &a.key, IssueStatus::Todo, Some(99))
+        .await
+        .unwrap();
+    assert_eq!(column(IssueStatus::Todo).await, ["c", "b", "a"]);
+    store
+        .move_issue(f.ws.id, &b.key, IssueStatus::Done, None)
+        .await
+        .unwrap();
+    assert_eq!(column(IssueStatus::Todo).await, ["c", "a"]);
+    assert_eq!(column(IssueStatus::Done).await, ["b"]);
+    assert_not_found(
+        store
+            .move_issue(
+                f.ws.id,
+                &IssueKey::parse("MUS-42").unwrap(),
+                IssueStatus::Done,
+                None,
+            )
+            .await,
+    );
+}
+
+async fn comments(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let bob = user(&store, "bob@example.com").await;
+    let i = issue(&store, f.ws.id, "Talk", IssueStatus::Todo).await;
+    let first = store
+        .add_comment(
+            i.id,
+            &NewComment::parse(CommentAuthor::User(bob.id), "Looks **good**").unwrap(),
+        )
+        .await
+        .unwrap();
+    let second = store
+        .add_comment(
+            i.id,
+            &NewComment::parse(CommentAuthor::Agent(coder.id), "Done").unwrap(),
+        )
+        .await
+        .unwrap();
+    let third = store
+        .add_comment(
+            i.id,
+            &NewComment::parse(CommentAuthor::System, "Moved to done").unwrap(),
+        )
+        .await
+        .unwrap();
+    let listed = store.list_comments(i.id).await.unwrap();
+    assert_eq!(listed, vec![first.clone(), second, third]);
+    assert_eq!(first.author, CommentAuthor::User(bob.id));
+    assert_eq!(listed[2].author, CommentAuthor::System);
+    assert!(
+        store
+            .list_comments(IssueId::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let orphan = store
+        .add_comment(
+            IssueId::new(),
+            &NewComment::parse(CommentAuthor::System, "x").unwrap(),
+        )
+        .await;
+    assert_conflict(orphan, "foreign_key");
+}

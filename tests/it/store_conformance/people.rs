@@ -1,0 +1,166 @@
+//! Workspaces, users and members.
+
+use std::sync::Arc;
+
+use muster::domain::*;
+use muster::store::{Backend as StoreBackend, Store};
+
+use super::{assert_conflict, assert_not_found, fixture, store_cases, user};
+
+store_cases!(
+    ping_and_backend,
+    workspaces,
+    users,
+    members_and_the_last_owner
+);
+
+async fn ping_and_backend(store: Arc<dyn Store>) {
+    store.ping().await.unwrap();
+    assert!(matches!(
+        store.backend(),
+        StoreBackend::Sqlite | StoreBackend::Postgres
+    ));
+    // Migrating again is a no-op.
+    store.migrate().await.unwrap();
+}
+
+async fn workspaces(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team-a", "mus").await;
+    assert_eq!(f.ws.slug.as_str(), "team-a");
+    assert_eq!(f.ws.issue_prefix.as_str(), "MUS");
+    assert_eq!(f.ws.issue_counter, 0);
+    assert_eq!(store.get_workspace(f.ws.id).await.unwrap(), f.ws);
+    assert_eq!(
+        store
+            .get_workspace_by_slug(&Slug::parse("team-a").unwrap())
+            .await
+            .unwrap(),
+        f.ws
+    );
+    assert_not_found(
+        store
+            .get_workspace_by_slug(&Slug::parse("nope").unwrap())
+            .await,
+    );
+    assert_not_found(store.get_workspace(WorkspaceId::new()).await);
+
+    let dup = store
+        .create_workspace(
+            &NewWorkspace::parse("Other", "team-a", "OTH").unwrap(),
+            f.owner.id,
+        )
+        .await;
+    assert_conflict(dup, "workspace_slug_key");
+    let second = store
+        .create_workspace(
+            &NewWorkspace::parse("Second", "team-b", "SEC").unwrap(),
+            f.owner.id,
+        )
+        .await
+        .unwrap();
+    let mine = store.list_workspaces_for_user(f.owner.id).await.unwrap();
+    assert_eq!(
+        mine,
+        vec![(f.ws.clone(), Role::Owner), (second, Role::Owner)]
+    );
+
+    let with_repo = store
+        .set_workspace_repo(f.ws.id, Some("/srv/repo"))
+        .await
+        .unwrap();
+    assert_eq!(with_repo.repo_path.as_deref(), Some("/srv/repo"));
+    let cleared = store.set_workspace_repo(f.ws.id, None).await.unwrap();
+    assert_eq!(cleared.repo_path, None);
+}
+
+async fn users(store: Arc<dyn Store>) {
+    assert_eq!(store.count_users().await.unwrap(), 0);
+    let ada = user(&store, "ada@example.com").await;
+    assert_eq!(store.count_users().await.unwrap(), 1);
+    assert_eq!(store.get_user(ada.id).await.unwrap(), ada);
+    assert_eq!(ada.password_hash, "$argon2id$fake");
+    let by_email = store
+        .get_user_by_email(&Email::parse("ADA@example.com").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(by_email.id, ada.id);
+    assert_not_found(store.get_user(UserId::new()).await);
+    let dup = store
+        .create_user(&NewUser {
+            email: Email::parse("ada@example.com").unwrap(),
+            display_name: "Other Ada".into(),
+            password_hash: "x".into(),
+        })
+        .await;
+    assert_conflict(dup, "app_user_email_key");
+}
+
+async fn members_and_the_last_owner(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let bob = user(&store, "bob@example.com").await;
+    let cy = user(&store, "cy@example.com").await;
+    let m = store
+        .add_member(f.ws.id, bob.id, Role::Admin)
+        .await
+        .unwrap();
+    assert_eq!((m.user.id, m.role), (bob.id, Role::Admin));
+    store
+        .add_member(f.ws.id, cy.id, Role::Member)
+        .await
+        .unwrap();
+    assert_conflict(
+        store.add_member(f.ws.id, cy.id, Role::Admin).await,
+        "member_pkey",
+    );
+    assert_eq!(
+        store.get_member(f.ws.id, cy.id).await.unwrap().role,
+        Role::Member
+    );
+
+    let listed: Vec<_> = store
+        .list_members(f.ws.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.user.id, m.role))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (f.owner.id, Role::Owner),
+            (bob.id, Role::Admin),
+            (cy.id, Role::Member)
+        ]
+    );
+
+    // The only owner cannot be demoted or removed...
+    assert_conflict(
+        store
+            .set_member_role(f.ws.id, f.owner.id, Role::Admin)
+            .await,
+        "last_owner",
+    );
+    assert_conflict(store.remove_member(f.ws.id, f.owner.id).await, "last_owner");
+    // ...until there is a second owner.
+    assert_eq!(
+        store
+            .set_member_role(f.ws.id, bob.id, Role::Owner)
+            .await
+            .unwrap()
+            .role,
+        Role::Owner
+    );
+    assert_eq!(
+        store
+            .set_member_role(f.ws.id, f.owner.id, Role::Member)
+            .await
+            .unwrap()
+            .role,
+        Role::Member
+    );
+    store.remove_member(f.ws.id, cy.id).await.unwrap();
+    assert_not_found(store.get_member(f.ws.id, cy.id).await);
+    assert_not_found(store.remove_member(f.ws.id, cy.id).await);
+    assert_not_found(store.set_member_role(f.ws.id, cy.id, Role::Admin).await);
+    assert_eq!(store.list_members(f.ws.id).await.unwrap().len(), 2);
+}

@@ -1,0 +1,481 @@
+//! Runners, runs (queue, claim, lease, finish) and the run event log.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{TimeDelta, Utc};
+use muster::domain::*;
+use muster::store::Store;
+use serde_json::json;
+
+use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
+
+store_cases!(
+    run_lifecycle,
+    claims_respect_agent_concurrency_and_backoff,
+    eight_claimers_take_two_hundred_runs_exactly_once,
+    expired_leases_are_interrupted,
+    run_events_append_idempotently,
+    inbox,
+);
+
+fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
+    NewRun {
+        workspace_id: ws,
+        issue_id: issue,
+        agent_id: agent,
+        attempt: 1,
+        not_before: None,
+        chain_depth: 0,
+    }
+}
+
+async fn runner(store: &Arc<dyn Store>, name: &str) -> Runner {
+    store
+        .register_runner(
+            name,
+            "0.1.0",
+            &json!([{"kind": "claude", "version": "2.1.197"}]),
+        )
+        .await
+        .unwrap()
+}
+
+async fn run_lifecycle(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let i = issue(&store, f.ws.id, "Do it", IssueStatus::Todo).await;
+    let r1 = runner(&store, "embedded").await;
+    let again = store
+        .register_runner("embedded", "0.2.0", &json!([]))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.id, again.version.as_str(), &again.detected),
+        (r1.id, "0.2.0", &json!([])),
+        "re-registering updates in place"
+    );
+    let r2 = runner(&store, "remote").await;
+
+    let run = store
+        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (run.status, run.attempt, run.runner_id),
+        (RunStatus::Queued, 1, None)
+    );
+    assert_conflict(
+        store.create_run(&new_run(f.ws.id, i.id, coder.id)).await,
+        "run_one_active_key",
+    );
+    assert_eq!(store.get_run(run.id).await.unwrap(), run);
+
+    let now = Utc::now();
+    let lease = now + TimeDelta::seconds(20);
+    let claimed = store
+        .claim_next_run(r1.id, now, lease)
+        .await
+        .unwrap()
+        .expect("a queued run");
+    assert_eq!(
+        (claimed.id, claimed.status, claimed.runner_id),
+        (run.id, RunStatus::Claimed, Some(r1.id))
+    );
+    assert!(claimed.lease_expires_at.is_some() && claimed.started_at.is_some());
+    assert!(
+        store
+            .claim_next_run(r2.id, now, lease)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing else is queued"
+    );
+
+    store
+        .renew_lease(run.id, r1.id, lease + TimeDelta::seconds(5))
+        .await
+        .unwrap();
+    assert_conflict(store.renew_lease(run.id, r2.id, lease).await, "run_lease");
+    assert_conflict(
+        store.start_run(run.id, r2.id, Some(1), None, None).await,
+        "run_lease",
+    );
+    let running = store
+        .start_run(
+            run.id,
+            r1.id,
+            Some(4242),
+            Some("/tmp/wt"),
+            Some("muster/MUS-1-r1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (running.status, running.pid, running.branch.as_deref()),
+        (RunStatus::Running, Some(4242), Some("muster/MUS-1-r1"))
+    );
+
+    let stalled_at = Utc::now();
+    store
+        .set_run_stalled(run.id, Some(stalled_at))
+        .await
+        .unwrap();
+    assert!(store.get_run(run.id).await.unwrap().stalled_at.is_some());
+    store.set_run_stalled(run.id, None).await.unwrap();
+    assert_not_found(store.set_run_stalled(RunId::new(), None).await);
+
+    let outcome = RunOutcome {
+        status: RunStatus::Succeeded,
+        exit_code: Some(0),
+        failure_reason: None,
+        usage: Usage {
+            input_tokens: 1200,
+            output_tokens: 340,
+            cache_read_tokens: 50,
+            cache_write_tokens: 7,
+            cost_usd: 0.0123,
+        },
+        summary: Some("Fixed it".into()),
+        diff_stat: Some("1 file changed, 2 insertions(+)".into()),
+        session_id: Some("sess-1".into()),
+    };
+    let done = store.finish_run(run.id, &outcome).await.unwrap();
+    assert_eq!(
+        (done.status, done.usage, done.summary.as_deref()),
+        (RunStatus::Succeeded, outcome.usage, Some("Fixed it"))
+    );
+    assert_eq!(
+        (done.lease_expires_at, done.session_id.as_deref()),
+        (None, Some("sess-1"))
+    );
+    assert!(done.finished_at.is_some());
+    assert_conflict(store.finish_run(run.id, &outcome).await, "run_lease");
+    assert_not_found(store.finish_run(RunId::new(), &outcome).await);
+    assert!(
+        store
+            .finish_run(
+                run.id,
+                &RunOutcome {
+                    status: RunStatus::Running,
+                    ..outcome.clone()
+                }
+            )
+            .await
+            .is_err()
+    );
+
+    // The issue can be run again once the first run is over.
+    let retry = store
+        .create_run(&NewRun {
+            attempt: 2,
+            ..new_run(f.ws.id, i.id, coder.id)
+        })
+        .await
+        .unwrap();
+    let cancelled = store
+        .finish_run(
+            retry.id,
+            &RunOutcome {
+                status: RunStatus::Cancelled,
+                failure_reason: None,
+                ..outcome
+            },
+        )
+        .await
+        .expect("a queued run can be cancelled");
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let history: Vec<_> = store
+        .list_runs_for_issue(i.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(history, vec![run.id, retry.id]);
+}
+
+async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let pair = agent(&store, f.ws.id, "pair", 2).await;
+    let r = runner(&store, "embedded").await;
+    for n in 0..4 {
+        let i = issue(&store, f.ws.id, &format!("i{n}"), IssueStatus::Todo).await;
+        store
+            .create_run(&new_run(f.ws.id, i.id, pair.id))
+            .await
+            .unwrap();
+    }
+    let later = issue(&store, f.ws.id, "later", IssueStatus::Todo).await;
+    let solo = agent(&store, f.ws.id, "solo", 1).await;
+    let now = Utc::now();
+    let backoff = store
+        .create_run(&NewRun {
+            not_before: Some(now + TimeDelta::seconds(60)),
+            ..new_run(f.ws.id, later.id, solo.id)
+        })
+        .await
+        .unwrap();
+    let lease = now + TimeDelta::seconds(20);
+    let mut claimed = Vec::new();
+    while let Some(run) = store.claim_next_run(r.id, now, lease).await.unwrap() {
+        claimed.push(run);
+    }
+    assert_eq!(claimed.len(), 2, "max_concurrent_runs = 2 caps the claims");
+    assert!(claimed.iter().all(|c| c.agent_id == pair.id));
+    // Finishing one frees a slot; the backoff run becomes claimable once its time comes.
+    let outcome = RunOutcome {
+        status: RunStatus::Failed,
+        exit_code: Some(1),
+        failure_reason: Some(FailureReason::Exit),
+        usage: Usage::default(),
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+    };
+    store.finish_run(claimed[0].id, &outcome).await.unwrap();
+    let next = store
+        .claim_next_run(r.id, now, lease)
+        .await
+        .unwrap()
+        .expect("a freed slot");
+    assert_eq!(next.agent_id, pair.id);
+    assert!(
+        store
+            .claim_next_run(r.id, now, lease)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let future = now + TimeDelta::seconds(61);
+    let late = store
+        .claim_next_run(r.id, future, future + TimeDelta::seconds(20))
+        .await
+        .unwrap()
+        .expect("backoff over");
+    assert_eq!(late.id, backoff.id);
+}
+
+async fn eight_claimers_take_two_hundred_runs_exactly_once(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let mut agents = Vec::new();
+    for n in 0..10 {
+        agents.push(agent(&store, f.ws.id, &format!("agent{n}"), 32).await);
+    }
+    let mut queued = HashSet::new();
+    for n in 0..20 {
+        let i = issue(&store, f.ws.id, &format!("issue {n}"), IssueStatus::Todo).await;
+        for a in &agents {
+            queued.insert(
+                store
+                    .create_run(&new_run(f.ws.id, i.id, a.id))
+                    .await
+                    .unwrap()
+                    .id,
+            );
+        }
+    }
+    assert_eq!(queued.len(), 200);
+    let now = Utc::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let r = store
+                    .register_runner(&format!("runner-{n}"), "0.1.0", &json!([]))
+                    .await
+                    .unwrap();
+                let mut mine = Vec::new();
+                while let Some(run) = store
+                    .claim_next_run(r.id, now, now + TimeDelta::seconds(20))
+                    .await
+                    .unwrap()
+                {
+                    assert_eq!(run.runner_id, Some(r.id));
+                    mine.push(run.id);
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut busy_claimers = 0;
+    for t in tasks {
+        let mine = t.await.unwrap();
+        busy_claimers += usize::from(!mine.is_empty());
+        all.extend(mine);
+    }
+    let unique: HashSet<_> = all.iter().copied().collect();
+    assert_eq!(all.len(), 200, "every run claimed once: no double claims");
+    assert_eq!(unique, queued, "and every queued run claimed");
+    assert!(
+        busy_claimers >= 2,
+        "claims were really concurrent ({busy_claimers} claimers got work)"
+    );
+    for id in unique {
+        assert_eq!(store.get_run(id).await.unwrap().status, RunStatus::Claimed);
+    }
+}
+
+async fn expired_leases_are_interrupted(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let a = agent(&store, f.ws.id, "a", 4).await;
+    let r = runner(&store, "embedded").await;
+    let i1 = issue(&store, f.ws.id, "one", IssueStatus::Todo).await;
+    let i2 = issue(&store, f.ws.id, "two", IssueStatus::Todo).await;
+    store
+        .create_run(&new_run(f.ws.id, i1.id, a.id))
+        .await
+        .unwrap();
+    store
+        .create_run(&new_run(f.ws.id, i2.id, a.id))
+        .await
+        .unwrap();
+    let now = Utc::now();
+    let short = store
+        .claim_next_run(r.id, now, now + TimeDelta::seconds(5))
+        .await
+        .unwrap()
+        .unwrap();
+    let long = store
+        .claim_next_run(r.id, now, now + TimeDelta::seconds(60))
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .start_run(long.id, r.id, Some(1), None, None)
+        .await
+        .unwrap();
+    assert!(store.interrupt_expired_runs(now).await.unwrap().is_empty());
+    let lost = store
+        .interrupt_expired_runs(now + TimeDelta::seconds(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        lost.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![short.id]
+    );
+    assert_eq!(
+        (lost[0].status, lost[0].failure_reason),
+        (RunStatus::Interrupted, Some(FailureReason::RunnerLost))
+    );
+    assert_eq!(
+        store.get_run(long.id).await.unwrap().status,
+        RunStatus::Running
+    );
+    let all_lost = store
+        .interrupt_expired_runs(now + TimeDelta::seconds(61))
+        .await
+        .unwrap();
+    assert_eq!(
+        all_lost.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![long.id]
+    );
+    assert_conflict(store.renew_lease(long.id, r.id, now).await, "run_lease");
+}
+
+fn event(seq: i64, text: &str) -> NewRunEvent {
+    NewRunEvent {
+        seq,
+        at: Utc::now(),
+        kind: "text".into(),
+        payload: json!({ "text": text, "n": seq, "nested": { "ok": true } }),
+    }
+}
+
+async fn run_events_append_idempotently(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let a = agent(&store, f.ws.id, "a", 1).await;
+    let i = issue(&store, f.ws.id, "log", IssueStatus::Todo).await;
+    let run = store
+        .create_run(&new_run(f.ws.id, i.id, a.id))
+        .await
+        .unwrap();
+    assert_eq!(store.append_run_events(run.id, &[]).await.unwrap(), 0);
+    let batch: Vec<_> = (1..=3).map(|n| event(n, &format!("line {n}"))).collect();
+    assert_eq!(store.append_run_events(run.id, &batch).await.unwrap(), 3);
+    // A resend after a reconnect (overlapping seqs) stores nothing twice and keeps the first payload.
+    let resend = vec![event(3, "changed"), event(4, "line 4")];
+    assert_eq!(store.append_run_events(run.id, &resend).await.unwrap(), 4);
+    let all = store.run_events_since(run.id, 0, 100).await.unwrap();
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(
+        all[2].payload,
+        json!({ "text": "line 3", "n": 3, "nested": { "ok": true } })
+    );
+    assert_eq!((all[0].run_id, all[0].kind.as_str()), (run.id, "text"));
+    // Cursor and limit.
+    let page = store.run_events_since(run.id, 1, 2).await.unwrap();
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    assert!(
+        store
+            .run_events_since(run.id, 4, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A big batch crosses the insert chunk size.
+    let big: Vec<_> = (5..=704).map(|n| event(n, "x")).collect();
+    assert_eq!(store.append_run_events(run.id, &big).await.unwrap(), 704);
+    assert_eq!(
+        store.run_events_since(run.id, 0, 1000).await.unwrap().len(),
+        704
+    );
+    // Bad input.
+    assert_not_found(
+        store
+            .append_run_events(RunId::new(), &[event(1, "x")])
+            .await,
+    );
+    assert!(
+        store
+            .append_run_events(run.id, &[event(0, "x")])
+            .await
+            .is_err(),
+        "seq starts at 1"
+    );
+    assert!(
+        store
+            .run_events_since(RunId::new(), 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn inbox(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let bob = user(&store, "bob@example.com").await;
+    let i = issue(&store, f.ws.id, "x", IssueStatus::Todo).await;
+    let mine = store
+        .create_inbox_item(&NewInboxItem {
+            workspace_id: f.ws.id,
+            user_id: Some(f.owner.id),
+            kind: InboxKind::RunFailed,
+            issue_id: Some(i.id),
+            run_id: None,
+            message: "MUS-1 failed".into(),
+        })
+        .await
+        .unwrap();
+    let everyone = store
+        .create_inbox_item(&NewInboxItem {
+            workspace_id: f.ws.id,
+            user_id: None,
+            kind: InboxKind::RunStalled,
+            issue_id: None,
+            run_id: None,
+            message: "stalled".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!((mine.kind, mine.resolved_at), (InboxKind::RunFailed, None));
+    let owner_sees = store.list_inbox(f.ws.id, f.owner.id).await.unwrap();
+    assert_eq!(
+        owner_sees.iter().map(|x| x.id).collect::<Vec<_>>(),
+        vec![everyone.id, mine.id],
+        "newest first"
+    );
+    let bob_sees = store.list_inbox(f.ws.id, bob.id).await.unwrap();
+    assert_eq!(bob_sees, vec![everyone]);
+}
