@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! The `muster` binary: parse the command line, start logging, run the command. Everything else is in
 //! the library.
 

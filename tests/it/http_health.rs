@@ -8,6 +8,12 @@ async fn health_on(backend: Backend, expected: &str) {
         return;
     };
     let app = spawn_app(db.config()).await;
+    if backend == Backend::Sqlite {
+        assert!(
+            db.dir.path().join("muster.db-wal").exists(),
+            "SQLite runs in WAL mode"
+        );
+    }
 
     let live = app.get("/healthz").await;
     assert_eq!(live.status(), 200);

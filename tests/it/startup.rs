@@ -4,7 +4,7 @@ use std::net::TcpListener;
 
 use muster::config::Config;
 use muster::store::DatabaseUrl;
-use muster_tests::{Backend, TestDb, pg_admin_url, replace_database};
+use muster_tests::{Backend, TestDb};
 
 async fn build_error(config: Config) -> String {
     match muster::app::build(config).await {
@@ -75,16 +75,12 @@ async fn an_unreachable_postgres_is_named_with_the_fix() {
     assert!(!e.contains("hunter2"), "the password never appears: {e}");
 }
 
-#[tokio::test]
-async fn a_database_from_a_newer_muster_is_refused() {
-    // SQLite: migrate, then record a migration this binary does not have.
-    let Some(db) = TestDb::new(Backend::Postgres).await else {
+async fn refuses_a_database_from_a_newer_muster(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
         return;
     };
-    let store = db.store().await;
-    store.close().await;
-    let url = replace_database(&pg_admin_url(), db.pg_name().unwrap());
-    muster::store::testing::forge_future_migration(&url, 9_999)
+    db.store().await.close().await;
+    muster::store::testing::forge_future_migration(&db.url, 9_999)
         .await
         .unwrap();
     let e = build_error(db.config()).await;
@@ -94,4 +90,14 @@ async fn a_database_from_a_newer_muster_is_refused() {
         ),
         "{e}"
     );
+}
+
+#[tokio::test]
+async fn sqlite_refuses_a_database_from_a_newer_muster() {
+    refuses_a_database_from_a_newer_muster(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn postgres_refuses_a_database_from_a_newer_muster() {
+    refuses_a_database_from_a_newer_muster(Backend::Postgres).await;
 }

@@ -3,7 +3,10 @@
 
 use anyhow::Context as _;
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::{Connection as _, PgConnection};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{Connection as _, PgConnection, SqliteConnection};
+
+use super::DatabaseUrl;
 
 /// Applies `migrator`, turning sqlx's errors into ones that say what to do.
 pub(super) async fn run_migrator<'a, A>(migrator: Migrator, conn: A) -> anyhow::Result<()>
@@ -55,16 +58,31 @@ pub async fn drop_postgres_database(admin_url: &str, name: &str) -> anyhow::Resu
 
 /// Records a migration version this binary does not know, as a newer `muster` would have: lets tests
 /// check that such a database is refused.
-pub async fn forge_future_migration(admin_url: &str, version: i64) -> anyhow::Result<()> {
-    let mut conn = PgConnection::connect(admin_url).await?;
-    sqlx::query(
-        "insert into _sqlx_migrations (version, description, success, checksum, execution_time) \
-         values ($1, 'from the future', true, '\\x00', 0)",
-    )
-    .bind(version)
-    .execute(&mut conn)
-    .await?;
-    conn.close().await?;
+pub async fn forge_future_migration(url: &DatabaseUrl, version: i64) -> anyhow::Result<()> {
+    const SQL: &str = "insert into _sqlx_migrations (version, description, success, checksum, execution_time) \
+                       values ($1, 'from the future', true, $2, 0)";
+    let checksum = vec![0_u8; 48];
+    match url {
+        DatabaseUrl::Postgres(raw) => {
+            let mut conn = PgConnection::connect(raw).await?;
+            sqlx::query(SQL)
+                .bind(version)
+                .bind(checksum)
+                .execute(&mut conn)
+                .await?;
+            conn.close().await?;
+        }
+        DatabaseUrl::Sqlite(path) => {
+            let mut conn =
+                SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(path)).await?;
+            sqlx::query(SQL)
+                .bind(version)
+                .bind(checksum)
+                .execute(&mut conn)
+                .await?;
+            conn.close().await?;
+        }
+    }
     Ok(())
 }
 
