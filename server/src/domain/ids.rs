@@ -52,4 +52,6 @@ id_type!(
     RunId,
     /// Something that needs a person's attention.
     InboxItemId,
+    /// A line of an issue's activity trail.
+    ActivityId,
 );

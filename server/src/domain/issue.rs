@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    AgentId, CommentId, IssueId, IssuePrefix, RunId, UserId, ValidationError, WorkspaceId,
-    bounded_text, string_enum,
+    ActivityId, AgentId, CommentId, IssueId, IssuePrefix, RunId, UserId, ValidationError,
+    WorkspaceId, bounded_text, string_enum,
 };
 
 /// An issue title: trimmed, 1–500 characters.
@@ -292,4 +292,31 @@ pub struct Comment {
     pub body: String,
     pub run_id: Option<RunId>,
     pub created_at: DateTime<Utc>,
+}
+
+/// Who did something: a member, an agent or Muster itself.
+pub type Actor = CommentAuthor;
+
+string_enum!(
+    /// What an activity line records.
+    ActivityKind, "kind" {
+        Created => "created",
+        Status => "status",
+        Assignee => "assignee",
+        Title => "title",
+        Priority => "priority",
+        Labels => "labels",
+        Body => "body",
+    }
+);
+
+/// One line of an issue's activity trail. `detail` holds `{"from": …, "to": …}` for changes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Activity {
+    pub id: ActivityId,
+    pub issue_id: IssueId,
+    pub actor: Actor,
+    pub kind: ActivityKind,
+    pub detail: serde_json::Value,
+    pub at: DateTime<Utc>,
 }

@@ -12,12 +12,12 @@ mod workspace;
 
 pub use agent::{Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode};
 pub use ids::{
-    AgentId, CommentId, InboxItemId, IssueId, RunId, RunnerId, SessionId, SkillId, TokenId, UserId,
-    WorkspaceId,
+    ActivityId, AgentId, CommentId, InboxItemId, IssueId, RunId, RunnerId, SessionId, SkillId,
+    TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
-    Assignee, Comment, CommentAuthor, Issue, IssueFilter, IssueKey, IssuePatch, IssueStatus,
-    IssueTitle, Label, NewComment, NewIssue, Priority,
+    Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueFilter, IssueKey,
+    IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue, Priority,
 };
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,

@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{SessionId, TokenId, UserId, ValidationError, WorkspaceId, bounded_text, string_enum};
+use super::{
+    RunId, SessionId, TokenId, UserId, ValidationError, WorkspaceId, bounded_text, string_enum,
+};
 
 /// A lowercase identifier: `[a-z0-9-]`, 1–64 characters, not starting or ending with `-`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
@@ -238,6 +240,8 @@ pub struct NewApiToken {
     /// The first characters of the token, shown in lists so a person can tell tokens apart.
     pub prefix: String,
     pub token_hash: String,
+    /// Set for a token that is valid only for one run (handed to the agent of that run).
+    pub run_id: Option<RunId>,
 }
 
 /// A stored API token (never the secret).
@@ -248,6 +252,7 @@ pub struct ApiToken {
     pub user_id: UserId,
     pub name: String,
     pub prefix: String,
+    pub run_id: Option<RunId>,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,

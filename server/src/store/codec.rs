@@ -11,9 +11,10 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use crate::domain::{
-    AgentId, AgentKind, AgentName, CommentId, Email, FailureReason, InboxItemId, InboxKind,
-    IssueId, IssuePrefix, IssueStatus, IssueTitle, PermissionMode, Priority, Role, RunId,
-    RunStatus, RunnerId, SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
+    ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, FailureReason,
+    InboxItemId, InboxKind, IssueId, IssuePrefix, IssueStatus, IssueTitle, PermissionMode,
+    Priority, Role, RunId, RunStatus, RunnerId, SessionId, SkillId, SkillSource, Slug, TokenId,
+    UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -59,6 +60,7 @@ uuid_codec!(
     RunnerId,
     RunId,
     InboxItemId,
+    ActivityId,
 );
 
 /// Text columns: encoded with `$as_str`, decoded by `$parse` (validation again on the way out).
@@ -100,6 +102,7 @@ text_codec!(
     FailureReason => |v: &FailureReason| v.as_str(), str::parse::<FailureReason>;
     InboxKind => |v: &InboxKind| v.as_str(), str::parse::<InboxKind>;
     SkillSource => |v: &SkillSource| v.as_str(), str::parse::<SkillSource>;
+    ActivityKind => |v: &ActivityKind| v.as_str(), str::parse::<ActivityKind>;
     Slug => Slug::as_str, Slug::parse;
     IssuePrefix => IssuePrefix::as_str, IssuePrefix::parse;
     IssueTitle => IssueTitle::as_str, IssueTitle::parse;

@@ -58,12 +58,15 @@ macro_rules! run_cols { () => {
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
      started_at, finished_at"
 } }
+macro_rules! token_cols { () => {
+    "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
+} }
 macro_rules! inbox_cols { () => {
     "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at, resolved_at"
 } }
 pub(super) use {
     agent_cols, comment_cols, inbox_cols, issue_select, member_select, run_cols, skill_cols,
-    user_cols, ws_cols,
+    token_cols, user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -199,6 +202,8 @@ macro_rules! impl_store {
                     .bind(new.priority).bind(user).bind(agent).bind(sqlx::types::Json(&new.labels))
                     .bind(new.parent).bind(position).bind(new.created_by).bind(now)
                     .execute(&mut *tx).await?;
+                let actor = new.created_by.map_or(Actor::System, Actor::User);
+                insert_activity!($db, tx, id, actor, ActivityKind::Created, serde_json::json!({ "status": new.status }), now);
                 tx.commit().await?;
                 self.get_issue_by_id(id).await
             }
@@ -244,29 +249,41 @@ macro_rules! impl_store {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
-            async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch) -> Result<Issue> {
-                let issue = self.get_issue(ws, key).await?;
+            async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch, actor: Actor) -> Result<Issue> {
+                let mut tx = self.begin_write().await?;
+                let old: Issue = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(),
+                    " where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3"))
+                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?.into();
                 let (user, agent) = assignee_columns(patch.assignee.flatten());
+                let now = now();
                 sqlx::query::<$db>(concat!(
                     "update issue set title = coalesce($2, title), body = coalesce($3, body), ",
                     "priority = coalesce($4, priority), labels = coalesce($5, labels), ",
                     "assignee_user_id = case when $6 then $7 else assignee_user_id end, ",
                     "assignee_agent_id = case when $6 then $8 else assignee_agent_id end, updated_at = $9 ",
                     "where issue_id = $1"))
-                    .bind(issue.id).bind(patch.title.as_ref()).bind(patch.body.as_deref()).bind(patch.priority)
+                    .bind(old.id).bind(patch.title.as_ref()).bind(patch.body.as_deref()).bind(patch.priority)
                     .bind(patch.labels.as_ref().map(sqlx::types::Json)).bind(patch.assignee.is_some())
-                    .bind(user).bind(agent).bind(now())
-                    .execute(&self.pool).await?;
-                self.get_issue_by_id(issue.id).await
+                    .bind(user).bind(agent).bind(now)
+                    .execute(&mut *tx).await?;
+                for (kind, detail) in patch_activity(&old, patch) {
+                    insert_activity!($db, tx, old.id, actor, kind, detail, now);
+                }
+                tx.commit().await?;
+                self.get_issue_by_id(old.id).await
             }
 
-            async fn move_issue(&self, ws: WorkspaceId, key: &IssueKey, status: IssueStatus, index: Option<usize>) -> Result<Issue> {
+            async fn move_issue(&self, ws: WorkspaceId, key: &IssueKey, status: IssueStatus, index: Option<usize>, actor: Actor) -> Result<Issue> {
                 let mut tx = self.begin_write().await?;
                 lock_workspace!($db, tx, ws);
-                let id = sqlx::query_scalar::<$db, IssueId>(
-                    "select i.issue_id from issue i join workspace w on w.workspace_id = i.workspace_id \
+                let (id, from) = sqlx::query_as::<$db, (IssueId, IssueStatus)>(
+                    "select i.issue_id, i.status from issue i join workspace w on w.workspace_id = i.workspace_id \
                      where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3")
                     .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?;
+                if from != status {
+                    let detail = serde_json::json!({ "from": from, "to": status });
+                    insert_activity!($db, tx, id, actor, ActivityKind::Status, detail, now());
+                }
                 let mut column = sqlx::query_scalar::<$db, IssueId>(
                     "select issue_id from issue where workspace_id = $1 and status = $2 and issue_id <> $3 order by position, number")
                     .bind(ws).bind(status).bind(id).fetch_all(&mut *tx).await?;
@@ -283,11 +300,7 @@ macro_rules! impl_store {
             }
 
             async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment> {
-                let (user, agent) = match new.author {
-                    CommentAuthor::User(u) => (Some(u), None),
-                    CommentAuthor::Agent(a) => (None, Some(a)),
-                    CommentAuthor::System => (None, None),
-                };
+                let (user, agent) = actor_columns(new.author);
                 let row = sqlx::query_as::<$db, CommentRow>(concat!(
                     "insert into comment (comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at) ",
                     "values ($1, $2, $3, $4, $5, $6, $7) returning ", comment_cols!()))
@@ -301,6 +314,74 @@ macro_rules! impl_store {
                     "select ", comment_cols!(), " from comment where issue_id = $1 order by created_at, comment_id"))
                     .bind(issue).fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>> {
+                let rows = sqlx::query_as::<$db, ActivityRow>(
+                    "select issue_activity_id, issue_id, actor_user_id, actor_agent_id, kind, detail, created_at \
+                     from issue_activity where issue_id = $1 order by created_at, issue_activity_id")
+                    .bind(issue).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn create_session(&self, new: &NewSession) -> Result<Session> {
+                let row = sqlx::query_as::<$db, SessionRow>(
+                    "insert into session (session_id, user_id, token_hash, created_at, expires_at) values ($1, $2, $3, $4, $5) \
+                     returning session_id, user_id, created_at as session_created_at, expires_at")
+                    .bind(SessionId::new()).bind(new.user_id).bind(&new.token_hash).bind(now()).bind(new.expires_at)
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn session_user(&self, token_hash: &str, now: DateTime<Utc>) -> Result<(Session, User)> {
+                let row = sqlx::query_as::<$db, SessionUserRow>(concat!(
+                    "select s.session_id, s.user_id, s.created_at as session_created_at, s.expires_at, ", user_cols!(),
+                    " from session s join app_user u on u.user_id = s.user_id where s.token_hash = $1 and s.expires_at > $2"))
+                    .bind(token_hash).bind(now).fetch_one(&self.pool).await?;
+                Ok((row.session.into(), row.user.into()))
+            }
+
+            async fn delete_session(&self, token_hash: &str) -> Result<()> {
+                sqlx::query::<$db>("delete from session where token_hash = $1").bind(token_hash).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken> {
+                let row = sqlx::query_as::<$db, ApiTokenRow>(concat!(
+                    "insert into api_token (api_token_id, workspace_id, user_id, name, prefix, token_hash, run_id, created_at) ",
+                    "values ($1, $2, $3, $4, $5, $6, $7, $8) returning ", token_cols!()))
+                    .bind(TokenId::new()).bind(new.workspace_id).bind(new.user_id).bind(&new.name).bind(&new.prefix)
+                    .bind(&new.token_hash).bind(new.run_id).bind(now())
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken> {
+                let token: ApiToken = sqlx::query_as::<$db, ApiTokenRow>(concat!(
+                    "select ", token_cols!(), " from api_token where token_hash = $1 and revoked_at is null"))
+                    .bind(token_hash).fetch_one(&self.pool).await?.into();
+                if token.last_used_at.is_none_or(|t| now - t > chrono::TimeDelta::minutes(1)) {
+                    sqlx::query::<$db>("update api_token set last_used_at = $2 where api_token_id = $1")
+                        .bind(token.id).bind(now).execute(&self.pool).await?;
+                }
+                Ok(token)
+            }
+
+            async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>> {
+                let rows = sqlx::query_as::<$db, ApiTokenRow>(concat!(
+                    "select ", token_cols!(), " from api_token where workspace_id = $1 and user_id = $2 and run_id is null ",
+                    "order by created_at desc, api_token_id desc"))
+                    .bind(ws).bind(user).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<()> {
+                let done = sqlx::query::<$db>(
+                    "update api_token set revoked_at = $4 where api_token_id = $1 and workspace_id = $2 and user_id = $3 \
+                     and revoked_at is null")
+                    .bind(id).bind(ws).bind(user).bind(now()).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
             }
 
             async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
@@ -670,7 +751,7 @@ macro_rules! insert_skill_files {
 pub(super) use insert_skill_files;
 
 use super::rows::{SkillFileRow, SkillRow};
-use crate::domain::{Skill, SkillFile};
+use crate::domain::{ActivityKind, Issue, IssuePatch, Skill, SkillFile};
 
 /// Gap between neighbouring issues in a column.
 pub(super) const POSITION_STEP: i64 = 1024;
@@ -720,3 +801,54 @@ macro_rules! take_run {
     };
 }
 pub(super) use take_run;
+
+/// Records one activity line inside the surrounding transaction.
+macro_rules! insert_activity {
+    ($db:ty, $tx:ident, $issue:expr, $actor:expr, $kind:expr, $detail:expr, $at:expr) => {{
+        let (user, agent) = actor_columns($actor);
+        sqlx::query::<$db>(
+            "insert into issue_activity (issue_activity_id, issue_id, actor_user_id, actor_agent_id, kind, detail, created_at) \
+             values ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(ActivityId::new()).bind($issue).bind(user).bind(agent).bind($kind)
+            .bind(sqlx::types::Json(&$detail)).bind($at)
+            .execute(&mut *$tx).await?;
+    }};
+}
+pub(super) use insert_activity;
+
+/// The activity lines a patch produces against the issue as it was: one per field that really changes.
+pub(super) fn patch_activity(
+    old: &Issue,
+    patch: &IssuePatch,
+) -> Vec<(ActivityKind, serde_json::Value)> {
+    use serde_json::json;
+    let mut out = Vec::new();
+    if let Some(title) = patch.title.as_ref().filter(|t| **t != old.title) {
+        out.push((
+            ActivityKind::Title,
+            json!({ "from": old.title, "to": title }),
+        ));
+    }
+    if let Some(priority) = patch.priority.filter(|p| *p != old.priority) {
+        out.push((
+            ActivityKind::Priority,
+            json!({ "from": old.priority, "to": priority }),
+        ));
+    }
+    if let Some(assignee) = patch.assignee.filter(|a| *a != old.assignee) {
+        out.push((
+            ActivityKind::Assignee,
+            json!({ "from": old.assignee, "to": assignee }),
+        ));
+    }
+    if let Some(labels) = patch.labels.as_ref().filter(|l| **l != old.labels) {
+        out.push((
+            ActivityKind::Labels,
+            json!({ "from": old.labels, "to": labels }),
+        ));
+    }
+    if patch.body.as_ref().is_some_and(|b| *b != old.body) {
+        out.push((ActivityKind::Body, json!({})));
+    }
+    out
+}

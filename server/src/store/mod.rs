@@ -20,10 +20,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Agent, AgentId, AgentName, AgentSkill, Comment, Email, InboxItem, Issue, IssueFilter, IssueId,
-    IssueKey, IssuePatch, IssueStatus, Member, NewAgent, NewComment, NewInboxItem, NewIssue,
-    NewRun, NewRunEvent, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId, RunOutcome,
-    Runner, RunnerId, Seq, Skill, SkillId, Slug, User, UserId, Workspace, WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, Email, InboxItem,
+    Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Member, NewAgent, NewApiToken,
+    NewComment, NewInboxItem, NewIssue, NewRun, NewRunEvent, NewSession, NewSkill, NewUser,
+    NewWorkspace, Role, Run, RunEvent, RunId, RunOutcome, Runner, RunnerId, Seq, Session, Skill,
+    SkillId, Slug, TokenId, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -239,7 +240,8 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()>;
 
     // --- issues and comments ---
-    /// Creates an issue with the workspace's next number, at the bottom of its column.
+    /// Creates an issue with the workspace's next number, at the bottom of its column, and records who
+    /// created it (`created_by`, else Muster) in the activity trail.
     async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue>;
     /// An issue by key, only within `ws` (a key from another workspace is `NotFound`).
     async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
@@ -247,26 +249,47 @@ pub trait Store: Send + Sync + 'static {
     async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue>;
     /// Issues matching `filter`, by status column then position.
     async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
-    /// Changes the fields set in `patch`.
+    /// Changes the fields set in `patch`, recording one activity line per field that really changed.
     async fn update_issue(
         &self,
         ws: WorkspaceId,
         key: &IssueKey,
         patch: &IssuePatch,
+        actor: Actor,
     ) -> Result<Issue>;
     /// Moves an issue to `status` at `index` in that column (the end when `None` or past it), renumbering
-    /// the column so positions stay dense.
+    /// the column so positions stay dense; a status change is recorded in the activity trail.
     async fn move_issue(
         &self,
         ws: WorkspaceId,
         key: &IssueKey,
         status: IssueStatus,
         index: Option<usize>,
+        actor: Actor,
     ) -> Result<Issue>;
     /// Adds a comment.
     async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment>;
     /// An issue's comments, oldest first.
     async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>>;
+
+    /// An issue's activity trail, oldest first.
+    async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>>;
+
+    // --- sessions and API tokens ---
+    /// Stores a browser session (only the hash of its secret).
+    async fn create_session(&self, new: &NewSession) -> Result<Session>;
+    /// The session with this secret hash and its user, if it has not expired by `now`.
+    async fn session_user(&self, token_hash: &str, now: DateTime<Utc>) -> Result<(Session, User)>;
+    /// Ends a session (logout). Ending an unknown session is not an error.
+    async fn delete_session(&self, token_hash: &str) -> Result<()>;
+    /// Stores an API token (only its hash and display prefix).
+    async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken>;
+    /// The unrevoked token with this hash, noting its use (at most once a minute).
+    async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken>;
+    /// A user's own (non-run) tokens in a workspace, newest first, revoked ones included.
+    async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>>;
+    /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked).
+    async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<()>;
 
     // --- agents and skills ---
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).

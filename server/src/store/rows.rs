@@ -5,11 +5,12 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use crate::domain::{
-    Agent, AgentId, AgentKind, AgentName, Assignee, Budget, Comment, CommentAuthor, CommentId,
-    Email, EnvVar, FailureReason, InboxItem, InboxItemId, InboxKind, Issue, IssueId, IssueKey,
-    IssuePrefix, IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role,
-    Run, RunEvent, RunId, RunStatus, Runner, RunnerId, Skill, SkillFile, SkillId, SkillSource,
-    Slug, Usage, User, UserId, Workspace, WorkspaceId,
+    Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
+    Budget, Comment, CommentAuthor, CommentId, Email, EnvVar, FailureReason, InboxItem,
+    InboxItemId, InboxKind, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label,
+    Member, NewAgent, PermissionMode, Priority, Role, Run, RunEvent, RunId, RunStatus, Runner,
+    RunnerId, Session, SessionId, Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage,
+    User, UserId, Workspace, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -162,11 +163,7 @@ pub(super) struct CommentRow {
 
 impl From<CommentRow> for Comment {
     fn from(r: CommentRow) -> Self {
-        let author = match (r.author_user_id, r.author_agent_id) {
-            (Some(u), _) => CommentAuthor::User(u),
-            (None, Some(a)) => CommentAuthor::Agent(a),
-            (None, None) => CommentAuthor::System,
-        };
+        let author = author(r.author_user_id, r.author_agent_id);
         Comment {
             id: r.comment_id,
             issue_id: r.issue_id,
@@ -422,4 +419,102 @@ pub(super) fn now() -> DateTime<Utc> {
     use chrono::{DurationRound, TimeDelta};
     let t = Utc::now();
     t.duration_trunc(TimeDelta::microseconds(1)).unwrap_or(t)
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ActivityRow {
+    issue_activity_id: ActivityId,
+    issue_id: IssueId,
+    actor_user_id: Option<UserId>,
+    actor_agent_id: Option<AgentId>,
+    kind: ActivityKind,
+    detail: Json<serde_json::Value>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<ActivityRow> for Activity {
+    fn from(r: ActivityRow) -> Self {
+        Activity {
+            id: r.issue_activity_id,
+            issue_id: r.issue_id,
+            actor: author(r.actor_user_id, r.actor_agent_id),
+            kind: r.kind,
+            detail: r.detail.0,
+            at: r.created_at,
+        }
+    }
+}
+
+/// Who did it, from the two nullable actor columns.
+pub(super) fn author(user: Option<UserId>, agent: Option<AgentId>) -> CommentAuthor {
+    match (user, agent) {
+        (Some(u), _) => CommentAuthor::User(u),
+        (None, Some(a)) => CommentAuthor::Agent(a),
+        (None, None) => CommentAuthor::System,
+    }
+}
+
+/// Splits an actor into the two nullable columns.
+pub(super) fn actor_columns(actor: CommentAuthor) -> (Option<UserId>, Option<AgentId>) {
+    match actor {
+        CommentAuthor::User(u) => (Some(u), None),
+        CommentAuthor::Agent(a) => (None, Some(a)),
+        CommentAuthor::System => (None, None),
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct SessionRow {
+    session_id: SessionId,
+    user_id: UserId,
+    session_created_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+}
+
+impl From<SessionRow> for Session {
+    fn from(r: SessionRow) -> Self {
+        Session {
+            id: r.session_id,
+            user_id: r.user_id,
+            created_at: r.session_created_at,
+            expires_at: r.expires_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct SessionUserRow {
+    #[sqlx(flatten)]
+    pub(super) session: SessionRow,
+    #[sqlx(flatten)]
+    pub(super) user: UserRow,
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ApiTokenRow {
+    api_token_id: TokenId,
+    workspace_id: WorkspaceId,
+    user_id: UserId,
+    name: String,
+    prefix: String,
+    run_id: Option<RunId>,
+    created_at: DateTime<Utc>,
+    last_used_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<ApiTokenRow> for ApiToken {
+    fn from(r: ApiTokenRow) -> Self {
+        ApiToken {
+            id: r.api_token_id,
+            workspace_id: r.workspace_id,
+            user_id: r.user_id,
+            name: r.name,
+            prefix: r.prefix,
+            run_id: r.run_id,
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+            revoked_at: r.revoked_at,
+        }
+    }
 }

@@ -8,6 +8,7 @@ use muster::store::Store;
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
 
 store_cases!(
+    activity_trail,
     issues_are_numbered_per_workspace,
     concurrent_creates_get_distinct_numbers,
     issue_filters,
@@ -225,7 +226,10 @@ async fn issue_updates(store: Arc<dyn Store>) {
         labels: Some(Label::parse_list("x").unwrap()),
         ..Default::default()
     };
-    let u = store.update_issue(f.ws.id, &i.key, &patch).await.unwrap();
+    let u = store
+        .update_issue(f.ws.id, &i.key, &patch, Actor::System)
+        .await
+        .unwrap();
     assert_eq!(u.title.as_str(), "New title");
     assert_eq!(u.assignee, Some(Assignee::Agent(coder.id)));
     assert_eq!(u.body, i.body, "unset fields stay");
@@ -239,6 +243,7 @@ async fn issue_updates(store: Arc<dyn Store>) {
                 body: Some("b".into()),
                 ..Default::default()
             },
+            Actor::System,
         )
         .await
         .unwrap();
@@ -254,6 +259,7 @@ async fn issue_updates(store: Arc<dyn Store>) {
                 assignee: Some(Some(Assignee::User(f.owner.id))),
                 ..Default::default()
             },
+            Actor::System,
         )
         .await
         .unwrap();
@@ -267,13 +273,19 @@ async fn issue_updates(store: Arc<dyn Store>) {
                 priority: Some(Priority::Low),
                 ..Default::default()
             },
+            Actor::System,
         )
         .await
         .unwrap();
     assert_eq!((u.assignee, u.priority), (None, Priority::Low));
     assert_not_found(
         store
-            .update_issue(f.ws.id, &IssueKey::parse("MUS-99").unwrap(), &patch)
+            .update_issue(
+                f.ws.id,
+                &IssueKey::parse("MUS-99").unwrap(),
+                &patch,
+                Actor::System,
+            )
             .await,
     );
 }
@@ -300,7 +312,7 @@ async fn moves_reorder_columns(store: Arc<dyn Store>) {
         }
     };
     let moved = store
-        .move_issue(f.ws.id, &c.key, IssueStatus::Todo, Some(0))
+        .move_issue(f.ws.id, &c.key, IssueStatus::Todo, Some(0), Actor::System)
         .await
         .unwrap();
     assert_eq!(moved.status, IssueStatus::Todo);
@@ -308,12 +320,12 @@ async fn moves_reorder_columns(store: Arc<dyn Store>) {
     assert!(column(IssueStatus::Backlog).await.is_empty());
     // Within a column, and past the end.
     store
-        .move_issue(f.ws.id, &a.key, IssueStatus::Todo, Some(99))
+        .move_issue(f.ws.id, &a.key, IssueStatus::Todo, Some(99), Actor::System)
         .await
         .unwrap();
     assert_eq!(column(IssueStatus::Todo).await, ["c", "b", "a"]);
     store
-        .move_issue(f.ws.id, &b.key, IssueStatus::Done, None)
+        .move_issue(f.ws.id, &b.key, IssueStatus::Done, None, Actor::System)
         .await
         .unwrap();
     assert_eq!(column(IssueStatus::Todo).await, ["c", "a"]);
@@ -325,6 +337,7 @@ async fn moves_reorder_columns(store: Arc<dyn Store>) {
                 &IssueKey::parse("MUS-42").unwrap(),
                 IssueStatus::Done,
                 None,
+                Actor::System,
             )
             .await,
     );
@@ -374,4 +387,77 @@ async fn comments(store: Arc<dyn Store>) {
         )
         .await;
     assert_conflict(orphan, "foreign_key");
+}
+
+async fn activity_trail(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let mut new = NewIssue::new(IssueTitle::parse("Tracked").unwrap());
+    new.created_by = Some(f.owner.id);
+    let i = store.create_issue(f.ws.id, &new).await.unwrap();
+    let by_owner = Actor::User(f.owner.id);
+    // A patch that changes two fields and repeats a third records two lines.
+    let patch = IssuePatch {
+        title: Some(IssueTitle::parse("Tracked").unwrap()),
+        priority: Some(Priority::High),
+        assignee: Some(Some(Assignee::Agent(coder.id))),
+        ..Default::default()
+    };
+    store
+        .update_issue(f.ws.id, &i.key, &patch, by_owner)
+        .await
+        .unwrap();
+    store
+        .move_issue(
+            f.ws.id,
+            &i.key,
+            IssueStatus::Todo,
+            None,
+            Actor::Agent(coder.id),
+        )
+        .await
+        .unwrap();
+    store
+        .move_issue(f.ws.id, &i.key, IssueStatus::Todo, Some(0), by_owner)
+        .await
+        .unwrap();
+    let trail = store.list_activity(i.id).await.unwrap();
+    let lines: Vec<_> = trail
+        .iter()
+        .map(|a| (a.kind, a.actor, a.detail.clone()))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (
+                ActivityKind::Created,
+                by_owner,
+                serde_json::json!({ "status": "backlog" })
+            ),
+            (
+                ActivityKind::Priority,
+                by_owner,
+                serde_json::json!({ "from": "none", "to": "high" })
+            ),
+            (
+                ActivityKind::Assignee,
+                by_owner,
+                serde_json::json!({ "from": null, "to": { "type": "agent", "id": coder.id } })
+            ),
+            (
+                ActivityKind::Status,
+                Actor::Agent(coder.id),
+                serde_json::json!({ "from": "backlog", "to": "todo" })
+            ),
+        ],
+        "a reorder within a column is not a status change"
+    );
+    assert!(trail.windows(2).all(|w| w[0].at <= w[1].at));
+    assert!(
+        store
+            .list_activity(IssueId::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -164,3 +164,108 @@ async fn members_and_the_last_owner(store: Arc<dyn Store>) {
     assert_not_found(store.set_member_role(f.ws.id, cy.id, Role::Admin).await);
     assert_eq!(store.list_members(f.ws.id).await.unwrap().len(), 2);
 }
+
+async fn sessions_expire_and_end(store: Arc<dyn Store>) {
+    use chrono::{TimeDelta, Utc};
+    let ada = user(&store, "ada@example.com").await;
+    let now = Utc::now();
+    let expires_at = now + TimeDelta::hours(1);
+    let s = store
+        .create_session(&NewSession {
+            user_id: ada.id,
+            token_hash: "h1".into(),
+            expires_at,
+        })
+        .await
+        .unwrap();
+    assert_eq!(s.user_id, ada.id);
+    let (found, who) = store.session_user("h1", now).await.unwrap();
+    assert_eq!((found.id, who.id), (s.id, ada.id));
+    assert_not_found(
+        store
+            .session_user("h1", expires_at + TimeDelta::seconds(1))
+            .await,
+    );
+    assert_not_found(store.session_user("other", now).await);
+    assert_conflict(
+        store
+            .create_session(&NewSession {
+                user_id: ada.id,
+                token_hash: "h1".into(),
+                expires_at,
+            })
+            .await,
+        "session_token_hash_key",
+    );
+    store.delete_session("h1").await.unwrap();
+    assert_not_found(store.session_user("h1", now).await);
+    store
+        .delete_session("h1")
+        .await
+        .expect("ending an unknown session is fine");
+}
+
+async fn api_tokens(store: Arc<dyn Store>) {
+    use chrono::{TimeDelta, Utc};
+    let f = fixture(&store, "team", "MUS").await;
+    let bob = user(&store, "bob@example.com").await;
+    let new = |name: &str, hash: &str, user: UserId| NewApiToken {
+        workspace_id: f.ws.id,
+        user_id: user,
+        name: name.into(),
+        prefix: format!("mst_{name}"),
+        token_hash: hash.into(),
+        run_id: None,
+    };
+    let ci = store
+        .create_api_token(&new("ci", "hash-ci", f.owner.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (ci.name.as_str(), ci.last_used_at, ci.revoked_at),
+        ("ci", None, None)
+    );
+    let laptop = store
+        .create_api_token(&new("laptop", "hash-laptop", f.owner.id))
+        .await
+        .unwrap();
+    store
+        .create_api_token(&new("bobs", "hash-bob", bob.id))
+        .await
+        .unwrap();
+    assert_conflict(
+        store.create_api_token(&new("dup", "hash-ci", bob.id)).await,
+        "api_token_token_hash_key",
+    );
+
+    let now = Utc::now();
+    let used = store.use_api_token("hash-ci", now).await.unwrap();
+    assert_eq!(used.id, ci.id);
+    let listed = store.list_api_tokens(f.ws.id, f.owner.id).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![laptop.id, ci.id],
+        "newest first, own only"
+    );
+    assert!(listed[1].last_used_at.is_some(), "use is recorded");
+    assert_not_found(store.use_api_token("nope", now).await);
+
+    // Only the owner revokes, once; a revoked token no longer authenticates but stays listed.
+    assert_not_found(store.revoke_api_token(f.ws.id, bob.id, ci.id).await);
+    store
+        .revoke_api_token(f.ws.id, f.owner.id, ci.id)
+        .await
+        .unwrap();
+    assert_not_found(store.revoke_api_token(f.ws.id, f.owner.id, ci.id).await);
+    assert_not_found(
+        store
+            .use_api_token("hash-ci", now + TimeDelta::minutes(5))
+            .await,
+    );
+    let listed = store.list_api_tokens(f.ws.id, f.owner.id).await.unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|t| t.id == ci.id && t.revoked_at.is_some())
+    );
+}
