@@ -2,13 +2,15 @@
 //! graceful shutdown with a deadline.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::hub::Hub;
+use crate::secrets::SecretBox;
 use crate::store::{self, Store};
 
 /// What every handler can reach. Cheap to clone.
@@ -18,6 +20,52 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// The configuration the server started with.
     pub config: Arc<Config>,
+    /// Live updates to browsers.
+    pub hub: Hub,
+    /// Seals agent secrets at rest.
+    pub secrets: Arc<SecretBox>,
+    /// The one-time first-run setup token, while no account exists.
+    pub setup_token: Arc<Mutex<Option<String>>>,
+    /// Cancelled when the server shuts down, so long-lived connections (WebSockets) end.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// Builds the state around a store; creates the first-run setup token when there is no account yet.
+    pub async fn new(store: Arc<dyn Store>, config: Config) -> anyhow::Result<Self> {
+        let secrets = SecretBox::load_or_create(&config.data_dir)?;
+        let setup_token = if store.count_users().await? == 0 {
+            Some(crate::auth::new_secret("setup").secret)
+        } else {
+            None
+        };
+        Ok(AppState {
+            store,
+            config: Arc::new(config),
+            hub: Hub::default(),
+            secrets: Arc::new(secrets),
+            setup_token: Arc::new(Mutex::new(setup_token)),
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    /// The first-run setup link, while setup is pending.
+    pub fn setup_url(&self, addr: std::net::SocketAddr) -> Option<String> {
+        let token = self
+            .setup_token
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
+        let base = self
+            .config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}"));
+        Some(format!(
+            "{}/setup?token={token}",
+            base.trim_end_matches('/')
+        ))
+    }
 }
 
 /// A server that is ready to accept connections: the store is migrated and the listener is bound.
@@ -40,8 +88,12 @@ impl Application {
     /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let router = crate::http::router(self.state.clone());
+        let sockets = self.state.shutdown.clone();
         axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .with_graceful_shutdown(async move {
+                shutdown.cancelled().await;
+                sockets.cancel();
+            })
             .await
             .context("the HTTP server failed")?;
         self.state.store.close().await;
@@ -66,13 +118,8 @@ pub async fn build(config: Config) -> anyhow::Result<Application> {
             config.addr
         )
     })?;
-    Ok(Application {
-        listener,
-        state: AppState {
-            store,
-            config: Arc::new(config),
-        },
-    })
+    let state = AppState::new(store, config).await?;
+    Ok(Application { listener, state })
 }
 
 /// Creates the data directory if needed and checks that it is writable.
@@ -100,6 +147,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let app = build(config).await?;
     let addr = app.local_addr().context("cannot read the bound address")?;
     tracing::info!(%addr, %database, version = env!("CARGO_PKG_VERSION"), "muster is listening");
+    if let Some(url) = app.state().setup_url(addr) {
+        // On stdout, alone on its line, so a person (or a script) sees it without reading the logs.
+        println!("Open {url} to create the owner account and your workspace.");
+    }
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(app.run_until_stopped(shutdown.clone()));
     tokio::pin!(server);

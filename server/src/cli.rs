@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// Seconds that in-flight requests get to finish after SIGINT or SIGTERM.
     #[arg(long, env = "MUSTER_SHUTDOWN_TIMEOUT", default_value_t = 10)]
     pub shutdown_timeout: u64,
+    /// The URL people reach Muster at, when behind a proxy (e.g. https://muster.example.com); an https URL
+    /// makes session cookies Secure.
+    #[arg(long, env = "MUSTER_PUBLIC_URL")]
+    pub public_url: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -99,6 +103,7 @@ impl ServeArgs {
             database_url,
             pool,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
+            public_url: self.public_url.clone(),
         })
     }
 }

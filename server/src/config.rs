@@ -19,6 +19,17 @@ pub struct Config {
     pub pool: PoolOptions,
     /// How long in-flight requests get to finish after SIGINT/SIGTERM.
     pub shutdown_timeout: Duration,
+    /// The URL people use to reach Muster (behind a proxy); `https://` makes cookies `Secure`.
+    pub public_url: Option<String>,
+}
+
+impl Config {
+    /// Whether cookies must be `Secure` (served over https).
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("https://"))
+    }
 }
 
 impl Config {
@@ -30,6 +41,7 @@ impl Config {
             data_dir,
             pool: PoolOptions::default(),
             shutdown_timeout: Duration::from_secs(10),
+            public_url: None,
         }
     }
 }

@@ -3,9 +3,14 @@
 //! `muster` binary (and the integration tests) link.
 
 pub mod app;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod hub;
+pub mod markdown;
+pub mod secrets;
+pub mod service;
 pub mod store;
 pub mod telemetry;

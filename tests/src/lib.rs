@@ -16,6 +16,8 @@ use muster::config::Config;
 use muster::store::{self, DatabaseUrl, PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 
+pub mod browser;
+
 /// Reads a test-harness setting. Tests never set variables; they only read what CI exported.
 #[allow(clippy::disallowed_methods)] // the harness's only window on the environment
 pub fn env_setting(name: &str) -> Option<String> {

@@ -181,6 +181,13 @@ impl NewAgent {
     }
 }
 
+impl Default for NewAgent {
+    /// The defaults a new-agent form starts from (a Claude Code agent called `new-agent`).
+    fn default() -> Self {
+        Self::new(AgentName("new-agent".to_owned()), AgentKind::Claude)
+    }
+}
+
 /// A stored agent profile. Not `Serialize`: the API maps it to a view that leaves secrets out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {

@@ -30,6 +30,11 @@ impl IssueTitle {
 /// Longest accepted issue or comment body, in bytes (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Checks an issue body's size.
+pub fn issue_body_ok(body: &str) -> Result<(), ValidationError> {
+    check_body("body", body)
+}
+
 pub(crate) fn check_body(field: &'static str, body: &str) -> Result<(), ValidationError> {
     if body.len() > MAX_BODY_BYTES {
         return Err(ValidationError::new(

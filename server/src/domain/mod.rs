@@ -17,7 +17,7 @@ pub use ids::{
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueFilter, IssueKey,
-    IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue, Priority,
+    IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue, Priority, issue_body_ok,
 };
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,

@@ -36,6 +36,12 @@ pub enum Error {
     /// 422: bad input, one or more messages per field.
     #[error("invalid input")]
     Invalid(BTreeMap<String, Vec<String>>),
+    /// 403: a form or script write without the session's CSRF token.
+    #[error("missing or wrong CSRF token; reload the page and try again")]
+    CsrfMismatch,
+    /// A malformed or oversized request: status, field, message.
+    #[error("{1} {2}")]
+    Rejected(StatusCode, &'static str, String),
     /// 500: logged with its cause chain, never shown.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -60,7 +66,8 @@ impl Error {
     pub fn status_code(&self) -> StatusCode {
         match self {
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::Forbidden => StatusCode::FORBIDDEN,
+            Error::Forbidden | Error::CsrfMismatch => StatusCode::FORBIDDEN,
+            Error::Rejected(status, _, _) => *status,
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -1,7 +1,10 @@
 //! The HTTP surface: router, layers, and one module per resource.
 
+pub mod api;
 mod error;
+pub mod extract;
 mod health;
+pub mod pages;
 
 use axum::Router;
 use axum::extract::MatchedPath;
@@ -20,6 +23,9 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub fn router(state: AppState) -> Router {
     let header = axum::http::HeaderName::from_static(REQUEST_ID);
     let traced = Router::new()
+        .merge(api::router())
+        .merge(pages::router())
+        .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_FORM_BYTES))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
                 let route = req

@@ -146,6 +146,39 @@ macro_rules! impl_store {
                 Ok(sqlx::query_scalar::<$db, i64>("select count(*) from app_user").fetch_one(&self.pool).await?)
             }
 
+            async fn create_owner_and_workspace(&self, user: &NewUser, new: &NewWorkspace) -> Result<(User, Workspace)> {
+                let (user_id, ws_id, now) = (UserId::new(), WorkspaceId::new(), now());
+                let mut tx = self.begin_write().await?;
+                let user = sqlx::query_as::<$db, UserRow>(concat!(
+                    "insert into app_user (user_id, email, display_name, password_hash, created_at) ",
+                    "values ($1, $2, $3, $4, $5) returning ", user_cols!(bare)))
+                    .bind(user_id).bind(&user.email).bind(&user.display_name).bind(&user.password_hash).bind(now)
+                    .fetch_one(&mut *tx).await?;
+                let ws = sqlx::query_as::<$db, WorkspaceRow>(concat!(
+                    "insert into workspace (workspace_id, name, slug, issue_prefix, issue_counter, created_at) ",
+                    "values ($1, $2, $3, $4, 0, $5) returning ", ws_cols!(bare)))
+                    .bind(ws_id).bind(&new.name).bind(&new.slug).bind(&new.issue_prefix).bind(now)
+                    .fetch_one(&mut *tx).await?;
+                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
+                    .bind(ws_id).bind(user_id).bind(Role::Owner).bind(now)
+                    .execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok((user.into(), ws.into()))
+            }
+
+            async fn add_new_member(&self, ws: WorkspaceId, user: &NewUser, role: Role) -> Result<Member> {
+                let (user_id, now) = (UserId::new(), now());
+                let mut tx = self.begin_write().await?;
+                sqlx::query::<$db>("insert into app_user (user_id, email, display_name, password_hash, created_at) values ($1, $2, $3, $4, $5)")
+                    .bind(user_id).bind(&user.email).bind(&user.display_name).bind(&user.password_hash).bind(now)
+                    .execute(&mut *tx).await?;
+                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
+                    .bind(ws).bind(user_id).bind(role).bind(now)
+                    .execute(&mut *tx).await?;
+                tx.commit().await?;
+                self.get_member(ws, user_id).await
+            }
+
             async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member> {
                 sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
                     .bind(ws).bind(user).bind(role).bind(now())

@@ -228,6 +228,14 @@ pub trait Store: Send + Sync + 'static {
     async fn get_user_by_email(&self, email: &Email) -> Result<User>;
     /// How many users exist (0 means first-run setup is pending).
     async fn count_users(&self) -> Result<i64>;
+    /// Creates a user and, in the same transaction, a workspace they own (first-run setup).
+    async fn create_owner_and_workspace(
+        &self,
+        user: &NewUser,
+        ws: &NewWorkspace,
+    ) -> Result<(User, Workspace)>;
+    /// Creates a user and adds them to `ws` with `role`, atomically.
+    async fn add_new_member(&self, ws: WorkspaceId, user: &NewUser, role: Role) -> Result<Member>;
     /// Adds a member with a role.
     async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
     /// One membership.

@@ -11,7 +11,10 @@ store_cases!(
     ping_and_backend,
     workspaces,
     users,
-    members_and_the_last_owner
+    members_and_the_last_owner,
+    sessions_expire_and_end,
+    api_tokens,
+    atomic_setup_and_new_members,
 );
 
 async fn ping_and_backend(store: Arc<dyn Store>) {
@@ -268,4 +271,66 @@ async fn api_tokens(store: Arc<dyn Store>) {
             .iter()
             .any(|t| t.id == ci.id && t.revoked_at.is_some())
     );
+}
+
+async fn atomic_setup_and_new_members(store: Arc<dyn Store>) {
+    let new_user = |email: &str| NewUser {
+        email: Email::parse(email).unwrap(),
+        display_name: "Someone".into(),
+        password_hash: "$argon2id$x".into(),
+    };
+    let (owner, ws) = store
+        .create_owner_and_workspace(
+            &new_user("ada@example.com"),
+            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_member(ws.id, owner.id).await.unwrap().role,
+        Role::Owner
+    );
+    // A clash on the workspace rolls back the user too.
+    let clash = store
+        .create_owner_and_workspace(
+            &new_user("bob@example.com"),
+            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
+        )
+        .await;
+    assert_conflict(clash, "workspace_slug_key");
+    assert_not_found(
+        store
+            .get_user_by_email(&Email::parse("bob@example.com").unwrap())
+            .await,
+    );
+
+    let cy = store
+        .add_new_member(ws.id, &new_user("cy@example.com"), Role::Admin)
+        .await
+        .unwrap();
+    assert_eq!(
+        (cy.role, cy.user.email.as_str()),
+        (Role::Admin, "cy@example.com")
+    );
+    assert_conflict(
+        store
+            .add_new_member(ws.id, &new_user("cy@example.com"), Role::Member)
+            .await,
+        "app_user_email_key",
+    );
+    // A bad workspace rolls back the new user.
+    let orphan = store
+        .add_new_member(
+            WorkspaceId::new(),
+            &new_user("dee@example.com"),
+            Role::Member,
+        )
+        .await;
+    assert_conflict(orphan, "foreign_key");
+    assert_not_found(
+        store
+            .get_user_by_email(&Email::parse("dee@example.com").unwrap())
+            .await,
+    );
+    assert_eq!(store.count_users().await.unwrap(), 2);
 }

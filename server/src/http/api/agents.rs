@@ -1,0 +1,83 @@
+//! `/api/v1/agents`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+
+use super::ErrorBody;
+use crate::app::AppState;
+use crate::http::Result;
+use crate::http::extract::{ApiCaller, AppJson};
+use crate::service::agents::{self as svc, AgentInput, AgentView};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/agents", get(list).post(create))
+        .route(
+            "/api/v1/agents/{name}",
+            get(show).patch(update).delete(delete),
+        )
+}
+
+/// Lists agents by name.
+#[utoipa::path(get, path = "/api/v1/agents", tag = "agents", responses((status = 200, body = [AgentView])))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+) -> Result<Json<Vec<AgentView>>> {
+    let agents = state.store.list_agents(caller.ws.id).await?;
+    Ok(Json(agents.iter().map(AgentView::from).collect()))
+}
+
+/// Creates an agent.
+#[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = AgentInput,
+    responses((status = 201, body = AgentView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn create(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppJson(input): AppJson<AgentInput>,
+) -> Result<(StatusCode, Json<AgentView>)> {
+    let agent = svc::create(&state, &caller, &input).await?;
+    Ok((StatusCode::CREATED, Json(AgentView::from(&agent))))
+}
+
+/// One agent.
+#[utoipa::path(get, path = "/api/v1/agents/{name}", tag = "agents", params(("name" = String, Path)),
+    responses((status = 200, body = AgentView), (status = 404, body = ErrorBody)))]
+pub(super) async fn show(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(name): Path<String>,
+) -> Result<Json<AgentView>> {
+    Ok(Json(AgentView::from(
+        &svc::by_name(&state, &caller, &name).await?,
+    )))
+}
+
+/// Edits the fields present in the body (absent secret values are kept).
+#[utoipa::path(patch, path = "/api/v1/agents/{name}", tag = "agents", request_body = AgentInput,
+    params(("name" = String, Path)),
+    responses((status = 200, body = AgentView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn update(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(name): Path<String>,
+    AppJson(input): AppJson<AgentInput>,
+) -> Result<Json<AgentView>> {
+    Ok(Json(AgentView::from(
+        &svc::update(&state, &caller, &name, &input).await?,
+    )))
+}
+
+/// Deletes an agent (owners and admins; refused while it has runs).
+#[utoipa::path(delete, path = "/api/v1/agents/{name}", tag = "agents", params(("name" = String, Path)),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(name): Path<String>,
+) -> Result<StatusCode> {
+    svc::delete(&state, &caller, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

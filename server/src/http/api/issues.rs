@@ -1,0 +1,208 @@
+//! `/api/v1/issues`.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::ErrorBody;
+use super::views::{CommentView, IssueDetail, IssueView, Names};
+use crate::app::AppState;
+use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
+use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::{Error, Result};
+use crate::service::issues::{self as svc, IssueInput};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/issues", get(list).post(create))
+        .route("/api/v1/issues/{key}", get(show).patch(update))
+        .route("/api/v1/issues/{key}/move", post(move_issue))
+        .route(
+            "/api/v1/issues/{key}/comments",
+            get(list_comments).post(comment),
+        )
+}
+
+/// Filters for the issue list.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub(super) struct ListQuery {
+    /// Comma-separated statuses.
+    status: Option<String>,
+    /// Agent name, member email or name.
+    assignee: Option<String>,
+    label: Option<String>,
+    priority: Option<String>,
+    /// Text in the title or body.
+    q: Option<String>,
+}
+
+/// Lists issues.
+#[utoipa::path(get, path = "/api/v1/issues", tag = "issues", params(ListQuery),
+    responses((status = 200, body = [IssueView]), (status = 422, body = ErrorBody)))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<IssueView>>> {
+    let mut filter = IssueFilter::default();
+    if let Some(statuses) = q.status.as_deref().filter(|s| !s.is_empty()) {
+        filter.statuses = statuses
+            .split(',')
+            .map(str::parse::<IssueStatus>)
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(raw) = q.assignee.as_deref() {
+        filter.assignee = svc::resolve_assignee(&state, &caller, raw).await??;
+    }
+    filter.label = q
+        .label
+        .as_deref()
+        .filter(|l| !l.is_empty())
+        .map(Label::parse)
+        .transpose()?;
+    filter.priority = q
+        .priority
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .map(str::parse::<Priority>)
+        .transpose()?;
+    filter.text = q.q;
+    let issues = state.store.list_issues(caller.ws.id, &filter).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok(Json(
+        issues.iter().map(|i| IssueView::new(i, &names)).collect(),
+    ))
+}
+
+/// Creates an issue.
+#[utoipa::path(post, path = "/api/v1/issues", tag = "issues", request_body = IssueInput,
+    responses((status = 201, body = IssueView), (status = 422, body = ErrorBody)))]
+pub(super) async fn create(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppJson(input): AppJson<IssueInput>,
+) -> Result<(StatusCode, Json<IssueView>)> {
+    let issue = svc::create(&state, &caller, &input).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok((StatusCode::CREATED, Json(IssueView::new(&issue, &names))))
+}
+
+/// One issue with its comments and activity.
+#[utoipa::path(get, path = "/api/v1/issues/{key}", tag = "issues",
+    params(("key" = String, Path, description = "Issue key, e.g. MUS-42")),
+    responses((status = 200, body = IssueDetail), (status = 404, body = ErrorBody)))]
+pub(super) async fn show(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(key): Path<String>,
+) -> Result<Json<IssueDetail>> {
+    let issue = state
+        .store
+        .get_issue(caller.ws.id, &svc::parse_key(&key)?)
+        .await?;
+    let comments = state.store.list_comments(issue.id).await?;
+    let activity = state.store.list_activity(issue.id).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok(Json(IssueDetail::new(&issue, &comments, &activity, &names)))
+}
+
+/// Edits the fields present in the body.
+#[utoipa::path(patch, path = "/api/v1/issues/{key}", tag = "issues", request_body = IssueInput,
+    params(("key" = String, Path, description = "Issue key")),
+    responses((status = 200, body = IssueView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn update(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(key): Path<String>,
+    AppJson(input): AppJson<IssueInput>,
+) -> Result<Json<IssueView>> {
+    let issue = svc::update(&state, &caller, &svc::parse_key(&key)?, &input).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok(Json(IssueView::new(&issue, &names)))
+}
+
+/// Where to move an issue.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(super) struct MoveInput {
+    status: String,
+    /// 0-based position in the target column; the end when absent.
+    index: Option<usize>,
+}
+
+/// Moves an issue to a column and position.
+#[utoipa::path(post, path = "/api/v1/issues/{key}/move", tag = "issues", request_body = MoveInput,
+    params(("key" = String, Path, description = "Issue key")),
+    responses((status = 200, body = IssueView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn move_issue(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(key): Path<String>,
+    AppJson(input): AppJson<MoveInput>,
+) -> Result<Json<IssueView>> {
+    let issue = svc::move_to(
+        &state,
+        &caller,
+        &svc::parse_key(&key)?,
+        &input.status,
+        input.index,
+    )
+    .await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok(Json(IssueView::new(&issue, &names)))
+}
+
+/// An issue's comments, oldest first.
+#[utoipa::path(get, path = "/api/v1/issues/{key}/comments", tag = "issues",
+    params(("key" = String, Path, description = "Issue key")),
+    responses((status = 200, body = [CommentView]), (status = 404, body = ErrorBody)))]
+pub(super) async fn list_comments(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(key): Path<String>,
+) -> Result<Json<Vec<CommentView>>> {
+    let issue = state
+        .store
+        .get_issue(caller.ws.id, &svc::parse_key(&key)?)
+        .await?;
+    let comments = state.store.list_comments(issue.id).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok(Json(
+        comments
+            .iter()
+            .map(|c| CommentView::new(c, &names))
+            .collect(),
+    ))
+}
+
+/// A new comment.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(super) struct CommentInput {
+    /// Markdown, not empty.
+    body: String,
+}
+
+/// Comments on an issue.
+#[utoipa::path(post, path = "/api/v1/issues/{key}/comments", tag = "issues", request_body = CommentInput,
+    params(("key" = String, Path, description = "Issue key")),
+    responses((status = 201, body = CommentView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn comment(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(key): Path<String>,
+    AppJson(input): AppJson<CommentInput>,
+) -> Result<(StatusCode, Json<CommentView>)> {
+    let comment = svc::comment(&state, &caller, &svc::parse_key(&key)?, &input.body).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CommentView::new(&comment, &names)),
+    ))
+}
+
+impl From<Result<(), Error>> for Error {
+    fn from(r: Result<(), Error>) -> Self {
+        r.err().unwrap_or(Error::NotFound)
+    }
+}

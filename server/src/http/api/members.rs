@@ -1,0 +1,123 @@
+//! `/api/v1/members` and `/api/v1/tokens`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::ErrorBody;
+use super::views::{MemberView, TokenView};
+use crate::app::AppState;
+use crate::http::Result;
+use crate::http::extract::{ApiCaller, AppJson};
+use crate::service::members::{self as svc, MemberInput};
+use crate::service::tokens::{self, CreatedToken};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/members", get(list).post(add))
+        .route(
+            "/api/v1/members/{user_id}",
+            axum::routing::patch(set_role).delete(remove),
+        )
+        .route("/api/v1/tokens", get(list_tokens).post(create_token))
+        .route("/api/v1/tokens/{id}", delete(revoke_token))
+}
+
+/// Lists members.
+#[utoipa::path(get, path = "/api/v1/members", tag = "members", responses((status = 200, body = [MemberView])))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+) -> Result<Json<Vec<MemberView>>> {
+    let members = state.store.list_members(caller.ws.id).await?;
+    Ok(Json(members.iter().map(MemberView::from).collect()))
+}
+
+/// Adds a member (owners and admins).
+#[utoipa::path(post, path = "/api/v1/members", tag = "members", request_body = MemberInput,
+    responses((status = 201, body = MemberView), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn add(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppJson(input): AppJson<MemberInput>,
+) -> Result<(StatusCode, Json<MemberView>)> {
+    let member = svc::add(&state, &caller, &input).await?;
+    Ok((StatusCode::CREATED, Json(MemberView::from(&member))))
+}
+
+/// A role change.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(super) struct RoleInput {
+    /// owner, admin or member.
+    role: String,
+}
+
+/// Changes a member's role (owners and admins; only owners touch ownership; one owner always stays).
+#[utoipa::path(patch, path = "/api/v1/members/{user_id}", tag = "members", request_body = RoleInput,
+    params(("user_id" = String, Path)),
+    responses((status = 200, body = MemberView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub(super) async fn set_role(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(user_id): Path<String>,
+    AppJson(input): AppJson<RoleInput>,
+) -> Result<Json<MemberView>> {
+    let member = svc::set_role(&state, &caller, svc::parse_user_id(&user_id)?, &input.role).await?;
+    Ok(Json(MemberView::from(&member)))
+}
+
+/// Removes a member.
+#[utoipa::path(delete, path = "/api/v1/members/{user_id}", tag = "members", params(("user_id" = String, Path)),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub(super) async fn remove(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(user_id): Path<String>,
+) -> Result<StatusCode> {
+    svc::remove(&state, &caller, svc::parse_user_id(&user_id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The caller's API tokens.
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", responses((status = 200, body = [TokenView])))]
+pub(super) async fn list_tokens(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+) -> Result<Json<Vec<TokenView>>> {
+    let list = tokens::list(&state, &caller).await?;
+    Ok(Json(list.iter().map(TokenView::from).collect()))
+}
+
+/// A new token's name.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(super) struct TokenInput {
+    name: String,
+}
+
+/// Creates an API token; the secret is in this response only.
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", request_body = TokenInput,
+    responses((status = 201, body = CreatedToken), (status = 422, body = ErrorBody)))]
+pub(super) async fn create_token(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppJson(input): AppJson<TokenInput>,
+) -> Result<(StatusCode, Json<CreatedToken>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(tokens::create(&state, &caller, &input.name).await?),
+    ))
+}
+
+/// Revokes one of the caller's tokens.
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", params(("id" = String, Path)),
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+pub(super) async fn revoke_token(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    tokens::revoke(&state, &caller, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

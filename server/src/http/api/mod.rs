@@ -1,0 +1,77 @@
+//! The JSON API under `/api/v1`: everything the pages do, for scripts, agents and the `muster` CLI.
+//! Authenticated by `Authorization: Bearer <token>` or the browser session (writes then need the
+//! `x-csrf-token` header). Errors are `{"errors": {"field": ["message"]}}`. The OpenAPI document at
+//! `/api/v1/openapi.json` is generated from these handlers, so it cannot drift.
+
+mod agents;
+mod issues;
+mod members;
+mod views;
+
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use super::extract::ApiCaller;
+use crate::app::AppState;
+
+pub use views::{CommentView, IssueDetail, IssueView, MeView, MemberView, Names, TokenView};
+
+/// The API's routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/openapi.json", get(openapi))
+        .route("/api/v1/me", get(me))
+        .merge(issues::router())
+        .merge(agents::router())
+        .merge(members::router())
+}
+
+/// The OpenAPI 3 document.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Muster API", description = "Issues, agents, members and tokens of one Muster workspace."),
+    paths(
+        me,
+        issues::list, issues::create, issues::show, issues::update, issues::move_issue,
+        issues::list_comments, issues::comment,
+        agents::list, agents::create, agents::show, agents::update, agents::delete,
+        members::list, members::add, members::set_role, members::remove,
+        members::list_tokens, members::create_token, members::revoke_token,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// Every 4xx and 5xx body: messages per field.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    #[schema(example = json!({"title": ["must not be empty"]}))]
+    pub errors: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+/// Who the caller is and in which workspace.
+#[utoipa::path(get, path = "/api/v1/me", tag = "me",
+    responses((status = 200, body = MeView), (status = 401, body = ErrorBody)))]
+async fn me(ApiCaller(caller): ApiCaller) -> Json<MeView> {
+    Json(MeView::from(&caller))
+}

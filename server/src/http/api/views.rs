@@ -1,0 +1,256 @@
+//! What the API returns: stable JSON shapes, separate from store rows.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::app::AppState;
+use crate::domain::{
+    Activity, Actor, AgentId, ApiToken, Assignee, Comment, Issue, Member, UserId, WorkspaceId,
+};
+use crate::http::Result;
+use crate::service::Caller;
+
+/// Display names of a workspace's agents and members, to name assignees and authors.
+#[derive(Debug, Default, Clone)]
+pub struct Names {
+    pub agents: HashMap<AgentId, (String, String)>,
+    pub users: HashMap<UserId, String>,
+}
+
+impl Names {
+    /// Loads every agent and member of `ws`.
+    pub async fn load(state: &AppState, ws: WorkspaceId) -> Result<Self> {
+        let agents = state.store.list_agents(ws).await?;
+        let members = state.store.list_members(ws).await?;
+        Ok(Names {
+            agents: agents
+                .into_iter()
+                .map(|a| (a.id, (a.profile.name.as_str().to_owned(), a.profile.color)))
+                .collect(),
+            users: members
+                .into_iter()
+                .map(|m| (m.user.id, m.user.display_name))
+                .collect(),
+        })
+    }
+
+    /// The name of whoever an actor is.
+    pub fn actor(&self, actor: Actor) -> PersonRef {
+        match actor {
+            Actor::User(id) => PersonRef {
+                kind: "user",
+                id: Some(id.0),
+                name: self
+                    .users
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| "former member".into()),
+            },
+            Actor::Agent(id) => PersonRef {
+                kind: "agent",
+                id: Some(id.0),
+                name: self
+                    .agents
+                    .get(&id)
+                    .map_or_else(|| "deleted agent".into(), |a| a.0.clone()),
+            },
+            Actor::System => PersonRef {
+                kind: "system",
+                id: None,
+                name: "Muster".into(),
+            },
+        }
+    }
+
+    /// The assignee reference of an issue.
+    pub fn assignee(&self, a: Option<Assignee>) -> Option<PersonRef> {
+        a.map(|a| match a {
+            Assignee::User(u) => self.actor(Actor::User(u)),
+            Assignee::Agent(g) => self.actor(Actor::Agent(g)),
+        })
+    }
+}
+
+/// A person, agent or Muster itself.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PersonRef {
+    /// user, agent or system.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: Option<uuid::Uuid>,
+    pub name: String,
+}
+
+/// An issue.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct IssueView {
+    pub id: uuid::Uuid,
+    #[schema(example = "MUS-42")]
+    pub key: String,
+    pub title: String,
+    pub body: String,
+    pub status: String,
+    pub priority: String,
+    pub assignee: Option<PersonRef>,
+    pub labels: Vec<String>,
+    pub position: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl IssueView {
+    /// Maps an issue, naming its assignee.
+    pub fn new(issue: &Issue, names: &Names) -> Self {
+        IssueView {
+            id: issue.id.0,
+            key: issue.key.to_string(),
+            title: issue.title.as_str().to_owned(),
+            body: issue.body.clone(),
+            status: issue.status.to_string(),
+            priority: issue.priority.to_string(),
+            assignee: names.assignee(issue.assignee),
+            labels: issue.labels.iter().map(|l| l.as_str().to_owned()).collect(),
+            position: issue.position,
+            created_at: issue.created_at,
+            updated_at: issue.updated_at,
+        }
+    }
+}
+
+/// A comment.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CommentView {
+    pub id: uuid::Uuid,
+    pub author: PersonRef,
+    pub body: String,
+    pub run_id: Option<uuid::Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl CommentView {
+    /// Maps a comment.
+    pub fn new(c: &Comment, names: &Names) -> Self {
+        CommentView {
+            id: c.id.0,
+            author: names.actor(c.author),
+            body: c.body.clone(),
+            run_id: c.run_id.map(|r| r.0),
+            created_at: c.created_at,
+        }
+    }
+}
+
+/// A line of the activity trail.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ActivityView {
+    pub actor: PersonRef,
+    /// created, status, assignee, title, priority, labels, body.
+    pub kind: String,
+    pub detail: serde_json::Value,
+    pub at: DateTime<Utc>,
+}
+
+/// An issue with its comments and activity.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct IssueDetail {
+    #[serde(flatten)]
+    pub issue: IssueView,
+    pub comments: Vec<CommentView>,
+    pub activity: Vec<ActivityView>,
+}
+
+impl IssueDetail {
+    /// Maps an issue page's worth of data.
+    pub fn new(issue: &Issue, comments: &[Comment], activity: &[Activity], names: &Names) -> Self {
+        IssueDetail {
+            issue: IssueView::new(issue, names),
+            comments: comments
+                .iter()
+                .map(|c| CommentView::new(c, names))
+                .collect(),
+            activity: activity
+                .iter()
+                .map(|a| ActivityView {
+                    actor: names.actor(a.actor),
+                    kind: a.kind.to_string(),
+                    detail: a.detail.clone(),
+                    at: a.at,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A member.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MemberView {
+    pub user_id: uuid::Uuid,
+    pub email: String,
+    pub name: String,
+    pub role: String,
+    pub joined_at: DateTime<Utc>,
+}
+
+impl From<&Member> for MemberView {
+    fn from(m: &Member) -> Self {
+        MemberView {
+            user_id: m.user.id.0,
+            email: m.user.email.as_str().to_owned(),
+            name: m.user.display_name.clone(),
+            role: m.role.to_string(),
+            joined_at: m.joined_at,
+        }
+    }
+}
+
+/// An API token (never the secret).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TokenView {
+    pub id: uuid::Uuid,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<&ApiToken> for TokenView {
+    fn from(t: &ApiToken) -> Self {
+        TokenView {
+            id: t.id.0,
+            name: t.name.clone(),
+            prefix: t.prefix.clone(),
+            created_at: t.created_at,
+            last_used_at: t.last_used_at,
+            revoked_at: t.revoked_at,
+        }
+    }
+}
+
+/// The caller.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MeView {
+    pub user_id: uuid::Uuid,
+    pub email: String,
+    pub name: String,
+    pub role: String,
+    pub workspace: String,
+    pub workspace_name: String,
+    pub issue_prefix: String,
+}
+
+impl From<&Caller> for MeView {
+    fn from(c: &Caller) -> Self {
+        MeView {
+            user_id: c.user.id.0,
+            email: c.user.email.as_str().to_owned(),
+            name: c.user.display_name.clone(),
+            role: c.role.to_string(),
+            workspace: c.ws.slug.to_string(),
+            workspace_name: c.ws.name.clone(),
+            issue_prefix: c.ws.issue_prefix.as_str().to_owned(),
+        }
+    }
+}

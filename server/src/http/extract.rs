@@ -1,0 +1,280 @@
+//! Extractors: who is calling (session cookie or bearer token), in which workspace, and form bodies with
+//! their CSRF check.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode, header};
+
+use super::{Error, Result};
+use crate::app::AppState;
+use crate::auth;
+use crate::domain::{ApiToken, Slug, User};
+use crate::service::Caller;
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "muster_session";
+/// Header that carries the CSRF token on script requests.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// Largest form body accepted (issue bodies are up to 1 MiB).
+pub const MAX_FORM_BYTES: usize = 2 * 1024 * 1024;
+
+/// A cookie's value from the request headers.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find_map(|(k, v)| (k == name).then_some(v))
+}
+
+/// The signed-in user, by bearer token or session cookie.
+#[derive(Debug, Clone)]
+pub struct CurrentUser {
+    pub user: User,
+    /// The session's secret (for the CSRF token), when signed in by cookie.
+    pub session_secret: Option<String>,
+    /// The API token, when signed in by token.
+    pub token: Option<ApiToken>,
+}
+
+impl CurrentUser {
+    /// The CSRF token for this session ("" for token callers, who need none).
+    pub fn csrf(&self) -> String {
+        self.session_secret
+            .as_deref()
+            .map(auth::csrf_token)
+            .unwrap_or_default()
+    }
+}
+
+impl FromRequestParts<AppState> for CurrentUser {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .ok_or(Error::Unauthorized)?;
+            let found = match state
+                .store
+                .use_api_token(&auth::hash_secret(token.trim()), chrono::Utc::now())
+                .await
+            {
+                Err(crate::store::Error::NotFound) => return Err(Error::Unauthorized),
+                other => other?,
+            };
+            let user = state.store.get_user(found.user_id).await?;
+            return Ok(CurrentUser {
+                user,
+                session_secret: None,
+                token: Some(found),
+            });
+        }
+        let secret = cookie(&parts.headers, SESSION_COOKIE).ok_or(Error::Unauthorized)?;
+        match state
+            .store
+            .session_user(&auth::hash_secret(secret), chrono::Utc::now())
+            .await
+        {
+            Ok((_, user)) => Ok(CurrentUser {
+                user,
+                session_secret: Some(secret.to_owned()),
+                token: None,
+            }),
+            Err(crate::store::Error::NotFound) => Err(Error::Unauthorized),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A member of the workspace named by the `{slug}` path segment (pages). Others get 404: a workspace's
+/// existence is not revealed to outsiders.
+#[derive(Debug, Clone)]
+pub struct WsMember {
+    pub caller: Caller,
+    pub csrf: String,
+}
+
+impl FromRequestParts<AppState> for WsMember {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let current = CurrentUser::from_request_parts(parts, state).await?;
+        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Error::NotFound)?;
+        let slug = params
+            .get("slug")
+            .and_then(|s| Slug::parse(s).ok())
+            .ok_or(Error::NotFound)?;
+        let ws = state.store.get_workspace_by_slug(&slug).await?;
+        let member = state.store.get_member(ws.id, current.user.id).await?;
+        let csrf = current.csrf();
+        Ok(WsMember {
+            caller: Caller {
+                ws,
+                user: current.user,
+                role: member.role,
+            },
+            csrf,
+        })
+    }
+}
+
+/// An API caller with their workspace: a token's own workspace, or for a browser session the workspace
+/// named by the `x-muster-workspace` header (else their first). Session callers must send the CSRF
+/// header on writes.
+#[derive(Debug, Clone)]
+pub struct ApiCaller(pub Caller);
+
+impl FromRequestParts<AppState> for ApiCaller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let current = CurrentUser::from_request_parts(parts, state).await?;
+        let ws = match &current.token {
+            Some(token) => state.store.get_workspace(token.workspace_id).await?,
+            None => {
+                if parts.method != Method::GET && parts.method != Method::HEAD {
+                    let sent = parts
+                        .headers
+                        .get(CSRF_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    if !auth::constant_time_eq(sent, &current.csrf()) {
+                        return Err(Error::CsrfMismatch);
+                    }
+                }
+                let wanted = parts
+                    .headers
+                    .get("x-muster-workspace")
+                    .and_then(|v| v.to_str().ok());
+                let mine = state
+                    .store
+                    .list_workspaces_for_user(current.user.id)
+                    .await?;
+                mine.into_iter()
+                    .map(|(ws, _)| ws)
+                    .find(|ws| wanted.is_none_or(|w| ws.slug.as_str() == w))
+                    .ok_or(Error::NotFound)?
+            }
+        };
+        let member = state
+            .store
+            .get_member(ws.id, current.user.id)
+            .await
+            .map_err(|e| match e {
+                crate::store::Error::NotFound => Error::Forbidden,
+                other => other.into(),
+            })?;
+        Ok(ApiCaller(Caller {
+            ws,
+            user: current.user,
+            role: member.role,
+        }))
+    }
+}
+
+/// A url-encoded form body as ordered pairs (repeated fields allowed), CSRF-checked against the session.
+#[derive(Debug, Clone, Default)]
+pub struct UiForm(pub Vec<(String, String)>);
+
+impl UiForm {
+    /// The first value of `name`, or "".
+    pub fn get(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// Every value of `name`, in order.
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// Whether `name` was sent at all.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == name)
+    }
+}
+
+/// Parses a url-encoded body into pairs.
+pub async fn form_pairs(req: Request, state: &AppState) -> Result<(Parts, Vec<(String, String)>)> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
+        .await
+        .map_err(|_| {
+            Error::Rejected(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "form",
+                format!("is larger than {} MiB", MAX_FORM_BYTES >> 20),
+            )
+        })?;
+    let _ = state;
+    let pairs = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&bytes).map_err(|e| {
+        Error::Rejected(
+            StatusCode::BAD_REQUEST,
+            "form",
+            format!("cannot be read: {e}"),
+        )
+    })?;
+    Ok((parts, pairs))
+}
+
+impl FromRequest<AppState> for UiForm {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self> {
+        let (mut parts, pairs) = form_pairs(req, state).await?;
+        let current = CurrentUser::from_request_parts(&mut parts, state).await?;
+        let sent = pairs
+            .iter()
+            .find(|(k, _)| k == "_csrf")
+            .map(|(_, v)| v.as_str())
+            .or_else(|| parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()))
+            .unwrap_or_default();
+        if !auth::constant_time_eq(sent, &current.csrf()) {
+            return Err(Error::CsrfMismatch);
+        }
+        Ok(UiForm(pairs))
+    }
+}
+
+/// JSON bodies with our error format on rejection.
+#[derive(Debug, Clone, Copy, Default, FromRequest)]
+#[from_request(via(axum::Json), rejection(Error))]
+pub struct AppJson<T>(pub T);
+
+impl From<axum::extract::rejection::JsonRejection> for Error {
+    fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
+        Error::Rejected(rejection.status(), "body", rejection.body_text())
+    }
+}
+
+/// Whether htmx sent the request (`HX-Request: true`): handlers then answer with a fragment or 204.
+#[derive(Debug, Clone, Copy)]
+pub struct HxRequest(pub bool);
+
+impl<S: Send + Sync> FromRequestParts<S> for HxRequest {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _: &S,
+    ) -> std::result::Result<Self, Self::Rejection> {
+        Ok(HxRequest(
+            parts.headers.get("hx-request").is_some_and(|v| v == "true"),
+        ))
+    }
+}

@@ -1,0 +1,298 @@
+//! Agent profile pages: the list, the create/edit form, delete.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use muster_web::views::{
+    AgentFormView, AgentListView, AgentRowView, EnvVarView, NavItem, OptionView,
+};
+
+use super::views::nav;
+use super::{PageResult, form_errors, invalid, see_other};
+use crate::app::AppState;
+use crate::domain::{Agent, AgentKind, NewAgent, PermissionMode};
+use crate::http::Error;
+use crate::http::extract::{UiForm, WsMember};
+use crate::service::agents::{self as svc, AgentInput, EnvInput};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/w/{slug}/agents", get(list).post(create))
+        .route("/w/{slug}/agents/new", get(new))
+        .route("/w/{slug}/agents/{name}", get(show).post(update))
+        .route("/w/{slug}/agents/{name}/delete", post(delete))
+}
+
+fn budget_text(a: &NewAgent) -> String {
+    match (a.budget.usd, a.budget.tokens) {
+        (None, None) => "no budget".into(),
+        (Some(u), None) => format!("${u:.2} per run"),
+        (None, Some(t)) => format!("{t} tokens per run"),
+        (Some(u), Some(t)) => format!("${u:.2} / {t} tokens per run"),
+    }
+}
+
+async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
+    let agents = state.store.list_agents(member.caller.ws.id).await?;
+    let slug = member.caller.ws.slug.to_string();
+    let view = AgentListView {
+        nav: nav(&member.caller, &member.csrf, NavItem::Agents),
+        agents: agents
+            .iter()
+            .map(|a| AgentRowView {
+                name: a.profile.name.as_str().to_owned(),
+                color: a.profile.color.clone(),
+                kind: a.profile.kind.to_string(),
+                model: a.profile.model.clone(),
+                url: format!("/w/{slug}/agents/{}", a.profile.name.as_str()),
+                max_concurrent_runs: a.profile.max_concurrent_runs,
+                budget: budget_text(&a.profile),
+            })
+            .collect(),
+        can_manage: member.caller.role.can_manage(),
+    };
+    Ok(muster_web::pages::agents(&view).into_response())
+}
+
+fn options<T: Copy + PartialEq>(
+    all: &[T],
+    name: impl Fn(T) -> &'static str,
+    selected: &str,
+) -> Vec<OptionView> {
+    all.iter()
+        .map(|v| OptionView {
+            value: name(*v).into(),
+            label: name(*v).into(),
+            selected: name(*v) == selected,
+        })
+        .collect()
+}
+
+/// The form filled from a stored profile (secret values never included).
+fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> AgentFormView {
+    let slug = &member.caller.ws.slug;
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    AgentFormView {
+        nav: nav(&member.caller, &member.csrf, NavItem::Agents),
+        is_new: agent.is_none(),
+        action: agent.map_or_else(
+            || format!("/w/{slug}/agents"),
+            |a| format!("/w/{slug}/agents/{}", a.profile.name.as_str()),
+        ),
+        delete_url: agent
+            .filter(|_| member.caller.role.can_manage())
+            .map(|a| format!("/w/{slug}/agents/{}/delete", a.profile.name.as_str())),
+        can_edit: true,
+        name: if agent.is_some() {
+            p.name.as_str().to_owned()
+        } else {
+            String::new()
+        },
+        color: p.color.clone(),
+        kind: options(AgentKind::ALL, AgentKind::as_str, p.kind.as_str()),
+        model: opt(p.model.clone()),
+        instructions: p.instructions.clone(),
+        env: p
+            .env
+            .iter()
+            .map(|v| EnvVarView {
+                key: v.key.clone(),
+                value: if v.secret {
+                    String::new()
+                } else {
+                    v.value.clone()
+                },
+                secret: v.secret,
+                has_value: !v.value.is_empty(),
+            })
+            .collect(),
+        extra_args: p.extra_args.join("\n"),
+        permission_mode: options(
+            PermissionMode::ALL,
+            PermissionMode::as_str,
+            p.permission_mode.as_str(),
+        ),
+        max_concurrent_runs: p.max_concurrent_runs.to_string(),
+        stall_timeout_secs: p.stall_timeout_secs.to_string(),
+        max_retries: p.max_retries.to_string(),
+        budget_usd: p.budget.usd.map(|u| u.to_string()).unwrap_or_default(),
+        budget_tokens: p.budget.tokens.map(|t| t.to_string()).unwrap_or_default(),
+        command: opt(p.command.clone()),
+        base_url: opt(p.base_url.clone()),
+        errors: Default::default(),
+    }
+}
+
+/// The form as submitted, for re-rendering with errors (secret values dropped).
+fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> AgentFormView {
+    let defaults = NewAgent::default();
+    let mut view = form_from_profile(member, agent, agent.map_or(&defaults, |a| &a.profile));
+    view.name = form.get("name").to_owned();
+    view.color = form.get("color").to_owned();
+    view.kind = options(AgentKind::ALL, AgentKind::as_str, form.get("kind"));
+    view.model = form.get("model").to_owned();
+    view.instructions = form.get("instructions").to_owned();
+    view.env = env_rows(form)
+        .into_iter()
+        .map(|e| EnvVarView {
+            has_value: e.secret && agent.is_some(),
+            value: if e.secret {
+                String::new()
+            } else {
+                e.value.unwrap_or_default()
+            },
+            key: e.key,
+            secret: e.secret,
+        })
+        .collect();
+    view.extra_args = form.get("extra_args").to_owned();
+    view.permission_mode = options(
+        PermissionMode::ALL,
+        PermissionMode::as_str,
+        form.get("permission_mode"),
+    );
+    view.max_concurrent_runs = form.get("max_concurrent_runs").to_owned();
+    view.stall_timeout_secs = form.get("stall_timeout_secs").to_owned();
+    view.max_retries = form.get("max_retries").to_owned();
+    view.budget_usd = form.get("budget_usd").to_owned();
+    view.budget_tokens = form.get("budget_tokens").to_owned();
+    view.command = form.get("command").to_owned();
+    view.base_url = form.get("base_url").to_owned();
+    view
+}
+
+fn env_rows(form: &UiForm) -> Vec<EnvInput> {
+    let keys = form.all("env_key");
+    let values = form.all("env_value");
+    let secret_rows = form.all("env_secret");
+    keys.iter()
+        .enumerate()
+        .filter(|(_, k)| !k.trim().is_empty())
+        .map(|(i, k)| EnvInput {
+            key: k.trim().to_owned(),
+            value: values.get(i).map(|v| (*v).to_owned()),
+            secret: secret_rows.contains(&i.to_string().as_str()),
+        })
+        .collect()
+}
+
+/// Parses the form into agent input; numbers that do not parse are field errors.
+fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
+    let mut bad = Vec::new();
+    let mut int = |field: &'static str| -> Option<i64> {
+        let raw = form.get(field).trim();
+        if raw.is_empty() {
+            return None;
+        }
+        raw.parse::<i64>()
+            .map_err(|_| bad.push((field, "must be a whole number".to_owned())))
+            .ok()
+    };
+    let max_concurrent_runs = int("max_concurrent_runs")
+        .map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
+    let stall_timeout_secs =
+        int("stall_timeout_secs").map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
+    let max_retries =
+        int("max_retries").map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
+    let budget_tokens = int("budget_tokens").or(Some(0));
+    let budget_usd = match form.get("budget_usd").trim().trim_start_matches('$') {
+        "" => Some(0.0),
+        raw => raw
+            .parse::<f64>()
+            .map_err(|_| bad.push(("budget_usd", "must be an amount like 2.50".to_owned())))
+            .ok(),
+    };
+    if !bad.is_empty() {
+        return Err(Error::invalid(bad));
+    }
+    Ok(AgentInput {
+        name: Some(form.get("name").to_owned()),
+        color: Some(form.get("color").to_owned()),
+        kind: Some(form.get("kind").to_owned()),
+        model: Some(form.get("model").to_owned()),
+        instructions: Some(form.get("instructions").to_owned()),
+        env: Some(env_rows(form)),
+        extra_args: Some(form.get("extra_args").lines().map(str::to_owned).collect()),
+        permission_mode: Some(form.get("permission_mode").to_owned()),
+        max_concurrent_runs,
+        stall_timeout_secs,
+        max_retries,
+        budget_usd,
+        budget_tokens,
+        command: Some(form.get("command").to_owned()),
+        base_url: Some(form.get("base_url").to_owned()),
+    })
+}
+
+async fn new(member: WsMember) -> PageResult {
+    let defaults = NewAgent::default();
+    Ok(muster_web::pages::agent_form(&form_from_profile(&member, None, &defaults)).into_response())
+}
+
+async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+    let result = match agent_input(&form) {
+        Ok(input) => svc::create(&state, &member.caller, &input).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(agent) => Ok(see_other(&format!(
+            "/w/{}/agents/{}",
+            member.caller.ws.slug,
+            agent.profile.name.as_str()
+        ))),
+        Err(e) => {
+            let mut view = form_from_input(&member, None, &form);
+            view.errors = form_errors(e)?;
+            Ok(invalid(muster_web::pages::agent_form(&view)))
+        }
+    }
+}
+
+async fn show(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, name)): Path<(String, String)>,
+) -> PageResult {
+    let agent = svc::by_name(&state, &member.caller, &name).await?;
+    Ok(
+        muster_web::pages::agent_form(&form_from_profile(&member, Some(&agent), &agent.profile))
+            .into_response(),
+    )
+}
+
+async fn update(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, name)): Path<(String, String)>,
+    form: UiForm,
+) -> PageResult {
+    let agent = svc::by_name(&state, &member.caller, &name).await?;
+    let result = match agent_input(&form) {
+        Ok(input) => svc::update(&state, &member.caller, &name, &input).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(updated) => Ok(see_other(&format!(
+            "/w/{}/agents/{}",
+            member.caller.ws.slug,
+            updated.profile.name.as_str()
+        ))),
+        Err(e) => {
+            let mut view = form_from_input(&member, Some(&agent), &form);
+            view.errors = form_errors(e)?;
+            Ok(invalid(muster_web::pages::agent_form(&view)))
+        }
+    }
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, name)): Path<(String, String)>,
+    form: UiForm,
+) -> PageResult {
+    let _ = form;
+    svc::delete(&state, &member.caller, &name).await?;
+    Ok(see_other(&format!("/w/{}/agents", member.caller.ws.slug)))
+}

@@ -1,0 +1,138 @@
+//! The HTML pages: the same use-cases as the API, rendered with `muster_web` from view structs built
+//! here. Every form works without JavaScript: success answers `303 See Other`, bad input re-renders the
+//! form with messages and the input kept (422), and a signed-out visitor is sent to the login page.
+
+mod agents;
+mod board;
+mod issue;
+mod members;
+mod session;
+pub(crate) mod views;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::Markup;
+use muster_web::views::{ErrorPageView, FormErrors};
+
+use super::Error;
+use crate::app::AppState;
+
+/// Every page route.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .merge(session::router())
+        .merge(board::router())
+        .merge(issue::router())
+        .merge(agents::router())
+        .merge(members::router())
+        .route("/assets/{version}/{name}", axum::routing::get(asset))
+}
+
+/// An error on a page: 401 goes to the login page, others render the error page.
+#[derive(Debug)]
+pub struct PageError {
+    error: Error,
+}
+
+impl From<Error> for PageError {
+    fn from(error: Error) -> Self {
+        PageError { error }
+    }
+}
+
+impl From<crate::store::Error> for PageError {
+    fn from(e: crate::store::Error) -> Self {
+        Error::from(e).into()
+    }
+}
+
+/// `Result` for page handlers.
+pub type PageResult<T = Response> = std::result::Result<T, PageError>;
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.error.status_code();
+        let (title, message) = match &self.error {
+            Error::Unauthorized => return Redirect::to("/login").into_response(),
+            Error::NotFound => (
+                "Not found",
+                "There is nothing here, or it is not yours to see.".to_owned(),
+            ),
+            Error::Forbidden => (
+                "Not allowed",
+                "Your role in this workspace does not allow this.".to_owned(),
+            ),
+            Error::CsrfMismatch => ("Form expired", self.error.to_string()),
+            Error::Invalid(m) | Error::Conflict(m) => ("Cannot do that", messages(m)),
+            Error::Rejected(_, field, message) => ("Bad request", format!("{field} {message}")),
+            Error::Internal(_) => {
+                // Keep the cause for the logging middleware; show only a generic page.
+                let mut response = self.error.into_response();
+                let page = muster_web::pages::error(
+                    &ErrorPageView {
+                        status: 500,
+                        title: "Something went wrong".into(),
+                        message: "An internal error happened; it has been logged.".into(),
+                        back_url: "/".into(),
+                    },
+                    None,
+                );
+                *response.body_mut() = axum::body::Body::new(page.into_string());
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    header::HeaderValue::from_static("text/html; charset=utf-8"),
+                );
+                return response;
+            }
+        };
+        let view = ErrorPageView {
+            status: status.as_u16(),
+            title: title.into(),
+            message,
+            back_url: "/".into(),
+        };
+        (status, muster_web::pages::error(&view, None)).into_response()
+    }
+}
+
+fn messages(m: &std::collections::BTreeMap<String, Vec<String>>) -> String {
+    m.iter()
+        .map(|(f, v)| format!("{f}: {}", v.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Splits a service error: field messages (to re-render the form) or anything else (to fail the page).
+pub(crate) fn form_errors(e: Error) -> std::result::Result<FormErrors, PageError> {
+    match e {
+        Error::Invalid(m) | Error::Conflict(m) => Ok(m),
+        other => Err(other.into()),
+    }
+}
+
+/// A page re-rendered with form errors.
+pub(crate) fn invalid(page: Markup) -> Response {
+    (StatusCode::UNPROCESSABLE_ENTITY, page).into_response()
+}
+
+/// `303 See Other` to `to`.
+pub(crate) fn see_other(to: &str) -> Response {
+    Redirect::to(to).into_response()
+}
+
+async fn asset(
+    axum::extract::Path((_version, name)): axum::extract::Path<(String, String)>,
+) -> Response {
+    match muster_web::assets::get(&name) {
+        Some(asset) => (
+            [
+                (header::CONTENT_TYPE, asset.content_type),
+                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+            ],
+            asset.bytes,
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}

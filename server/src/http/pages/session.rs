@@ -1,0 +1,252 @@
+//! Signing in and out, and the first-run setup that creates the owner and the workspace.
+
+use axum::Router;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use muster_web::views::{LoginView, SetupView};
+use serde::Deserialize;
+
+use super::{PageResult, form_errors, invalid, see_other};
+use crate::app::AppState;
+use crate::auth;
+use crate::domain::{Email, NewSession, NewUser, NewWorkspace};
+use crate::http::Error;
+use crate::http::extract::{CurrentUser, SESSION_COOKIE, form_pairs};
+use crate::service::{Problems, members};
+
+/// How long a browser session lasts.
+pub const SESSION_TTL: chrono::TimeDelta = chrono::TimeDelta::days(14);
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(home))
+        .route("/setup", get(setup_page).post(setup))
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
+}
+
+/// `/`: the first workspace's board, the setup page on a fresh install, or the login page.
+async fn home(State(state): State<AppState>, user: Result<CurrentUser, Error>) -> PageResult {
+    let Ok(user) = user else {
+        return Ok(see_other("/login"));
+    };
+    let mine = state.store.list_workspaces_for_user(user.user.id).await?;
+    match mine.first() {
+        Some((ws, _)) => Ok(see_other(&format!("/w/{}", ws.slug))),
+        None => Err(Error::NotFound.into()),
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+fn setup_token_ok(state: &AppState, token: &str) -> bool {
+    let current = state
+        .setup_token
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    current
+        .as_deref()
+        .is_some_and(|t| auth::constant_time_eq(t, token))
+}
+
+async fn setup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>) -> PageResult {
+    let token = q.token.unwrap_or_default();
+    if !setup_token_ok(&state, &token) {
+        return Err(Error::NotFound.into());
+    }
+    let view = SetupView {
+        token,
+        issue_prefix: "MUS".into(),
+        ..Default::default()
+    };
+    Ok(muster_web::pages::setup(&view).into_response())
+}
+
+async fn setup(State(state): State<AppState>, req: Request) -> PageResult {
+    let (_, pairs) = form_pairs(req, &state).await?;
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let mut view = SetupView {
+        token: get("token"),
+        workspace_name: get("workspace_name"),
+        issue_prefix: get("issue_prefix"),
+        name: get("name"),
+        email: get("email"),
+        errors: Default::default(),
+    };
+    if !setup_token_ok(&state, &view.token) {
+        return Err(Error::NotFound.into());
+    }
+    let password = get("password");
+    let mut p = Problems::default();
+    let (slug, default_prefix) = members::slug_and_prefix(&view.workspace_name);
+    let prefix = if view.issue_prefix.trim().is_empty() {
+        default_prefix
+    } else {
+        view.issue_prefix.clone()
+    };
+    let ws = p.take(
+        NewWorkspace::parse(&view.workspace_name, &slug, &prefix).map_err(|mut e| {
+            if e.field == "name" {
+                e.field = "workspace_name";
+            }
+            e
+        }),
+    );
+    let name = p.take(members::display_name(&view.name));
+    let email = p.take(Email::parse(&view.email));
+    p.take(auth::check_password(&password));
+    let checked = p.finish().map(|()| (ws, name, email));
+    let (Some(ws), Some(name), Some(email)) = (match checked {
+        Ok(t) => t,
+        Err(e) => {
+            view.errors = form_errors(e)?;
+            return Ok(invalid(muster_web::pages::setup(&view)));
+        }
+    }) else {
+        return Err(Error::NotFound.into());
+    };
+    let password_hash = members::hash(password).await?;
+    let (user, ws) = state
+        .store
+        .create_owner_and_workspace(
+            &NewUser {
+                email,
+                display_name: name,
+                password_hash,
+            },
+            &ws,
+        )
+        .await?;
+    *state
+        .setup_token
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    tracing::info!(workspace = %ws.slug, "first-run setup done");
+    start_session(&state, user.id, &format!("/w/{}", ws.slug)).await
+}
+
+#[derive(Deserialize)]
+struct NextQuery {
+    next: Option<String>,
+}
+
+async fn login_page(Query(q): Query<NextQuery>) -> Response {
+    muster_web::pages::login(&LoginView {
+        next: q.next.unwrap_or_default(),
+        ..Default::default()
+    })
+    .into_response()
+}
+
+/// Only same-site paths may follow a login (no open redirects).
+fn safe_next(next: &str) -> &str {
+    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
+        next
+    } else {
+        "/"
+    }
+}
+
+async fn login(State(state): State<AppState>, req: Request) -> PageResult {
+    let (_, pairs) = form_pairs(req, &state).await?;
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let (email, password, next) = (get("email"), get("password"), get("next"));
+    let user = match Email::parse(&email) {
+        Ok(e) => match state.store.get_user_by_email(&e).await {
+            Ok(u) => Some(u),
+            Err(crate::store::Error::NotFound) => None,
+            Err(e) => return Err(e.into()),
+        },
+        Err(_) => None,
+    };
+    let phc = user.as_ref().map(|u| u.password_hash.clone());
+    let ok = tokio::task::spawn_blocking(move || {
+        phc.is_some_and(|h| auth::verify_password(&password, &h))
+    })
+    .await
+    .unwrap_or(false);
+    match user.filter(|_| ok) {
+        Some(user) => start_session(&state, user.id, safe_next(&next)).await,
+        None => {
+            let errors = [(
+                "form".to_owned(),
+                vec!["wrong email or password".to_owned()],
+            )]
+            .into();
+            let view = LoginView {
+                email,
+                next,
+                errors,
+            };
+            Ok((
+                axum::http::StatusCode::UNAUTHORIZED,
+                muster_web::pages::login(&view),
+            )
+                .into_response())
+        }
+    }
+}
+
+async fn start_session(state: &AppState, user: crate::domain::UserId, to: &str) -> PageResult {
+    let secret = auth::new_secret("ses");
+    let expires_at = chrono::Utc::now() + SESSION_TTL;
+    state
+        .store
+        .create_session(&NewSession {
+            user_id: user,
+            token_hash: secret.hash,
+            expires_at,
+        })
+        .await?;
+    let mut response = see_other(to);
+    let secure = if state.config.secure_cookies() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+        secret.secret,
+        SESSION_TTL.num_seconds()
+    );
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).map_err(|e| Error::Internal(anyhow::Error::new(e)))?,
+    );
+    Ok(response)
+}
+
+async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    form: crate::http::extract::UiForm,
+) -> PageResult {
+    let _ = form;
+    if let Some(secret) = crate::http::extract::cookie(&headers, SESSION_COOKIE) {
+        state
+            .store
+            .delete_session(&auth::hash_secret(secret))
+            .await?;
+    }
+    let mut response = see_other("/login");
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        HeaderValue::from_static("muster_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
+    );
+    Ok(response)
+}

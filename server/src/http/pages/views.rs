@@ -1,0 +1,227 @@
+//! Mapping store rows to `muster_web` view structs. Templates get display-ready values only.
+
+use muster_web::views::{
+    IssueCardView, IssueFormView, Nav, NavItem, OptionView, PersonKind, PersonView,
+};
+
+use crate::domain::{Actor, Agent, Assignee, Issue, IssueStatus, Member, Priority};
+use crate::service::Caller;
+
+/// The frame around every signed-in page.
+pub fn nav(caller: &Caller, csrf: &str, active: NavItem) -> Nav {
+    Nav {
+        workspace_name: caller.ws.name.clone(),
+        workspace_slug: caller.ws.slug.to_string(),
+        user_name: caller.user.display_name.clone(),
+        user_email: caller.user.email.as_str().to_owned(),
+        role: caller.role.to_string(),
+        csrf: csrf.to_owned(),
+        active,
+    }
+}
+
+/// A workspace's people and agents, for avatars and pickers.
+#[derive(Debug, Clone, Default)]
+pub struct People {
+    pub members: Vec<Member>,
+    pub agents: Vec<Agent>,
+}
+
+/// Colours for people's avatars, picked by a stable hash of their id.
+const PERSON_COLORS: &[&str] = &[
+    "#7c3aed", "#db2777", "#2563eb", "#059669", "#ea580c", "#0891b2", "#4f46e5",
+];
+
+fn initials(name: &str) -> String {
+    let words: Vec<&str> = name
+        .split(|c: char| c.is_whitespace() || c == '-' || c == '_' || c == '.')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let letters: String = match words.as_slice() {
+        [one] => one.chars().take(2).collect(),
+        many => many
+            .iter()
+            .filter_map(|w| w.chars().next())
+            .take(2)
+            .collect(),
+    };
+    letters.to_uppercase()
+}
+
+impl People {
+    /// Loads every member and agent of the caller's workspace.
+    pub async fn load(state: &crate::app::AppState, caller: &Caller) -> crate::http::Result<Self> {
+        Ok(People {
+            members: state.store.list_members(caller.ws.id).await?,
+            agents: state.store.list_agents(caller.ws.id).await?,
+        })
+    }
+
+    /// The avatar of an actor.
+    pub fn person(&self, actor: Actor) -> PersonView {
+        match actor {
+            Actor::User(id) => {
+                let name = self
+                    .members
+                    .iter()
+                    .find(|m| m.user.id == id)
+                    .map_or("Former member", |m| m.user.display_name.as_str());
+                let color = PERSON_COLORS[(id.0.as_u128() % PERSON_COLORS.len() as u128) as usize];
+                PersonView {
+                    name: name.to_owned(),
+                    initials: initials(name),
+                    color: color.to_owned(),
+                    kind: PersonKind::User,
+                }
+            }
+            Actor::Agent(id) => match self.agents.iter().find(|a| a.id == id) {
+                Some(a) => PersonView {
+                    name: a.profile.name.as_str().to_owned(),
+                    initials: initials(a.profile.name.as_str()),
+                    color: a.profile.color.clone(),
+                    kind: PersonKind::Agent,
+                },
+                None => PersonView {
+                    name: "Deleted agent".into(),
+                    initials: "?".into(),
+                    color: "#9ca3af".into(),
+                    kind: PersonKind::Agent,
+                },
+            },
+            Actor::System => PersonView {
+                name: "Muster".into(),
+                initials: "M".into(),
+                color: "#6b7280".into(),
+                kind: PersonKind::System,
+            },
+        }
+    }
+
+    /// The avatar of an assignee.
+    pub fn assignee(&self, a: Option<Assignee>) -> Option<PersonView> {
+        a.map(|a| match a {
+            Assignee::User(u) => self.person(Actor::User(u)),
+            Assignee::Agent(g) => self.person(Actor::Agent(g)),
+        })
+    }
+
+    /// Assignee picker options: nobody, members, then agents (labelled as agents).
+    pub fn assignee_options(&self, selected: &str) -> Vec<OptionView> {
+        let mut out = vec![OptionView {
+            value: String::new(),
+            label: "Nobody".into(),
+            selected: selected.is_empty(),
+        }];
+        for m in &self.members {
+            let value = format!("user:{}", m.user.id);
+            out.push(OptionView {
+                selected: value == selected,
+                value,
+                label: m.user.display_name.clone(),
+            });
+        }
+        for a in &self.agents {
+            let value = format!("agent:{}", a.id);
+            let label = format!("{} (agent, {})", a.profile.name.as_str(), a.profile.kind);
+            out.push(OptionView {
+                selected: value == selected,
+                value,
+                label,
+            });
+        }
+        out
+    }
+}
+
+/// The picker value of an assignee.
+pub fn assignee_value(a: Option<Assignee>) -> String {
+    match a {
+        Some(Assignee::User(u)) => format!("user:{u}"),
+        Some(Assignee::Agent(g)) => format!("agent:{g}"),
+        None => String::new(),
+    }
+}
+
+/// The human label of a status.
+pub fn status_label(s: IssueStatus) -> &'static str {
+    match s {
+        IssueStatus::Backlog => "Backlog",
+        IssueStatus::Todo => "Todo",
+        IssueStatus::InProgress => "In progress",
+        IssueStatus::InReview => "In review",
+        IssueStatus::Done => "Done",
+        IssueStatus::Blocked => "Blocked",
+        IssueStatus::Cancelled => "Cancelled",
+    }
+}
+
+fn priority_label(p: Priority) -> &'static str {
+    match p {
+        Priority::None => "No priority",
+        Priority::Urgent => "Urgent",
+        Priority::High => "High",
+        Priority::Medium => "Medium",
+        Priority::Low => "Low",
+    }
+}
+
+/// Status options with one selected.
+pub fn status_options(selected: &str) -> Vec<OptionView> {
+    IssueStatus::ALL
+        .iter()
+        .map(|s| OptionView {
+            value: s.as_str().into(),
+            label: status_label(*s).into(),
+            selected: s.as_str() == selected,
+        })
+        .collect()
+}
+
+/// Priority options with one selected.
+pub fn priority_options(selected: &str) -> Vec<OptionView> {
+    Priority::ALL
+        .iter()
+        .map(|p| OptionView {
+            value: p.as_str().into(),
+            label: priority_label(*p).into(),
+            selected: p.as_str() == selected,
+        })
+        .collect()
+}
+
+/// A board card.
+pub fn card(slug: &str, issue: &Issue, people: &People) -> IssueCardView {
+    let key = issue.key.to_string();
+    IssueCardView {
+        url: format!("/w/{slug}/issues/{key}"),
+        move_url: format!("/w/{slug}/issues/{key}/move"),
+        key,
+        title: issue.title.as_str().to_owned(),
+        status: issue.status.to_string(),
+        priority: issue.priority.to_string(),
+        assignee: people.assignee(issue.assignee),
+        labels: issue.labels.iter().map(|l| l.as_str().to_owned()).collect(),
+        run_state: None,
+    }
+}
+
+/// The issue form filled from raw input (kept on errors).
+pub fn issue_form(
+    people: &People,
+    title: &str,
+    body: &str,
+    status: &str,
+    priority: &str,
+    assignee: &str,
+    labels: &str,
+) -> IssueFormView {
+    IssueFormView {
+        title: title.to_owned(),
+        body: body.to_owned(),
+        status: status_options(status),
+        priority: priority_options(priority),
+        assignee: people.assignee_options(assignee),
+        labels: labels.to_owned(),
+        errors: Default::default(),
+    }
+}

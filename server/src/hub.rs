@@ -1,0 +1,155 @@
+//! The live hub: one broadcast channel per topic, created on first subscribe and dropped with the last
+//! subscriber. Publishing never blocks: a slow subscriber lags and resyncs from the store.
+//!
+//! Invariant: subscribe first, then read the store, then forward live events — so nothing that happens
+//! between the read and the subscription is missed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+
+use crate::domain::{IssueKey, WorkspaceId};
+
+/// How many events a subscriber may fall behind before it gets `Lagged` and resyncs from the store.
+/// Board events are tiny "something changed" notes, so a small buffer is plenty; a lagging browser
+/// just re-renders its board.
+pub const LIVE_CHANNEL_CAPACITY: usize = 64;
+
+/// What a subscriber listens to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Topic {
+    /// Every change to a workspace's board.
+    Board(WorkspaceId),
+}
+
+/// A change, sent to the topic's subscribers. Carries ids only; subscribers read the rows themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveEvent {
+    /// An issue was created, edited, moved or assigned.
+    IssueChanged(IssueKey),
+}
+
+/// Topic → channel map.
+#[derive(Clone, Default)]
+pub struct Hub {
+    topics: Arc<Mutex<HashMap<Topic, broadcast::Sender<Arc<LiveEvent>>>>>,
+}
+
+impl Hub {
+    /// Subscribes to `topic`, creating its channel if needed.
+    pub fn subscribe(&self, topic: Topic) -> Subscription {
+        let mut topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let rx = topics
+            .entry(topic)
+            .or_insert_with(|| broadcast::channel(LIVE_CHANNEL_CAPACITY).0)
+            .subscribe();
+        Subscription {
+            rx,
+            topic,
+            hub: self.clone(),
+        }
+    }
+
+    /// Sends `event` to the topic's subscribers, if any. Never blocks.
+    pub fn publish(&self, topic: Topic, event: LiveEvent) {
+        let topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tx) = topics.get(&topic) {
+            let _ = tx.send(Arc::new(event));
+        }
+    }
+
+    /// How many topics have live subscribers (for tests and metrics).
+    pub fn topic_count(&self) -> usize {
+        self.topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    fn release(&self, topic: Topic) {
+        let mut topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if topics
+            .get(&topic)
+            .is_some_and(|tx| tx.receiver_count() == 0)
+        {
+            topics.remove(&topic);
+        }
+    }
+}
+
+/// A subscriber's end; dropping the last one of a topic removes the topic.
+pub struct Subscription {
+    rx: broadcast::Receiver<Arc<LiveEvent>>,
+    topic: Topic,
+    hub: Hub,
+}
+
+impl Subscription {
+    /// The next event; `Err(Lagged)` means events were missed and the caller must resync.
+    pub async fn recv(&mut self) -> Result<Arc<LiveEvent>, broadcast::error::RecvError> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Our receiver is still counted until this struct is gone; release after dropping it.
+        let (topic, hub) = (self.topic, self.hub.clone());
+        let rx = std::mem::replace(&mut self.rx, broadcast::channel(1).1);
+        drop(rx);
+        hub.release(topic);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::IssueKey;
+
+    #[tokio::test]
+    async fn topics_live_as_long_as_their_subscribers() {
+        let hub = Hub::default();
+        let ws = WorkspaceId::new();
+        hub.publish(
+            Topic::Board(ws),
+            LiveEvent::IssueChanged(IssueKey::parse("MUS-1").unwrap()),
+        );
+        assert_eq!(hub.topic_count(), 0, "publishing to nobody creates nothing");
+        let mut a = hub.subscribe(Topic::Board(ws));
+        let b = hub.subscribe(Topic::Board(ws));
+        let key = IssueKey::parse("MUS-2").unwrap();
+        hub.publish(Topic::Board(ws), LiveEvent::IssueChanged(key.clone()));
+        assert_eq!(*a.recv().await.unwrap(), LiveEvent::IssueChanged(key));
+        drop(b);
+        assert_eq!(hub.topic_count(), 1);
+        drop(a);
+        assert_eq!(hub.topic_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_lags_instead_of_blocking() {
+        let hub = Hub::default();
+        let ws = WorkspaceId::new();
+        let mut slow = hub.subscribe(Topic::Board(ws));
+        for n in 1..=(LIVE_CHANNEL_CAPACITY as i64 + 10) {
+            hub.publish(
+                Topic::Board(ws),
+                LiveEvent::IssueChanged(IssueKey::parse(&format!("MUS-{n}")).unwrap()),
+            );
+        }
+        assert!(matches!(
+            slow.recv().await,
+            Err(broadcast::error::RecvError::Lagged(10))
+        ));
+    }
+}

@@ -1,0 +1,272 @@
+//! Agent profiles: create, edit, delete, with secret env values sealed before they reach the store and
+//! never sent back out.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Caller, Problems};
+use crate::app::AppState;
+use crate::domain::{Agent, AgentName, Budget, EnvVar, NewAgent, ValidationError};
+use crate::http::{Error, Result};
+
+/// One environment variable as sent in. A secret with no value keeps the stored one.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+pub struct EnvInput {
+    pub key: String,
+    /// For secrets: write-only; omit to keep the stored value.
+    pub value: Option<String>,
+    #[serde(default)]
+    pub secret: bool,
+}
+
+/// Raw agent fields. On create, missing fields take defaults; on edit, they stay as they are.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct AgentInput {
+    pub name: Option<String>,
+    /// `#rrggbb`.
+    pub color: Option<String>,
+    /// claude, codex, opencode, llama, custom.
+    pub kind: Option<String>,
+    pub model: Option<String>,
+    pub instructions: Option<String>,
+    pub env: Option<Vec<EnvInput>>,
+    pub extra_args: Option<Vec<String>>,
+    /// read_only, workspace_write, bypass.
+    pub permission_mode: Option<String>,
+    pub max_concurrent_runs: Option<i32>,
+    pub stall_timeout_secs: Option<i32>,
+    pub max_retries: Option<i32>,
+    /// Per-run budget in USD; 0 or absent for none.
+    pub budget_usd: Option<f64>,
+    /// Per-run token budget; 0 or absent for none.
+    pub budget_tokens: Option<i64>,
+    /// The command line of a `custom` agent.
+    pub command: Option<String>,
+    /// A model server URL (local Llama, or a provider proxy for a CLI).
+    pub base_url: Option<String>,
+}
+
+fn text(v: &Option<String>) -> Option<Option<String>> {
+    v.as_ref()
+        .map(|s| Some(s.trim().to_owned()).filter(|s| !s.is_empty()))
+}
+
+/// Applies `input` over `base` (defaults for a new agent), validating every field.
+pub fn build_profile(
+    state: &AppState,
+    base: Option<&NewAgent>,
+    input: &AgentInput,
+) -> Result<NewAgent> {
+    let mut p = Problems::default();
+    let name = match (&input.name, base) {
+        (Some(n), _) => p.take(AgentName::parse(n)),
+        (None, Some(b)) => Some(b.name.clone()),
+        (None, None) => p.take(Err(ValidationError::new("name", "must not be empty"))),
+    };
+    let kind = match (&input.kind, base) {
+        (Some(k), _) => p.take(k.parse()),
+        (None, Some(b)) => Some(b.kind),
+        (None, None) => p.take(Err(ValidationError::new(
+            "kind",
+            "choose claude, codex, opencode, llama or custom",
+        ))),
+    };
+    let (Some(name), Some(kind)) = (name, kind) else {
+        return p.finish().and(Err(Error::NotFound));
+    };
+    let mut out = base
+        .cloned()
+        .unwrap_or_else(|| NewAgent::new(name.clone(), kind));
+    out.name = name;
+    out.kind = kind;
+    if let Some(c) = &input.color {
+        out.color = c.trim().to_lowercase();
+    }
+    if let Some(m) = text(&input.model) {
+        out.model = m;
+    }
+    if let Some(i) = &input.instructions {
+        out.instructions = i.clone();
+    }
+    if let Some(mode) = &input.permission_mode {
+        out.permission_mode = p.take(mode.parse()).unwrap_or(out.permission_mode);
+    }
+    out.max_concurrent_runs = input.max_concurrent_runs.unwrap_or(out.max_concurrent_runs);
+    out.stall_timeout_secs = input.stall_timeout_secs.unwrap_or(out.stall_timeout_secs);
+    out.max_retries = input.max_retries.unwrap_or(out.max_retries);
+    if let Some(usd) = input.budget_usd {
+        out.budget.usd = (usd != 0.0).then_some(usd);
+    }
+    if let Some(tokens) = input.budget_tokens {
+        out.budget.tokens = (tokens != 0).then_some(tokens);
+    }
+    if let Some(args) = &input.extra_args {
+        out.extra_args = args
+            .iter()
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty())
+            .collect();
+    }
+    if let Some(c) = text(&input.command) {
+        out.command = c;
+    }
+    if let Some(url) = text(&input.base_url) {
+        if url
+            .as_deref()
+            .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+        {
+            p.add("base_url", "must start with http:// or https://");
+        }
+        out.base_url = url;
+    }
+    if let Some(env) = &input.env {
+        out.env = env_vars(
+            state,
+            base.map(|b| b.env.as_slice()).unwrap_or_default(),
+            env,
+            &mut p,
+        );
+    }
+    if let Err(errors) = out.validate() {
+        for e in errors {
+            p.add(e.field, e.message);
+        }
+    }
+    p.finish()?;
+    Ok(out)
+}
+
+fn env_vars(state: &AppState, old: &[EnvVar], input: &[EnvInput], p: &mut Problems) -> Vec<EnvVar> {
+    let mut out: Vec<EnvVar> = Vec::new();
+    for var in input.iter().filter(|v| !v.key.trim().is_empty()) {
+        let key = var.key.trim().to_owned();
+        if out.iter().any(|v| v.key == key) {
+            p.add("env", format!("{key} is set twice"));
+            continue;
+        }
+        let value = var.value.clone().filter(|v| !(var.secret && v.is_empty()));
+        let value = match (var.secret, value) {
+            (false, value) => value.unwrap_or_default(),
+            (true, Some(plain)) => match state.secrets.seal(&plain) {
+                Ok(sealed) => sealed,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot seal a secret");
+                    p.add("env", "cannot store the secret");
+                    continue;
+                }
+            },
+            (true, None) => match old.iter().find(|o| o.key == key && o.secret) {
+                Some(o) => o.value.clone(),
+                None => {
+                    p.add("env", format!("{key} is secret and needs a value"));
+                    continue;
+                }
+            },
+        };
+        out.push(EnvVar {
+            key,
+            value,
+            secret: var.secret,
+        });
+    }
+    out
+}
+
+/// Creates an agent.
+pub async fn create(state: &AppState, caller: &Caller, input: &AgentInput) -> Result<Agent> {
+    let profile = build_profile(state, None, input)?;
+    Ok(state.store.create_agent(caller.ws.id, &profile).await?)
+}
+
+/// Finds an agent by name in the caller's workspace.
+pub async fn by_name(state: &AppState, caller: &Caller, name: &str) -> Result<Agent> {
+    let name = AgentName::parse(name).map_err(|_| Error::NotFound)?;
+    Ok(state.store.get_agent_by_name(caller.ws.id, &name).await?)
+}
+
+/// Edits an agent; absent fields stay, absent secret values stay.
+pub async fn update(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    input: &AgentInput,
+) -> Result<Agent> {
+    let agent = by_name(state, caller, name).await?;
+    let profile = build_profile(state, Some(&agent.profile), input)?;
+    Ok(state
+        .store
+        .update_agent(caller.ws.id, agent.id, &profile)
+        .await?)
+}
+
+/// Deletes an agent: owners and admins only; refused while it has runs.
+pub async fn delete(state: &AppState, caller: &Caller, name: &str) -> Result<()> {
+    caller.require_manager()?;
+    let agent = by_name(state, caller, name).await?;
+    match state.store.delete_agent(caller.ws.id, agent.id).await {
+        Err(crate::store::Error::Conflict { constraint }) if constraint == "foreign_key" => {
+            Err(Error::conflict(
+                "name",
+                "this agent has runs; its history is kept, so it cannot be deleted",
+            ))
+        }
+        other => Ok(other?),
+    }
+}
+
+/// An agent as the API shows it: secret values are never included.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct AgentView {
+    pub id: uuid::Uuid,
+    pub name: String,
+    pub color: String,
+    pub kind: String,
+    pub model: Option<String>,
+    pub instructions: String,
+    pub env: Vec<EnvInput>,
+    pub extra_args: Vec<String>,
+    pub permission_mode: String,
+    pub max_concurrent_runs: i32,
+    pub stall_timeout_secs: i32,
+    pub max_retries: i32,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<i64>,
+    pub command: Option<String>,
+    pub base_url: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<&Agent> for AgentView {
+    fn from(a: &Agent) -> Self {
+        let p = &a.profile;
+        let Budget { usd, tokens } = p.budget;
+        AgentView {
+            id: a.id.0,
+            name: p.name.as_str().to_owned(),
+            color: p.color.clone(),
+            kind: p.kind.to_string(),
+            model: p.model.clone(),
+            instructions: p.instructions.clone(),
+            env: p
+                .env
+                .iter()
+                .map(|v| EnvInput {
+                    key: v.key.clone(),
+                    value: (!v.secret).then(|| v.value.clone()),
+                    secret: v.secret,
+                })
+                .collect(),
+            extra_args: p.extra_args.clone(),
+            permission_mode: p.permission_mode.to_string(),
+            max_concurrent_runs: p.max_concurrent_runs,
+            stall_timeout_secs: p.stall_timeout_secs,
+            max_retries: p.max_retries,
+            budget_usd: usd,
+            budget_tokens: tokens,
+            command: p.command.clone(),
+            base_url: p.base_url.clone(),
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+        }
+    }
+}

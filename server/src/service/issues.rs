@@ -1,0 +1,214 @@
+//! Issues and comments: create, edit, move, assign, comment.
+
+use serde::Deserialize;
+
+use super::{Caller, Problems, announce};
+use crate::app::AppState;
+use crate::domain::{
+    Actor, Assignee, Comment, CommentAuthor, Issue, IssueKey, IssuePatch, IssueStatus, IssueTitle,
+    Label, NewComment, NewIssue, Priority, ValidationError,
+};
+use crate::http::{Error, Result};
+
+/// Raw issue fields as typed by a person or sent by a program. `None` leaves a field unset (create) or
+/// unchanged (edit).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct IssueInput {
+    /// 1–500 characters.
+    pub title: Option<String>,
+    /// Markdown.
+    pub body: Option<String>,
+    /// backlog, todo, in_progress, in_review, done, blocked, cancelled.
+    pub status: Option<String>,
+    /// none, urgent, high, medium, low.
+    pub priority: Option<String>,
+    /// An agent name, a member's email or name, `agent:<id>`, `user:<id>`, or "" for nobody.
+    pub assignee: Option<String>,
+    pub labels: Option<Vec<String>>,
+}
+
+fn labels(raw: &[String]) -> std::result::Result<Vec<Label>, ValidationError> {
+    Label::parse_list(&raw.join(","))
+}
+
+/// Creates an issue from raw input.
+pub async fn create(state: &AppState, caller: &Caller, input: &IssueInput) -> Result<Issue> {
+    let mut problems = Problems::default();
+    let title = problems.take(IssueTitle::parse(
+        input.title.as_deref().unwrap_or_default(),
+    ));
+    let status = match input.status.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => problems.take(s.parse()),
+        None => Some(IssueStatus::Backlog),
+    };
+    let priority = match input.priority.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => problems.take(s.parse()),
+        None => Some(Priority::None),
+    };
+    let labels = problems.take(labels(input.labels.as_deref().unwrap_or_default()));
+    let assignee = match input.assignee.as_deref() {
+        Some(raw) => problems.take(resolve_assignee(state, caller, raw).await?),
+        None => Some(None),
+    };
+    let body = input.body.clone().unwrap_or_default();
+    if let Err(e) = crate::domain::issue_body_ok(&body) {
+        problems.take::<()>(Err(e));
+    }
+    problems.finish()?;
+    let (Some(title), Some(status), Some(priority), Some(labels), Some(assignee)) =
+        (title, status, priority, labels, assignee)
+    else {
+        return Err(Error::invalid([("form", "invalid input".to_owned())]));
+    };
+    let new = NewIssue {
+        title,
+        body,
+        status,
+        priority,
+        assignee,
+        labels,
+        parent: None,
+        created_by: Some(caller.user.id),
+    };
+    let issue = state.store.create_issue(caller.ws.id, &new).await?;
+    announce(state, caller, &issue.key);
+    Ok(issue)
+}
+
+/// Parses a key from the URL or command line.
+pub fn parse_key(raw: &str) -> Result<IssueKey> {
+    IssueKey::parse(raw).map_err(|_| Error::NotFound)
+}
+
+/// Edits the fields present in `input`; a status change is a move to the end of the new column.
+pub async fn update(
+    state: &AppState,
+    caller: &Caller,
+    key: &IssueKey,
+    input: &IssueInput,
+) -> Result<Issue> {
+    let current = state.store.get_issue(caller.ws.id, key).await?;
+    let mut problems = Problems::default();
+    let mut patch = IssuePatch::default();
+    if let Some(t) = &input.title {
+        patch.title = problems.take(IssueTitle::parse(t));
+    }
+    if let Some(b) = &input.body
+        && problems.take(crate::domain::issue_body_ok(b)).is_some()
+    {
+        patch.body = Some(b.clone());
+    }
+    if let Some(p) = input.priority.as_deref() {
+        patch.priority = problems.take(p.parse());
+    }
+    if let Some(l) = &input.labels {
+        patch.labels = problems.take(labels(l));
+    }
+    if let Some(a) = input.assignee.as_deref() {
+        patch.assignee = problems.take(resolve_assignee(state, caller, a).await?);
+    }
+    let status: Option<IssueStatus> = input
+        .status
+        .as_deref()
+        .and_then(|s| problems.take(s.parse()));
+    problems.finish()?;
+    let actor = Actor::User(caller.user.id);
+    let mut issue = state
+        .store
+        .update_issue(caller.ws.id, key, &patch, actor)
+        .await?;
+    if let Some(status) = status.filter(|s| *s != current.status) {
+        issue = state
+            .store
+            .move_issue(caller.ws.id, key, status, None, actor)
+            .await?;
+    }
+    announce(state, caller, key);
+    Ok(issue)
+}
+
+/// Moves an issue to `status` at `index` in that column.
+pub async fn move_to(
+    state: &AppState,
+    caller: &Caller,
+    key: &IssueKey,
+    status: &str,
+    index: Option<usize>,
+) -> Result<Issue> {
+    let status: IssueStatus = status.parse()?;
+    let issue = state
+        .store
+        .move_issue(
+            caller.ws.id,
+            key,
+            status,
+            index,
+            Actor::User(caller.user.id),
+        )
+        .await?;
+    announce(state, caller, key);
+    Ok(issue)
+}
+
+/// Adds a comment by the caller.
+pub async fn comment(
+    state: &AppState,
+    caller: &Caller,
+    key: &IssueKey,
+    body: &str,
+) -> Result<Comment> {
+    let issue = state.store.get_issue(caller.ws.id, key).await?;
+    let new = NewComment::parse(CommentAuthor::User(caller.user.id), body)?;
+    let comment = state.store.add_comment(issue.id, &new).await?;
+    announce(state, caller, key);
+    Ok(comment)
+}
+
+/// Resolves an assignee as typed: "" is nobody; `agent:<id>` / `user:<id>` as the picker sends them; else
+/// an agent name, then a member's email or display name (case-insensitive).
+pub async fn resolve_assignee(
+    state: &AppState,
+    caller: &Caller,
+    raw: &str,
+) -> Result<std::result::Result<Option<Assignee>, ValidationError>> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw == "none" {
+        return Ok(Ok(None));
+    }
+    let unknown = || {
+        Ok(Err(ValidationError::new(
+            "assignee",
+            format!("no agent or member called {raw:?} in this workspace"),
+        )))
+    };
+    if let Some(id) = raw.strip_prefix("agent:") {
+        let Ok(id) = id.parse() else { return unknown() };
+        return match state.store.get_agent(caller.ws.id, id).await {
+            Ok(a) => Ok(Ok(Some(Assignee::Agent(a.id)))),
+            Err(crate::store::Error::NotFound) => unknown(),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let members = state.store.list_members(caller.ws.id).await?;
+    if let Some(id) = raw.strip_prefix("user:") {
+        return match members.iter().find(|m| m.user.id.to_string() == id) {
+            Some(m) => Ok(Ok(Some(Assignee::User(m.user.id)))),
+            None => unknown(),
+        };
+    }
+    if let Ok(name) = crate::domain::AgentName::parse(raw) {
+        match state.store.get_agent_by_name(caller.ws.id, &name).await {
+            Ok(a) => return Ok(Ok(Some(Assignee::Agent(a.id)))),
+            Err(crate::store::Error::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let lower = raw.to_lowercase();
+    match members
+        .iter()
+        .find(|m| m.user.email.as_str() == lower || m.user.display_name.to_lowercase() == lower)
+    {
+        Some(m) => Ok(Ok(Some(Assignee::User(m.user.id)))),
+        None => unknown(),
+    }
+}

@@ -1,0 +1,182 @@
+//! Members: adding people (email + initial password), changing roles, removing. Owners and admins
+//! manage members; only owners grant or take away ownership; a workspace always keeps one owner.
+
+use serde::Deserialize;
+
+use super::{Caller, Problems};
+use crate::app::AppState;
+use crate::domain::{Email, Member, NewUser, Role, UserId, ValidationError};
+use crate::http::{Error, Result};
+
+/// A new member as typed by an admin.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct MemberInput {
+    pub email: String,
+    /// Display name; defaults to the part of the email before `@`.
+    pub name: Option<String>,
+    /// Initial password (at least 8 characters); ignored when the person already has an account.
+    pub password: Option<String>,
+    /// owner, admin or member (default member).
+    pub role: Option<String>,
+}
+
+/// Adds a member: a new account, or an existing one joining this workspace.
+pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Result<Member> {
+    caller.require_manager()?;
+    let mut p = Problems::default();
+    let email = p.take(Email::parse(&input.email));
+    let role: Option<Role> = match input.role.as_deref().filter(|r| !r.is_empty()) {
+        Some(r) => p.take(r.parse()),
+        None => Some(Role::Member),
+    };
+    p.finish()?;
+    let (Some(email), Some(role)) = (email, role) else {
+        return Err(Error::NotFound);
+    };
+    if role == Role::Owner && caller.role != Role::Owner {
+        return Err(Error::Forbidden);
+    }
+    match state.store.get_user_by_email(&email).await {
+        Ok(user) => Ok(state.store.add_member(caller.ws.id, user.id, role).await?),
+        Err(crate::store::Error::NotFound) => {
+            let password = input.password.clone().unwrap_or_default();
+            let mut p = Problems::default();
+            p.take(crate::auth::check_password(&password));
+            let name = input
+                .name
+                .as_deref()
+                .map(str::trim)
+                .filter(|n| !n.is_empty());
+            let name = name.map_or_else(
+                || {
+                    email
+                        .as_str()
+                        .split('@')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned()
+                },
+                str::to_owned,
+            );
+            if name.chars().count() > 100 {
+                p.add("name", "must be at most 100 characters");
+            }
+            p.finish()?;
+            let password_hash = hash(password).await?;
+            let new = NewUser {
+                email,
+                display_name: name,
+                password_hash,
+            };
+            Ok(state.store.add_new_member(caller.ws.id, &new, role).await?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Hashes a password off the async threads.
+pub async fn hash(password: String) -> Result<String> {
+    tokio::task::spawn_blocking(move || crate::auth::hash_password(&password))
+        .await
+        .map_err(|e| Error::Internal(anyhow::Error::new(e)))?
+        .map_err(Error::Internal)
+}
+
+/// Changes a member's role.
+pub async fn set_role(
+    state: &AppState,
+    caller: &Caller,
+    user: UserId,
+    role: &str,
+) -> Result<Member> {
+    caller.require_manager()?;
+    let role: Role = role.parse()?;
+    let target = state.store.get_member(caller.ws.id, user).await?;
+    if (role == Role::Owner || target.role == Role::Owner) && caller.role != Role::Owner {
+        return Err(Error::Forbidden);
+    }
+    Ok(state
+        .store
+        .set_member_role(caller.ws.id, user, role)
+        .await?)
+}
+
+/// Removes a member.
+pub async fn remove(state: &AppState, caller: &Caller, user: UserId) -> Result<()> {
+    caller.require_manager()?;
+    let target = state.store.get_member(caller.ws.id, user).await?;
+    if target.role == Role::Owner && caller.role != Role::Owner {
+        return Err(Error::Forbidden);
+    }
+    Ok(state.store.remove_member(caller.ws.id, user).await?)
+}
+
+/// Parses a user id from a URL.
+pub fn parse_user_id(raw: &str) -> Result<UserId> {
+    raw.parse().map_err(|_| Error::NotFound)
+}
+
+/// A workspace slug and issue prefix derived from a name (`"Acme Robots"` → `acme-robots`, `ACM`).
+pub fn slug_and_prefix(name: &str) -> (String, String) {
+    let mut slug = String::new();
+    for c in name.trim().to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    let slug = slug
+        .trim_end_matches('-')
+        .chars()
+        .take(48)
+        .collect::<String>();
+    let slug = if slug.is_empty() {
+        "team".to_owned()
+    } else {
+        slug
+    };
+    let letters: String = name
+        .chars()
+        .filter(char::is_ascii_alphabetic)
+        .take(3)
+        .collect::<String>()
+        .to_uppercase();
+    let prefix = if letters.len() >= 2 {
+        letters
+    } else {
+        "MUS".to_owned()
+    };
+    (slug, prefix)
+}
+
+/// Validates a display name for a new account.
+pub fn display_name(raw: &str) -> std::result::Result<String, ValidationError> {
+    let name = raw.trim();
+    if name.is_empty() {
+        return Err(ValidationError::new("name", "must not be empty"));
+    }
+    if name.chars().count() > 100 {
+        return Err(ValidationError::new(
+            "name",
+            "must be at most 100 characters",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slugs_and_prefixes_from_names() {
+        assert_eq!(
+            super::slug_and_prefix("Acme Robots!"),
+            ("acme-robots".into(), "ACM".into())
+        );
+        assert_eq!(
+            super::slug_and_prefix("  42  "),
+            ("42".into(), "MUS".into())
+        );
+        assert_eq!(super::slug_and_prefix("***"), ("team".into(), "MUS".into()));
+    }
+}

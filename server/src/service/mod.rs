@@ -1,0 +1,72 @@
+//! Use-cases shared by the HTML pages, the JSON API and (through the API) the CLI: raw input is validated
+//! here into domain types, permissions are checked, the store is called, and the hub is told.
+
+pub mod agents;
+pub mod issues;
+pub mod members;
+pub mod tokens;
+
+use crate::app::AppState;
+use crate::domain::{Role, User, Workspace};
+use crate::http::{Error, Result};
+
+/// Who is asking, in which workspace, with which role.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub ws: Workspace,
+    pub user: User,
+    pub role: Role,
+}
+
+impl Caller {
+    /// Refuses callers who are not owners or admins.
+    pub fn require_manager(&self) -> Result<()> {
+        if self.role.can_manage() {
+            Ok(())
+        } else {
+            Err(Error::Forbidden)
+        }
+    }
+}
+
+/// Collects per-field validation messages and turns them into one 422.
+#[derive(Debug, Default)]
+pub struct Problems(Vec<(&'static str, String)>);
+
+impl Problems {
+    /// Keeps the value, or records the error's field and message.
+    pub fn take<T>(
+        &mut self,
+        result: std::result::Result<T, crate::domain::ValidationError>,
+    ) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.push((e.field, e.message));
+                None
+            }
+        }
+    }
+
+    /// Records a message for a field.
+    pub fn add(&mut self, field: &'static str, message: impl Into<String>) {
+        self.0.push((field, message.into()));
+    }
+
+    /// `Ok` when nothing was recorded, else a 422 with every message.
+    pub fn finish(self) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(self.0.iter().map(|(f, m)| (*f, m.clone()))))
+        }
+    }
+}
+
+/// Tells live subscribers that an issue changed.
+pub fn announce(state: &AppState, caller: &Caller, key: &crate::domain::IssueKey) {
+    state.hub.publish(
+        crate::hub::Topic::Board(caller.ws.id),
+        crate::hub::LiveEvent::IssueChanged(key.clone()),
+    );
+}

@@ -1,0 +1,151 @@
+//! Static assets embedded in the binary: vendored htmx 2 and its WebSocket extension, plus our own CSS
+//! and JavaScript. They are served under `/assets/{VERSION}/{name}`; `VERSION` is a hash of every file's
+//! bytes computed at compile time, so the server can send `Cache-Control: immutable` and a changed file
+//! always gets a new URL.
+
+/// One embedded file and the `Content-Type` to serve it with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asset {
+    /// The file's bytes, as compiled in.
+    pub bytes: &'static [u8],
+    /// The `Content-Type` header value.
+    pub content_type: &'static str,
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// Every asset by name. Names are flat (no directories), so a request path can be matched exactly.
+const FILES: &[(&str, Asset)] = &[
+    (
+        "htmx.min.js",
+        Asset {
+            bytes: include_bytes!("../assets/htmx.min.js"),
+            content_type: JS,
+        },
+    ),
+    (
+        "ws.js",
+        Asset {
+            bytes: include_bytes!("../assets/ws.js"),
+            content_type: JS,
+        },
+    ),
+    (
+        "app.js",
+        Asset {
+            bytes: include_bytes!("../assets/app.js"),
+            content_type: JS,
+        },
+    ),
+    (
+        "app.css",
+        Asset {
+            bytes: include_bytes!("../assets/app.css"),
+            content_type: "text/css; charset=utf-8",
+        },
+    ),
+    (
+        "favicon.svg",
+        Asset {
+            bytes: include_bytes!("../assets/favicon.svg"),
+            content_type: "image/svg+xml",
+        },
+    ),
+];
+
+/// FNV-1a over every asset's name and bytes: cheap, `const`, and good enough to bust caches.
+const fn content_hash() -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut f = 0;
+    while f < FILES.len() {
+        let (name, asset) = FILES[f];
+        let parts: [&[u8]; 2] = [name.as_bytes(), asset.bytes];
+        let mut p = 0;
+        while p < parts.len() {
+            let mut i = 0;
+            while i < parts[p].len() {
+                hash ^= parts[p][i] as u64;
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+                i += 1;
+            }
+            p += 1;
+        }
+        f += 1;
+    }
+    hash
+}
+
+const fn hex12(hash: u64) -> [u8; 12] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 12];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = DIGITS[((hash >> (60 - 4 * i)) & 0xf) as usize];
+        i += 1;
+    }
+    out
+}
+
+const VERSION_BYTES: [u8; 12] = hex12(content_hash());
+
+/// Twelve hex digits of the assets' content hash; part of every asset URL.
+pub const VERSION: &str = match core::str::from_utf8(&VERSION_BYTES) {
+    Ok(v) => v,
+    Err(_) => panic!("hex digits are ASCII"),
+};
+
+/// The URL prefix every asset lives under (`/assets/{VERSION}/`), for the server's router.
+pub fn prefix() -> String {
+    format!("/assets/{VERSION}/")
+}
+
+/// The versioned URL of an asset: `url("app.css")` is `/assets/{VERSION}/app.css`.
+pub fn url(name: &str) -> String {
+    format!("/assets/{VERSION}/{name}")
+}
+
+/// The asset called `name` (the last path segment of its URL), or `None`.
+pub fn get(name: &str) -> Option<Asset> {
+    FILES.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)
+}
+
+/// The names of all embedded assets.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    FILES.iter().map(|(n, _)| *n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_asset_is_served_with_a_type() {
+        for name in names() {
+            let asset = get(name).unwrap();
+            assert!(!asset.bytes.is_empty(), "{name} is empty");
+            assert!(!asset.content_type.is_empty());
+        }
+        assert_eq!(
+            get("app.css").unwrap().content_type,
+            "text/css; charset=utf-8"
+        );
+        assert!(get("../Cargo.toml").is_none());
+        assert!(get("nope.js").is_none());
+    }
+
+    #[test]
+    fn urls_are_versioned_by_content() {
+        assert_eq!(VERSION.len(), 12);
+        assert!(VERSION.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(url("htmx.min.js"), format!("/assets/{VERSION}/htmx.min.js"));
+        assert!(url("app.js").starts_with(&prefix()));
+    }
+
+    #[test]
+    fn vendored_htmx_is_version_2() {
+        let htmx = std::str::from_utf8(get("htmx.min.js").unwrap().bytes).unwrap();
+        assert!(htmx.contains("version:\"2."), "htmx must stay on 2.x");
+        let ws = std::str::from_utf8(get("ws.js").unwrap().bytes).unwrap();
+        assert!(ws.contains("defineExtension('ws'"));
+    }
+}

@@ -1,0 +1,145 @@
+//! The frame around every page: doctype, head (CSS, htmx, the `ws` extension, `app.js`), and for a
+//! signed-in user the top bar with the workspace, the main links and a logout form.
+
+use maud::{DOCTYPE, Markup, html};
+
+use crate::assets;
+use crate::partials::form::csrf;
+use crate::views::{Nav, NavItem};
+
+/// A full HTML page. With `nav` (signed in) it gets the top bar and a `csrf-token` meta tag that
+/// `app.js` and htmx requests read; without it (login, setup, errors for strangers) a plain centred frame.
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "callers hand over an `html!` temporary built inline; taking `&Markup` would only add `&`s"
+)]
+pub fn page(title: &str, nav: Option<&Nav>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                @if let Some(n) = nav {
+                    meta name="csrf-token" content=(n.csrf);
+                    title { (title) " · " (n.workspace_name) " · Muster" }
+                } @else {
+                    title { (title) " · Muster" }
+                }
+                link rel="icon" type="image/svg+xml" href=(assets::url("favicon.svg"));
+                link rel="stylesheet" href=(assets::url("app.css"));
+                script src=(assets::url("htmx.min.js")) defer {}
+                script src=(assets::url("ws.js")) defer {}
+                script src=(assets::url("app.js")) defer {}
+            }
+            @match nav {
+                Some(n) => body.signed-in {
+                    a.skip-link href="#main" { "Skip to content" }
+                    (top_bar(n))
+                    main #main { (body) }
+                    div #toasts aria-live="polite" {}
+                },
+                None => body.signed-out {
+                    main #main { (body) }
+                },
+            }
+        }
+    }
+}
+
+/// The workspace's base URL, `/w/{slug}`.
+pub fn workspace_url(nav: &Nav) -> String {
+    format!("/w/{}", nav.workspace_slug)
+}
+
+fn top_bar(nav: &Nav) -> Markup {
+    let base = workspace_url(nav);
+    let links = [
+        (NavItem::Board, "Board", base.clone()),
+        (NavItem::Agents, "Agents", format!("{base}/agents")),
+        (NavItem::Members, "Members", format!("{base}/members")),
+        (NavItem::Tokens, "API tokens", format!("{base}/tokens")),
+    ];
+    html! {
+        header.topbar {
+            a.brand href=(base) {
+                span.brand-mark aria-hidden="true" {}
+                span.brand-name { "Muster" }
+            }
+            span.workspace-name { (nav.workspace_name) }
+            nav.mainnav aria-label="Main" {
+                @for (item, label, href) in &links {
+                    a href=(href) aria-current=[(nav.active == *item).then_some("page")] { (label) }
+                }
+            }
+            div.user {
+                span.user-name title=(nav.user_email) { (nav.user_name) }
+                span.user-role { (nav.role) }
+                form.logout method="post" action="/logout" {
+                    (csrf(&nav.csrf))
+                    button.btn.btn-ghost.btn-small type="submit" { "Log out" }
+                }
+            }
+        }
+    }
+}
+
+/// A page heading with optional actions on the right.
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "callers hand over an `html!` temporary built inline; taking `&Markup` would only add `&`s"
+)]
+pub fn page_head(title: &str, subtitle: Option<&str>, actions: Markup) -> Markup {
+    html! {
+        div.page-head {
+            div {
+                h1 { (title) }
+                @if let Some(s) = subtitle { p.subtitle { (s) } }
+            }
+            div.page-actions { (actions) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples;
+
+    #[test]
+    fn signed_in_page_has_csrf_meta_nav_and_logout() {
+        let nav = samples::nav(NavItem::Agents);
+        let html = page("Agents", Some(&nav), html! { p { "hi" } }).into_string();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.contains(r#"<meta name="csrf-token" content="csrf-123">"#));
+        assert!(html.contains(r#"<a href="/w/acme/agents" aria-current="page">Agents</a>"#));
+        assert!(html.contains(r#"<a href="/w/acme">Board</a>"#));
+        assert!(html.contains(r#"href="/w/acme/members""#));
+        assert!(html.contains(r#"href="/w/acme/tokens""#));
+        assert!(html.contains(r#"<form class="logout" method="post" action="/logout">"#));
+        assert!(html.contains(r#"<input type="hidden" name="_csrf" value="csrf-123">"#));
+        assert!(html.contains(&assets::url("htmx.min.js")));
+        assert!(html.contains(&assets::url("ws.js")));
+        assert!(html.contains(&assets::url("app.css")));
+        assert!(html.contains("Acme Robotics"));
+    }
+
+    #[test]
+    fn signed_out_page_has_no_nav_or_csrf() {
+        let html = page("Log in", None, html! { p { "x" } }).into_string();
+        assert!(!html.contains("csrf-token"));
+        assert!(!html.contains("/logout"));
+        assert!(html.contains("<title>Log in · Muster</title>"));
+    }
+
+    #[test]
+    fn title_and_names_are_escaped() {
+        let mut nav = samples::nav(NavItem::Board);
+        nav.workspace_name = "<b>ws</b>".into();
+        let html = page("<script>", Some(&nav), html! {}).into_string();
+        assert!(!html.contains("<script>·") && !html.contains("<b>ws"));
+        assert!(html.contains("&lt;script&gt;"));
+        assert!(html.contains("&lt;b&gt;ws&lt;/b&gt;"));
+    }
+}

@@ -1,0 +1,151 @@
+//! `GET /w/{slug}/agents/new` and `GET /w/{slug}/agents/{name}`: the agent profile form.
+//!
+//! Secret environment values never leave the server: a secret row renders an empty password input
+//! (with a "stored" placeholder when one exists), whatever the view's `value` holds.
+
+use maud::{Markup, html};
+
+use crate::layout::{page, workspace_url};
+use crate::partials::form::{Form, csrf};
+use crate::views::{AgentFormView, EnvVarView};
+
+/// Empty environment rows offered for new variables.
+const NEW_ENV_ROWS: usize = 3;
+
+/// Placeholder of a secret whose value is stored.
+const STORED_SECRET: &str = "•••••• (stored; leave empty to keep)";
+
+/// The agent form: POST `action` with every profile field; env rows as repeated `env_key`,
+/// `env_value` and `env_secret` (checkbox whose value is the row index). Read-only when `!can_edit`.
+pub fn agent_form(v: &AgentFormView) -> Markup {
+    let f = Form::new("agent", &v.errors);
+    let title = if v.is_new {
+        "New agent".to_string()
+    } else {
+        v.name.clone()
+    };
+    let body = html! {
+        nav.breadcrumbs aria-label="Breadcrumb" {
+            a href={ (workspace_url(&v.nav)) "/agents" } { "Agents" }
+            span aria-hidden="true" { "/" }
+            span { (title) }
+        }
+        div.page-head { div { h1 { (title) } } }
+        form.stack.agent-form method="post" action=(v.action) {
+            (csrf(&v.nav.csrf))
+            (f.form_errors())
+            @if !v.can_edit { p.alert { "Only owners and admins can change agents." } }
+            fieldset.panel disabled[!v.can_edit] {
+                (identity(v, &f))
+            }
+            fieldset.panel disabled[!v.can_edit] {
+                legend { "Behaviour" }
+                (f.field("Instructions", "instructions", Some("Added to every prompt this agent gets."),
+                    f.textarea("instructions", &v.instructions, 6)))
+                div.field-row {
+                    (f.field("Permission mode", "permission_mode", None, f.select("permission_mode", &v.permission_mode)))
+                    (f.field("Command", "command", Some("Only for custom agents, or to override the CLI path."),
+                        f.input("command", "text", &v.command)))
+                    (f.field("Base URL", "base_url", Some("For local or proxied models."), f.input("base_url", "url", &v.base_url)))
+                }
+                (f.field("Extra arguments", "extra_args", Some("One argument per line."), f.textarea("extra_args", &v.extra_args, 3)))
+            }
+            fieldset.panel disabled[!v.can_edit] { (limits(v, &f)) }
+            fieldset.panel disabled[!v.can_edit] { (env_table(&v.env, &f)) }
+            @if v.can_edit {
+                div.form-actions {
+                    button.btn.btn-primary type="submit" { (if v.is_new { "Create agent" } else { "Save agent" }) }
+                    a.btn.btn-ghost href={ (workspace_url(&v.nav)) "/agents" } { "Cancel" }
+                }
+            }
+        }
+        @if let Some(url) = &v.delete_url {
+            form.danger-zone method="post" action=(url) data-confirm={ "Delete agent " (v.name) "?" } {
+                (csrf(&v.nav.csrf))
+                div { strong { "Delete this agent" } p.hint { "Running work is cancelled; its history stays." } }
+                button.btn.btn-danger type="submit" { "Delete agent" }
+            }
+        }
+    };
+    page(&title, Some(&v.nav), body)
+}
+
+fn identity(v: &AgentFormView, f: &Form<'_>) -> Markup {
+    html! {
+        legend { "Agent" }
+        div.field-row {
+            (f.field("Name", "name", Some("Used for @mentions and assignment."), f.required("name", "text", &v.name)))
+            (f.field("Colour", "color", None, f.input("color", "color", &v.color)))
+        }
+        div.field-row {
+            (f.field("Kind", "kind", None, f.select("kind", &v.kind)))
+            (f.field("Model", "model", Some("Empty uses the CLI's default."), f.input("model", "text", &v.model)))
+        }
+    }
+}
+
+fn limits(v: &AgentFormView, f: &Form<'_>) -> Markup {
+    html! {
+        legend { "Limits" }
+        div.field-row {
+            (f.field("Concurrent runs", "max_concurrent_runs", None,
+                f.input("max_concurrent_runs", "number", &v.max_concurrent_runs)))
+            (f.field("Stall timeout (s)", "stall_timeout_secs", Some("Stop a run silent this long."),
+                f.input("stall_timeout_secs", "number", &v.stall_timeout_secs)))
+            (f.field("Retries", "max_retries", None, f.input("max_retries", "number", &v.max_retries)))
+        }
+        div.field-row {
+            (f.field("Budget (USD per run)", "budget_usd", Some("Empty for no limit."),
+                f.input("budget_usd", "text", &v.budget_usd)))
+            (f.field("Budget (tokens per run)", "budget_tokens", Some("Empty for no limit."),
+                f.input("budget_tokens", "number", &v.budget_tokens)))
+        }
+    }
+}
+
+fn env_table(env: &[EnvVarView], f: &Form<'_>) -> Markup {
+    let blank = EnvVarView::default();
+    let rows = env.iter().chain(std::iter::repeat_n(&blank, NEW_ENV_ROWS));
+    html! {
+        legend { "Environment" }
+        p.hint { "Passed to the agent's process. Secrets are encrypted at rest, redacted from run output and never shown again." }
+        table.env-table {
+            thead { tr { th scope="col" { "Name" } th scope="col" { "Value" } th scope="col" { "Secret" } } }
+            tbody {
+                @for (i, row) in rows.enumerate() { (env_row(i, row)) }
+            }
+        }
+        (f.field_errors("env"))
+        (f.field_errors("env_key"))
+        (f.field_errors("env_value"))
+    }
+}
+
+fn env_row(i: usize, row: &EnvVarView) -> Markup {
+    html! {
+        tr {
+            td {
+                input.mono type="text" name="env_key" value=(row.key) placeholder="NAME"
+                    aria-label={ "Variable " (i + 1) " name" } autocomplete="off" spellcheck="false";
+            }
+            td {
+                @if row.secret {
+                    // Never echo a secret, even if the view carries one by mistake.
+                    input.mono type="password" name="env_value" value="" autocomplete="new-password"
+                        aria-label={ "Variable " (i + 1) " value" }
+                        placeholder=[row.has_value.then_some(STORED_SECRET)];
+                } @else {
+                    input.mono type="text" name="env_value" value=(row.value)
+                        aria-label={ "Variable " (i + 1) " value" } autocomplete="off" spellcheck="false";
+                }
+            }
+            td.center {
+                input type="checkbox" name="env_secret" value=(i) checked[row.secret]
+                    aria-label={ "Variable " (i + 1) " is secret" };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

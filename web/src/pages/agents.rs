@@ -1,0 +1,109 @@
+//! `GET /w/{slug}/agents`: the workspace's agent profiles.
+
+use maud::{Markup, html};
+
+use crate::layout::{page, page_head, workspace_url};
+use crate::partials::widgets::safe_color;
+use crate::views::{AgentListView, AgentRowView};
+
+/// The agent list, with "New agent" for owners and admins.
+pub fn agents(v: &AgentListView) -> Markup {
+    let new_url = format!("{}/agents/new", workspace_url(&v.nav));
+    let actions = html! {
+        @if v.can_manage { a.btn.btn-primary href=(new_url) { "New agent" } }
+    };
+    let body = html! {
+        (page_head("Agents", Some("Coding agents that pick up issues assigned to them."), actions))
+        @if v.agents.is_empty() {
+            div.empty-state {
+                p { "No agents yet." }
+                @if v.can_manage { p { "Add one to assign issues to Claude Code, Codex, OpenCode or a local model." } }
+            }
+        } @else {
+            ul.agent-grid {
+                @for a in &v.agents { li { (agent_card(a)) } }
+            }
+        }
+    };
+    page("Agents", Some(&v.nav), body)
+}
+
+fn kind_label(kind: &str) -> &str {
+    match kind {
+        "claude" => "Claude Code",
+        "codex" => "Codex",
+        "opencode" => "OpenCode",
+        "llama" => "Local Llama",
+        "custom" => "Custom command",
+        other => other,
+    }
+}
+
+fn agent_card(a: &AgentRowView) -> Markup {
+    html! {
+        a.agent-card href=(a.url) {
+            span.avatar.avatar-agent.avatar-lg style={ "--avatar:" (safe_color(&a.color)) } aria-hidden="true" {
+                span.avatar-initials { (a.name.chars().take(2).collect::<String>().to_uppercase()) }
+                span.avatar-bolt {}
+            }
+            div.agent-info {
+                div.agent-name { (a.name) span.tag-agent { "agent" } }
+                div.agent-meta {
+                    span { (kind_label(&a.kind)) }
+                    @if let Some(m) = &a.model { span.mono { (m) } }
+                }
+                div.agent-meta {
+                    span { (a.max_concurrent_runs) " concurrent " (if a.max_concurrent_runs == 1 { "run" } else { "runs" }) }
+                    span { (a.budget) }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples::nav;
+    use crate::views::NavItem;
+
+    fn row(name: &str) -> AgentRowView {
+        AgentRowView {
+            name: name.into(),
+            color: "#d97706".into(),
+            kind: "claude".into(),
+            model: Some("claude-sonnet-4".into()),
+            url: format!("/w/acme/agents/{name}"),
+            max_concurrent_runs: 2,
+            budget: "$2.00 / 100k tokens".into(),
+        }
+    }
+
+    #[test]
+    fn lists_agents_with_links_and_square_avatars() {
+        let v = AgentListView {
+            nav: nav(NavItem::Agents),
+            agents: vec![row("claude-reviewer"), row("<img src=x>")],
+            can_manage: true,
+        };
+        let html = agents(&v).into_string();
+        assert!(html.contains(r#"href="/w/acme/agents/new""#));
+        assert!(html.contains(r#"href="/w/acme/agents/claude-reviewer""#));
+        assert!(html.contains("avatar avatar-agent"));
+        assert!(html.contains("Claude Code") && html.contains("claude-sonnet-4"));
+        assert!(html.contains("2 concurrent runs") && html.contains("$2.00 / 100k tokens"));
+        assert!(html.contains("&lt;img src=x&gt;") && !html.contains("<img src=x>"));
+    }
+
+    #[test]
+    fn members_cannot_add_agents() {
+        let v = AgentListView {
+            nav: nav(NavItem::Agents),
+            agents: vec![],
+            can_manage: false,
+        };
+        let html = agents(&v).into_string();
+        assert!(!html.contains("/agents/new"));
+        assert!(html.contains("No agents yet."));
+    }
+}

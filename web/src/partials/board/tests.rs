@@ -1,0 +1,102 @@
+use super::*;
+use crate::samples::{agent, columns, user};
+
+fn sample_card() -> IssueCardView {
+    IssueCardView {
+        key: "MUS-7".into(),
+        title: "<script>alert(1)</script>".into(),
+        status: "todo".into(),
+        priority: "high".into(),
+        assignee: Some(agent("codex", "#0891b2")),
+        labels: vec!["api".into(), "<b>x</b>".into()],
+        url: "/w/acme/issues/MUS-7".into(),
+        move_url: "/w/acme/issues/MUS-7/move".into(),
+        run_state: Some("failed".into()),
+    }
+}
+
+#[test]
+fn card_is_draggable_links_and_escapes() {
+    let html = issue_card(&sample_card(), "tok").into_string();
+    assert!(html.contains(
+        r#"<article class="card" id="card-MUS-7" draggable="true" data-key="MUS-7" data-move-url="/w/acme/issues/MUS-7/move" data-status="todo">"#
+    ));
+    assert!(html.contains(r#"<a class="card-title" href="/w/acme/issues/MUS-7">&lt;script&gt;alert(1)&lt;/script&gt;</a>"#));
+    assert!(!html.contains("<script>"));
+    assert!(html.contains("&lt;b&gt;x&lt;/b&gt;"));
+    assert!(html.contains(r#"class="prio prio-high""#));
+    assert!(html.contains(r#"<span class="run run-failed""#));
+    assert!(html.contains(r#"class="avatar avatar-agent""#));
+    assert!(html.contains("Assigned to codex (agent)"));
+}
+
+#[test]
+fn card_has_no_js_move_form() {
+    let html = issue_card(&sample_card(), "tok").into_string();
+    assert!(html.contains(
+        r#"<form class="card-move-form" method="post" action="/w/acme/issues/MUS-7/move">"#
+    ));
+    assert!(html.contains(r#"<input type="hidden" name="_csrf" value="tok">"#));
+    assert!(html.contains(r#"name="status""#));
+    assert!(html.contains(r#"<option value="todo" selected>Todo</option>"#));
+    assert!(html.contains(r#"<option value="cancelled">Cancelled</option>"#));
+    assert!(html.contains(r#"<button class="btn btn-small" type="submit">Move</button>"#));
+}
+
+#[test]
+fn people_and_agents_get_different_avatars() {
+    let mut card = sample_card();
+    card.assignee = Some(user("Grace Hopper", "#db2777"));
+    card.run_state = None;
+    let html = issue_card(&card, "tok").into_string();
+    assert!(html.contains(r#"class="avatar avatar-user" style="--avatar:#db2777""#));
+    assert!(html.contains(">GH<"));
+    assert!(!html.contains("avatar-agent") && !html.contains("run-"));
+    card.assignee = None;
+    assert!(
+        issue_card(&card, "tok")
+            .into_string()
+            .contains("avatar-empty")
+    );
+}
+
+#[test]
+fn hostile_colour_never_reaches_style() {
+    let mut card = sample_card();
+    card.assignee = Some(agent("x", "red;background:url(//evil)"));
+    let html = issue_card(&card, "tok").into_string();
+    assert!(!html.contains("evil"));
+    assert!(html.contains("--avatar:#6b7280"));
+}
+
+#[test]
+fn column_has_stable_id_count_and_cards() {
+    let cols = columns();
+    let html = board_column(&cols[2], "tok").into_string();
+    assert!(html.starts_with(
+        r#"<section class="column" id="column-in_progress" data-status="in_progress""#
+    ));
+    assert!(!html.contains("hx-swap-oob"));
+    assert!(html.contains(r#"<span class="count">2</span>"#));
+    assert!(html.contains(r#"<ol class="cards" data-status="in_progress"><li><article"#));
+    assert_eq!(html.matches("<article").count(), 2);
+}
+
+#[test]
+fn oob_frame_replaces_every_column_by_id() {
+    let cols = columns();
+    let html = board_columns_oob(&cols, "tok").into_string();
+    for c in &cols {
+        let open = format!(
+            r#"id="column-{}" data-status="{}" hx-swap-oob="outerHTML""#,
+            c.status, c.status
+        );
+        assert!(html.contains(&open), "missing {open}");
+    }
+    assert_eq!(
+        html.matches(r#"hx-swap-oob="outerHTML""#).count(),
+        cols.len()
+    );
+    assert_eq!(html.matches("<article").count(), 8);
+    assert!(!html.contains("<html"), "a fragment, not a page");
+}

@@ -1,0 +1,7 @@
+//! Fragments shared by pages and pushed alone over the board WebSocket.
+
+pub mod board;
+pub mod form;
+pub mod widgets;
+
+pub use board::{board_column, board_columns_oob, issue_card};

@@ -1,0 +1,243 @@
+//! Realistic sample views shared by the rendering tests and the screenshot samples.
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use crate::views::*;
+
+/// A fixed instant so rendered timestamps are stable.
+pub fn at(day: u32, hour: u32, min: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 3, day, hour, min, 0).unwrap()
+}
+
+/// Signed-in frame for Ada, an admin of Acme Robotics.
+pub fn nav(active: NavItem) -> Nav {
+    Nav {
+        workspace_name: "Acme Robotics".into(),
+        workspace_slug: "acme".into(),
+        user_name: "Ada Lovelace".into(),
+        user_email: "ada@acme.test".into(),
+        role: "admin".into(),
+        csrf: "csrf-123".into(),
+        active,
+    }
+}
+
+/// A person.
+pub fn user(name: &str, color: &str) -> PersonView {
+    let initials = name
+        .split_whitespace()
+        .filter_map(|w| w.chars().next())
+        .take(2)
+        .collect();
+    PersonView {
+        name: name.into(),
+        initials,
+        color: color.into(),
+        kind: PersonKind::User,
+    }
+}
+
+/// An agent.
+pub fn agent(name: &str, color: &str) -> PersonView {
+    PersonView {
+        name: name.into(),
+        initials: name.chars().take(2).collect::<String>().to_uppercase(),
+        color: color.into(),
+        kind: PersonKind::Agent,
+    }
+}
+
+/// Options from `(value, label)` pairs with `selected` marked.
+pub fn opts(pairs: &[(&str, &str)], selected: &str) -> Vec<OptionView> {
+    pairs
+        .iter()
+        .map(|(v, l)| OptionView {
+            value: (*v).into(),
+            label: (*l).into(),
+            selected: *v == selected,
+        })
+        .collect()
+}
+
+/// One error message for `field`.
+pub fn err(field: &str, msg: &str) -> FormErrors {
+    FormErrors::from([(field.to_string(), vec![msg.to_string()])])
+}
+
+/// `(key, title, status, priority, assignee, labels, run state)`; assignee `""` is nobody.
+type CardSpec = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    Option<&'static str>,
+);
+
+// rustfmt would put every tuple field on its own line.
+#[rustfmt::skip]
+const CARDS: &[CardSpec] = &[
+    ("MUS-31", "Support SSO login with OIDC providers", "backlog", "low", "", &["auth"], None),
+    ("MUS-35", "Nightly export of the board to CSV", "backlog", "none", "grace", &[], None),
+    ("MUS-28", "Rate-limit the public API per token", "todo", "high", "codex", &["api", "security"], Some("queued")),
+    ("MUS-33", "Dark mode flickers on first paint", "todo", "medium", "ada", &["ui"], None),
+    ("MUS-24", "Stream run logs over the board WebSocket", "in_progress", "urgent", "claude", &["live", "backend"], Some("running")),
+    ("MUS-26", "Migrate sessions table to UUID v7 keys", "in_progress", "medium", "codex", &["db"], Some("failed")),
+    ("MUS-22", "Keyboard shortcuts for the board", "in_review", "low", "grace", &["ui", "a11y"], Some("succeeded")),
+    ("MUS-19", "Invite members by email", "done", "high", "ada", &["auth"], None),
+];
+
+fn assignee(code: &str) -> Option<PersonView> {
+    match code {
+        "claude" => Some(agent("claude-reviewer", "#d97706")),
+        "codex" => Some(agent("codex", "#0891b2")),
+        "ada" => Some(user("Ada Lovelace", "#7c3aed")),
+        "grace" => Some(user("Grace Hopper", "#db2777")),
+        _ => None,
+    }
+}
+
+fn card(spec: &CardSpec) -> IssueCardView {
+    let (key, title, status, priority, who, labels, run) = *spec;
+    IssueCardView {
+        key: key.into(),
+        title: title.into(),
+        status: status.into(),
+        priority: priority.into(),
+        assignee: assignee(who),
+        labels: labels.iter().map(|l| (*l).to_string()).collect(),
+        url: format!("/w/acme/issues/{key}"),
+        move_url: format!("/w/acme/issues/{key}/move"),
+        run_state: run.map(str::to_string),
+    }
+}
+
+/// Eight cards across the five board columns, people and agents assigned, one failed run.
+pub fn columns() -> Vec<BoardColumnView> {
+    let cards: Vec<IssueCardView> = CARDS.iter().map(card).collect();
+    crate::partials::widgets::STATUSES[..5]
+        .iter()
+        .map(|(status, label)| BoardColumnView {
+            status: (*status).into(),
+            label: (*label).into(),
+            cards: cards
+                .iter()
+                .filter(|c| c.status == *status)
+                .cloned()
+                .collect(),
+        })
+        .collect()
+}
+
+const STATUS_OPTS: &[(&str, &str)] = &[
+    ("backlog", "Backlog"),
+    ("todo", "Todo"),
+    ("in_progress", "In progress"),
+    ("in_review", "In review"),
+    ("done", "Done"),
+];
+const PRIO_OPTS: &[(&str, &str)] = &[
+    ("none", "No priority"),
+    ("urgent", "Urgent"),
+    ("high", "High"),
+    ("medium", "Medium"),
+    ("low", "Low"),
+];
+const ASSIGNEE_OPTS: &[(&str, &str)] = &[
+    ("", "Nobody"),
+    ("user:0193", "Ada Lovelace"),
+    ("user:0194", "Grace Hopper"),
+    ("agent:0195", "claude-reviewer (agent)"),
+    ("agent:0196", "codex (agent)"),
+];
+
+/// An issue form with the given typed values.
+pub fn issue_form(title: &str, body: &str, errors: FormErrors) -> IssueFormView {
+    IssueFormView {
+        title: title.into(),
+        body: body.into(),
+        status: opts(STATUS_OPTS, "in_progress"),
+        priority: opts(PRIO_OPTS, "urgent"),
+        assignee: opts(ASSIGNEE_OPTS, "agent:0195"),
+        labels: "live, backend".into(),
+        errors,
+    }
+}
+
+/// The board with a few filters available.
+pub fn board() -> BoardView {
+    BoardView {
+        nav: nav(NavItem::Board),
+        columns: columns(),
+        filter: BoardFilterView {
+            q: String::new(),
+            assignee: opts(
+                &[
+                    ("", "Anyone"),
+                    ("user:0193", "Ada Lovelace"),
+                    ("agent:0195", "claude-reviewer (agent)"),
+                ],
+                "",
+            ),
+            label: opts(&[("", "Any label"), ("ui", "ui"), ("auth", "auth")], ""),
+            priority: opts(
+                &[("", "Any priority"), ("urgent", "Urgent"), ("high", "High")],
+                "",
+            ),
+            show_hidden: false,
+            active: false,
+        },
+        new_issue: issue_form("", "", FormErrors::new()),
+        live_url: "/w/acme/live".into(),
+    }
+}
+
+const BODY_HTML: &str = "<p>Run output is stored per event; the board should show it <strong>live</strong>.</p>\
+<ul><li>subscribe first, then replay after the cursor</li><li>resync from the store on lag</li></ul>\
+<pre><code>GET /w/acme/runs/{id}/live?after=42</code></pre>";
+
+/// The issue page for MUS-24, with a person's and an agent's comment and some activity.
+pub fn issue() -> IssuePageView {
+    let claude = agent("claude-reviewer", "#d97706");
+    let ada = user("Ada Lovelace", "#7c3aed");
+    let system = PersonView {
+        name: "Muster".into(),
+        initials: "M".into(),
+        color: "#6b7280".into(),
+        kind: PersonKind::System,
+    };
+    IssuePageView {
+        nav: nav(NavItem::Board),
+        key: "MUS-24".into(),
+        url: "/w/acme/issues/MUS-24".into(),
+        title: "Stream run logs over the board WebSocket".into(),
+        body_html: BODY_HTML.into(),
+        status: "in_progress".into(),
+        status_label: "In progress".into(),
+        priority: "urgent".into(),
+        labels: vec!["live".into(), "backend".into()],
+        assignee: Some(claude.clone()),
+        created_by: Some(ada.clone()),
+        created_at: Some(at(3, 9, 12)),
+        updated_at: Some(at(4, 16, 40)),
+        form: issue_form("Stream run logs over the board WebSocket", "Run output is stored per event…", FormErrors::new()),
+        comments: vec![
+            CommentView { author: ada.clone(), body_html: "<p>Please keep the replay and the live stream in one ordered sequence. @claude-reviewer can you take this?</p>".into(), at: at(3, 9, 20) },
+            CommentView { author: claude.clone(), body_html: "<p>Started on branch <code>mus-24-live-logs</code>. The hub now subscribes before replaying; 14 tests pass, 1 still flaky under lag.</p>".into(), at: at(4, 16, 38) },
+        ],
+        activity: vec![
+            ActivityView { actor: ada.clone(), text: "created the issue".into(), at: at(3, 9, 12) },
+            ActivityView { actor: ada, text: "assigned claude-reviewer".into(), at: at(3, 9, 21) },
+            ActivityView { actor: system, text: "started run #3".into(), at: at(3, 9, 21) },
+            ActivityView { actor: claude, text: "moved this from Todo to In progress".into(), at: at(3, 9, 22) },
+        ],
+        comment_body: String::new(),
+        comment_errors: FormErrors::new(),
+    }
+}
+
+mod admin;
+mod write;
+
+pub use admin::{agent_form, agents, members, tokens};
