@@ -165,6 +165,8 @@ pub struct TestApp {
     pub handle: tokio::task::JoinHandle<anyhow::Result<()>>,
     /// Where the server keeps its files.
     pub data_dir: PathBuf,
+    /// The first-run setup link, when the database had no account.
+    pub setup_url: Option<String>,
 }
 
 impl TestApp {
@@ -190,6 +192,7 @@ pub async fn spawn_app(config: Config) -> TestApp {
     let app = muster::app::build(config).await.expect("build the app");
     let addr = app.local_addr().expect("bound address");
     let store = app.state().store.clone();
+    let setup_url = app.state().setup_url(addr);
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
     TestApp {
@@ -199,6 +202,7 @@ pub async fn spawn_app(config: Config) -> TestApp {
         shutdown,
         handle,
         data_dir,
+        setup_url,
     }
 }
 

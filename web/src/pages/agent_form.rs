@@ -74,7 +74,7 @@ fn identity(v: &AgentFormView, f: &Form<'_>) -> Markup {
     html! {
         legend { "Agent" }
         div.field-row {
-            (f.field("Name", "name", Some("Used for @mentions and assignment."), f.required("name", "text", &v.name)))
+            (f.field("Name", "name", Some("Letters, digits, - _ and . only: it is how you assign issues to this agent, also from the command line."), f.required("name", "text", &v.name)))
             (f.field("Colour", "color", None, f.input("color", "color", &v.color)))
         }
         div.field-row {

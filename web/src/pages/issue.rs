@@ -105,7 +105,7 @@ fn comments(v: &IssuePageView) -> Markup {
             form.comment-form.stack method="post" action={ (v.url) "/comments" } {
                 (csrf(&v.nav.csrf))
                 (f.form_errors())
-                (f.field("Add a comment", "body", Some("Markdown. Mention an agent with @name to hand it work."),
+                (f.field("Add a comment", "body", Some("Markdown."),
                     f.textarea("body", &v.comment_body, 4)))
                 div.form-actions { button.btn.btn-primary type="submit" { "Comment" } }
             }

@@ -22,8 +22,8 @@ pub fn setup(v: &SetupView) -> Markup {
                     legend { "Workspace" }
                     (f.field("Workspace name", "workspace_name", None,
                         f.required("workspace_name", "text", &v.workspace_name)))
-                    (f.field("Issue prefix", "issue_prefix", Some("2–10 capital letters; issues are keyed like MUS-42."),
-                        f.required("issue_prefix", "text", &v.issue_prefix)))
+                    (f.field("Issue prefix", "issue_prefix", Some("2–10 capital letters; issues are keyed like MUS-42. Leave empty to take it from the workspace name."),
+                        f.input("issue_prefix", "text", &v.issue_prefix)))
                 }
                 fieldset {
                     legend { "Owner account" }

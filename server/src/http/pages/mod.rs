@@ -27,6 +27,32 @@ pub fn router() -> Router<AppState> {
         .merge(agents::router())
         .merge(members::router())
         .route("/assets/{version}/{name}", axum::routing::get(asset))
+        .layer(axum::middleware::from_fn(login_on_401))
+}
+
+/// A signed-out visitor of a page goes to the login page, and comes back after signing in.
+async fn login_on_401(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let path = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let is_get = request.method() == axum::http::Method::GET;
+    let response = next.run(request).await;
+    if response.status() != StatusCode::UNAUTHORIZED || path.starts_with("/login") {
+        return response;
+    }
+    let to = if is_get {
+        format!(
+            "/login?next={}",
+            serde_urlencoded::to_string([("", &path)])
+                .unwrap_or_default()
+                .trim_start_matches('=')
+        )
+    } else {
+        "/login".to_owned()
+    };
+    Redirect::to(&to).into_response()
 }
 
 /// An error on a page: 401 goes to the login page, others render the error page.
@@ -54,7 +80,9 @@ impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let status = self.error.status_code();
         let (title, message) = match &self.error {
-            Error::Unauthorized => return Redirect::to("/login").into_response(),
+            Error::Unauthorized => {
+                return (StatusCode::UNAUTHORIZED, Redirect::to("/login")).into_response();
+            }
             Error::NotFound => (
                 "Not found",
                 "There is nothing here, or it is not yours to see.".to_owned(),

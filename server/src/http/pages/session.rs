@@ -61,7 +61,6 @@ async fn setup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>) 
     }
     let view = SetupView {
         token,
-        issue_prefix: "MUS".into(),
         ..Default::default()
     };
     Ok(muster_web::pages::setup(&view).into_response())
