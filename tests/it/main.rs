@@ -6,5 +6,6 @@
 mod browser_board;
 mod browser_smoke;
 mod http_health;
+mod http_pages;
 mod startup;
 mod store_conformance;

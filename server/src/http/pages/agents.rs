@@ -208,13 +208,13 @@ fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
     }
     Ok(AgentInput {
         name: Some(form.get("name").to_owned()),
-        color: Some(form.get("color").to_owned()),
-        kind: Some(form.get("kind").to_owned()),
+        color: filled(form, "color"),
+        kind: filled(form, "kind"),
         model: Some(form.get("model").to_owned()),
         instructions: Some(form.get("instructions").to_owned()),
         env: Some(env_rows(form)),
         extra_args: Some(form.get("extra_args").lines().map(str::to_owned).collect()),
-        permission_mode: Some(form.get("permission_mode").to_owned()),
+        permission_mode: filled(form, "permission_mode"),
         max_concurrent_runs,
         stall_timeout_secs,
         max_retries,
@@ -223,6 +223,11 @@ fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
         command: Some(form.get("command").to_owned()),
         base_url: Some(form.get("base_url").to_owned()),
     })
+}
+
+/// A field that must have a value to mean anything (a select or colour): empty leaves it as it is.
+fn filled(form: &UiForm, name: &str) -> Option<String> {
+    Some(form.get(name).trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 async fn new(member: WsMember) -> PageResult {

@@ -1,0 +1,394 @@
+//! Pages and the live board socket over real HTTP: sign-in, CSRF, forms that keep input on errors,
+//! permissions, and the WebSocket that pushes re-rendered columns.
+
+use futures_util::StreamExt as _;
+use muster::domain::{Email, NewUser, NewWorkspace, Role};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use reqwest::StatusCode;
+use reqwest::redirect::Policy;
+
+/// A signed-in browser-like client: session cookie and the page's CSRF token.
+struct Session {
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+}
+
+async fn app_with_people() -> Option<(TestDb, TestApp)> {
+    let db = TestDb::new(Backend::Sqlite).await?;
+    let app = spawn_app(db.config()).await;
+    let hash = muster::auth::hash_password("correct-horse").unwrap();
+    let new_user = |email: &str| NewUser {
+        email: Email::parse(email).unwrap(),
+        display_name: email.into(),
+        password_hash: hash.clone(),
+    };
+    let (_, ws) = app
+        .store
+        .create_owner_and_workspace(
+            &new_user("ada@acme.test"),
+            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
+        )
+        .await
+        .unwrap();
+    app.store
+        .add_new_member(ws.id, &new_user("bob@acme.test"), Role::Member)
+        .await
+        .unwrap();
+    app.store
+        .create_owner_and_workspace(
+            &new_user("eve@other.test"),
+            &NewWorkspace::parse("Other", "other", "OTH").unwrap(),
+        )
+        .await
+        .unwrap();
+    Some((db, app))
+}
+
+async fn sign_in(app: &TestApp, email: &str) -> Session {
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let res = http
+        .post(app.url("/login"))
+        .form(&[
+            ("email", email),
+            ("password", "correct-horse"),
+            ("next", ""),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "sign-in redirects");
+    let set_cookie = res
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    let board = http
+        .get(app.url("/w/acme"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = board
+        .split(r#"<meta name="csrf-token" content=""#)
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_default()
+        .to_owned();
+    Session { http, cookie, csrf }
+}
+
+impl Session {
+    async fn post(&self, app: &TestApp, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.http
+            .post(app.url(path))
+            .header("cookie", &self.cookie)
+            .form(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn get(&self, app: &TestApp, path: &str) -> reqwest::Response {
+        self.http
+            .get(app.url(path))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn wrong_passwords_and_signed_out_visits() {
+    let Some((_db, app)) = app_with_people().await else {
+        return;
+    };
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let bad = http
+        .post(app.url("/login"))
+        .form(&[("email", "ada@acme.test"), ("password", "nope-nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::UNAUTHORIZED);
+    let page = bad.text().await.unwrap();
+    assert!(
+        page.contains("wrong email or password") && page.contains("ada@acme.test"),
+        "message shown, email kept"
+    );
+    let board = http.get(app.url("/w/acme?q=x")).send().await.unwrap();
+    assert_eq!(board.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        board.headers()["location"],
+        "/login?next=%2Fw%2Facme%3Fq%3Dx",
+        "comes back after signing in"
+    );
+    // No open redirect after login.
+    let off_site = http
+        .post(app.url("/login"))
+        .form(&[
+            ("email", "ada@acme.test"),
+            ("password", "correct-horse"),
+            ("next", "//evil.example/"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(off_site.headers()["location"], "/");
+}
+
+#[tokio::test]
+async fn forms_need_the_csrf_token_and_write_nothing_without_it() {
+    let Some((_db, app)) = app_with_people().await else {
+        return;
+    };
+    let ada = sign_in(&app, "ada@acme.test").await;
+    assert_eq!(ada.csrf.len(), 32, "the board carries the CSRF token");
+    let forged = ada
+        .post(
+            &app,
+            "/w/acme/issues",
+            &[("title", "Forged"), ("status", "todo")],
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let wrong = ada
+        .post(
+            &app,
+            "/w/acme/issues",
+            &[
+                ("_csrf", "0123456789abcdef0123456789abcdef"),
+                ("title", "Forged"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status(), StatusCode::FORBIDDEN);
+    let ws = app
+        .store
+        .get_workspace_by_slug(&muster::domain::Slug::parse("acme").unwrap())
+        .await
+        .unwrap();
+    assert!(
+        app.store
+            .list_issues(ws.id, &Default::default())
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing written"
+    );
+    let ok = ada
+        .post(
+            &app,
+            "/w/acme/issues",
+            &[
+                ("_csrf", &ada.csrf),
+                ("title", "Real"),
+                ("status", "todo"),
+                ("priority", "none"),
+            ],
+        )
+        .await;
+    assert_eq!(ok.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.store
+            .list_issues(ws.id, &Default::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn bad_form_input_is_shown_with_the_input_kept() {
+    let Some((_db, app)) = app_with_people().await else {
+        return;
+    };
+    let ada = sign_in(&app, "ada@acme.test").await;
+    let res = ada
+        .post(
+            &app,
+            "/w/acme/issues",
+            &[
+                ("_csrf", &ada.csrf),
+                ("title", "  "),
+                ("body", "kept <b>body</b>"),
+                ("status", "doing"),
+                ("labels", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("must not be empty"), "title message");
+    assert!(
+        page.contains("unknown status &quot;doing&quot;"),
+        "status message"
+    );
+    assert!(
+        page.contains("kept &lt;b&gt;body&lt;/b&gt;"),
+        "typed body kept, escaped"
+    );
+    // 10 MB is refused before it is read, with a precise message.
+    let huge = "x".repeat(10 * 1024 * 1024);
+    let res = ada
+        .post(
+            &app,
+            "/w/acme/issues",
+            &[("_csrf", &ada.csrf), ("title", &huge)],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // A bad agent number is a field error, not a 500.
+    let res = ada
+        .post(
+            &app,
+            "/w/acme/agents",
+            &[
+                ("_csrf", &ada.csrf),
+                ("name", "coder"),
+                ("kind", "claude"),
+                ("max_concurrent_runs", "lots"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(res.text().await.unwrap().contains("must be a whole number"));
+}
+
+#[tokio::test]
+async fn roles_and_workspaces_are_enforced_on_pages() {
+    let Some((_db, app)) = app_with_people().await else {
+        return;
+    };
+    let ada = sign_in(&app, "ada@acme.test").await;
+    let created = ada
+        .post(
+            &app,
+            "/w/acme/agents",
+            &[("_csrf", &ada.csrf), ("name", "coder"), ("kind", "claude")],
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::SEE_OTHER);
+    let bob = sign_in(&app, "bob@acme.test").await;
+    let denied = bob
+        .post(&app, "/w/acme/agents/coder/delete", &[("_csrf", &bob.csrf)])
+        .await;
+    assert_eq!(
+        denied.status(),
+        StatusCode::FORBIDDEN,
+        "members cannot delete agents"
+    );
+    assert!(denied.text().await.unwrap().contains("does not allow"));
+    let denied = bob
+        .post(
+            &app,
+            "/w/acme/members",
+            &[
+                ("_csrf", &bob.csrf),
+                ("email", "x@acme.test"),
+                ("password", "long-enough"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        denied.status(),
+        StatusCode::FORBIDDEN,
+        "members cannot add members"
+    );
+    assert_eq!(
+        bob.get(&app, "/w/other").await.status(),
+        StatusCode::NOT_FOUND,
+        "another workspace is not revealed"
+    );
+    assert_eq!(
+        bob.get(&app, "/w/acme/issues/OTH-1").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let gone = ada
+        .post(&app, "/w/acme/agents/coder/delete", &[("_csrf", &ada.csrf)])
+        .await;
+    assert_eq!(gone.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn the_live_board_pushes_changed_columns() {
+    let Some((_db, app)) = app_with_people().await else {
+        return;
+    };
+    let bob = sign_in(&app, "bob@acme.test").await;
+    let url = format!("ws://{}/w/acme/live", app.addr);
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+            url.as_str(),
+        )
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", bob.cookie.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+
+    // A change by someone else, through the API's use-case path (the page form).
+    let ada = sign_in(&app, "ada@acme.test").await;
+    ada.post(
+        &app,
+        "/w/acme/issues",
+        &[
+            ("_csrf", &ada.csrf),
+            ("title", "Pushed <live>"),
+            ("status", "todo"),
+            ("priority", "high"),
+        ],
+    )
+    .await;
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let html = frame.into_text().unwrap().to_string();
+    assert!(
+        html.contains(r#"id="column-todo""#) && html.contains(r#"hx-swap-oob="outerHTML""#),
+        "{html}"
+    );
+    assert!(
+        html.contains("ACM-1") && html.contains("Pushed &lt;live&gt;"),
+        "the new card, escaped: {html}"
+    );
+
+    // A page from another origin cannot open the socket, and neither can a signed-out visitor.
+    let mut foreign =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+            url.as_str(),
+        )
+        .unwrap();
+    foreign
+        .headers_mut()
+        .insert("cookie", bob.cookie.parse().unwrap());
+    foreign
+        .headers_mut()
+        .insert("origin", "http://evil.example".parse().unwrap());
+    assert!(tokio_tungstenite::connect_async(foreign).await.is_err());
+    assert!(
+        tokio_tungstenite::connect_async(url.as_str())
+            .await
+            .is_err()
+    );
+}
