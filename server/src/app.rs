@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::secrets::SecretBox;
+use crate::service::runtimes::RuntimeCache;
 use crate::store::{self, Store};
 
 /// What every handler can reach. Cheap to clone.
@@ -28,6 +29,8 @@ pub struct AppState {
     pub setup_token: Arc<Mutex<Option<String>>>,
     /// Cancelled when the server shuts down, so long-lived connections (WebSockets) end.
     pub shutdown: CancellationToken,
+    /// Detected agent runtimes, cached.
+    pub runtimes: RuntimeCache,
 }
 
 impl AppState {
@@ -46,6 +49,7 @@ impl AppState {
             secrets: Arc::new(secrets),
             setup_token: Arc::new(Mutex::new(setup_token)),
             shutdown: CancellationToken::new(),
+            runtimes: RuntimeCache::new(Vec::new()),
         })
     }
 
@@ -119,6 +123,11 @@ pub async fn build(config: Config) -> anyhow::Result<Application> {
         )
     })?;
     let state = AppState::new(store, config).await?;
+    // Detect agent CLIs in the background, so the first Runtimes page does not wait for it.
+    let runtimes = state.runtimes.clone();
+    tokio::spawn(async move {
+        runtimes.detect().await;
+    });
     Ok(Application { listener, state })
 }
 

@@ -220,6 +220,13 @@ async fn a_team_works_on_the_board_and_sees_changes_live() {
         .unwrap();
     grace.screenshot("board").await.unwrap();
 
+    // The Runtimes page shows what this machine has.
+    ada.goto(&format!("{base}/w/acme-robots/runtimes"))
+        .await
+        .unwrap();
+    ada.find("#runtime-claude").await.unwrap();
+    ada.screenshot("runtimes").await.unwrap();
+
     // Logging out ends the session: the board sends Grace back to the login page.
     grace.click("form[action='/logout'] button").await.unwrap();
     wait_for_path(&grace, "/login").await;

@@ -392,3 +392,30 @@ async fn the_live_board_pushes_changed_columns() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn the_runtimes_page_lists_each_cli_and_redetects() {
+    let Some((_db, app)) = app_with_people().await else {
+        return;
+    };
+    let bob = sign_in(&app, "bob@acme.test").await;
+    let page = bob.get(&app, "/w/acme/runtimes").await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    for kind in ["claude", "codex", "opencode", "llama"] {
+        assert!(
+            html.contains(&format!(r#"id="runtime-{kind}""#)),
+            "{kind} listed"
+        );
+    }
+    assert!(
+        html.contains("Installed") || html.contains("Not installed") || html.contains("Broken")
+    );
+    let forged = bob.post(&app, "/w/acme/runtimes/detect", &[]).await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let redetect = bob
+        .post(&app, "/w/acme/runtimes/detect", &[("_csrf", &bob.csrf)])
+        .await;
+    assert_eq!(redetect.status(), StatusCode::SEE_OTHER);
+    assert_eq!(redetect.headers()["location"], "/w/acme/runtimes");
+}

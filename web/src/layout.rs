@@ -59,6 +59,7 @@ fn top_bar(nav: &Nav) -> Markup {
         (NavItem::Board, "Board", base.clone()),
         (NavItem::Agents, "Agents", format!("{base}/agents")),
         (NavItem::Members, "Members", format!("{base}/members")),
+        (NavItem::Runtimes, "Runtimes", format!("{base}/runtimes")),
         (NavItem::Tokens, "API tokens", format!("{base}/tokens")),
     ];
     html! {

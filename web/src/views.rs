@@ -33,6 +33,7 @@ pub enum NavItem {
     Agents,
     Members,
     Tokens,
+    Runtimes,
 }
 
 /// Who an issue is assigned to, or who wrote a comment.
@@ -305,4 +306,30 @@ pub struct ErrorPageView {
     pub message: String,
     /// Where "back" goes.
     pub back_url: String,
+}
+
+/// One agent runtime as detected on this server's machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeRowView {
+    /// `claude`, `codex`, `opencode`, `llama`.
+    pub kind: String,
+    /// "Claude Code", …
+    pub label: String,
+    /// `found`, `too_old`, `not_installed`, `broken`.
+    pub status: String,
+    pub path: Option<String>,
+    pub version: Option<String>,
+    /// Why it is not usable, in plain words.
+    pub reason: Option<String>,
+    /// How to install or upgrade it (a shell command), when it is missing or too old.
+    pub install_hint: Option<String>,
+}
+
+/// `GET /w/{slug}/runtimes`: what is installed, with a re-detect button (POST `redetect_url`).
+#[derive(Debug, Clone, Default)]
+pub struct RuntimesView {
+    pub nav: Nav,
+    pub runtimes: Vec<RuntimeRowView>,
+    pub detected_at: Option<DateTime<Utc>>,
+    pub redetect_url: String,
 }

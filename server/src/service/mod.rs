@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod issues;
 pub mod members;
+pub mod runtimes;
 pub mod tokens;
 
 use crate::app::AppState;

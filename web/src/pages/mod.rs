@@ -8,6 +8,7 @@ mod error;
 mod issue;
 mod login;
 mod members;
+mod runtimes;
 mod setup;
 mod tokens;
 
@@ -18,5 +19,6 @@ pub use error::error;
 pub use issue::issue;
 pub use login::login;
 pub use members::members;
+pub use runtimes::runtimes;
 pub use setup::setup;
 pub use tokens::tokens;

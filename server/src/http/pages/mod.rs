@@ -6,6 +6,7 @@ mod agents;
 mod board;
 mod issue;
 mod members;
+mod runtimes;
 mod session;
 pub(crate) mod views;
 
@@ -26,6 +27,7 @@ pub fn router() -> Router<AppState> {
         .merge(issue::router())
         .merge(agents::router())
         .merge(members::router())
+        .merge(runtimes::router())
         .route("/assets/{version}/{name}", axum::routing::get(asset))
         .layer(axum::middleware::from_fn(login_on_401))
 }
