@@ -1,5 +1,7 @@
-//! The command line: `muster serve`, `muster migrate`. Every flag is also an environment variable
-//! (`MUSTER_*`), documented in `--help`. This is the only module that reads the environment, through clap.
+//! The command line: `muster serve`, `muster migrate`, the API client (`login`, `logout`, `issue`,
+//! `agent`) and `admin bootstrap`. Server and connection flags are also environment variables (`MUSTER_*`),
+//! documented in `--help`. This is the only module that reads the environment, through clap; the client
+//! subcommands' own flags (in `client::*`) have no environment variables.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::client::{self, Remote, Secret};
 use crate::config::Config;
 use crate::store::{self, DatabaseUrl, PoolOptions};
 use crate::telemetry::LogFormat;
@@ -36,6 +39,148 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate(DbArgs),
+    /// Check a server URL and API token with the server, then store them for the commands below.
+    Login(RemoteArgs),
+    /// Remove the stored API token (it stays valid on the server until revoked on the Tokens page).
+    Logout(RemoteArgs),
+    /// Issues: create, list, show, comment, status, assign, edit.
+    Issue(IssueArgs),
+    /// Agent profiles: list, show, create, edit.
+    Agent(AgentArgs),
+    /// Members of the workspace: list, add, role, remove.
+    Member(MemberArgs),
+    /// Your API tokens: list, create, revoke.
+    Token(TokenArgs),
+    /// Agent runtimes on this machine: detect.
+    Runtime {
+        #[command(subcommand)]
+        command: client::runtime::RuntimeCommand,
+    },
+    /// Administration straight on the database (works with or without a running server).
+    Admin(AdminArgs),
+}
+
+/// How the client commands reach a Muster server. Flags and variables override `muster login`'s file.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Connection")]
+pub struct RemoteArgs {
+    /// Server URL, plain http (e.g. http://127.0.0.1:7777) [default: the one stored by `muster login`].
+    #[arg(long, env = "MUSTER_URL", global = true)]
+    pub server: Option<String>,
+    /// API token (from the Tokens page or `muster admin bootstrap`) [default: the one stored by `muster login`].
+    #[arg(long, env = "MUSTER_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<Secret>,
+    /// Folder of the client's config.json [default: $XDG_CONFIG_HOME/muster, e.g. ~/.config/muster].
+    #[arg(long, env = "MUSTER_CONFIG_DIR", global = true)]
+    pub config_dir: Option<PathBuf>,
+    /// Print the server's JSON instead of text, for scripts.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl RemoteArgs {
+    fn remote(&self) -> Remote {
+        Remote {
+            server: self.server.clone(),
+            token: self.token.clone(),
+            config_dir: self.config_dir.clone(),
+            json: self.json,
+        }
+    }
+}
+
+/// `muster issue …`.
+#[derive(Debug, Args)]
+pub struct IssueArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::issue::IssueCommand,
+}
+
+/// `muster agent …`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::agent::AgentCommand,
+}
+
+/// `muster member …`.
+#[derive(Debug, Args)]
+pub struct MemberArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::team::MemberCommand,
+}
+
+/// `muster token …`.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::team::TokenCommand,
+}
+
+/// `muster admin …`.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// Administration commands.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Make sure an owner account and workspace exist, then print a new API token alone on the last line.
+    /// Creates the user and workspace when the email is new; otherwise checks the password.
+    Bootstrap(BootstrapArgs),
+}
+
+/// `muster admin bootstrap` options.
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// The owner's email (an account is created when none has it).
+    #[arg(long, env = "MUSTER_BOOTSTRAP_EMAIL")]
+    pub email: String,
+    /// The owner's password: at least 8 characters for a new account, else the account's password.
+    #[arg(long, env = "MUSTER_BOOTSTRAP_PASSWORD", hide_env_values = true)]
+    pub password: Secret,
+    /// Workspace name: created with a new account (default "Muster"), else chosen among the user's
+    /// workspaces by name or slug (default: their first).
+    #[arg(long, env = "MUSTER_BOOTSTRAP_WORKSPACE")]
+    pub workspace: Option<String>,
+    /// Display name of a new account [default: the part of the email before @].
+    #[arg(long, env = "MUSTER_BOOTSTRAP_NAME")]
+    pub name: Option<String>,
+    /// Name of the new token, as the Tokens page lists it.
+    #[arg(
+        long,
+        env = "MUSTER_BOOTSTRAP_TOKEN_NAME",
+        default_value = "muster admin bootstrap"
+    )]
+    pub token_name: String,
+    /// Print one JSON object (with the token) instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+impl BootstrapArgs {
+    fn input(&self) -> client::admin::Bootstrap {
+        client::admin::Bootstrap {
+            email: self.email.clone(),
+            password: self.password.clone(),
+            workspace: self.workspace.clone(),
+            name: self.name.clone(),
+            token_name: self.token_name.clone(),
+            json: self.json,
+        }
+    }
 }
 
 /// Where Muster keeps its data.
@@ -120,6 +265,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!(database = %url.redacted(), "migrations applied");
             Ok(())
         }
+        Command::Login(args) => client::login(&args.remote()).await,
+        Command::Logout(args) => client::logout(&args.remote()),
+        Command::Issue(args) => client::issue::run(&args.remote.remote(), args.command).await,
+        Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
+        Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
+        Command::Token(args) => client::team::tokens(&args.remote.remote(), args.command).await,
+        Command::Runtime { command } => client::runtime::run(command).await,
+        Command::Admin(AdminArgs {
+            command: AdminCommand::Bootstrap(args),
+        }) => {
+            let (data_dir, url, pool) = args.db.resolve()?;
+            crate::app::prepare_data_dir(&data_dir)?;
+            client::admin::bootstrap(&url, pool, &args.input()).await
+        }
     }
 }
 
@@ -132,6 +291,33 @@ mod tests {
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn client_flags_come_after_the_subcommand_and_the_token_stays_hidden() {
+        let cli = Cli::try_parse_from([
+            "muster", "issue", "list", "--status", "todo", "--json", "--token", "mst_x",
+        ])
+        .unwrap();
+        assert!(!format!("{cli:?}").contains("mst_x"));
+        let Command::Issue(args) = cli.command else {
+            panic!("not issue")
+        };
+        assert!(args.remote.json);
+        let bad_env = [
+            "muster", "agent", "create", "--name", "a", "--kind", "claude", "--env", "X",
+        ];
+        assert_eq!(Cli::try_parse_from(bad_env).unwrap_err().exit_code(), 2);
+        let boot = [
+            "muster",
+            "admin",
+            "bootstrap",
+            "--email",
+            "a@b.c",
+            "--password",
+            "hunter22",
+        ];
+        assert!(!format!("{:?}", Cli::try_parse_from(boot).unwrap()).contains("hunter22"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod domain;
 pub mod http;

@@ -100,3 +100,48 @@ async fn sqlite_refuses_a_database_from_a_newer_muster() {
 async fn postgres_refuses_a_database_from_a_newer_muster() {
     refuses_a_database_from_a_newer_muster(Backend::Postgres).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn processes_starting_together_on_a_new_sqlite_file_both_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = DatabaseUrl::Sqlite(dir.path().join("muster.db"));
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                muster::store::connect(&url, muster::store::PoolOptions::default()).await
+            })
+        })
+        .collect();
+    for start in starts {
+        let store = start
+            .await
+            .unwrap()
+            .expect("every process migrates or finds the schema migrated");
+        store.ping().await.unwrap();
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn the_setup_link_dies_once_an_account_exists() {
+    let Some(db) = TestDb::new(Backend::Sqlite).await else {
+        return;
+    };
+    let app = muster_tests::spawn_app(db.config()).await;
+    let link = app
+        .setup_url
+        .clone()
+        .expect("a fresh database offers setup");
+    assert_eq!(app.client.get(&link).send().await.unwrap().status(), 200);
+    // An account made behind the server's back (as `muster admin bootstrap` does).
+    app.store
+        .create_user(&muster::domain::NewUser {
+            email: muster::domain::Email::parse("ada@example.com").unwrap(),
+            display_name: "Ada".into(),
+            password_hash: "x".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(app.client.get(&link).send().await.unwrap().status(), 404);
+}

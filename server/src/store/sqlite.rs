@@ -23,6 +23,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(super) struct SqliteStore {
     pool: SqlitePool,
+    path: std::path::PathBuf,
 }
 
 impl SqliteStore {
@@ -50,7 +51,10 @@ impl SqliteStore {
                     path.display()
                 )
             })?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            path: path.to_path_buf(),
+        })
     }
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
@@ -62,8 +66,28 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// SQLite's migrator takes no lock of its own, so two processes starting on a new file at once (a
+    /// server and `muster admin bootstrap`) would both create the tables. An advisory lock on a file beside
+    /// the database serialises them; the second one then finds the migrations applied.
     async fn migrate_impl(&self) -> anyhow::Result<()> {
-        super::testing::run_migrator(sqlx::migrate!("../migrations/sqlite"), &self.pool).await
+        let lock_path = self.path.with_extension("migrate-lock");
+        let lock = tokio::task::spawn_blocking(move || -> anyhow::Result<std::fs::File> {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)
+                .with_context(|| format!("cannot open {}", lock_path.display()))?;
+            file.lock()
+                .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+            Ok(file)
+        })
+        .await
+        .context("the migration lock task failed")??;
+        let result =
+            super::testing::run_migrator(sqlx::migrate!("../migrations/sqlite"), &self.pool).await;
+        drop(lock);
+        result
     }
 
     async fn close_impl(&self) {

@@ -44,19 +44,31 @@ struct TokenQuery {
     token: Option<String>,
 }
 
-fn setup_token_ok(state: &AppState, token: &str) -> bool {
-    let current = state
-        .setup_token
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    current
-        .as_deref()
-        .is_some_and(|t| auth::constant_time_eq(t, token))
+/// Whether `token` is the pending setup token. Setup ends for good once any account exists (for example
+/// one made by `muster admin bootstrap` while this server runs).
+async fn setup_token_ok(state: &AppState, token: &str) -> crate::http::Result<bool> {
+    let matches = {
+        let current = state
+            .setup_token
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        current
+            .as_deref()
+            .is_some_and(|t| auth::constant_time_eq(t, token))
+    };
+    if matches && state.store.count_users().await? > 0 {
+        *state
+            .setup_token
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        return Ok(false);
+    }
+    Ok(matches)
 }
 
 async fn setup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>) -> PageResult {
     let token = q.token.unwrap_or_default();
-    if !setup_token_ok(&state, &token) {
+    if !setup_token_ok(&state, &token).await? {
         return Err(Error::NotFound.into());
     }
     let view = SetupView {
@@ -82,7 +94,7 @@ async fn setup(State(state): State<AppState>, req: Request) -> PageResult {
         email: get("email"),
         errors: Default::default(),
     };
-    if !setup_token_ok(&state, &view.token) {
+    if !setup_token_ok(&state, &view.token).await? {
         return Err(Error::NotFound.into());
     }
     let password = get("password");

@@ -1,0 +1,394 @@
+//! `muster issue …`: create, list, show, comment, move, assign and edit issues through the API.
+
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::output::{self, Person, clean, indent, print_json};
+use super::{Client, Remote, not_found_as, segment, shape, text_arg};
+
+/// What to do with issues.
+#[derive(Debug, Subcommand)]
+pub enum IssueCommand {
+    /// Create an issue and print its key (e.g. MUS-7) alone on stdout.
+    Create(CreateArgs),
+    /// List issues as a table (KEY, STATUS, PRIORITY, ASSIGNEE, TITLE), by column then position.
+    List(ListArgs),
+    /// Show an issue: fields, body, comments and activity.
+    Show {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+    },
+    /// Comment on an issue.
+    Comment {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// Markdown text, or - to read it from standard input.
+        text: String,
+    },
+    /// Move an issue to another status (to the end of that column).
+    Status {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// backlog, todo, in_progress, in_review, done, blocked or cancelled.
+        status: String,
+    },
+    /// Assign an issue to an agent or a member; `none` unassigns.
+    Assign {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// An agent name, a member's email or display name, or `none`.
+        name: String,
+    },
+    /// Change an issue's fields; only the flags given change.
+    Edit(EditArgs),
+}
+
+/// `muster issue create` flags.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Title, 1 to 500 characters.
+    #[arg(long)]
+    pub title: String,
+    /// Markdown body, or - to read it from standard input.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// An agent name or a member's email or display name.
+    #[arg(long)]
+    pub assignee: Option<String>,
+    /// backlog (default), todo, in_progress, in_review, done, blocked or cancelled.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// none (default), urgent, high, medium or low.
+    #[arg(long)]
+    pub priority: Option<String>,
+    /// A label; repeat for several.
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+}
+
+/// `muster issue list` filters; all optional.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only these statuses, comma-separated (e.g. todo,in_progress).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only issues assigned to this agent or member.
+    #[arg(long)]
+    pub assignee: Option<String>,
+    /// Only issues with this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only this priority.
+    #[arg(long)]
+    pub priority: Option<String>,
+    /// Only issues with this text in the title or body.
+    #[arg(long)]
+    pub search: Option<String>,
+}
+
+/// `muster issue edit` flags.
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// Issue key, e.g. MUS-7.
+    pub key: String,
+    /// New title.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// New Markdown body, or - to read it from standard input.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// New priority: none, urgent, high, medium or low.
+    #[arg(long)]
+    pub priority: Option<String>,
+    /// New status (moves the issue to the end of that column).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// New assignee (agent or member), or `none`.
+    #[arg(long)]
+    pub assignee: Option<String>,
+    /// Replaces the labels; repeat for several.
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Removes every label.
+    #[arg(long, conflicts_with = "labels")]
+    pub clear_labels: bool,
+}
+
+/// The JSON body of a create or an edit (`IssueInput` on the server).
+#[derive(Debug, Default, Serialize)]
+struct IssueBody {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assignee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Issue {
+    key: String,
+    title: String,
+    body: String,
+    status: String,
+    priority: String,
+    assignee: Option<Person>,
+    labels: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Comment {
+    author: Person,
+    body: String,
+    created_at: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Activity {
+    actor: Person,
+    kind: String,
+    detail: Value,
+    at: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Detail {
+    #[serde(flatten)]
+    issue: Issue,
+    comments: Vec<Comment>,
+    activity: Vec<Activity>,
+}
+
+/// Runs an issue command.
+pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
+    let client = remote.connect()?;
+    let json = remote.json;
+    match command {
+        IssueCommand::Create(args) => create(&client, json, args).await,
+        IssueCommand::List(args) => list(&client, json, &args).await,
+        IssueCommand::Show { key } => show(&client, json, &key).await,
+        IssueCommand::Comment { key, text } => {
+            let body = serde_json::json!({ "body": text_arg(text)? });
+            let path = format!("/api/v1/issues/{}/comments", segment(&key));
+            let comment = client.post(&path, &body).await;
+            let comment = comment.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+            done(json, &comment, || format!("commented on {}", clean(&key)))
+        }
+        IssueCommand::Status { key, status } => {
+            let path = format!("/api/v1/issues/{}/move", segment(&key));
+            let body = serde_json::json!({ "status": status });
+            let issue = client.post(&path, &body).await;
+            let issue = issue.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+            let moved: Issue = shape(&issue)?;
+            done(json, &issue, || {
+                format!("{} is now {}", moved.key, moved.status)
+            })
+        }
+        IssueCommand::Assign { key, name } => {
+            let assignee = if name.trim() == "none" {
+                String::new()
+            } else {
+                name
+            };
+            let input = IssueBody {
+                assignee: Some(assignee),
+                ..IssueBody::default()
+            };
+            let issue = patch(&client, &key, &input).await?;
+            let changed: Issue = shape(&issue)?;
+            done(json, &issue, || match &changed.assignee {
+                Some(p) => format!("{} is assigned to {}", changed.key, clean(&p.name)),
+                None => format!("{} is unassigned", changed.key),
+            })
+        }
+        IssueCommand::Edit(args) => edit(&client, json, args).await,
+    }
+}
+
+/// Prints `value` for `--json`, else the line `text` makes.
+fn done(json: bool, value: &Value, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+    if json {
+        print_json(value)
+    } else {
+        println!("{}", text());
+        Ok(())
+    }
+}
+
+async fn patch(client: &Client, key: &str, input: &IssueBody) -> anyhow::Result<Value> {
+    let path = format!("/api/v1/issues/{}", segment(key));
+    let issue = client.patch(&path, input).await;
+    issue.map_err(|e| not_found_as(e, &format!("issue {key}")))
+}
+
+async fn create(client: &Client, json: bool, args: CreateArgs) -> anyhow::Result<()> {
+    let input = IssueBody {
+        title: Some(args.title),
+        body: args.body.map(text_arg).transpose()?,
+        status: args.status,
+        priority: args.priority,
+        assignee: args.assignee,
+        labels: (!args.labels.is_empty()).then_some(args.labels),
+    };
+    let issue = client.post("/api/v1/issues", &input).await?;
+    let created: Issue = shape(&issue)?;
+    done(json, &issue, || created.key.clone())
+}
+
+async fn list(client: &Client, json: bool, args: &ListArgs) -> anyhow::Result<()> {
+    let query: Vec<(&str, &String)> = [
+        ("status", &args.status),
+        ("assignee", &args.assignee),
+        ("label", &args.label),
+        ("priority", &args.priority),
+        ("q", &args.search),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+    .collect();
+    let query = serde_urlencoded::to_string(&query)?;
+    let path = if query.is_empty() {
+        "/api/v1/issues".to_owned()
+    } else {
+        format!("/api/v1/issues?{query}")
+    };
+    let issues = client.get(&path).await?;
+    if json {
+        return print_json(&issues);
+    }
+    let issues: Vec<Issue> = shape(&issues)?;
+    let rows: Vec<Vec<String>> = issues
+        .into_iter()
+        .map(|i| {
+            let assignee = i.assignee.map_or_else(|| "-".to_owned(), |p| p.name);
+            vec![i.key, i.status, i.priority, assignee, i.title]
+        })
+        .collect();
+    let headers = ["KEY", "STATUS", "PRIORITY", "ASSIGNEE", "TITLE"];
+    print!("{}", output::table(&headers, &rows));
+    Ok(())
+}
+
+async fn show(client: &Client, json: bool, key: &str) -> anyhow::Result<()> {
+    let path = format!("/api/v1/issues/{}", segment(key));
+    let detail = client.get(&path).await;
+    let detail = detail.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+    if json {
+        return print_json(&detail);
+    }
+    let d: Detail = shape(&detail)?;
+    let i = &d.issue;
+    let assignee = i.assignee.as_ref().map_or("-", |p| p.name.as_str());
+    let labels = if i.labels.is_empty() {
+        "-".to_owned()
+    } else {
+        i.labels.join(", ")
+    };
+    println!("{}  {}", i.key, clean(&i.title));
+    println!("status:   {}", i.status);
+    println!("priority: {}", i.priority);
+    println!("assignee: {}", clean(assignee));
+    println!("labels:   {}", clean(&labels));
+    if !i.body.trim().is_empty() {
+        println!("\n{}", indent(&i.body, "    "));
+    }
+    println!("\ncomments ({}):", d.comments.len());
+    for c in &d.comments {
+        println!(
+            "  {} · {}",
+            clean(&c.author.name),
+            short_time(&c.created_at)
+        );
+        println!("{}", indent(&c.body, "    "));
+    }
+    println!("\nactivity:");
+    for a in &d.activity {
+        let what = activity_text(&a.kind, &a.detail);
+        println!(
+            "  {}  {} {}",
+            short_time(&a.at),
+            clean(&a.actor.name),
+            clean(&what)
+        );
+    }
+    Ok(())
+}
+
+/// `2025-01-02T03:04:05.678Z` → `2025-01-02 03:04`.
+fn short_time(rfc3339: &str) -> String {
+    rfc3339.get(..16).unwrap_or(rfc3339).replacen('T', " ", 1)
+}
+
+/// One activity line's text, e.g. `moved backlog → todo`.
+fn activity_text(kind: &str, detail: &Value) -> String {
+    let show = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "-".to_owned(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    let (from, to) = (show(&detail["from"]), show(&detail["to"]));
+    match kind {
+        "created" => format!("created it in {}", show(&detail["status"])),
+        "status" => format!("moved it {from} → {to}"),
+        "title" | "priority" | "labels" => format!("changed {kind} {from} → {to}"),
+        "assignee" if detail["to"].is_null() => "unassigned it".to_owned(),
+        "assignee" => "changed the assignee".to_owned(),
+        "body" => "edited the body".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()> {
+    let labels = if args.clear_labels {
+        Some(Vec::new())
+    } else {
+        (!args.labels.is_empty()).then_some(args.labels)
+    };
+    let input = IssueBody {
+        title: args.title,
+        body: args.body.map(text_arg).transpose()?,
+        status: args.status,
+        priority: args.priority,
+        assignee: args
+            .assignee
+            .map(|a| if a.trim() == "none" { String::new() } else { a }),
+        labels,
+    };
+    let nothing = serde_json::to_value(&input)?
+        .as_object()
+        .is_some_and(serde_json::Map::is_empty);
+    anyhow::ensure!(
+        !nothing,
+        "nothing to change: give at least one of --title, --body, --priority, --status, --assignee, --label, --clear-labels"
+    );
+    let issue = patch(client, &args.key, &input).await?;
+    let edited: Issue = shape(&issue)?;
+    done(json, &issue, || format!("updated {}", edited.key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activity_reads_as_a_sentence() {
+        let d = serde_json::json!({ "from": "backlog", "to": "todo" });
+        assert_eq!(activity_text("status", &d), "moved it backlog → todo");
+        let d = serde_json::json!({ "from": [], "to": ["bug", "ui"] });
+        assert_eq!(activity_text("labels", &d), "changed labels - → bug, ui");
+        assert_eq!(short_time("2025-01-02T03:04:05.6Z"), "2025-01-02 03:04");
+    }
+}

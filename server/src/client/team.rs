@@ -1,0 +1,191 @@
+//! `muster member …` and `muster token …`: the Members and API tokens pages, from the command line.
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use super::output::{clean, print_json, table};
+use super::{Client, Remote, segment};
+
+/// What to do with members.
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// List members (EMAIL, NAME, ROLE, USER ID).
+    List,
+    /// Add a member: a new account with an initial password, or an existing account (owners and admins).
+    Add {
+        /// Their email address.
+        #[arg(long)]
+        email: String,
+        /// Display name [default: the part of the email before @].
+        #[arg(long)]
+        name: Option<String>,
+        /// Initial password, at least 8 characters (ignored for an existing account).
+        #[arg(long)]
+        password: Option<String>,
+        /// owner, admin or member.
+        #[arg(long, default_value = "member")]
+        role: String,
+    },
+    /// Change a member's role (owners and admins; only owners grant or take away ownership).
+    Role {
+        /// The member's email.
+        email: String,
+        /// owner, admin or member.
+        role: String,
+    },
+    /// Remove a member (owners and admins; the last owner stays).
+    Remove {
+        /// The member's email.
+        email: String,
+    },
+}
+
+/// What to do with API tokens.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// List your tokens (never their secrets).
+    List,
+    /// Create a token and print it alone on stdout, once.
+    Create {
+        /// A name to recognise it by.
+        name: String,
+    },
+    /// Revoke one of your tokens by id.
+    Revoke {
+        /// The token's id (from `muster token list`).
+        id: String,
+    },
+}
+
+async fn user_id(client: &Client, email: &str) -> anyhow::Result<String> {
+    let members = client.get("/api/v1/members").await?;
+    let wanted = email.trim().to_lowercase();
+    members
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["email"].as_str() == Some(wanted.as_str()))
+        .and_then(|m| m["user_id"].as_str().map(str::to_owned))
+        .ok_or_else(|| anyhow::anyhow!("no member with email {} in this workspace", clean(email)))
+}
+
+fn text(v: &Value, key: &str) -> String {
+    clean(v[key].as_str().unwrap_or_default())
+}
+
+/// Runs a member command.
+pub async fn members(remote: &Remote, command: MemberCommand) -> anyhow::Result<()> {
+    let client = remote.connect()?;
+    let result = match command {
+        MemberCommand::List => {
+            let list = client.get("/api/v1/members").await?;
+            if !remote.json {
+                let rows: Vec<Vec<String>> = list
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| {
+                        vec![
+                            text(m, "email"),
+                            text(m, "name"),
+                            text(m, "role"),
+                            text(m, "user_id"),
+                        ]
+                    })
+                    .collect();
+                print!("{}", table(&["EMAIL", "NAME", "ROLE", "USER ID"], &rows));
+                return Ok(());
+            }
+            list
+        }
+        MemberCommand::Add {
+            email,
+            name,
+            password,
+            role,
+        } => {
+            let body = json!({ "email": email, "name": name, "password": password, "role": role });
+            client.post("/api/v1/members", &body).await?
+        }
+        MemberCommand::Role { email, role } => {
+            let id = user_id(&client, &email).await?;
+            client
+                .patch(
+                    &format!("/api/v1/members/{}", segment(&id)),
+                    &json!({ "role": role }),
+                )
+                .await?
+        }
+        MemberCommand::Remove { email } => {
+            let id = user_id(&client, &email).await?;
+            client
+                .delete(&format!("/api/v1/members/{}", segment(&id)))
+                .await?;
+            json!({ "removed": email })
+        }
+    };
+    if remote.json {
+        return print_json(&result);
+    }
+    match result.get("removed") {
+        Some(email) => println!("removed {}", clean(email.as_str().unwrap_or_default())),
+        None => println!("{} is {}", text(&result, "email"), text(&result, "role")),
+    }
+    Ok(())
+}
+
+/// Runs a token command.
+pub async fn tokens(remote: &Remote, command: TokenCommand) -> anyhow::Result<()> {
+    let client = remote.connect()?;
+    match command {
+        TokenCommand::List => {
+            let list = client.get("/api/v1/tokens").await?;
+            if remote.json {
+                return print_json(&list);
+            }
+            let rows: Vec<Vec<String>> = list
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let state = if t["revoked_at"].is_null() {
+                        "active"
+                    } else {
+                        "revoked"
+                    };
+                    let used = t["last_used_at"].as_str().unwrap_or("never");
+                    vec![
+                        text(t, "name"),
+                        text(t, "prefix"),
+                        state.to_owned(),
+                        clean(used),
+                        text(t, "id"),
+                    ]
+                })
+                .collect();
+            print!(
+                "{}",
+                table(&["NAME", "PREFIX", "STATE", "LAST USED", "ID"], &rows)
+            );
+        }
+        TokenCommand::Create { name } => {
+            let created = client
+                .post("/api/v1/tokens", &json!({ "name": name }))
+                .await?;
+            if remote.json {
+                return print_json(&created);
+            }
+            println!("{}", created["token"].as_str().unwrap_or_default());
+        }
+        TokenCommand::Revoke { id } => {
+            client
+                .delete(&format!("/api/v1/tokens/{}", segment(&id)))
+                .await?;
+            if remote.json {
+                return print_json(&json!({ "revoked": id }));
+            }
+            println!("revoked {}", clean(&id));
+        }
+    }
+    Ok(())
+}

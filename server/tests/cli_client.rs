@@ -1,0 +1,815 @@
+//! The `muster` command-line client against a real server: `admin bootstrap` on the server's own database,
+//! `login` into an isolated config folder, then issues and agents through the API, with human and `--json`
+//! output and the error cases (exit 1 with one `error:` line, exit 2 for usage).
+//!
+//! The server runs in-process (`spawn_app` binds before returning, so no waiting); the binary runs as a
+//! child process with a cleared environment, off the async threads via `spawn_blocking`.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_muster");
+const EMAIL: &str = "ada@example.com";
+const PASSWORD: &str = "correct horse battery";
+
+/// A running server, its database, and a private config folder for the client.
+struct Harness {
+    app: TestApp,
+    db: TestDb,
+    config: tempfile::TempDir,
+}
+
+/// What one run of the binary printed.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(self) -> Self {
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(o.stdout).unwrap(),
+            stderr: String::from_utf8(o.stderr).unwrap(),
+        }
+    }
+}
+
+impl Harness {
+    async fn start() -> Harness {
+        let db = TestDb::new(Backend::Sqlite).await.unwrap();
+        let app = spawn_app(db.config()).await;
+        Harness {
+            app,
+            db,
+            config: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn server(&self) -> String {
+        format!("http://{}", self.app.addr)
+    }
+
+    fn config_file(&self) -> PathBuf {
+        self.config.path().join("config.json")
+    }
+
+    /// Runs `muster ARGS` with `MUSTER_CONFIG_DIR` set, `stdin` as standard input, and no inherited environment.
+    async fn muster_with(&self, args: &[&str], stdin: Option<&str>) -> Run {
+        let config = self.config.path().to_path_buf();
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let stdin = stdin.map(str::to_owned);
+        tokio::task::spawn_blocking(move || run_binary(&config, &args, stdin.as_deref()))
+            .await
+            .unwrap()
+    }
+
+    async fn muster(&self, args: &[&str]) -> Run {
+        self.muster_with(args, None).await
+    }
+
+    /// `muster admin bootstrap` on the server's own database; returns the token from the last line.
+    async fn bootstrap(&self, extra: &[&str]) -> Run {
+        let data_dir = self.app.data_dir.display().to_string();
+        let url = self.db.url.redacted();
+        let mut args = vec![
+            "admin",
+            "bootstrap",
+            "--data-dir",
+            &data_dir,
+            "--database-url",
+            &url,
+        ];
+        args.extend_from_slice(extra);
+        self.muster(&args).await
+    }
+
+    /// Bootstraps `EMAIL` and logs in with the token; returns the token.
+    async fn logged_in(&self) -> String {
+        let token = last_line(
+            &self
+                .bootstrap(&["--email", EMAIL, "--password", PASSWORD])
+                .await
+                .ok(),
+        );
+        let server = self.server();
+        self.muster(&["login", "--server", &server, "--token", &token])
+            .await
+            .ok();
+        token
+    }
+}
+
+fn run_binary(config: &Path, args: &[String], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("HOME", config)
+        .env("MUSTER_CONFIG_DIR", config)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap().into()
+}
+
+fn last_line(run: &Run) -> String {
+    run.stdout.lines().last().unwrap().trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bootstrap_and_login_store_a_private_config_without_printing_the_token() {
+    let h = Harness::start().await;
+    let boot = h
+        .bootstrap(&[
+            "--email",
+            EMAIL,
+            "--password",
+            PASSWORD,
+            "--workspace",
+            "Acme Robots",
+            "--name",
+            "Ada",
+        ])
+        .await
+        .ok();
+    let token = last_line(&boot);
+    assert!(
+        token.starts_with("mst_") && token.len() == 68,
+        "{}",
+        boot.stdout
+    );
+    assert!(
+        boot.stdout.contains("created user ada@example.com"),
+        "{}",
+        boot.stdout
+    );
+    assert!(boot.stdout.contains("acme-robots"), "{}", boot.stdout);
+
+    let server = h.server();
+    let dir = h.config.path().display().to_string();
+    let login = h
+        .muster(&[
+            "login",
+            "--server",
+            &server,
+            "--token",
+            &token,
+            "--config-dir",
+            &dir,
+        ])
+        .await
+        .ok();
+    assert!(
+        login
+            .stdout
+            .contains("as Ada <ada@example.com> in workspace Acme Robots"),
+        "{}",
+        login.stdout
+    );
+    assert!(!login.stdout.contains(&token) && !login.stderr.contains(&token));
+
+    let file = h.config_file();
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(stored["server"], server.as_str());
+    assert_eq!(stored["token"], token.as_str());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    // The stored settings are enough from now on; --json gives the caller.
+    let me = h
+        .muster(&["login", "--token", &token, "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(me["workspace"], "acme-robots");
+    assert_eq!(me["issue_prefix"], "ACM");
+
+    let out = h.muster(&["logout"]).await.ok();
+    assert!(out.stdout.contains("logged out"));
+    let stored = std::fs::read_to_string(&file).unwrap();
+    assert!(!stored.contains(&token) && stored.contains(&server));
+    let after = h.muster(&["issue", "list"]).await;
+    assert_eq!(after.code, 1);
+    assert!(
+        after.stderr.starts_with("error: not logged in"),
+        "{}",
+        after.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn issues_round_trip_through_the_cli() {
+    let h = Harness::start().await;
+    h.logged_in().await;
+    let created = h
+        .muster(&[
+            "issue",
+            "create",
+            "--title",
+            "Fix login",
+            "--priority",
+            "high",
+            "--label",
+            "bug",
+            "--label",
+            "ui",
+        ])
+        .await
+        .ok();
+    assert_eq!(created.stdout, "MUS-1\n");
+    let second = h
+        .muster_with(
+            &["issue", "create", "--title", "Write docs", "--body", "-"],
+            Some("From *stdin*\n"),
+        )
+        .await
+        .ok();
+    assert_eq!(second.stdout.trim(), "MUS-2");
+
+    let table = h.muster(&["issue", "list"]).await.ok().stdout;
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "KEY    STATUS   PRIORITY  ASSIGNEE  TITLE");
+    assert!(
+        lines.contains(&"MUS-1  backlog  high      -         Fix login"),
+        "{table}"
+    );
+    assert_eq!(lines.len(), 3, "{table}");
+    let listed = h
+        .muster(&["issue", "list", "--label", "bug", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["key"], "MUS-1");
+    let searched = h
+        .muster(&["issue", "list", "--search", "docs", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(searched[0]["body"], "From *stdin*\n");
+
+    h.muster(&["issue", "comment", "MUS-1", "Looking into it"])
+        .await
+        .ok();
+    h.muster_with(&["issue", "comment", "MUS-1", "-"], Some("Second thought"))
+        .await
+        .ok();
+    let moved = h
+        .muster(&["issue", "status", "MUS-1", "in_progress"])
+        .await
+        .ok();
+    assert_eq!(moved.stdout.trim(), "MUS-1 is now in_progress");
+    let assigned = h.muster(&["issue", "assign", "MUS-1", "ada"]).await.ok();
+    assert_eq!(assigned.stdout.trim(), "MUS-1 is assigned to ada");
+    h.muster(&["issue", "edit", "MUS-1", "--title", "Fix the login page"])
+        .await
+        .ok();
+    let listed = h
+        .muster(&[
+            "issue",
+            "list",
+            "--status",
+            "in_progress",
+            "--assignee",
+            "ada",
+            "--json",
+        ])
+        .await;
+    assert_eq!(listed.ok().json()[0]["title"], "Fix the login page");
+
+    let show = h.muster(&["issue", "show", "MUS-1"]).await.ok().stdout;
+    for expected in [
+        "MUS-1  Fix the login page",
+        "status:   in_progress",
+        "priority: high",
+        "assignee: ada",
+        "labels:   bug, ui",
+        "comments (2):",
+        "    Looking into it",
+        "    Second thought",
+        "moved it backlog → in_progress",
+    ] {
+        assert!(show.contains(expected), "missing {expected:?} in:\n{show}");
+    }
+    let detail = h
+        .muster(&["issue", "show", "MUS-1", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(detail["comments"].as_array().unwrap().len(), 2);
+    assert_eq!(detail["assignee"]["name"], "ada");
+    assert!(!detail["activity"].as_array().unwrap().is_empty());
+
+    let unassigned = h
+        .muster(&["issue", "assign", "MUS-1", "none", "--json"])
+        .await
+        .ok()
+        .json();
+    assert!(unassigned["assignee"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn issue_errors_are_one_line_with_the_right_exit_code() {
+    let h = Harness::start().await;
+    h.logged_in().await;
+    let empty = h.muster(&["issue", "create", "--title", ""]).await;
+    assert_eq!(empty.code, 1);
+    assert_eq!(empty.stderr, "error: title: must not be empty\n");
+    assert!(empty.stdout.is_empty());
+
+    h.muster(&["issue", "create", "--title", "A"]).await.ok();
+    let bad = h.muster(&["issue", "status", "MUS-1", "shipped"]).await;
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr
+            .starts_with("error: status: unknown status \"shipped\""),
+        "{}",
+        bad.stderr
+    );
+    assert!(
+        bad.stderr
+            .contains("backlog, todo, in_progress, in_review, done"),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(bad.stderr.lines().count(), 1);
+
+    let missing = h.muster(&["issue", "show", "MUS-99"]).await;
+    assert_eq!(
+        (missing.code, missing.stderr.as_str()),
+        (1, "error: issue MUS-99 not found\n")
+    );
+    let nobody = h.muster(&["issue", "assign", "MUS-1", "zed"]).await;
+    assert!(
+        nobody
+            .stderr
+            .contains("assignee: no agent or member called \"zed\""),
+        "{}",
+        nobody.stderr
+    );
+    let usage = h.muster(&["issue", "create"]).await;
+    assert_eq!(usage.code, 2, "{}", usage.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_keep_their_secrets_across_edits_and_never_print_them() {
+    let h = Harness::start().await;
+    h.logged_in().await;
+    let created = h
+        .muster(&[
+            "agent",
+            "create",
+            "--name",
+            "coder",
+            "--kind",
+            "claude",
+            "--model",
+            "sonnet",
+            "--env",
+            "RUST_LOG=debug",
+            "--secret",
+            "API_KEY=hunter2-secret",
+            "--max-concurrent-runs",
+            "2",
+            "--arg",
+            "--verbose",
+            "--budget-usd",
+            "1.5",
+        ])
+        .await
+        .ok();
+    assert_eq!(created.stdout.trim(), "created agent coder");
+
+    let list = h.muster(&["agent", "list"]).await.ok().stdout;
+    assert!(
+        list.starts_with("NAME   KIND    MODEL   PERMISSION"),
+        "{list}"
+    );
+    assert!(list.contains("coder  claude  sonnet"), "{list}");
+    let show = h.muster(&["agent", "show", "coder"]).await.ok().stdout;
+    assert!(
+        show.contains("RUST_LOG=debug") && show.contains("API_KEY=<secret>"),
+        "{show}"
+    );
+    assert!(
+        show.contains("extra args:          --verbose") && show.contains("$1.50"),
+        "{show}"
+    );
+    assert!(!show.contains("hunter2"));
+
+    let edited = h
+        .muster(&[
+            "agent",
+            "edit",
+            "coder",
+            "--env",
+            "EXTRA=1",
+            "--unset-env",
+            "RUST_LOG",
+            "--model",
+            "opus",
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(edited["model"], "opus");
+    assert_eq!(
+        edited["env"],
+        serde_json::json!([
+            { "key": "API_KEY", "value": null, "secret": true },
+            { "key": "EXTRA", "value": "1", "secret": false },
+        ])
+    );
+    assert_eq!(edited["max_concurrent_runs"], 2, "unchanged fields stay");
+
+    // The sealed value is still stored, and still never sent out.
+    let ws = h
+        .app
+        .store
+        .list_agents(first_workspace(&h).await)
+        .await
+        .unwrap();
+    let secret = ws[0]
+        .profile
+        .env
+        .iter()
+        .find(|v| v.key == "API_KEY")
+        .unwrap();
+    assert!(secret.secret && !secret.value.is_empty() && !secret.value.contains("hunter2"));
+    let shown = h.muster(&["agent", "show", "coder", "--json"]).await.ok();
+    assert!(!shown.stdout.contains("hunter2"));
+    assert_eq!(shown.json()["env"][0]["key"], "API_KEY");
+
+    let bad_env = h
+        .muster(&["agent", "edit", "coder", "--env", "NOEQUALS"])
+        .await;
+    assert_eq!(bad_env.code, 2);
+    assert!(
+        bad_env
+            .stderr
+            .contains("invalid value 'NOEQUALS' for '--env <KEY=VALUE>': expected KEY=VALUE"),
+        "{}",
+        bad_env.stderr
+    );
+    let bad_kind = h
+        .muster(&["agent", "create", "--name", "x", "--kind", "gpt"])
+        .await;
+    assert_eq!(bad_kind.code, 2);
+    let dup = h
+        .muster(&["agent", "create", "--name", "coder", "--kind", "codex"])
+        .await;
+    assert_eq!(
+        dup.stderr,
+        "error: name: another agent already has this name\n"
+    );
+    let nothing = h.muster(&["agent", "edit", "coder"]).await;
+    assert_eq!(nothing.code, 1);
+    assert!(nothing.stderr.starts_with("error: nothing to change"));
+}
+
+async fn first_workspace(h: &Harness) -> muster::domain::WorkspaceId {
+    let email = muster::domain::Email::parse(EMAIL).unwrap();
+    let user = h.app.store.get_user_by_email(&email).await.unwrap();
+    h.app.store.list_workspaces_for_user(user.id).await.unwrap()[0]
+        .0
+        .id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn revoked_and_garbage_tokens_fail_with_an_authentication_message() {
+    let h = Harness::start().await;
+    let token = h.logged_in().await;
+    let server = h.server();
+    let garbage = h.muster(&["issue", "list", "--token", "mst_garbage"]).await;
+    assert_eq!(garbage.code, 1);
+    assert!(
+        garbage.stderr.starts_with("error: authentication failed"),
+        "{}",
+        garbage.stderr
+    );
+    assert!(!garbage.stderr.contains("mst_garbage"));
+
+    // Revoke the stored token through the API, then use it again.
+    let tokens: Value = h
+        .app
+        .client
+        .get(h.app.url("/api/v1/tokens"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = tokens[0]["id"].as_str().unwrap().to_owned();
+    let revoked = h
+        .app
+        .client
+        .delete(h.app.url(&format!("/api/v1/tokens/{id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 204);
+    let after = h.muster(&["agent", "list"]).await;
+    assert_eq!(after.code, 1);
+    assert!(
+        after.stderr.starts_with("error: authentication failed"),
+        "{}",
+        after.stderr
+    );
+    let login = h
+        .muster(&["login", "--server", &server, "--token", &token])
+        .await;
+    assert_eq!(login.code, 1);
+    assert!(!login.stderr.contains(&token) && !login.stdout.contains(&token));
+
+    let https = h
+        .muster(&[
+            "login",
+            "--server",
+            "https://muster.example.com",
+            "--token",
+            "x",
+        ])
+        .await;
+    assert_eq!(https.code, 1);
+    assert!(
+        https.stderr.contains("https:// servers are not supported"),
+        "{}",
+        https.stderr
+    );
+    let down = h
+        .muster(&[
+            "issue",
+            "list",
+            "--server",
+            "http://127.0.0.1:9",
+            "--token",
+            "x",
+        ])
+        .await;
+    assert_eq!(down.code, 1);
+    assert!(
+        down.stderr
+            .starts_with("error: cannot reach the Muster server at http://127.0.0.1:9"),
+        "{}",
+        down.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bootstrap_again_mints_another_token_only_with_the_right_password() {
+    let h = Harness::start().await;
+    let first = last_line(
+        &h.bootstrap(&["--email", EMAIL, "--password", PASSWORD])
+            .await
+            .ok(),
+    );
+    let again = h
+        .bootstrap(&["--email", EMAIL, "--password", PASSWORD, "--json"])
+        .await
+        .ok()
+        .json();
+    let second = again["token"].as_str().unwrap().to_owned();
+    assert_ne!(first, second);
+    assert_eq!(
+        (again["user_created"].as_bool(), again["workspace"].as_str()),
+        (Some(false), Some("muster"))
+    );
+    for token in [&first, &second] {
+        let key = h
+            .muster(&[
+                "issue",
+                "create",
+                "--title",
+                "T",
+                "--server",
+                &h.server(),
+                "--token",
+                token,
+            ])
+            .await;
+        assert!(key.ok().stdout.starts_with("MUS-"));
+    }
+
+    let wrong = h
+        .bootstrap(&["--email", EMAIL, "--password", "not the password"])
+        .await;
+    assert_eq!(wrong.code, 1);
+    assert_eq!(
+        wrong.stderr.lines().last().unwrap(),
+        "error: password: does not match the existing account ada@example.com"
+    );
+    assert!(wrong.stdout.is_empty());
+    let short = h
+        .bootstrap(&["--email", "new@example.com", "--password", "short"])
+        .await;
+    assert_eq!(
+        (short.code, short.stderr.as_str()),
+        (1, "error: password: must be at least 8 characters\n")
+    );
+    let email = h
+        .bootstrap(&["--email", "not-an-email", "--password", PASSWORD])
+        .await;
+    assert_eq!(email.code, 1);
+    assert!(
+        email.stderr.starts_with("error: email: "),
+        "{}",
+        email.stderr
+    );
+    let other_ws = h
+        .bootstrap(&[
+            "--email",
+            EMAIL,
+            "--password",
+            PASSWORD,
+            "--workspace",
+            "Elsewhere",
+        ])
+        .await;
+    assert_eq!(other_ws.code, 1);
+    assert!(
+        other_ws
+            .stderr
+            .contains("is not a member of \"Elsewhere\"; their workspaces: Muster"),
+        "{}",
+        other_ws.stderr
+    );
+}
+
+#[tokio::test]
+async fn members_tokens_and_runtimes_from_the_command_line() {
+    let h = Harness::start().await;
+    h.logged_in().await;
+    let added = h
+        .muster(&[
+            "member",
+            "add",
+            "--email",
+            "grace@example.com",
+            "--name",
+            "Grace",
+            "--password",
+            "cobol-forever",
+            "--role",
+            "admin",
+        ])
+        .await
+        .ok();
+    assert_eq!(added.stdout.trim(), "grace@example.com is admin");
+    let short = h
+        .muster(&[
+            "member",
+            "add",
+            "--email",
+            "x@example.com",
+            "--password",
+            "short",
+        ])
+        .await;
+    assert_eq!(short.code, 1);
+    assert!(
+        short
+            .stderr
+            .contains("password: must be at least 8 characters"),
+        "{}",
+        short.stderr
+    );
+    let listed = h.muster(&["member", "list", "--json"]).await.ok().json();
+    let emails: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["email"].as_str())
+        .collect();
+    assert_eq!(emails, [EMAIL, "grace@example.com"]);
+    let table = h.muster(&["member", "list"]).await.ok();
+    assert!(
+        table.stdout.starts_with("EMAIL") && table.stdout.contains("grace@example.com"),
+        "{}",
+        table.stdout
+    );
+    h.muster(&["member", "role", "grace@example.com", "member"])
+        .await
+        .ok();
+    let last_owner = h.muster(&["member", "role", EMAIL, "admin"]).await;
+    assert_eq!(last_owner.code, 1);
+    assert!(
+        last_owner
+            .stderr
+            .contains("role: a workspace needs at least one owner"),
+        "{}",
+        last_owner.stderr
+    );
+    assert_eq!(
+        h.muster(&["member", "remove", "nobody@example.com"])
+            .await
+            .code,
+        1
+    );
+    let removed = h
+        .muster(&["member", "remove", "grace@example.com"])
+        .await
+        .ok();
+    assert_eq!(removed.stdout.trim(), "removed grace@example.com");
+
+    // A token made here works, shows up in the list, and stops working once revoked.
+    let created = h.muster(&["token", "create", "ci"]).await.ok();
+    let secret = created.stdout.trim().to_owned();
+    assert!(secret.starts_with("mst_"), "{}", created.stdout);
+    let server = h.server();
+    let with_new = h
+        .muster(&["issue", "list", "--server", &server, "--token", &secret])
+        .await;
+    assert_eq!(with_new.code, 0, "{}", with_new.stderr);
+    let tokens = h.muster(&["token", "list", "--json"]).await.ok().json();
+    let ci = tokens
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ci")
+        .unwrap()
+        .clone();
+    assert!(
+        !tokens.to_string().contains(&secret),
+        "secrets are never listed"
+    );
+    let id = ci["id"].as_str().unwrap();
+    h.muster(&["token", "revoke", id]).await.ok();
+    let revoked = h
+        .muster(&["issue", "list", "--server", &server, "--token", &secret])
+        .await;
+    assert_eq!(revoked.code, 1);
+
+    // Runtime detection runs locally and reports every kind.
+    let found = h.muster(&["runtime", "detect", "--json"]).await.ok().json();
+    let kinds: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["claude", "codex", "opencode", "llama"]);
+    for d in found.as_array().unwrap() {
+        let status = d["status"].as_str().unwrap();
+        assert!(
+            ["found", "too_old", "not_installed", "broken"].contains(&status),
+            "{d}"
+        );
+        assert!(
+            status == "found" || d["reason"].is_string(),
+            "a reason whenever it is not usable: {d}"
+        );
+    }
+    let table = h.muster(&["runtime", "detect"]).await.ok();
+    assert!(
+        table.stdout.starts_with("RUNTIME") && table.stdout.contains("Claude Code"),
+        "{}",
+        table.stdout
+    );
+}
