@@ -137,11 +137,14 @@ impl IntoResponse for Error {
             Error::Invalid(fields) | Error::Conflict(fields) => {
                 (status, Json(json!({ "errors": fields }))).into_response()
             }
+            Error::Rejected(_, field, message) => {
+                (status, Json(json!({ "errors": { field: [message] } }))).into_response()
+            }
             other => {
-                let field = if status == StatusCode::NOT_FOUND {
-                    "resource"
-                } else {
-                    "auth"
+                let field = match other {
+                    Error::NotFound => "resource",
+                    Error::CsrfMismatch => "csrf",
+                    _ => "auth",
                 };
                 (
                     status,

@@ -277,7 +277,9 @@ macro_rules! impl_store {
                     qb.push(" and (lower(i.title) like ").push_bind(pattern.clone()).push(" escape '\\'")
                         .push(" or lower(i.body) like ").push_bind(pattern).push(" escape '\\')");
                 }
-                qb.push(" order by i.position, i.number");
+                qb.push(concat!(
+                    " order by case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
+                    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end, i.position, i.number"));
                 let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
             }

@@ -1,0 +1,281 @@
+//! The JSON API under `/api/v1` on a real server, as scripts and the CLI call it.
+//!
+//! Each case is `async fn case(t: &Env)`: a fresh server on a fresh database, with a workspace (`ALP`)
+//! holding an owner, an admin and a plain member, each with an API token. `api_cases!` emits a
+//! `sqlite::case` and a `postgres::case` test for each (Postgres skips loudly when absent). `ROUTES`
+//! (in `openapi.rs`) lists every route with the tests that exercise it; `openapi::every_route_is_listed_and_tested`
+//! fails when the OpenAPI document gains a route that is not in it.
+
+mod agent_secrets;
+mod agents;
+mod auth;
+mod client;
+mod issue_validation;
+mod issues;
+mod members;
+mod openapi;
+mod tokens;
+
+use std::sync::LazyLock;
+
+use muster::domain::{
+    Email, NewApiToken, NewIssue, NewUser, NewWorkspace, Role, UserId, Workspace,
+};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_TYPE, SET_COOKIE};
+use serde_json::Value;
+
+pub use client::{Api, Auth};
+pub use openapi::ROUTES;
+
+/// The password of every account the fixture creates.
+pub const PASSWORD: &str = "correct horse battery";
+
+/// Argon2 is slow in debug builds: hash the shared password once per test binary.
+static PASSWORD_HASH: LazyLock<String> =
+    LazyLock::new(|| muster::auth::hash_password(PASSWORD).unwrap());
+
+/// Emits one test per backend for each `async fn case(t: &Env)`; attributes (`#[ignore = …]`) apply to both.
+macro_rules! api_cases {
+    ($($(#[$meta:meta])* $case:ident),+ $(,)?) => {
+        /// This module's cases, for the route coverage check.
+        pub const CASES: &[&str] = &[$(stringify!($case)),+];
+
+        mod sqlite {$(
+            $(#[$meta])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                if let Some(env) = crate::api::Env::start(muster_tests::Backend::Sqlite).await {
+                    super::$case(&env).await;
+                    env.finish().await;
+                }
+            }
+        )+}
+        mod postgres {$(
+            $(#[$meta])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                if let Some(env) = crate::api::Env::start(muster_tests::Backend::Postgres).await {
+                    super::$case(&env).await;
+                    env.finish().await;
+                }
+            }
+        )+}
+    };
+}
+pub(crate) use api_cases;
+
+/// A member of a workspace with an API token.
+#[derive(Debug, Clone)]
+pub struct Person {
+    pub id: UserId,
+    pub email: String,
+    pub name: String,
+    pub token: String,
+    pub api: Api,
+}
+
+/// A running server with one workspace (`alpha`, prefix `ALP`) and its owner, admin and member.
+pub struct Env {
+    pub app: TestApp,
+    pub ws: Workspace,
+    pub owner: Person,
+    pub admin: Person,
+    pub member: Person,
+    /// A client without credentials.
+    pub anon: Api,
+    db: TestDb,
+}
+
+fn new_user(email: &str) -> NewUser {
+    NewUser {
+        email: Email::parse(email).unwrap(),
+        display_name: email.split('@').next().unwrap().to_owned(),
+        password_hash: PASSWORD_HASH.clone(),
+    }
+}
+
+impl Env {
+    /// A fresh server and fixture on `backend`, or `None` when that backend is unavailable.
+    pub async fn start(backend: Backend) -> Option<Env> {
+        let db = TestDb::new(backend).await?;
+        let app = spawn_app(db.config()).await;
+        let (owner, ws) = app
+            .store
+            .create_owner_and_workspace(
+                &new_user("owner@alpha.test"),
+                &NewWorkspace::parse("Alpha Team", "alpha", "ALP").unwrap(),
+            )
+            .await
+            .unwrap();
+        let owner = person(&app, &ws, owner.id, "owner@alpha.test").await;
+        let admin = add_person(&app, &ws, "admin@alpha.test", Role::Admin).await;
+        let member = add_person(&app, &ws, "member@alpha.test", Role::Member).await;
+        let anon = Api::new(&app, Auth::None);
+        Some(Env {
+            app,
+            ws,
+            owner,
+            admin,
+            member,
+            anon,
+            db,
+        })
+    }
+
+    /// A client sending `auth`.
+    pub fn client(&self, auth: Auth) -> Api {
+        Api::new(&self.app, auth)
+    }
+
+    /// A client with a bearer token.
+    pub fn bearer(&self, token: &str) -> Api {
+        self.client(Auth::Bearer(token.to_owned()))
+    }
+
+    /// Adds a new account to this workspace with `role` and a token.
+    pub async fn add_person(&self, email: &str, role: Role) -> Person {
+        add_person(&self.app, &self.ws, email, role).await
+    }
+
+    /// A second workspace (`beta`, prefix `BET`) with its own owner and one issue, `BET-1`.
+    pub async fn other_workspace(&self) -> (Workspace, Person) {
+        let (user, ws) = self
+            .app
+            .store
+            .create_owner_and_workspace(
+                &new_user("owner@beta.test"),
+                &NewWorkspace::parse("Beta Team", "beta", "BET").unwrap(),
+            )
+            .await
+            .unwrap();
+        let issue = self
+            .app
+            .store
+            .create_issue(
+                ws.id,
+                &NewIssue::new(muster::domain::IssueTitle::parse("Beta's secret plan").unwrap()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(issue.key.to_string(), "BET-1");
+        let owner = person(&self.app, &ws, user.id, "owner@beta.test").await;
+        (ws, owner)
+    }
+
+    /// Signs in through the login form and returns the session cookie's value.
+    pub async fn login(&self, email: &str, password: &str) -> Option<String> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let form = format!(
+            "email={}&password={}",
+            form_encode(email),
+            form_encode(password)
+        );
+        let resp = client
+            .post(self.app.url("/login"))
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+            .await
+            .unwrap();
+        let cookie = resp
+            .headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|v| v.strip_prefix("muster_session="))
+            .map(|v| v.split(';').next().unwrap_or_default().to_owned());
+        match cookie {
+            Some(c) => {
+                assert_eq!(resp.status(), StatusCode::SEE_OTHER, "a login redirects");
+                Some(c)
+            }
+            None => {
+                assert_eq!(
+                    resp.status(),
+                    StatusCode::UNAUTHORIZED,
+                    "a failed login is 401"
+                );
+                None
+            }
+        }
+    }
+
+    /// The titles of the workspace's issues, as the API lists them.
+    pub async fn issue_titles(&self) -> Vec<String> {
+        titles(&self.owner.api.get("/api/v1/issues").await.expect(200))
+    }
+
+    /// Shuts the server down cleanly, then drops the database.
+    pub async fn finish(self) {
+        self.app.shutdown.cancel();
+        self.app.handle.await.unwrap().unwrap();
+        drop(self.db);
+    }
+}
+
+async fn person(app: &TestApp, ws: &Workspace, id: UserId, email: &str) -> Person {
+    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
+    app.store
+        .create_api_token(&NewApiToken {
+            workspace_id: ws.id,
+            user_id: id,
+            name: "test".to_owned(),
+            prefix: secret.prefix,
+            token_hash: secret.hash,
+            run_id: None,
+        })
+        .await
+        .unwrap();
+    Person {
+        id,
+        email: email.to_owned(),
+        name: email.split('@').next().unwrap().to_owned(),
+        api: Api::new(app, Auth::Bearer(secret.secret.clone())),
+        token: secret.secret,
+    }
+}
+
+async fn add_person(app: &TestApp, ws: &Workspace, email: &str, role: Role) -> Person {
+    let member = app
+        .store
+        .add_new_member(ws.id, &new_user(email), role)
+        .await
+        .unwrap();
+    person(app, ws, member.user.id, email).await
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value.
+pub fn form_encode(raw: &str) -> String {
+    raw.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                (b as char).to_string()
+            }
+            b' ' => "+".to_owned(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+/// The `title` of each issue in a list.
+pub fn titles(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("expected a list, got {list}"))
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The `name` (or any `field`) of each object in a list.
+pub fn field(list: &Value, field: &str) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("expected a list, got {list}"))
+        .iter()
+        .map(|i| i[field].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
