@@ -220,6 +220,48 @@ async fn a_team_works_on_the_board_and_sees_changes_live() {
         .unwrap();
     grace.screenshot("board").await.unwrap();
 
+    // Drag and drop: Ada drags ACM-2 into "In review"; the move is saved and Grace's board follows.
+    ada.wait_for_text("#column-backlog", "ACM-2", LIVE)
+        .await
+        .unwrap();
+    let dragged = ada
+        .execute(
+            r#"const card = document.querySelector('#card-ACM-2');
+               const list = document.querySelector('#column-in_review ol.cards');
+               const dt = new DataTransfer();
+               const fire = (el, type, y) => el.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt, clientY: y }));
+               fire(card, 'dragstart', 0);
+               const box = list.getBoundingClientRect();
+               fire(list, 'dragover', box.bottom - 2);
+               fire(list, 'drop', box.bottom - 2);
+               fire(card, 'dragend', 0);
+               return card.closest('.column').id;"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        dragged, "column-in_review",
+        "the card moved in the page at once"
+    );
+    grace
+        .wait_for_text("#column-in_review", "ACM-2", LIVE)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let moved = app
+            .store
+            .get_issue(ws.id, &muster::domain::IssueKey::parse("ACM-2").unwrap())
+            .await
+            .unwrap();
+        if moved.status == muster::domain::IssueStatus::InReview {
+            break;
+        }
+        assert!(started.elapsed() < LIVE, "the drop was saved");
+        tokio::time::sleep(muster_tests::browser::POLL).await;
+    }
+
     // The Runtimes page shows what this machine has.
     ada.goto(&format!("{base}/w/acme-robots/runtimes"))
         .await
