@@ -228,6 +228,8 @@ pub struct AgentFormView {
     pub command: String,
     pub base_url: String,
     pub errors: FormErrors,
+    /// Set when this agent's runtime is not usable on the server's machine ("Codex is not installed: …").
+    pub runtime_warning: Option<String>,
 }
 
 /// A member row.

@@ -35,6 +35,7 @@ pub fn agent_form(v: &AgentFormView) -> Markup {
             (csrf(&v.nav.csrf))
             (f.form_errors())
             @if !v.can_edit { p.alert { "Only owners and admins can change agents." } }
+            @if let Some(warning) = &v.runtime_warning { p.alert.alert-error.runtime-warning role="status" { (warning) } }
             fieldset.panel disabled[!v.can_edit] {
                 (identity(v, &f))
             }

@@ -60,6 +60,7 @@ pub fn agent_form() -> AgentFormView {
         command: String::new(),
         base_url: String::new(),
         errors,
+        runtime_warning: Some("Codex is not installed on this server: codex was not found on PATH. See the Runtimes page.".into()),
     }
 }
 

@@ -121,7 +121,31 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
         command: opt(p.command.clone()),
         base_url: opt(p.base_url.clone()),
         errors: Default::default(),
+        runtime_warning: None,
     }
+}
+
+/// "Codex is not installed: …" when the agent's runtime is unusable here, so a person sees it on the
+/// profile instead of when a run fails.
+async fn runtime_warning(state: &AppState, kind: AgentKind) -> Option<String> {
+    let kind: muster_agents::RuntimeKind = kind.as_str().parse().ok()?;
+    let (_, found) = state.runtimes.get().await;
+    let d = found.iter().find(|d| d.kind == kind)?;
+    let status = match d.status {
+        muster_agents::DetectionStatus::Found => return None,
+        muster_agents::DetectionStatus::NotInstalled => "is not installed",
+        muster_agents::DetectionStatus::TooOld => "is too old",
+        muster_agents::DetectionStatus::Broken => "does not work",
+    };
+    let reason = d
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    Some(format!(
+        "{} {status} on this server{reason}. See the Runtimes page.",
+        crate::service::runtimes::label(kind)
+    ))
 }
 
 /// The form as submitted, for re-rendering with errors (secret values dropped).
@@ -260,10 +284,9 @@ async fn show(
     Path((_, name)): Path<(String, String)>,
 ) -> PageResult {
     let agent = svc::by_name(&state, &member.caller, &name).await?;
-    Ok(
-        muster_web::pages::agent_form(&form_from_profile(&member, Some(&agent), &agent.profile))
-            .into_response(),
-    )
+    let mut view = form_from_profile(&member, Some(&agent), &agent.profile);
+    view.runtime_warning = runtime_warning(&state, agent.profile.kind).await;
+    Ok(muster_web::pages::agent_form(&view).into_response())
 }
 
 async fn update(

@@ -101,3 +101,17 @@ fn new_agent_has_create_button_and_blank_rows_only() {
     assert!(html.contains("Create agent") && html.contains("<h1>New agent</h1>"));
     assert_eq!(html.matches(r#"name="env_key""#).count(), 3);
 }
+
+#[test]
+fn a_missing_runtime_is_said_on_the_profile() {
+    let mut v = samples::agent_form();
+    v.runtime_warning = Some("Codex is not installed on this server <here>".into());
+    let html = agent_form(&v).into_string();
+    assert!(
+        html.contains(r#"class="alert alert-error runtime-warning""#),
+        "{html}"
+    );
+    assert!(html.contains("Codex is not installed on this server &lt;here&gt;"));
+    v.runtime_warning = None;
+    assert!(!agent_form(&v).into_string().contains("runtime-warning"));
+}
