@@ -5,8 +5,9 @@
 //! - `text` → `Text`, `reasoning` → `Thinking`;
 //! - `tool_use` arrives once the tool has finished → `ToolCall` + `ToolResult` with the call id,
 //!   plus `Command` when a `bash` call reports its exit code;
-//! - `step_finish` → `Usage` (per step, with OpenCode's cost), and `Finished` when its reason is
-//!   `stop`;
+//! - `step_finish` → `Usage` (per step, with OpenCode's cost; a zero cost for nonzero tokens means
+//!   the model has no price in OpenCode's config and becomes `None`), and `Finished` when its reason
+//!   is `stop`;
 //! - `error` → `Error` (classified by `statusCode`) and `Finished { ok: false }`.
 //!
 //! A custom base URL becomes an `@ai-sdk/openai-compatible` provider in `OPENCODE_CONFIG_CONTENT`.
@@ -265,13 +266,19 @@ fn tool_events(part: ToolPart) -> Vec<AgentEvent> {
 
 fn step_finish_events(part: &StepFinishPart) -> Vec<AgentEvent> {
     let tokens = &part.tokens;
-    let mut events = vec![AgentEvent::Usage(TokenUsage {
+    let mut usage = TokenUsage {
         input: tokens.input,
         output: tokens.output + tokens.reasoning,
         cache_read: tokens.cache.read,
         cache_write: tokens.cache.write,
         cost_usd: part.cost,
-    })];
+    };
+    // OpenCode reports `cost: 0` for a model without a `cost` entry (every custom-provider model
+    // Muster configures): that is "unpriced", not "free", so leave it to the rate table.
+    if usage.cost_usd == Some(0.0) && usage.total_tokens() > 0 {
+        usage.cost_usd = None;
+    }
+    let mut events = vec![AgentEvent::Usage(usage)];
     if part.reason.as_deref() == Some("stop") {
         events.push(AgentEvent::Finished {
             ok: true,

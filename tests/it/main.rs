@@ -3,6 +3,7 @@
 // Test code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+mod agent_clis;
 mod api;
 mod browser_board;
 mod browser_smoke;

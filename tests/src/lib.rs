@@ -17,6 +17,7 @@ use muster::store::{self, DatabaseUrl, PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 
 pub mod browser;
+pub mod model_server;
 
 /// Reads a test-harness setting. Tests never set variables; they only read what CI exported.
 #[allow(clippy::disallowed_methods)] // the harness's only window on the environment

@@ -148,3 +148,27 @@ fn unknown_lines_are_raw() {
         assert_eq!(parse_line(line), [AgentEvent::raw(line)], "{line}");
     }
 }
+
+#[test]
+fn a_zero_cost_for_real_tokens_is_unpriced_not_free() {
+    // What the real opencode 1.18.33 prints for a custom-provider model without a `cost` entry.
+    let step = r#"{"type":"step_finish","part":{"reason":"stop","tokens":{"total":42,"input":25,"output":12,"reasoning":0,"cache":{"read":5,"write":0}},"cost":0}}"#;
+    assert_eq!(
+        parse_line(step)[0],
+        AgentEvent::Usage(TokenUsage {
+            input: 25,
+            output: 12,
+            cache_read: 5,
+            cache_write: 0,
+            cost_usd: None,
+        })
+    );
+    let empty = r#"{"type":"step_finish","part":{"reason":"stop","tokens":{"input":0,"output":0},"cost":0}}"#;
+    assert_eq!(
+        parse_line(empty)[0],
+        AgentEvent::Usage(TokenUsage {
+            cost_usd: Some(0.0),
+            ..TokenUsage::default()
+        })
+    );
+}
