@@ -42,6 +42,7 @@ impl AppState {
         } else {
             None
         };
+        let runtimes = RuntimeCache::new(config.runtime_paths.clone());
         Ok(AppState {
             store,
             config: Arc::new(config),
@@ -49,7 +50,7 @@ impl AppState {
             secrets: Arc::new(secrets),
             setup_token: Arc::new(Mutex::new(setup_token)),
             shutdown: CancellationToken::new(),
-            runtimes: RuntimeCache::new(Vec::new()),
+            runtimes,
         })
     }
 

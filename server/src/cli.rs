@@ -53,6 +53,8 @@ pub enum Command {
     Token(TokenArgs),
     /// Agent runtimes on this machine: detect.
     Runtime {
+        #[command(flatten)]
+        paths: RuntimePaths,
         #[command(subcommand)]
         command: client::runtime::RuntimeCommand,
     },
@@ -197,6 +199,40 @@ pub struct DbArgs {
     pub db_max_connections: u32,
 }
 
+/// Where the agent CLIs are, when not on `PATH` (or to pin one build).
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Agent CLIs")]
+pub struct RuntimePaths {
+    /// Path of the Claude Code binary [default: `claude` on PATH].
+    #[arg(long, env = "MUSTER_CLAUDE_PATH", global = true)]
+    pub claude_path: Option<PathBuf>,
+    /// Path of the Codex binary [default: `codex` on PATH].
+    #[arg(long, env = "MUSTER_CODEX_PATH", global = true)]
+    pub codex_path: Option<PathBuf>,
+    /// Path of the OpenCode binary [default: `opencode` on PATH].
+    #[arg(long, env = "MUSTER_OPENCODE_PATH", global = true)]
+    pub opencode_path: Option<PathBuf>,
+    /// Path of a llama.cpp / Ollama / llamafile binary [default: the first found on PATH].
+    #[arg(long, env = "MUSTER_LLAMA_PATH", global = true)]
+    pub llama_path: Option<PathBuf>,
+}
+
+impl RuntimePaths {
+    /// The overrides that are set, by runtime kind.
+    pub fn overrides(&self) -> Vec<(muster_agents::RuntimeKind, PathBuf)> {
+        use muster_agents::RuntimeKind as K;
+        [
+            (K::Claude, &self.claude_path),
+            (K::Codex, &self.codex_path),
+            (K::Opencode, &self.opencode_path),
+            (K::Llama, &self.llama_path),
+        ]
+        .into_iter()
+        .filter_map(|(k, p)| p.clone().map(|p| (k, p)))
+        .collect()
+    }
+}
+
 /// `muster serve` options.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -210,6 +246,8 @@ pub struct ServeArgs {
     /// makes session cookies Secure.
     #[arg(long, env = "MUSTER_PUBLIC_URL")]
     pub public_url: Option<String>,
+    #[command(flatten)]
+    pub runtime_paths: RuntimePaths,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -249,6 +287,7 @@ impl ServeArgs {
             pool,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             public_url: self.public_url.clone(),
+            runtime_paths: self.runtime_paths.overrides(),
         })
     }
 }
@@ -271,7 +310,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
         Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
         Command::Token(args) => client::team::tokens(&args.remote.remote(), args.command).await,
-        Command::Runtime { command } => client::runtime::run(command).await,
+        Command::Runtime { paths, command } => {
+            client::runtime::run(command, paths.overrides()).await
+        }
         Command::Admin(AdminArgs {
             command: AdminCommand::Bootstrap(args),
         }) => {

@@ -21,6 +21,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// The URL people use to reach Muster (behind a proxy); `https://` makes cookies `Secure`.
     pub public_url: Option<String>,
+    /// Agent CLI binaries to use instead of looking them up on `PATH`.
+    pub runtime_paths: Vec<(muster_agents::RuntimeKind, PathBuf)>,
 }
 
 impl Config {
@@ -42,6 +44,7 @@ impl Config {
             pool: PoolOptions::default(),
             shutdown_timeout: Duration::from_secs(10),
             public_url: None,
+            runtime_paths: Vec::new(),
         }
     }
 }

@@ -806,6 +806,42 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
             "a reason whenever it is not usable: {d}"
         );
     }
+    // Explicit binary paths win over PATH.
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("my-claude");
+    std::fs::write(&fake, "#!/bin/sh\necho '2.1.197 (Claude Code)'\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let fake = fake.display().to_string();
+    let pinned = h
+        .muster(&[
+            "runtime",
+            "detect",
+            "--json",
+            "--claude-path",
+            &fake,
+            "--codex-path",
+            "/nonexistent/codex",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(pinned[0]["status"], "found", "{pinned}");
+    assert_eq!(
+        (pinned[0]["version"].as_str(), pinned[0]["path"].as_str()),
+        (Some("2.1.197"), Some(fake.as_str()))
+    );
+    assert_eq!(pinned[1]["status"], "not_installed");
+    assert!(
+        pinned[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/codex"),
+        "{pinned}"
+    );
     let table = h.muster(&["runtime", "detect"]).await.ok();
     assert!(
         table.stdout.starts_with("RUNTIME") && table.stdout.contains("Claude Code"),

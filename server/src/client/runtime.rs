@@ -17,9 +17,12 @@ pub enum RuntimeCommand {
 }
 
 /// Runs a runtime command (locally: no server needed).
-pub async fn run(command: RuntimeCommand) -> anyhow::Result<()> {
+pub async fn run(
+    command: RuntimeCommand,
+    overrides: Vec<(muster_agents::RuntimeKind, std::path::PathBuf)>,
+) -> anyhow::Result<()> {
     let RuntimeCommand::Detect { json } = command;
-    let (_, found) = RuntimeCache::default().detect().await;
+    let (_, found) = RuntimeCache::new(overrides).detect().await;
     if json {
         return print_json(&serde_json::to_value(&found)?);
     }
