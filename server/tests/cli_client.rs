@@ -786,6 +786,25 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         .await;
     assert_eq!(revoked.code, 1);
 
+    // Agents can be deleted from the command line too (by an owner; the run history rule is tested in the API).
+    h.muster(&[
+        "agent",
+        "create",
+        "--name",
+        "scratch",
+        "--kind",
+        "custom",
+        "--command",
+        "true",
+    ])
+    .await
+    .ok();
+    let deleted = h.muster(&["agent", "delete", "scratch"]).await.ok();
+    assert_eq!(deleted.stdout.trim(), "deleted agent scratch");
+    let again = h.muster(&["agent", "delete", "scratch"]).await;
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("scratch"), "{}", again.stderr);
+
     // Runtime detection runs locally and reports every kind.
     let found = h.muster(&["runtime", "detect", "--json"]).await.ok().json();
     let kinds: Vec<&str> = found

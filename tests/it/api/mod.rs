@@ -14,6 +14,7 @@ mod issue_validation;
 mod issues;
 mod members;
 mod openapi;
+mod runtimes;
 mod tokens;
 
 use std::sync::LazyLock;

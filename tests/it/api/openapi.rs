@@ -13,6 +13,16 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
     ("get", "/api/v1/me", &["auth::me_for_each_role"]),
     (
         "get",
+        "/api/v1/runtimes",
+        &["runtimes::runtimes_are_listed_and_redetected"],
+    ),
+    (
+        "post",
+        "/api/v1/runtimes/detect",
+        &["runtimes::runtimes_are_listed_and_redetected"],
+    ),
+    (
+        "get",
         "/api/v1/issues",
         &["issues::issue_lifecycle", "issues::issue_list_filters"],
     ),
@@ -197,7 +207,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 21, "the API has 21 routes");
+    assert_eq!(documented.len(), 23, "the API has 23 routes");
 
     let cases: BTreeSet<String> = [
         ("agents", super::agents::CASES),
@@ -208,6 +218,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("members", super::members::CASES),
         ("openapi", super::openapi::CASES),
         ("tokens", super::tokens::CASES),
+        ("runtimes", super::runtimes::CASES),
     ]
     .iter()
     .flat_map(|(module, cases)| cases.iter().map(move |c| format!("{module}::{c}")))

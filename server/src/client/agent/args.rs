@@ -16,6 +16,11 @@ pub enum AgentCommand {
     Create(CreateArgs),
     /// Change an agent; only the flags given change, and env variables are merged into the existing ones.
     Edit(EditArgs),
+    /// Delete an agent (owners and admins; refused while it has runs, whose history is kept).
+    Delete {
+        /// Agent name.
+        name: String,
+    },
 }
 
 /// Which runtime an agent runs on.

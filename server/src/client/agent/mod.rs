@@ -126,6 +126,19 @@ pub async fn run(remote: &Remote, command: AgentCommand) -> anyhow::Result<()> {
             }
         }
         AgentCommand::Edit(args) => edit(&client, json, args).await,
+        AgentCommand::Delete { name } => {
+            let path = format!("/api/v1/agents/{}", segment(&name));
+            client
+                .delete(&path)
+                .await
+                .map_err(|e| not_found_as(e, &format!("agent {name}")))?;
+            if json {
+                print_json(&serde_json::json!({ "deleted": name }))
+            } else {
+                println!("deleted agent {}", clean(&name));
+                Ok(())
+            }
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 mod agents;
 mod issues;
 mod members;
+mod runtimes;
 mod views;
 
 use axum::routing::get;
@@ -26,6 +27,7 @@ pub fn router() -> Router<AppState> {
         .merge(issues::router())
         .merge(agents::router())
         .merge(members::router())
+        .merge(runtimes::router())
 }
 
 /// The OpenAPI 3 document.
@@ -39,6 +41,7 @@ pub fn router() -> Router<AppState> {
         agents::list, agents::create, agents::show, agents::update, agents::delete,
         members::list, members::add, members::set_role, members::remove,
         members::list_tokens, members::create_token, members::revoke_token,
+        runtimes::list, runtimes::redetect,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerAuth),
