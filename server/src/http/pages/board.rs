@@ -12,7 +12,9 @@ use axum::routing::{get, post};
 use muster_web::views::{BoardColumnView, BoardFilterView, BoardView, NavItem, OptionView};
 use serde::Deserialize;
 
-use super::views::{People, card, issue_form, nav, status_label};
+use super::views::{
+    People, card, issue_form, issue_form_with_errors, issue_input, nav, status_label,
+};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
@@ -20,7 +22,7 @@ use crate::http::Error;
 use crate::http::extract::{HxRequest, UiForm, WsMember};
 use crate::hub::Topic;
 use crate::service::Caller;
-use crate::service::issues::{self as svc, IssueInput};
+use crate::service::issues as svc;
 
 /// How often an idle board socket is pinged, so dead connections are noticed.
 const PING_EVERY: Duration = Duration::from_secs(30);
@@ -166,17 +168,6 @@ async fn show(
     Ok(muster_web::pages::board(&view).into_response())
 }
 
-fn issue_input(form: &UiForm) -> IssueInput {
-    IssueInput {
-        title: Some(form.get("title").to_owned()),
-        body: Some(form.get("body").to_owned()),
-        status: Some(form.get("status").to_owned()),
-        priority: Some(form.get("priority").to_owned()),
-        assignee: Some(form.get("assignee").to_owned()),
-        labels: Some(form.get("labels").split(',').map(str::to_owned).collect()),
-    }
-}
-
 async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
     match svc::create(&state, &member.caller, &issue_input(&form)).await {
         Ok(_) => Ok(see_other(&format!("/w/{}", member.caller.ws.slug))),
@@ -184,16 +175,7 @@ async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -
             let errors = form_errors(e)?;
             let mut view = board_view(&state, &member, &BoardQuery::default()).await?;
             let people = People::load(&state, &member.caller).await?;
-            view.new_issue = issue_form(
-                &people,
-                form.get("title"),
-                form.get("body"),
-                form.get("status"),
-                form.get("priority"),
-                form.get("assignee"),
-                form.get("labels"),
-            );
-            view.new_issue.errors = errors;
+            view.new_issue = issue_form_with_errors(&people, &form, errors);
             Ok(invalid(muster_web::pages::board(&view)))
         }
     }

@@ -6,13 +6,15 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use muster_web::views::{ActivityView, CommentView, FormErrors, IssuePageView, NavItem};
 
-use super::views::{People, assignee_value, issue_form, nav, status_label};
+use super::views::{
+    People, assignee_value, issue_form, issue_form_with_errors, issue_input, nav, status_label,
+};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{Activity, ActivityKind, Issue};
 use crate::http::extract::{UiForm, WsMember};
 use crate::markdown::to_safe_html;
-use crate::service::issues::{self as svc, IssueInput};
+use crate::service::issues as svc;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -135,14 +137,7 @@ async fn update(
     form: UiForm,
 ) -> PageResult {
     let key = svc::parse_key(&key)?;
-    let input = IssueInput {
-        title: Some(form.get("title").to_owned()),
-        body: Some(form.get("body").to_owned()),
-        status: Some(form.get("status").to_owned()),
-        priority: Some(form.get("priority").to_owned()),
-        assignee: Some(form.get("assignee").to_owned()),
-        labels: Some(form.get("labels").split(',').map(str::to_owned).collect()),
-    };
+    let input = issue_input(&form);
     match svc::update(&state, &member.caller, &key, &input).await {
         Ok(issue) => Ok(see_other(&format!(
             "/w/{}/issues/{}",
@@ -153,16 +148,7 @@ async fn update(
             let issue = state.store.get_issue(member.caller.ws.id, &key).await?;
             let mut view = page_view(&state, &member, &issue).await?;
             let people = People::load(&state, &member.caller).await?;
-            view.form = issue_form(
-                &people,
-                form.get("title"),
-                form.get("body"),
-                form.get("status"),
-                form.get("priority"),
-                form.get("assignee"),
-                form.get("labels"),
-            );
-            view.form.errors = errors;
+            view.form = issue_form_with_errors(&people, &form, errors);
             Ok(invalid(muster_web::pages::issue(&view)))
         }
     }

@@ -225,3 +225,34 @@ pub fn issue_form(
         errors: Default::default(),
     }
 }
+
+/// The issue fields of a submitted issue form, as raw input for the use-case.
+pub fn issue_input(form: &crate::http::extract::UiForm) -> crate::service::issues::IssueInput {
+    crate::service::issues::IssueInput {
+        title: Some(form.get("title").to_owned()),
+        body: Some(form.get("body").to_owned()),
+        status: Some(form.get("status").to_owned()),
+        priority: Some(form.get("priority").to_owned()),
+        assignee: Some(form.get("assignee").to_owned()),
+        labels: Some(form.get("labels").split(',').map(str::to_owned).collect()),
+    }
+}
+
+/// The issue form re-filled from a submission that failed, with its messages.
+pub fn issue_form_with_errors(
+    people: &People,
+    form: &crate::http::extract::UiForm,
+    errors: muster_web::views::FormErrors,
+) -> IssueFormView {
+    let mut view = issue_form(
+        people,
+        form.get("title"),
+        form.get("body"),
+        form.get("status"),
+        form.get("priority"),
+        form.get("assignee"),
+        form.get("labels"),
+    );
+    view.errors = errors;
+    view
+}
