@@ -31,6 +31,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Detected agent runtimes, cached.
     pub runtimes: RuntimeCache,
+    /// The run engine's handles: the runner's wake-up, live runs' cancel tokens, its clocks.
+    pub runs: crate::supervisor::Runs,
 }
 
 impl AppState {
@@ -51,6 +53,7 @@ impl AppState {
             setup_token: Arc::new(Mutex::new(setup_token)),
             shutdown: CancellationToken::new(),
             runtimes,
+            runs: crate::supervisor::Runs::default(),
         })
     }
 
@@ -90,19 +93,40 @@ impl Application {
         &self.state
     }
 
-    /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
+    /// Replaces the run engine's clocks (tests shorten them instead of sleeping). Call before
+    /// [`Application::run_until_stopped`].
+    pub fn set_run_timing(&mut self, timing: crate::supervisor::RunTiming) {
+        self.state.runs = crate::supervisor::Runs::with_timing(timing);
+    }
+
+    /// Serves, with the embedded runner, until `shutdown` is cancelled; then lets in-flight requests
+    /// finish and stops the runner (its live runs end `interrupted`).
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let router = crate::http::router(self.state.clone());
         let sockets = self.state.shutdown.clone();
-        axum::serve(self.listener, router)
+        let runner_stop = CancellationToken::new();
+        let runner = self.state.config.embedded_runner.then(|| {
+            tokio::spawn(crate::supervisor::runner::run(
+                self.state.clone(),
+                runner_stop.clone(),
+            ))
+        });
+        let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.cancelled().await;
                 sockets.cancel();
             })
             .await
-            .context("the HTTP server failed")?;
+            .context("the HTTP server failed");
+        runner_stop.cancel();
+        if let Some(Err(e)) = match runner {
+            Some(task) => Some(task.await),
+            None => None,
+        } {
+            tracing::error!(error = %e, "the embedded runner panicked");
+        }
         self.state.store.close().await;
-        Ok(())
+        served
     }
 }
 

@@ -246,6 +246,9 @@ pub struct ServeArgs {
     /// makes session cookies Secure.
     #[arg(long, env = "MUSTER_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Do not run agents in this process (a board-only replica; runs wait for a runner elsewhere).
+    #[arg(long, env = "MUSTER_NO_RUNNER")]
+    pub no_runner: bool,
     #[command(flatten)]
     pub runtime_paths: RuntimePaths,
     #[command(flatten)]
@@ -288,6 +291,7 @@ impl ServeArgs {
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             public_url: self.public_url.clone(),
             runtime_paths: self.runtime_paths.overrides(),
+            embedded_runner: !self.no_runner,
         })
     }
 }

@@ -23,6 +23,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Agent CLI binaries to use instead of looking them up on `PATH`.
     pub runtime_paths: Vec<(muster_agents::RuntimeKind, PathBuf)>,
+    /// Whether this server also runs agents (the embedded runner); off for a board-only replica.
+    pub embedded_runner: bool,
 }
 
 impl Config {
@@ -45,6 +47,7 @@ impl Config {
             shutdown_timeout: Duration::from_secs(10),
             public_url: None,
             runtime_paths: Vec::new(),
+            embedded_runner: true,
         }
     }
 }

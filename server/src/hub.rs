@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use crate::domain::{IssueKey, WorkspaceId};
+use crate::domain::{IssueKey, RunId, Seq, WorkspaceId};
 
 /// How many events a subscriber may fall behind before it gets `Lagged` and resyncs from the store.
 /// Board events are tiny "something changed" notes, so a small buffer is plenty; a lagging browser
@@ -21,6 +21,8 @@ pub const LIVE_CHANNEL_CAPACITY: usize = 64;
 pub enum Topic {
     /// Every change to a workspace's board.
     Board(WorkspaceId),
+    /// One run's event log.
+    Run(RunId),
 }
 
 /// A change, sent to the topic's subscribers. Carries ids only; subscribers read the rows themselves.
@@ -28,6 +30,8 @@ pub enum Topic {
 pub enum LiveEvent {
     /// An issue was created, edited, moved or assigned.
     IssueChanged(IssueKey),
+    /// A run's log now holds events up to `last_seq` (already committed to the store).
+    RunEvents { run_id: RunId, last_seq: Seq },
 }
 
 /// Topic → channel map.

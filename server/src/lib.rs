@@ -14,4 +14,5 @@ pub mod markdown;
 pub mod secrets;
 pub mod service;
 pub mod store;
+pub mod supervisor;
 pub mod telemetry;

@@ -100,10 +100,14 @@ impl TestDb {
         .expect("connect and migrate the test database")
     }
 
-    /// A server configuration on this database, listening on an ephemeral loopback port.
+    /// A server configuration on this database, listening on an ephemeral loopback port, without the
+    /// embedded runner.
     pub fn config(&self) -> Config {
         let mut config = Config::for_data_dir(self.dir.path().join("data"));
         config.database_url = self.url.clone();
+        // Tests that are not about runs must not have agents acting on their issues behind their back;
+        // run tests switch the embedded runner back on.
+        config.embedded_runner = false;
         config
     }
 

@@ -71,6 +71,7 @@ pub async fn create(state: &AppState, caller: &Caller, input: &IssueInput) -> Re
         created_by: Some(caller.user.id),
     };
     let issue = state.store.create_issue(caller.ws.id, &new).await?;
+    queue_run_if_due(state, None, &issue).await;
     announce(state, caller, &issue.key);
     Ok(issue)
 }
@@ -123,6 +124,7 @@ pub async fn update(
             .move_issue(caller.ws.id, key, status, None, actor)
             .await?;
     }
+    queue_run_if_due(state, Some(&current), &issue).await;
     announce(state, caller, key);
     Ok(issue)
 }
@@ -136,6 +138,7 @@ pub async fn move_to(
     index: Option<usize>,
 ) -> Result<Issue> {
     let status: IssueStatus = status.parse()?;
+    let before = state.store.get_issue(caller.ws.id, key).await?;
     let issue = state
         .store
         .move_issue(
@@ -146,8 +149,26 @@ pub async fn move_to(
             Actor::User(caller.user.id),
         )
         .await?;
+    queue_run_if_due(state, Some(&before), &issue).await;
     announce(state, caller, key);
     Ok(issue)
+}
+
+/// Queues a run when the issue has just become an agent's work: an agent was assigned while it is in
+/// todo or in progress, or it moved there with an agent assigned (e.g. out of backlog). An agent that
+/// already has a live run on it gets no second one. A queueing error is logged, not returned: the
+/// issue change itself succeeded.
+async fn queue_run_if_due(state: &AppState, before: Option<&Issue>, after: &Issue) {
+    let Some(Assignee::Agent(agent)) = after.assignee else {
+        return;
+    };
+    let was_due = before.is_some_and(|b| b.assignee == after.assignee && b.status.starts_runs());
+    if !after.status.starts_runs() || was_due {
+        return;
+    }
+    if let Err(e) = crate::supervisor::queue(state, after, agent).await {
+        tracing::warn!(error = %e, issue = %after.key, "cannot queue a run");
+    }
 }
 
 /// Adds a comment by the caller.

@@ -1,0 +1,181 @@
+//! A run's event log on the way out: numbering (seq from 1), redaction of secret values, small batches
+//! (flushed at [`FLUSH_COUNT`] events or [`FLUSH_AFTER`] after the first pending one), commit, then publish.
+//! Also the running tally (usage, session, summary, last error) the finish step needs.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use muster_agents::{AgentEvent, ErrorClass, RateTable};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::app::AppState;
+use crate::domain::{NewRunEvent, RunId, Seq, Usage};
+use crate::hub::{LiveEvent, Topic};
+use crate::store;
+
+/// Pending events that trigger an immediate flush.
+pub(super) const FLUSH_COUNT: usize = 32;
+/// Longest time an event waits in the batch before it is committed.
+pub(super) const FLUSH_AFTER: Duration = Duration::from_millis(100);
+/// What a secret value is replaced with in stored events.
+const REDACTED: &str = "[redacted]";
+
+/// Numbers, redacts and batches a run's events.
+pub(super) struct EventLog {
+    run_id: RunId,
+    next_seq: Seq,
+    pending: Vec<NewRunEvent>,
+    first_pending: Option<Instant>,
+    secrets: Vec<String>,
+}
+
+impl EventLog {
+    pub(super) fn new(run_id: RunId, mut secrets: Vec<String>) -> Self {
+        // Longest first, so a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Self {
+            run_id,
+            next_seq: 1,
+            pending: Vec::new(),
+            first_pending: None,
+            secrets,
+        }
+    }
+
+    /// Queues one event; the caller flushes when [`EventLog::must_flush`] says so or at [`EventLog::due`].
+    pub(super) fn push(&mut self, kind: &str, mut payload: Value) {
+        redact(&mut payload, &self.secrets);
+        self.pending.push(NewRunEvent {
+            seq: self.next_seq,
+            at: Utc::now(),
+            kind: kind.to_owned(),
+            payload,
+        });
+        self.next_seq += 1;
+        self.first_pending.get_or_insert_with(Instant::now);
+    }
+
+    pub(super) fn must_flush(&self) -> bool {
+        self.pending.len() >= FLUSH_COUNT
+    }
+
+    /// When the oldest pending event must be committed, if any is pending.
+    pub(super) fn due(&self) -> Option<Instant> {
+        self.first_pending.map(|t| t + FLUSH_AFTER)
+    }
+
+    /// Commits pending events, then tells the run's subscribers. On error the batch is kept for the next
+    /// try (the append is idempotent on `(run_id, seq)`).
+    pub(super) async fn flush(&mut self, state: &AppState) -> store::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let last_seq = state
+            .store
+            .append_run_events(self.run_id, &self.pending)
+            .await?;
+        self.pending.clear();
+        self.first_pending = None;
+        state.hub.publish(
+            Topic::Run(self.run_id),
+            LiveEvent::RunEvents {
+                run_id: self.run_id,
+                last_seq,
+            },
+        );
+        Ok(())
+    }
+}
+
+/// Replaces every secret value inside the strings of `value`.
+fn redact(value: &mut Value, secrets: &[String]) {
+    match value {
+        Value::String(s) => {
+            for secret in secrets {
+                if s.contains(secret.as_str()) {
+                    *s = s.replace(secret.as_str(), REDACTED);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact(v, secrets)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact(v, secrets)),
+        _ => {}
+    }
+}
+
+/// What a run has said so far that decides how it ends.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    pub usage: Usage,
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    pub last_text: Option<String>,
+    pub finished: Option<(bool, Option<String>)>,
+    pub last_error: Option<Option<ErrorClass>>,
+}
+
+impl Tally {
+    /// Takes one event into account.
+    pub(super) fn add(&mut self, event: &AgentEvent, rates: &RateTable) {
+        match event {
+            AgentEvent::Started { session_id, model } => {
+                self.session_id = Some(session_id.clone());
+                if model.is_some() {
+                    self.model.clone_from(model);
+                }
+            }
+            AgentEvent::Text { text } => self.last_text = Some(text.clone()),
+            AgentEvent::Usage(u) => {
+                let u = match (&self.model, u.cost_usd) {
+                    (Some(model), None) => rates.with_cost(model, *u),
+                    _ => *u,
+                };
+                let t = &mut self.usage;
+                t.input_tokens += to_i64(u.input);
+                t.output_tokens += to_i64(u.output);
+                t.cache_read_tokens += to_i64(u.cache_read);
+                t.cache_write_tokens += to_i64(u.cache_write);
+                t.cost_usd += u.cost_usd.unwrap_or(0.0);
+            }
+            AgentEvent::Error { class, .. } => self.last_error = Some(*class),
+            AgentEvent::Finished { ok, summary } => self.finished = Some((*ok, summary.clone())),
+            _ => {}
+        }
+    }
+
+    /// Every token counted, for token budgets.
+    pub(super) fn total_tokens(&self) -> i64 {
+        let u = &self.usage;
+        u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+    }
+
+    /// The summary to record: the `Finished` summary, else the last assistant text.
+    pub(super) fn summary(&self) -> Option<String> {
+        self.finished
+            .as_ref()
+            .and_then(|(_, s)| s.clone())
+            .or_else(|| self.last_text.clone())
+            .filter(|s| !s.trim().is_empty())
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_everywhere_in_a_payload() {
+        let mut v =
+            serde_json::json!({"line": "key=abc123 and abc1234", "n": [ "abc123" ], "k": 3});
+        redact(&mut v, &["abc1234".to_owned(), "abc123".to_owned()]);
+        assert_eq!(
+            v,
+            serde_json::json!({"line": "key=[redacted] and [redacted]", "n": ["[redacted]"], "k": 3})
+        );
+    }
+}

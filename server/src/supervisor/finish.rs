@@ -1,0 +1,284 @@
+//! How a run ends: the outcome recorded with `finish_run`, then what follows for the issue — in review with
+//! the agent's summary as a comment on success; a retry with backoff for a retryable failure with attempts
+//! left; otherwise back to `todo` with an inbox item.
+
+use chrono::Utc;
+
+use super::events::Tally;
+use crate::app::AppState;
+use crate::domain::{
+    Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
+    NewRun, Run, RunOutcome, RunStatus, Usage,
+};
+use crate::hub::{LiveEvent, Topic};
+use crate::store;
+use muster_agents::ErrorClass;
+
+/// Why a run had to be stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    Cancelled,
+    Shutdown,
+    Stalled,
+    OverBudget,
+    Auth,
+}
+
+/// How the supervision of a run ended.
+#[derive(Debug)]
+pub(super) enum Ending {
+    /// Preparing or spawning failed; the message says why.
+    NotStarted(FailureReason, String),
+    /// The child exited by itself, with this exit code.
+    Exited(Option<i32>),
+    /// The supervisor stopped the child; the exit code once reaped.
+    Stopped(Stop, Option<i32>),
+    /// The lease was lost: someone else owns the run now.
+    LeaseLost,
+}
+
+impl Ending {
+    /// The same ending with the exit code of the stopped child.
+    pub(super) fn with_exit_code(self, code: Option<i32>) -> Self {
+        match self {
+            Ending::Stopped(stop, _) => Ending::Stopped(stop, code),
+            other => other,
+        }
+    }
+}
+
+/// The recorded outcome of an ending.
+fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
+    let (status, exit_code, failure_reason) = match ending {
+        Ending::NotStarted(reason, _) => (RunStatus::Failed, None, Some(*reason)),
+        Ending::Exited(code) => {
+            let ok = *code == Some(0) && tally.finished.as_ref().is_none_or(|(ok, _)| *ok);
+            if ok {
+                (RunStatus::Succeeded, *code, None)
+            } else {
+                (RunStatus::Failed, *code, Some(classify(tally)))
+            }
+        }
+        Ending::Stopped(stop, code) => match stop {
+            Stop::Cancelled => (RunStatus::Cancelled, *code, None),
+            Stop::Shutdown => (
+                RunStatus::Interrupted,
+                *code,
+                Some(FailureReason::RunnerLost),
+            ),
+            Stop::Stalled => (RunStatus::TimedOut, *code, Some(FailureReason::Stalled)),
+            Stop::OverBudget => (RunStatus::Failed, *code, Some(FailureReason::OverBudget)),
+            Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
+        },
+        Ending::LeaseLost => (
+            RunStatus::Interrupted,
+            None,
+            Some(FailureReason::RunnerLost),
+        ),
+    };
+    let summary = match ending {
+        Ending::NotStarted(_, message) => Some(message.clone()),
+        _ => tally.summary(),
+    };
+    RunOutcome {
+        status,
+        exit_code,
+        failure_reason,
+        usage: tally.usage,
+        summary,
+        diff_stat: None,
+        session_id: tally.session_id.clone(),
+    }
+}
+
+/// The failure reason of a run that exited unsuccessfully, from its last classified error.
+fn classify(tally: &Tally) -> FailureReason {
+    match tally.last_error.flatten() {
+        Some(ErrorClass::Auth) => FailureReason::Auth,
+        Some(ErrorClass::RateLimit) => FailureReason::RateLimit,
+        Some(ErrorClass::Server) => FailureReason::Server,
+        Some(ErrorClass::Network) => FailureReason::Network,
+        Some(ErrorClass::Config) => FailureReason::Config,
+        Some(ErrorClass::Other) | None => FailureReason::Exit,
+    }
+}
+
+/// Records how the run ended and moves the issue on.
+#[tracing::instrument(skip_all, fields(run.id = %run.id))]
+pub(super) async fn conclude(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    agent: &Agent,
+    ending: Ending,
+    tally: Tally,
+) {
+    let outcome = outcome(&ending, &tally);
+    let finished = match state.store.finish_run(run.id, &outcome).await {
+        Ok(finished) => finished,
+        Err(e) => {
+            // `run_lease`: already finished elsewhere (a cancel of a claimed run, an expired lease).
+            tracing::warn!(error = %e, "cannot record the run's end");
+            state.runs.wake();
+            return;
+        }
+    };
+    tracing::info!(status = %finished.status, reason = ?finished.failure_reason, "run finished");
+    let followed = match finished.status {
+        RunStatus::Succeeded => succeeded(state, &finished, issue, agent).await,
+        RunStatus::Cancelled => return_to_todo(state, issue, agent).await,
+        RunStatus::Interrupted => interrupted(state, &finished, issue).await,
+        _ => failed(state, &finished, issue, agent).await,
+    };
+    if let Err(e) = followed {
+        tracing::warn!(error = %e, "cannot update the issue after the run");
+    }
+    announce(state, issue);
+    state.runs.wake();
+}
+
+/// Finishes a run whose issue or agent cannot be read (deleted meanwhile).
+pub(super) async fn conclude_unloaded(state: &AppState, run: &Run, ending: Ending) {
+    let outcome = outcome(&ending, &Tally::default());
+    if let Err(e) = state.store.finish_run(run.id, &outcome).await {
+        tracing::warn!(error = %e, "cannot record the run's end");
+    }
+    state.runs.wake();
+}
+
+async fn succeeded(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
+    if let Some(summary) = &run.summary
+        && let Ok(mut comment) = NewComment::parse(CommentAuthor::Agent(agent.id), summary)
+    {
+        comment.run_id = Some(run.id);
+        state.store.add_comment(issue.id, &comment).await?;
+    }
+    let current = state.store.get_issue_by_id(issue.id).await?;
+    if matches!(current.status, IssueStatus::Todo | IssueStatus::InProgress) {
+        state
+            .store
+            .move_issue(
+                issue.workspace_id,
+                &issue.key,
+                IssueStatus::InReview,
+                None,
+                CommentAuthor::Agent(agent.id),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+async fn failed(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
+    let reason = run.failure_reason.unwrap_or(FailureReason::Exit);
+    if reason.retryable() && run.attempt <= agent.profile.max_retries {
+        let exponent = u32::try_from(run.attempt - 1).unwrap_or(0).min(16);
+        let backoff = state.runs.timing().retry_base * 2u32.pow(exponent);
+        let retry = NewRun {
+            workspace_id: run.workspace_id,
+            issue_id: run.issue_id,
+            agent_id: run.agent_id,
+            attempt: run.attempt + 1,
+            not_before: Some(Utc::now() + backoff),
+            chain_depth: run.chain_depth,
+        };
+        let queued = state.store.create_run(&retry).await?;
+        tracing::info!(retry.id = %queued.id, attempt = queued.attempt, backoff_ms = backoff.as_millis(), "retry queued");
+        return Ok(());
+    }
+    return_to_todo(state, issue, agent).await?;
+    let kind = if reason == FailureReason::OverBudget {
+        InboxKind::OverBudget
+    } else {
+        InboxKind::RunFailed
+    };
+    let message = format!(
+        "{} failed on {} ({reason}){}",
+        agent.profile.name.as_str(),
+        issue.key,
+        run.summary
+            .as_deref()
+            .map(|s| format!(": {}", s.chars().take(300).collect::<String>()))
+            .unwrap_or_default()
+    );
+    inbox(state, run, issue, kind, message).await
+}
+
+/// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
+pub(super) async fn interrupted(state: &AppState, run: &Run, issue: &Issue) -> store::Result<()> {
+    if issue.status == IssueStatus::InProgress
+        || state.store.get_issue_by_id(issue.id).await?.status == IssueStatus::InProgress
+    {
+        state
+            .store
+            .move_issue(
+                issue.workspace_id,
+                &issue.key,
+                IssueStatus::Todo,
+                None,
+                CommentAuthor::System,
+            )
+            .await?;
+    }
+    let message = format!(
+        "A run on {} was interrupted (its runner stopped); the events it stored are kept. Retry it from the issue.",
+        issue.key
+    );
+    inbox(state, run, issue, InboxKind::RunInterrupted, message).await
+}
+
+async fn return_to_todo(state: &AppState, issue: &Issue, agent: &Agent) -> store::Result<()> {
+    let current = state.store.get_issue_by_id(issue.id).await?;
+    if current.status == IssueStatus::InProgress {
+        state
+            .store
+            .move_issue(
+                issue.workspace_id,
+                &issue.key,
+                IssueStatus::Todo,
+                None,
+                CommentAuthor::Agent(agent.id),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+async fn inbox(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    kind: InboxKind,
+    message: String,
+) -> store::Result<()> {
+    let item = NewInboxItem {
+        workspace_id: run.workspace_id,
+        user_id: None,
+        kind,
+        issue_id: Some(issue.id),
+        run_id: Some(run.id),
+        message,
+    };
+    state.store.create_inbox_item(&item).await.map(drop)
+}
+
+/// Tells the board that the issue (or its run) changed.
+pub(super) fn announce(state: &AppState, issue: &Issue) {
+    state.hub.publish(
+        Topic::Board(issue.workspace_id),
+        LiveEvent::IssueChanged(issue.key.clone()),
+    );
+}
+
+/// A cancelled-before-start outcome (used for queued runs).
+pub(super) fn cancelled_outcome() -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Cancelled,
+        exit_code: None,
+        failure_reason: None,
+        usage: Usage::default(),
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+    }
+}

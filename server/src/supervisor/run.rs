@@ -1,0 +1,189 @@
+//! One supervisor task per claimed run: prepare, spawn, start, watch, stop, finish.
+//!
+//! Invariants: the child is always reaped before the run is finished; after a lost lease nothing more is
+//! written for the run (another party owns it now); output lines are read by two reader tasks into one
+//! channel, so the watch loop's `select!` never cancels a half-read line.
+
+use muster_agents::process::{self, CappedLines};
+use tokio::io::BufReader;
+use tokio::process::Child;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{EventLog, Tally};
+use super::finish::{self, Ending};
+use super::prepare::{self, Prepared};
+use super::watch::{self, Line, Watch};
+use crate::app::AppState;
+use crate::domain::{
+    Actor, Agent, CommentAuthor, FailureReason, Issue, IssueStatus, Run, RunnerId,
+};
+
+/// How many output lines may wait for the supervisor before the readers (and so the child) block.
+const LINE_BUFFER: usize = 256;
+
+/// Supervises `run` to its end. Never panics on store or process errors: they end the run as failed.
+#[tracing::instrument(skip_all, fields(run.id = %run.id))]
+pub(super) async fn supervise(
+    state: AppState,
+    runner: RunnerId,
+    run: Run,
+    token: CancellationToken,
+    stop: CancellationToken,
+) {
+    let (issue, agent) = match load(&state, &run).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot load the run's issue or agent");
+            let failed = Ending::NotStarted(FailureReason::Config, format!("{e}"));
+            finish::conclude_unloaded(&state, &run, failed).await;
+            return;
+        }
+    };
+    let (prepared, mut child) = match launch(&state, &run, &issue, &agent).await {
+        Ok(launched) => launched,
+        Err(ending) => {
+            finish::conclude(&state, &run, &issue, &agent, ending, Tally::default()).await;
+            return;
+        }
+    };
+    let pid = child.id().and_then(|p| i32::try_from(p).ok());
+    let workdir = prepared.workdir.display().to_string();
+    if let Err(e) = state
+        .store
+        .start_run(run.id, runner, pid, Some(&workdir), None)
+        .await
+    {
+        // Cancelled or taken away between the claim and now: stop what we started, write nothing more.
+        tracing::info!(error = %e, "run no longer ours at start; stopping it");
+        let t = state.runs.timing();
+        let _ = process::stop_group_with(&mut child, t.int_grace, t.term_grace).await;
+        return;
+    }
+    tracing::info!(pid, agent = %agent.profile.name.as_str(), "run started");
+    mark_in_progress(&state, &issue, &agent).await;
+    let ctx = Watch {
+        state: &state,
+        run: &run,
+        runner,
+        agent: &agent,
+        issue: &issue,
+        adapter: prepared.adapter.as_ref(),
+        token: &token,
+        stop: &stop,
+    };
+    let (ending, tally) = run_child(&ctx, &mut child, prepared.secrets).await;
+    if matches!(ending, Ending::LeaseLost) {
+        tracing::warn!("lease lost; the run was stopped and is left to its new owner");
+        return;
+    }
+    finish::conclude(&state, &run, &issue, &agent, ending, tally).await;
+}
+
+/// Watches the child until it ends or must be stopped; stops and reaps it; commits every event.
+async fn run_child(ctx: &Watch<'_>, child: &mut Child, secrets: Vec<String>) -> (Ending, Tally) {
+    let mut lines = read_lines(child);
+    let mut log = EventLog::new(ctx.run.id, secrets);
+    // Codex reports no model in its events: price its usage by the profile's model.
+    let mut tally = Tally {
+        model: ctx.agent.profile.model.clone(),
+        ..Tally::default()
+    };
+    let mut ending = watch::watch(ctx, child, &mut lines, &mut log, &mut tally).await;
+    if !matches!(ending, Ending::Exited(_)) {
+        let t = ctx.state.runs.timing();
+        let status = process::stop_group_with(child, t.int_grace, t.term_grace).await;
+        let code = status.ok().and_then(|s| s.code());
+        ending = ending.with_exit_code(code);
+    }
+    watch::drain(ctx, &mut lines, &mut log, &mut tally).await;
+    if let Err(e) = log.flush(ctx.state).await {
+        tracing::error!(error = %e, "cannot store the run's last events");
+    }
+    (ending, tally)
+}
+
+/// Prepares the run and spawns its child; `Err` is the ending of a run that never started.
+async fn launch(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    agent: &Agent,
+) -> Result<(Prepared, Child), Ending> {
+    let comments = state
+        .store
+        .list_comments(issue.id)
+        .await
+        .unwrap_or_default();
+    let prepared = prepare::prepare(state, run, issue, &comments, agent)
+        .await
+        .map_err(|e| Ending::NotStarted(e.reason, e.message))?;
+    match process::spawn(&prepared.launch).await {
+        Ok(child) => Ok((prepared, child)),
+        Err(e) => {
+            let reason = match e {
+                muster_agents::Error::NotInstalled { .. } => FailureReason::MissingCli,
+                _ => FailureReason::Config,
+            };
+            Err(Ending::NotStarted(reason, format!("{e}")))
+        }
+    }
+}
+
+async fn load(state: &AppState, run: &Run) -> crate::store::Result<(Issue, Agent)> {
+    let issue = state.store.get_issue_by_id(run.issue_id).await?;
+    let agent = state
+        .store
+        .get_agent(run.workspace_id, run.agent_id)
+        .await?;
+    Ok((issue, agent))
+}
+
+/// A `todo` issue goes to `in_progress` when its run starts.
+async fn mark_in_progress(state: &AppState, issue: &Issue, agent: &Agent) {
+    if issue.status != IssueStatus::Todo {
+        return;
+    }
+    let actor: Actor = CommentAuthor::Agent(agent.id);
+    match state
+        .store
+        .move_issue(
+            issue.workspace_id,
+            &issue.key,
+            IssueStatus::InProgress,
+            None,
+            actor,
+        )
+        .await
+    {
+        Ok(_) => finish::announce(state, issue),
+        Err(e) => tracing::warn!(error = %e, "cannot move the issue to in progress"),
+    }
+}
+
+/// Starts one reader task per output stream, both feeding one channel that closes when both end.
+fn read_lines(child: &mut Child) -> mpsc::Receiver<Line> {
+    let (tx, rx) = mpsc::channel(LINE_BUFFER);
+    if let Some(out) = child.stdout.take() {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut lines = CappedLines::new(BufReader::new(out));
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tx.send(Line::Out(line)).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    if let Some(err) = child.stderr.take() {
+        tokio::spawn(async move {
+            let mut lines = CappedLines::new(BufReader::new(err));
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tx.send(Line::Err(line)).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
+}

@@ -1,0 +1,773 @@
+//! The run engine end to end: a real server in-process with its embedded runner, a `custom` agent whose
+//! command is a small shell script replaying real Claude stream-json lines, real child processes.
+//! Synchronisation is polling the store with a deadline, never a fixed sleep.
+#![allow(clippy::unwrap_used)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use muster::app::AppState;
+use muster::domain::*;
+use muster::store::Store;
+use muster::supervisor::RunTiming;
+use muster_tests::{Backend, TestDb};
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The longest any poll waits before the test fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+/// How often a poll looks again.
+const POLL: Duration = Duration::from_millis(25);
+/// A secret value the agent prints; it must never reach the run log.
+const SECRET: &str = "sk-test-hunter2-0123456789";
+
+/// A server with a workspace, its owner (with an API token) and a scratch directory for scripts.
+struct Env {
+    state: AppState,
+    store: Arc<dyn Store>,
+    addr: std::net::SocketAddr,
+    ws: Workspace,
+    owner: UserId,
+    token: String,
+    scripts: tempfile::TempDir,
+    shutdown: CancellationToken,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+    db: TestDb,
+}
+
+/// Clocks short enough for tests; the idle tick is long so that a quick claim proves the wake-up.
+fn test_timing() -> RunTiming {
+    RunTiming {
+        idle_tick: Duration::from_secs(60),
+        int_grace: Duration::from_secs(2),
+        term_grace: Duration::from_secs(2),
+        stall_override: Some(Duration::from_millis(800)),
+        ..RunTiming::default()
+    }
+}
+
+impl Env {
+    /// A fresh server on `backend` with a workspace and its owner; `None` when the backend is absent.
+    async fn start(backend: Backend) -> Option<Env> {
+        let db = TestDb::new(backend).await?;
+        let store = db.store().await;
+        let (user, ws) = seed_workspace(&store).await;
+        Some(Self::boot(db, store, ws, user.id).await)
+    }
+
+    /// Starts the server (and its runner) on a database already seeded with `ws` and its `owner`.
+    async fn boot(db: TestDb, store: Arc<dyn Store>, ws: Workspace, owner: UserId) -> Env {
+        muster_tests::init_tracing();
+        let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
+        store
+            .create_api_token(&NewApiToken {
+                workspace_id: ws.id,
+                user_id: owner,
+                name: "test".to_owned(),
+                prefix: secret.prefix,
+                token_hash: secret.hash,
+                run_id: None,
+            })
+            .await
+            .unwrap();
+        store.close().await;
+        let mut config = db.config();
+        config.embedded_runner = true;
+        let mut app = muster::app::build(config).await.unwrap();
+        app.set_run_timing(test_timing());
+        let addr = app.local_addr().unwrap();
+        let state = app.state().clone();
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        Env {
+            store: state.store.clone(),
+            state,
+            addr,
+            ws,
+            owner,
+            token: secret.secret,
+            scripts: tempfile::tempdir().unwrap(),
+            shutdown,
+            handle,
+            db,
+        }
+    }
+
+    /// Writes `body` as an executable script and returns its path.
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = self.scripts.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    /// Copies a Claude fixture next to the scripts and returns its path.
+    fn fixture(&self, name: &str) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../agents/tests/fixtures/claude")
+            .join(name);
+        let dst = self.scripts.path().join(name);
+        std::fs::copy(src, &dst).unwrap();
+        dst
+    }
+
+    /// A custom agent running `script`, with one secret variable.
+    async fn agent(&self, name: &str, script: &Path) -> Agent {
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        new.command = Some(script.display().to_string());
+        new.max_retries = 0;
+        new.instructions = "Be brief.".to_owned();
+        new.env = vec![EnvVar {
+            key: "SECRET_TOKEN".to_owned(),
+            value: self.state.secrets.seal(SECRET).unwrap(),
+            secret: true,
+        }];
+        self.store.create_agent(self.ws.id, &new).await.unwrap()
+    }
+
+    /// Changes an agent's profile in place.
+    async fn tweak(&self, agent: &Agent, change: impl FnOnce(&mut NewAgent)) -> Agent {
+        let mut profile = agent.profile.clone();
+        change(&mut profile);
+        self.store
+            .update_agent(self.ws.id, agent.id, &profile)
+            .await
+            .unwrap()
+    }
+
+    /// A todo issue with no assignee.
+    async fn issue(&self, title: &str) -> Issue {
+        let mut new = NewIssue::new(IssueTitle::parse(title).unwrap())
+            .with_body("Fix the thing.")
+            .unwrap();
+        new.status = IssueStatus::Todo;
+        self.store.create_issue(self.ws.id, &new).await.unwrap()
+    }
+
+    /// Assigns `agent` through the JSON API, as a person would.
+    async fn assign(&self, issue: &Issue, agent: &Agent) {
+        let path = format!("/api/v1/issues/{}", issue.key);
+        self.api(
+            reqwest::Method::PATCH,
+            &path,
+            json!({ "assignee": agent.profile.name.as_str() }),
+        )
+        .await;
+    }
+
+    /// Sends `body` to `path` with the owner's token and expects 200.
+    async fn api(&self, method: reqwest::Method, path: &str, body: serde_json::Value) {
+        let resp = reqwest::Client::new()
+            .request(method, format!("http://{}{path}", self.addr))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    }
+
+    /// The issue's only run, once it exists.
+    async fn the_run(&self, issue: &Issue) -> Run {
+        poll("a run to be queued", || async {
+            self.store
+                .list_runs_for_issue(issue.id)
+                .await
+                .unwrap()
+                .pop()
+        })
+        .await
+    }
+
+    /// The run once it is in a final state.
+    async fn finished(&self, run: RunId) -> Run {
+        poll("the run to finish", || async {
+            let run = self.store.get_run(run).await.unwrap();
+            run.status.is_terminal().then_some(run)
+        })
+        .await
+    }
+
+    /// The issue once it reaches `status` (the run's follow-up comes right after `finish_run`).
+    async fn issue_reaches(&self, issue: &Issue, status: IssueStatus) -> Issue {
+        poll(&format!("the issue to reach {status}"), || async {
+            let issue = self.store.get_issue_by_id(issue.id).await.unwrap();
+            (issue.status == status).then_some(issue)
+        })
+        .await
+    }
+
+    /// The inbox once it holds an item of `kind` about `run`.
+    async fn inbox_with(&self, kind: InboxKind, run: RunId) -> Vec<InboxItem> {
+        poll(&format!("a {kind} inbox item"), || async {
+            let inbox = self.inbox().await;
+            inbox
+                .iter()
+                .any(|i| i.kind == kind && i.run_id == Some(run))
+                .then_some(inbox)
+        })
+        .await
+    }
+
+    async fn events(&self, run: RunId) -> Vec<RunEvent> {
+        self.store.run_events_since(run, 0, 10_000).await.unwrap()
+    }
+
+    async fn inbox(&self) -> Vec<InboxItem> {
+        self.store.list_inbox(self.ws.id, self.owner).await.unwrap()
+    }
+
+    /// Shuts the server down (its runner first) and hands back the database.
+    async fn stop(self) -> TestDb {
+        self.shutdown.cancel();
+        self.handle.await.unwrap().unwrap();
+        self.db
+    }
+}
+
+/// A workspace (`RUN`) and its owner, straight in the store.
+async fn seed_workspace(store: &Arc<dyn Store>) -> (User, Workspace) {
+    store
+        .create_owner_and_workspace(
+            &NewUser {
+                email: Email::parse("owner@runs.test").unwrap(),
+                display_name: "owner".to_owned(),
+                password_hash: "unused".to_owned(),
+            },
+            &NewWorkspace::parse("Runs", "runs", "RUN").unwrap(),
+        )
+        .await
+        .unwrap()
+}
+
+/// A first attempt, queued straight in the store (no wake-up).
+fn new_run(
+    ws: WorkspaceId,
+    issue: IssueId,
+    agent: AgentId,
+    not_before: Option<chrono::DateTime<Utc>>,
+) -> NewRun {
+    NewRun {
+        workspace_id: ws,
+        issue_id: issue,
+        agent_id: agent,
+        attempt: 1,
+        not_before,
+        chain_depth: 0,
+    }
+}
+
+/// Polls `check` until it yields a value, failing after [`DEADLINE`].
+async fn poll<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Whether `pid` names a live (not zombie) process.
+fn alive(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+    !stat.is_empty() && !state.starts_with('Z') && !state.starts_with('X')
+}
+
+async fn assigned_run_succeeds(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let replay = env.fixture("text.jsonl");
+    let script = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\ncat '{}'\necho \"using $SECRET_TOKEN\"\necho \"stderr $SECRET_TOKEN\" >&2",
+            replay.display()
+        ),
+    );
+    let agent = env.agent("coder", &script).await;
+    let issue = env.issue("Make it work").await;
+    let assigned_at = Instant::now();
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let started = poll("the run to be claimed", || async {
+        let r = env.store.get_run(run.id).await.unwrap();
+        (r.status != RunStatus::Queued).then_some(r)
+    })
+    .await;
+    assert!(
+        assigned_at.elapsed() < Duration::from_secs(10),
+        "claimed at once, not on the (60 s) idle tick: {started:?}"
+    );
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
+    assert_eq!(run.exit_code, Some(0));
+    assert_eq!((run.usage.input_tokens, run.usage.output_tokens), (25, 12));
+    assert!(
+        (run.usage.cost_usd - 0.000425).abs() < 1e-9,
+        "{:?}",
+        run.usage
+    );
+    assert_eq!(
+        run.session_id.as_deref(),
+        Some("5810e3a2-6dd3-4f47-9945-c70ef8ff2a1b")
+    );
+    assert_eq!(run.summary.as_deref(), Some("Hi from the mock!"));
+
+    let events = env.events(run.id).await;
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as i64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    for kind in ["started", "text", "usage", "finished", "raw", "stderr"] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    let started_at = kinds.iter().position(|k| *k == "started").unwrap();
+    let finished_at = kinds.iter().position(|k| *k == "finished").unwrap();
+    assert!(started_at < finished_at, "{kinds:?}");
+    let log =
+        serde_json::to_string(&events.iter().map(|e| &e.payload).collect::<Vec<_>>()).unwrap();
+    assert!(
+        !log.contains(SECRET),
+        "the secret leaked into the log: {log}"
+    );
+    assert!(log.contains("[redacted]"), "{log}");
+
+    let issue = env.issue_reaches(&issue, IssueStatus::InReview).await;
+    let comments = env.store.list_comments(issue.id).await.unwrap();
+    let summary = comments.last().expect("a summary comment");
+    assert_eq!(summary.body, "Hi from the mock!");
+    assert_eq!(summary.author, CommentAuthor::Agent(agent.id));
+    assert_eq!(summary.run_id, Some(run.id));
+    let brief =
+        std::fs::read_to_string(Path::new(run.worktree.as_deref().unwrap()).join("AGENTS.md"))
+            .unwrap();
+    assert!(
+        brief.contains("Make it work") && brief.contains("Be brief."),
+        "{brief}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assigned_run_succeeds_sqlite() {
+    assigned_run_succeeds(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assigned_run_succeeds_postgres() {
+    assigned_run_succeeds(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_agent_fails_the_run_and_returns_the_issue() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let script = env.script(
+        "fail.sh",
+        "cat >/dev/null\necho 'Error: the tool crashed' >&2\nexit 1",
+    );
+    let agent = env.agent("failer", &script).await;
+    let issue = env.issue("Break it").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert_eq!(run.exit_code, Some(1));
+    assert_eq!(run.failure_reason, Some(FailureReason::Exit));
+    let issue = env.issue_reaches(&issue, IssueStatus::Todo).await;
+    env.inbox_with(InboxKind::RunFailed, run.id).await;
+    let events = env.events(run.id).await;
+    assert!(events.iter().any(|e| e.kind == "stderr"), "{events:?}");
+    assert_eq!(
+        env.store.list_runs_for_issue(issue.id).await.unwrap().len(),
+        1,
+        "no retry for `exit`"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_agent_is_flagged_stalled_then_stopped() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let script = env.script("silent.sh", "cat >/dev/null\nsleep 60");
+    let agent = env.agent("sleeper", &script).await;
+    let issue = env.issue("Think hard").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    poll("the stall flag", || async {
+        env.store.get_run(run.id).await.unwrap().stalled_at
+    })
+    .await;
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::TimedOut, "{run:?}");
+    assert_eq!(run.failure_reason, Some(FailureReason::Stalled));
+    assert_eq!(run.stalled_at, None, "a finished run is no longer flagged");
+    let inbox = env.inbox_with(InboxKind::RunFailed, run.id).await;
+    assert!(
+        inbox.iter().any(|i| i.kind == InboxKind::RunStalled),
+        "{inbox:?}"
+    );
+    let events = env.events(run.id).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == "status" && e.payload["status"] == "stalled"),
+        "{events:?}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_whole_process_group() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let pids = env.scripts.path().join("pids");
+    let script = env.script(
+        "busy.sh",
+        &format!(
+            "cat >/dev/null\nsleep 120 &\necho \"$$ $!\" > '{}.tmp'\nmv '{0}.tmp' '{0}'\nwhile :; do echo tick; sleep 0.2; done",
+            pids.display()
+        ),
+    );
+    let agent = env.agent("busy", &script).await;
+    let issue = env.issue("Keep busy").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let pids = poll("the script's pids", || async {
+        std::fs::read_to_string(&pids).ok()
+    })
+    .await;
+    let pids: Vec<String> = pids.split_whitespace().map(str::to_owned).collect();
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|p| alive(p)), "both processes run");
+    poll("the run to be running", || async {
+        let r = env.store.get_run(run.id).await.unwrap();
+        (r.status == RunStatus::Running).then_some(())
+    })
+    .await;
+    muster::supervisor::cancel(&env.state, run.id)
+        .await
+        .unwrap();
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Cancelled, "{run:?}");
+    poll("every process of the group to be gone", || async {
+        pids.iter().all(|p| !alive(p)).then_some(())
+    })
+    .await;
+    env.issue_reaches(&issue, IssueStatus::Todo).await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_queued_run_finishes_it() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let script = env.script("never.sh", "exit 0");
+    let agent = env.agent("never", &script).await;
+    let issue = env.issue("Not now").await;
+    let run = env
+        .store
+        .create_run(&new_run(
+            env.ws.id,
+            issue.id,
+            agent.id,
+            Some(Utc::now() + TimeDelta::hours(1)),
+        ))
+        .await
+        .unwrap();
+    let cancelled = muster::supervisor::cancel(&env.state, run.id)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
+    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let store = db.store().await;
+    let (user, ws) = seed_workspace(&store).await;
+    let mut new = NewAgent::new(AgentName::parse("ghost").unwrap(), AgentKind::Custom);
+    new.command = Some("true".to_owned());
+    let agent = store.create_agent(ws.id, &new).await.unwrap();
+    let issue = store
+        .create_issue(ws.id, &NewIssue::new(IssueTitle::parse("Crashed").unwrap()))
+        .await
+        .unwrap();
+    let old = store
+        .register_runner("crashed", "0.0.1", &json!([]))
+        .await
+        .unwrap();
+    let queued = store
+        .create_run(&new_run(ws.id, issue.id, agent.id, None))
+        .await
+        .unwrap();
+    let then = Utc::now() - TimeDelta::minutes(5);
+    let claimed = store
+        .claim_next_run(old.id, then, then + TimeDelta::seconds(20))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, queued.id);
+    store
+        .start_run(claimed.id, old.id, Some(1), None, None)
+        .await
+        .unwrap();
+    let logged: Vec<NewRunEvent> = (1..=2)
+        .map(|seq| NewRunEvent {
+            seq,
+            at: then,
+            kind: "text".to_owned(),
+            payload: json!({ "text": seq }),
+        })
+        .collect();
+    store.append_run_events(claimed.id, &logged).await.unwrap();
+
+    let env = Env::boot(db, store, ws, user.id).await;
+    let run = env.finished(claimed.id).await;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    assert_eq!(run.failure_reason, Some(FailureReason::RunnerLost));
+    let items = env.inbox_with(InboxKind::RunInterrupted, run.id).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(env.events(run.id).await.len(), 2, "stored events stay");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_token_budget_is_stopped_and_flagged() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let replay = env.fixture("text.jsonl");
+    let script = env.script(
+        "spender.sh",
+        &format!("cat >/dev/null\ncat '{}'\nsleep 60", replay.display()),
+    );
+    let agent = env.agent("spender", &script).await;
+    let agent = env.tweak(&agent, |p| p.budget.tokens = Some(10)).await;
+    let issue = env.issue("Spend").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert_eq!(run.failure_reason, Some(FailureReason::OverBudget));
+    assert_eq!(run.usage.input_tokens + run.usage.output_tokens, 37);
+    env.inbox_with(InboxKind::OverBudget, run.id).await;
+    env.issue_reaches(&issue, IssueStatus::Todo).await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auth_error_stops_the_run_at_once_and_is_never_retried() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let replay = env.fixture("api-error.jsonl");
+    // A CLI that would keep retrying the 401 for minutes.
+    let script = env.script(
+        "unauthorized.sh",
+        &format!("cat >/dev/null\ncat '{}'\nsleep 60", replay.display()),
+    );
+    let agent = env.agent("locked-out", &script).await;
+    let agent = env.tweak(&agent, |p| p.max_retries = 3).await;
+    let issue = env.issue("Log in").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert_eq!(run.failure_reason, Some(FailureReason::Auth));
+    env.inbox_with(InboxKind::RunFailed, run.id).await;
+    let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();
+    assert_eq!(runs.len(), 1, "auth failures are not retried: {runs:?}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_run_is_retried_with_backoff() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let replay = env.fixture("api-error.jsonl");
+    let script = env.script(
+        "limited.sh",
+        &format!(
+            "cat >/dev/null\nsed 's/401/429/g' '{}'\nexit 1",
+            replay.display()
+        ),
+    );
+    let agent = env.agent("limited", &script).await;
+    let agent = env.tweak(&agent, |p| p.max_retries = 1).await;
+    let issue = env.issue("Try again").await;
+    env.assign(&issue, &agent).await;
+    let first = env.the_run(&issue).await;
+    let first = env.finished(first.id).await;
+    assert_eq!(
+        first.failure_reason,
+        Some(FailureReason::RateLimit),
+        "{first:?}"
+    );
+    let retry = poll("the retry to be queued", || async {
+        let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();
+        runs.into_iter().find(|r| r.attempt == 2)
+    })
+    .await;
+    assert_eq!(retry.status, RunStatus::Queued);
+    let wait = retry.not_before.expect("a backoff") - first.finished_at.unwrap();
+    assert!(
+        wait >= TimeDelta::seconds(9),
+        "10 s backoff for the first retry: {wait}"
+    );
+    let inbox = env.inbox().await;
+    assert!(
+        !inbox.iter().any(|i| i.run_id == Some(first.id)),
+        "a retried failure needs nobody yet: {inbox:?}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_issue_waits_until_it_leaves_the_backlog() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let replay = env.fixture("text.jsonl");
+    let script = env.script(
+        "later.sh",
+        &format!("cat >/dev/null\ncat '{}'", replay.display()),
+    );
+    let agent = env.agent("later", &script).await;
+    let issue = env
+        .store
+        .create_issue(
+            env.ws.id,
+            &NewIssue::new(IssueTitle::parse("Someday").unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(issue.status, IssueStatus::Backlog);
+    env.assign(&issue, &agent).await;
+    assert!(
+        env.store
+            .list_runs_for_issue(issue.id)
+            .await
+            .unwrap()
+            .is_empty(),
+        "assigning in the backlog queues nothing"
+    );
+    let path = format!("/api/v1/issues/{}/move", issue.key);
+    env.api(reqwest::Method::POST, &path, json!({ "status": "todo" }))
+        .await;
+    let run = env.the_run(&issue).await;
+    assert_eq!(env.finished(run.id).await.status, RunStatus::Succeeded);
+    env.issue_reaches(&issue, IssueStatus::InReview).await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_events_are_committed_before_they_are_published() {
+    use muster::hub::{LiveEvent, Topic};
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let replay = env.fixture("tool-failing.jsonl");
+    let script = env.script(
+        "live.sh",
+        &format!("cat >/dev/null\ncat '{}'", replay.display()),
+    );
+    let agent = env.agent("live", &script).await;
+    let issue = env.issue("Watch me").await;
+    // Queued straight in the store: the runner (idle tick 60 s) only claims it when woken below.
+    let run = env
+        .store
+        .create_run(&new_run(env.ws.id, issue.id, agent.id, None))
+        .await
+        .unwrap();
+    let mut live = env.state.hub.subscribe(Topic::Run(run.id));
+    env.state.runs.wake();
+    let mut last = 0;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let done = env
+            .store
+            .get_run(run.id)
+            .await
+            .unwrap()
+            .status
+            .is_terminal();
+        if done && last == env.events(run.id).await.len() as i64 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for live events"
+        );
+        let Ok(event) = tokio::time::timeout(POLL * 4, live.recv()).await else {
+            continue;
+        };
+        let event = event.unwrap();
+        let LiveEvent::RunEvents { run_id, last_seq } = *event else {
+            panic!("unexpected {event:?}");
+        };
+        assert_eq!(run_id, run.id);
+        assert!(last_seq > last, "seqs only grow: {last} then {last_seq}");
+        let stored = env.events(run.id).await.len() as i64;
+        assert!(stored >= last_seq, "published {last_seq} before storing it");
+        last = last_seq;
+    }
+    let stored = env.events(run.id).await;
+    assert_eq!(
+        last,
+        stored.len() as i64,
+        "the last publish covers every event"
+    );
+    assert!(
+        stored.iter().any(|e| e.kind == "tool_call")
+            && stored.iter().any(|e| e.kind == "tool_result")
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutting_down_stops_live_runs_as_interrupted() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let pids = env.scripts.path().join("pids");
+    let script = env.script(
+        "forever.sh",
+        &format!(
+            "cat >/dev/null\necho $$ > '{0}.tmp'\nmv '{0}.tmp' '{0}'\nwhile :; do echo tick; sleep 0.2; done",
+            pids.display()
+        ),
+    );
+    let agent = env.agent("forever", &script).await;
+    let issue = env.issue("Never ends").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let pid = poll("the script's pid", || async {
+        std::fs::read_to_string(&pids).ok()
+    })
+    .await;
+    poll("the first tick in the log", || async {
+        let events = env.events(run.id).await;
+        events.iter().any(|e| e.kind == "raw").then_some(())
+    })
+    .await;
+    let (owner, ws) = (env.owner, env.ws.id);
+    let db = env.stop().await;
+    assert!(!alive(pid.trim()), "the agent was stopped with the server");
+    let store = db.store().await;
+    let run = store.get_run(run.id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Interrupted, "{run:?}");
+    assert_eq!(run.failure_reason, Some(FailureReason::RunnerLost));
+    let inbox = store.list_inbox(ws, owner).await.unwrap();
+    assert!(
+        inbox
+            .iter()
+            .any(|i| i.kind == InboxKind::RunInterrupted && i.run_id == Some(run.id)),
+        "{inbox:?}"
+    );
+    let events = store.run_events_since(run.id, 0, 10_000).await.unwrap();
+    assert!(
+        events.iter().any(|e| e.kind == "raw"),
+        "the ticks were kept"
+    );
+    store.close().await;
+}
