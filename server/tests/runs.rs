@@ -387,6 +387,19 @@ async fn failing_agent_fails_the_run_and_returns_the_issue() {
     assert_eq!(run.failure_reason, Some(FailureReason::Exit));
     let issue = env.issue_reaches(&issue, IssueStatus::Todo).await;
     env.inbox_with(InboxKind::RunFailed, run.id).await;
+    let comments = env.store.list_comments(issue.id).await.unwrap();
+    let note = comments
+        .last()
+        .expect("the failure is said on the issue too");
+    assert_eq!(
+        (note.author, note.run_id),
+        (CommentAuthor::System, Some(run.id))
+    );
+    assert!(
+        note.body.contains("failed on") && note.body.contains("(exit)"),
+        "{}",
+        note.body
+    );
     let events = env.events(run.id).await;
     assert!(events.iter().any(|e| e.kind == "stderr"), "{events:?}");
     assert_eq!(

@@ -251,6 +251,11 @@ async fn inbox(
     kind: InboxKind,
     message: String,
 ) -> store::Result<()> {
+    // Also on the issue itself, as Muster's comment: a person sees what went wrong where they look.
+    if let Ok(mut note) = NewComment::parse(CommentAuthor::System, &message) {
+        note.run_id = Some(run.id);
+        state.store.add_comment(issue.id, &note).await?;
+    }
     let item = NewInboxItem {
         workspace_id: run.workspace_id,
         user_id: None,
