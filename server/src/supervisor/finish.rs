@@ -153,20 +153,15 @@ async fn succeeded(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) ->
         comment.run_id = Some(run.id);
         state.store.add_comment(issue.id, &comment).await?;
     }
-    let current = state.store.get_issue_by_id(issue.id).await?;
-    if matches!(current.status, IssueStatus::Todo | IssueStatus::InProgress) {
-        state
-            .store
-            .move_issue(
-                issue.workspace_id,
-                &issue.key,
-                IssueStatus::InReview,
-                None,
-                CommentAuthor::Agent(agent.id),
-            )
-            .await?;
-    }
-    Ok(())
+    let from = [IssueStatus::Todo, IssueStatus::InProgress];
+    move_if_in(
+        state,
+        issue,
+        &from,
+        IssueStatus::InReview,
+        CommentAuthor::Agent(agent.id),
+    )
+    .await
 }
 
 async fn failed(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
@@ -206,20 +201,14 @@ async fn failed(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> st
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
 pub(super) async fn interrupted(state: &AppState, run: &Run, issue: &Issue) -> store::Result<()> {
-    if issue.status == IssueStatus::InProgress
-        || state.store.get_issue_by_id(issue.id).await?.status == IssueStatus::InProgress
-    {
-        state
-            .store
-            .move_issue(
-                issue.workspace_id,
-                &issue.key,
-                IssueStatus::Todo,
-                None,
-                CommentAuthor::System,
-            )
-            .await?;
-    }
+    move_if_in(
+        state,
+        issue,
+        &[IssueStatus::InProgress],
+        IssueStatus::Todo,
+        CommentAuthor::System,
+    )
+    .await?;
     let message = format!(
         "A run on {} was interrupted (its runner stopped); the events it stored are kept. Retry it from the issue.",
         issue.key
@@ -228,17 +217,30 @@ pub(super) async fn interrupted(state: &AppState, run: &Run, issue: &Issue) -> s
 }
 
 async fn return_to_todo(state: &AppState, issue: &Issue, agent: &Agent) -> store::Result<()> {
+    move_if_in(
+        state,
+        issue,
+        &[IssueStatus::InProgress],
+        IssueStatus::Todo,
+        CommentAuthor::Agent(agent.id),
+    )
+    .await
+}
+
+/// Moves the issue to `to` (end of the column) only if it is still in one of `from` — a person may have
+/// moved it meanwhile, and their move wins.
+async fn move_if_in(
+    state: &AppState,
+    issue: &Issue,
+    from: &[IssueStatus],
+    to: IssueStatus,
+    actor: CommentAuthor,
+) -> store::Result<()> {
     let current = state.store.get_issue_by_id(issue.id).await?;
-    if current.status == IssueStatus::InProgress {
+    if from.contains(&current.status) {
         state
             .store
-            .move_issue(
-                issue.workspace_id,
-                &issue.key,
-                IssueStatus::Todo,
-                None,
-                CommentAuthor::Agent(agent.id),
-            )
+            .move_issue(issue.workspace_id, &issue.key, to, None, actor)
             .await?;
     }
     Ok(())
