@@ -37,6 +37,18 @@ pub enum DetectionStatus {
     Broken,
 }
 
+impl DetectionStatus {
+    /// The snake_case name, as serialised (`found`, `too_old`, `not_installed`, `broken`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DetectionStatus::Found => "found",
+            DetectionStatus::TooOld => "too_old",
+            DetectionStatus::NotInstalled => "not_installed",
+            DetectionStatus::Broken => "broken",
+        }
+    }
+}
+
 /// The detection report for one runtime kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Detection {

@@ -29,10 +29,7 @@ pub async fn run(
     let rows: Vec<Vec<String>> = found
         .iter()
         .map(|d| {
-            let status = serde_json::to_value(d.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let status = d.status.as_str().to_owned();
             let what = match (&d.reason, install_hint(d.kind)) {
                 (Some(reason), Some(hint)) if d.version.is_none() || status == "too_old" => {
                     format!("{reason}; {hint}")

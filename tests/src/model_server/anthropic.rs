@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{
     ANTHROPIC_USAGE, DEFAULT_MODEL, Reply, decide, error_response, next_id, sse_body, sse_response,
-    text_of,
+    text_of, user_text,
 };
 
 /// The name of Claude Code's shell tool.
@@ -21,12 +21,7 @@ pub(super) fn messages(request: &Value) -> Response {
         .unwrap_or_default();
     // All user text (markers may sit in any block), and the tool result if the conversation ends
     // with one.
-    let user_text = messages
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|m| text_of(&m["content"]))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let user_text = user_text(messages);
     let tool_output = messages
         .last()
         .and_then(|m| m.get("content"))

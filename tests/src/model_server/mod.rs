@@ -126,6 +126,16 @@ fn marker<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The text of a message `content`: a string, or the `text` of each block of an array.
+/// All user text of a conversation (markers may sit in any block), joined by newlines.
+pub(crate) fn user_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|m| text_of(&m["content"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{
     DEFAULT_MODEL, OPENAI_REASONING_TOKENS, OPENAI_USAGE, Reply, decide, error_response, next_id,
-    sse_body, sse_response, text_of,
+    sse_body, sse_response, text_of, user_text,
 };
 
 /// Codex's shell tools, newest first, with how each takes its command line.
@@ -160,12 +160,7 @@ pub(super) fn chat(request: &Value) -> Response {
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let user_text = messages
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|m| text_of(&m["content"]))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let user_text = user_text(messages);
     let tool_output = messages
         .last()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))

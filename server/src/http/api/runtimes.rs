@@ -43,10 +43,7 @@ fn view((at, found): crate::service::runtimes::Detected) -> RuntimesView {
     let runtimes = found
         .iter()
         .map(|d| {
-            let status = serde_json::to_value(d.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let status = d.status.as_str().to_owned();
             let usable = matches!(
                 d.status,
                 muster_agents::DetectionStatus::Found | muster_agents::DetectionStatus::Broken

@@ -28,10 +28,7 @@ async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
             .map(|d| RuntimeRowView {
                 kind: d.kind.to_string(),
                 label: label(d.kind).to_owned(),
-                status: serde_json::to_value(d.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                status: d.status.as_str().to_owned(),
                 path: d.path.as_ref().map(|p| p.display().to_string()),
                 version: d.version.clone(),
                 reason: d.reason.clone(),
