@@ -10,8 +10,8 @@ use super::ErrorBody;
 use super::views::{CommentView, IssueDetail, IssueView, Names};
 use crate::app::AppState;
 use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
+use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson};
-use crate::http::{Error, Result};
 use crate::service::issues::{self as svc, IssueInput};
 
 pub(super) fn router() -> Router<AppState> {
@@ -199,10 +199,4 @@ pub(super) async fn comment(
         StatusCode::CREATED,
         Json(CommentView::new(&comment, &names)),
     ))
-}
-
-impl From<Result<(), Error>> for Error {
-    fn from(r: Result<(), Error>) -> Self {
-        r.err().unwrap_or(Error::NotFound)
-    }
 }
