@@ -1,0 +1,246 @@
+//! Skills end to end: the built-ins are there after a start, and a real Claude Code (the pinned npm build,
+//! against the scripted model server, offline) lists an attached, enabled skill in its `system/init`
+//! event, and no longer lists it once detached; Muster's copy is gone after the run.
+//!
+//! The Claude half skips loudly without the CLI unless `MUSTER_REQUIRE_AGENT_CLIS=1` (see `agent_clis`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use muster::domain::{AgentKind, AgentName, NewAgent, NewSkill, SkillSource};
+use muster::skills::parse;
+use muster_agents::process::{self, CappedLines};
+use muster_agents::{PermissionMode, RunSpec, RuntimeKind, adapter_for};
+use muster_tests::model_server::ModelServer;
+use muster_tests::{Backend, TestDb, env_setting, spawn_app};
+use tokio::io::BufReader;
+
+const DEADLINE: Duration = Duration::from_secs(120);
+const SKILL: &str = "---\nname: our-migrations\ndescription: How this team writes database migrations.\n---\n\n# Migrations\n\nWrite both dialects.\n";
+
+async fn seeded_after_a_restart(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
+    let app = spawn_app(db.config()).await;
+    let owner = app
+        .store
+        .create_user(&muster::domain::NewUser {
+            email: muster::domain::Email::parse("o@x.test").unwrap(),
+            display_name: "o".into(),
+            password_hash: "x".into(),
+        })
+        .await
+        .unwrap();
+    let ws = app
+        .store
+        .create_workspace(
+            &muster::domain::NewWorkspace::parse("X", "x", "XX").unwrap(),
+            owner.id,
+        )
+        .await
+        .unwrap();
+    assert!(app.store.list_skills(ws.id).await.unwrap().is_empty());
+    app.shutdown.cancel();
+    app.handle.await.unwrap().unwrap();
+
+    let again = spawn_app(db.config()).await;
+    let skills = again.store.list_skills(ws.id).await.unwrap();
+    let built_in: Vec<&str> = skills
+        .iter()
+        .filter(|s| s.source == SkillSource::BuiltIn)
+        .map(|s| s.slug.as_str())
+        .collect();
+    assert_eq!(
+        built_in,
+        [
+            "fix-failing-ci",
+            "report-to-the-board",
+            "review-a-diff",
+            "small-honest-commits",
+            "test-first-fix"
+        ]
+    );
+    again.shutdown.cancel();
+    again.handle.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_ins_are_seeded_at_start_sqlite() {
+    seeded_after_a_restart(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_ins_are_seeded_at_start_postgres() {
+    seeded_after_a_restart(Backend::Postgres).await;
+}
+
+/// The `claude` binary, or `None` after a loud skip.
+fn claude() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    dirs.extend(env_setting("MUSTER_AGENT_CLIS_DIR").map(PathBuf::from));
+    dirs.extend(
+        env_setting("HOME")
+            .map(|h| Path::new(&h).join(".cache/muster-agent-clis/node_modules/.bin")),
+    );
+    let found = dirs.iter().map(|d| d.join("claude")).find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            env_setting("MUSTER_REQUIRE_AGENT_CLIS").is_none_or(|v| v == "0"),
+            "MUSTER_REQUIRE_AGENT_CLIS=1 but `claude` is not installed"
+        );
+        eprintln!(
+            "\n!!! SKIPPING the real-Claude skills test: `claude` was not found (set MUSTER_AGENT_CLIS_DIR).\n"
+        );
+    }
+    found
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            == Some("0")
+    })
+}
+
+/// Runs Claude Code in `workdir` with `home`, as the adapter launches it; returns the `skills` of its
+/// `system/init` event.
+async fn init_skills(
+    binary: &Path,
+    server: &ModelServer,
+    workdir: &Path,
+    home: &Path,
+) -> Vec<String> {
+    let spec = RunSpec {
+        binary: binary.to_path_buf(),
+        prompt: "Say hello to Muster.".into(),
+        base_url: Some(server.base_url().to_owned()),
+        api_key: Some("muster-fake-key".into()),
+        permission_mode: PermissionMode::Bypass,
+        workdir: workdir.to_path_buf(),
+        home_dir: home.to_path_buf(),
+        running_as_root: running_as_root(),
+        ..RunSpec::default()
+    };
+    let launch = adapter_for(RuntimeKind::Claude).command(&spec).unwrap();
+    let mut child = process::spawn(&launch).await.unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut init = None;
+    let read = async {
+        let mut lines = CappedLines::new(BufReader::new(stdout));
+        while let Some(line) = lines.next_line().await? {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            if init.is_none() && v["type"] == "system" && v["subtype"] == "init" {
+                init = Some(v);
+            }
+        }
+        child.wait().await
+    };
+    let status = match tokio::time::timeout(DEADLINE, read).await {
+        Ok(status) => status.unwrap(),
+        Err(_) => {
+            let _ = process::stop_group(&mut child).await;
+            panic!("claude did not finish within {DEADLINE:?}");
+        }
+    };
+    let init = init.unwrap_or_else(|| panic!("no system/init event (exit {status})"));
+    init["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("init has no skills: {init}"))
+        .iter()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
+    let Some(binary) = claude() else {
+        return;
+    };
+    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let config = db.config();
+    muster::app::prepare_data_dir(&config.data_dir).unwrap();
+    let store = db.store().await;
+    let owner = store
+        .create_user(&muster::domain::NewUser {
+            email: muster::domain::Email::parse("o@x.test").unwrap(),
+            display_name: "o".into(),
+            password_hash: "x".into(),
+        })
+        .await
+        .unwrap();
+    let ws = store
+        .create_workspace(
+            &muster::domain::NewWorkspace::parse("X", "x", "XX").unwrap(),
+            owner.id,
+        )
+        .await
+        .unwrap();
+    let parsed = parse::parse(SKILL, Vec::new()).unwrap();
+    let skill = store
+        .create_skill(
+            ws.id,
+            &NewSkill {
+                name: parsed.slug.as_str().into(),
+                slug: parsed.slug.clone(),
+                description: parsed.description,
+                body: parsed.body,
+                files: parsed.files,
+                source: SkillSource::Imported,
+                content_hash: parsed.content_hash,
+            },
+        )
+        .await
+        .unwrap();
+    let profile = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude);
+    let agent = store.create_agent(ws.id, &profile).await.unwrap();
+    store.attach_skill(agent.id, skill.id, true).await.unwrap();
+    let state = muster::app::AppState::new(store.clone(), config)
+        .await
+        .unwrap();
+    let server = ModelServer::start().await.unwrap();
+
+    // Attached and enabled: written into .claude/skills, listed by Claude Code, removed afterwards.
+    let (work, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let brief = work.path().join("CLAUDE.md");
+    std::fs::write(&brief, "# brief\n").unwrap();
+    let written = muster::skills::materialize(&state, &agent, work.path(), home.path(), &brief)
+        .await
+        .unwrap();
+    assert!(
+        work.path()
+            .join(".claude/skills/our-migrations/SKILL.md")
+            .is_file()
+    );
+    let listed = init_skills(&binary, &server, work.path(), home.path()).await;
+    assert!(
+        listed.iter().any(|s| s == "our-migrations"),
+        "init skills: {listed:?}"
+    );
+    drop(written);
+    assert!(
+        !work.path().join(".claude/skills").exists(),
+        "Muster's skill folder is removed after the run"
+    );
+
+    // Disabled, then detached: not written, not listed.
+    store.attach_skill(agent.id, skill.id, false).await.unwrap();
+    let (work2, home2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let off = muster::skills::materialize(&state, &agent, work2.path(), home2.path(), &brief)
+        .await
+        .unwrap();
+    assert!(off.manifest().is_empty(), "a disabled skill is not written");
+    store.detach_skill(agent.id, skill.id).await.unwrap();
+    let none = muster::skills::materialize(&state, &agent, work2.path(), home2.path(), &brief)
+        .await
+        .unwrap();
+    assert!(none.manifest().is_empty());
+    let listed = init_skills(&binary, &server, work2.path(), home2.path()).await;
+    assert!(
+        !listed.iter().any(|s| s == "our-migrations"),
+        "init skills: {listed:?}"
+    );
+    store.close().await;
+}
