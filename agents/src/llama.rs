@@ -1,17 +1,29 @@
-//! Local OpenAI-compatible servers (llama-server, Ollama, llamafile, …).
+//! Local OpenAI-compatible servers (llama-server, Ollama, llamafile, vLLM, LM Studio).
 //!
-//! Muster runs the agent loop for these itself (ARCHITECTURE.md §5), so there is no CLI to launch:
-//! [`Adapter::command`] fails with [`Error::NoLaunch`]. Detection looks for the server binaries
-//! ([`BINARIES`]); events from the loop travel as Muster's own `AgentEvent` JSON, which
-//! [`Adapter::parse_line`] reads back.
+//! Muster runs the agent loop for these itself (ARCHITECTURE.md §5), as a child process of its own binary:
+//! [`Adapter::command`] launches `<muster> llama-loop …` ([`RunSpec::binary`] is the `muster` executable for
+//! this kind), so stall, budget, cancel and timeouts apply as to any CLI. The loop prints one
+//! [`AgentEvent`] JSON object per line, which [`Adapter::parse_line`] reads back. The brief (`AGENTS.md` in the
+//! working directory) and the skills folder become the system prompt; the prompt arrives on stdin.
+//!
+//! Detection of the server binaries ([`BINARIES`], [`detect_binaries`]) reuses [`crate::detect`].
 
 use std::path::Path;
 
-use crate::adapter::{Adapter, LaunchSpec, RunSpec, RuntimeKind};
-use crate::{AgentEvent, Error, custom};
+use crate::adapter::{
+    Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, base_env, finish_env,
+};
+use crate::detect::{Detection, detect_with_timeout};
+use crate::{AgentEvent, custom};
 
 /// Binaries that indicate a local runtime, in order of preference.
 pub const BINARIES: [&str; 4] = ["llama-server", "ollama", "llamafile", "llama-cli"];
+
+/// The brief file the loop reads as its system prompt (the name the run engine writes for non-Claude kinds).
+pub const BRIEF_FILE: &str = "AGENTS.md";
+
+/// The subcommand of the `muster` binary that runs the loop.
+pub const SUBCOMMAND: &str = "llama-loop";
 
 /// The local-Llama adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,11 +38,8 @@ impl Adapter for LlamaAdapter {
         custom::parse_json_line(line)
     }
 
-    fn command(&self, _spec: &RunSpec) -> crate::Result<LaunchSpec> {
-        Err(Error::NoLaunch {
-            kind: RuntimeKind::Llama,
-            reason: "Muster runs the agent loop against the local server itself",
-        })
+    fn command(&self, spec: &RunSpec) -> crate::Result<LaunchSpec> {
+        Ok(command(spec))
     }
 
     fn skills_dir(&self) -> &'static Path {
@@ -38,29 +47,135 @@ impl Adapter for LlamaAdapter {
     }
 }
 
+/// `<muster> llama-loop --system-file <workdir>/AGENTS.md --skills-dir … --workdir … [--base-url] [--model]
+/// [--read-only] <extra args>`, the prompt on stdin. Sampling settings arrive as extra arguments
+/// (`--temperature`, `--max-tokens`, `--ctx-size`, `--no-tools`).
+pub fn command(spec: &RunSpec) -> LaunchSpec {
+    let dir = &spec.workdir;
+    let mut args: Vec<String> = vec![
+        SUBCOMMAND.into(),
+        "--system-file".into(),
+        dir.join(BRIEF_FILE).display().to_string(),
+        "--skills-dir".into(),
+        dir.join(LlamaAdapter.skills_dir()).display().to_string(),
+        "--workdir".into(),
+        dir.display().to_string(),
+    ];
+    if let Some(url) = spec.base_url.as_deref().filter(|u| !u.trim().is_empty()) {
+        args.extend(["--base-url".into(), url.trim().to_owned()]);
+    }
+    if let Some(model) = spec.model.as_deref().filter(|m| !m.trim().is_empty()) {
+        args.extend(["--model".into(), model.trim().to_owned()]);
+    }
+    if spec.permission_mode == PermissionMode::ReadOnly {
+        args.push("--read-only".into());
+    }
+    args.extend(spec.extra_args.iter().cloned());
+    LaunchSpec {
+        program: spec.binary.clone(),
+        args,
+        env: finish_env(base_env(spec), spec),
+        cwd: spec.workdir.clone(),
+        stdin: Some(spec.prompt.clone()),
+        files: Vec::new(),
+    }
+}
+
+/// Every local runtime binary found on `PATH` ([`BINARIES`]), each with its `--version`.
+pub async fn detect_binaries() -> Vec<Detection> {
+    let found = tokio::task::spawn_blocking(|| {
+        BINARIES
+            .iter()
+            .filter_map(|name| which::which(name).ok())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    let mut out = Vec::new();
+    for path in found {
+        out.push(
+            detect_with_timeout(
+                RuntimeKind::Llama,
+                Some(&path),
+                crate::detect::VERSION_TIMEOUT,
+            )
+            .await,
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]
-    fn llama_has_no_command_and_reads_native_events() {
-        let adapter = LlamaAdapter;
-        let err = adapter.command(&RunSpec::default()).unwrap_err();
-        assert!(matches!(
-            err,
-            Error::NoLaunch {
-                kind: RuntimeKind::Llama,
-                ..
-            }
-        ));
+    fn launches_the_muster_loop_with_the_brief_and_reads_native_events() {
+        let spec = RunSpec {
+            binary: PathBuf::from("/opt/muster"),
+            prompt: "Work on MUS-1".into(),
+            model: Some("smollm2".into()),
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            extra_args: vec!["--temperature".into(), "0".into()],
+            permission_mode: PermissionMode::ReadOnly,
+            env: vec![("MUSTER_ISSUE".into(), "MUS-1".into())],
+            workdir: PathBuf::from("/runs/r1/work"),
+            home_dir: PathBuf::from("/runs/r1/home"),
+            ..RunSpec::default()
+        };
+        let launch = LlamaAdapter.command(&spec).unwrap();
+        assert_eq!(launch.program, PathBuf::from("/opt/muster"));
         assert_eq!(
-            err.to_string(),
-            "llama has no command to launch: Muster runs the agent loop against the local server itself"
+            launch.args,
+            [
+                "llama-loop",
+                "--system-file",
+                "/runs/r1/work/AGENTS.md",
+                "--skills-dir",
+                "/runs/r1/work/.agents/skills",
+                "--workdir",
+                "/runs/r1/work",
+                "--base-url",
+                "http://127.0.0.1:8080/v1",
+                "--model",
+                "smollm2",
+                "--read-only",
+                "--temperature",
+                "0"
+            ]
         );
+        assert_eq!(launch.stdin.as_deref(), Some("Work on MUS-1"));
+        assert_eq!(launch.cwd, PathBuf::from("/runs/r1/work"));
+        assert_eq!(launch.env_value("HOME"), Some("/runs/r1/home"));
+        assert_eq!(launch.env_value("MUSTER_ISSUE"), Some("MUS-1"));
+
+        let bare = LlamaAdapter.command(&RunSpec::default()).unwrap();
+        assert!(
+            !bare
+                .args
+                .iter()
+                .any(|a| a == "--base-url" || a == "--model" || a == "--read-only")
+        );
+
         assert_eq!(
-            adapter.parse_line(r#"{"kind":"text","text":"hi"}"#),
+            LlamaAdapter.parse_line(r#"{"kind":"text","text":"hi"}"#),
             vec![AgentEvent::Text { text: "hi".into() }]
         );
-        assert_eq!(adapter.skills_dir(), Path::new(".agents/skills"));
+        assert_eq!(
+            LlamaAdapter.parse_line(r#"{"kind":"usage","input":3,"output":5,"cache_read":0,"cache_write":0,"cost_usd":0.0}"#),
+            vec![AgentEvent::Usage(crate::TokenUsage {
+                input: 3,
+                output: 5,
+                cost_usd: Some(0.0),
+                ..Default::default()
+            })]
+        );
+        assert_eq!(
+            LlamaAdapter.parse_line("not json"),
+            vec![AgentEvent::raw("not json")]
+        );
+        assert_eq!(LlamaAdapter.skills_dir(), Path::new(".agents/skills"));
     }
 }

@@ -1,0 +1,59 @@
+//! Muster's local-model side: the agent loop that `muster llama-loop` runs against an OpenAI-compatible
+//! `/v1/chat/completions` endpoint (llama.cpp's `llama-server`, Ollama, llamafile, vLLM, LM Studio), and the
+//! probes that find such servers.
+//!
+//! The loop ([`agent::run`]) streams each turn (`stream: true`), coalesces token deltas into readable
+//! [`AgentEvent::Text`] chunks ([`coalesce`]), records usage at zero cost and llama.cpp's `timings`, and, when
+//! the model takes tools, runs a small tool set confined to the run's working directory ([`tools`]). It
+//! writes one [`AgentEvent`] JSON line per event, which the llama adapter in `muster-agents` reads back, so
+//! the run engine's guards (stall, budget, cancel, timeouts, the durable log) apply unchanged.
+//!
+//! This crate is the only one besides the server's client that speaks HTTP; `muster-agents` stays free of
+//! it. Child processes (the `run_command` tool) are still started through `muster_agents::process`.
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod chat;
+pub mod coalesce;
+pub mod probe;
+pub mod sse;
+pub mod tools;
+
+pub use agent::{EventSink, JsonLines, Settings, run};
+pub use muster_agents::AgentEvent;
+pub use probe::{ModelServer, ServerKind, ServerStatus};
+
+/// `base` without a trailing slash or `/v1`: the server root that `/v1/…`, `/props` and `/api/…` hang off.
+pub fn server_root(base: &str) -> String {
+    let trimmed = base.trim().trim_end_matches('/');
+    trimmed
+        .strip_suffix("/v1")
+        .unwrap_or(trimmed)
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// A short, single-line excerpt of `text` for error messages (server bodies may be huge or binary).
+pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max_chars {
+        let cut: String = flat.chars().take(max_chars).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_root_drops_the_api_suffix_and_slashes() {
+        assert_eq!(server_root("http://h:8080/v1/"), "http://h:8080");
+        assert_eq!(server_root(" http://h:8080/ "), "http://h:8080");
+        assert_eq!(server_root("http://h/proxy/v1"), "http://h/proxy");
+        assert_eq!(excerpt("a\n  b   c", 10), "a b c");
+        assert_eq!(excerpt("abcdef", 3), "abc…");
+    }
+}
