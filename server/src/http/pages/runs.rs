@@ -1,0 +1,260 @@
+//! The run page: every stored event rendered as a timeline, then (while the run is live) a WebSocket
+//! that resumes after the last rendered seq and pushes what follows as out-of-band fragments; and the
+//! cancel and retry forms. Also the views of runs the issue page and the board use.
+
+mod live;
+mod timeline;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use muster_web::views::{NavItem, RunCountersView, RunHeaderView, RunPageView, RunRowView};
+
+use super::inbox::nav_with_inbox;
+use super::views::People;
+use super::{PageResult, see_other};
+use crate::app::AppState;
+use crate::domain::{Actor, FailureReason, Run, RunId, RunStatus, Usage};
+use crate::http::Error;
+use crate::http::extract::{UiForm, WsMember};
+use crate::service::runs as svc;
+use timeline::{Timeline, diff_view};
+
+/// Events read from the store per page when rendering a whole log.
+const READ_PAGE: i64 = 1_000;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/w/{slug}/runs/{id}", get(show))
+        .route("/w/{slug}/runs/{id}/cancel", post(cancel))
+        .route("/w/{slug}/runs/{id}/retry", post(retry))
+        .route("/w/{slug}/runs/{id}/live", get(live::live))
+}
+
+/// A run id from the path; anything else is 404.
+pub(super) fn parse_run_id(raw: &str) -> crate::http::Result<RunId> {
+    raw.parse::<RunId>().map_err(|_| Error::NotFound)
+}
+
+/// The run page's URL.
+pub(super) fn run_url(slug: &str, id: RunId) -> String {
+    format!("/w/{slug}/runs/{id}")
+}
+
+async fn show(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, id)): Path<(String, String)>,
+) -> PageResult {
+    let run = svc::get(&state, &member.caller, parse_run_id(&id)?).await?;
+    let people = People::load(&state, &member.caller).await?;
+    let issue = state.store.get_issue_by_id(run.issue_id).await?;
+    let slug = member.caller.ws.slug.to_string();
+    let mut fold = Timeline::new(run.id.to_string(), agent_model(&people, &run));
+    let mut after = 0;
+    loop {
+        let events = state
+            .store
+            .run_events_since(run.id, after, READ_PAGE)
+            .await?;
+        let Some(last) = events.last() else { break };
+        after = last.seq;
+        events.iter().for_each(|e| fold.push(e));
+    }
+    let items = fold.take().items;
+    let usage = if run.status.is_terminal() {
+        run.usage
+    } else {
+        fold.usage
+    };
+    let view = RunPageView {
+        nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
+        header: header_view(&slug, &run, &issue, &people),
+        counters: counters_view(&run, &usage),
+        items,
+        diff: diff_view(run.diff_stat.as_deref(), fold.patch.as_deref()),
+        last_seq: fold.last_seq,
+        live_url: (!run.status.is_terminal())
+            .then(|| format!("{}/live?after={}", run_url(&slug, run.id), fold.last_seq)),
+    };
+    Ok(muster_web::pages::run(&view).into_response())
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, id)): Path<(String, String)>,
+    _form: UiForm,
+) -> PageResult {
+    let run = svc::cancel(&state, &member.caller, parse_run_id(&id)?).await?;
+    Ok(see_other(&run_url(member.caller.ws.slug.as_str(), run.id)))
+}
+
+async fn retry(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, id)): Path<(String, String)>,
+    _form: UiForm,
+) -> PageResult {
+    let queued = svc::retry(&state, &member.caller, parse_run_id(&id)?).await?;
+    Ok(see_other(&run_url(
+        member.caller.ws.slug.as_str(),
+        queued.id,
+    )))
+}
+
+/// The agent's configured model, to price usage its CLI reports without a cost.
+fn agent_model(people: &People, run: &Run) -> Option<String> {
+    people
+        .agents
+        .iter()
+        .find(|a| a.id == run.agent_id)
+        .and_then(|a| a.profile.model.clone())
+}
+
+/// The run page's header.
+pub(super) fn header_view(
+    slug: &str,
+    run: &Run,
+    issue: &crate::domain::Issue,
+    people: &People,
+) -> RunHeaderView {
+    let url = run_url(slug, run.id);
+    RunHeaderView {
+        id: run.id.to_string(),
+        issue_key: issue.key.to_string(),
+        issue_title: issue.title.as_str().to_owned(),
+        issue_url: format!("/w/{slug}/issues/{}", issue.key),
+        agent: Some(people.person(Actor::Agent(run.agent_id))),
+        attempt: run.attempt,
+        status: run.status.to_string(),
+        stalled_at: run.stalled_at.filter(|_| !run.status.is_terminal()),
+        failure: run.failure_reason.map(failure_text),
+        exit_code: run.exit_code.filter(|_| run.failure_reason.is_some()),
+        branch: run.branch.clone(),
+        created_at: Some(run.created_at),
+        cancel_url: (!run.status.is_terminal()).then(|| format!("{url}/cancel")),
+        retry_url: svc::retryable(run.status).then(|| format!("{url}/retry")),
+        url,
+    }
+}
+
+/// A failure reason in plain words.
+pub(super) fn failure_text(reason: FailureReason) -> String {
+    let text = match reason {
+        FailureReason::Auth => "the agent's credentials were refused",
+        FailureReason::RateLimit => "the model provider rate-limited the agent",
+        FailureReason::Server => "the model provider failed",
+        FailureReason::Network => "the model provider could not be reached",
+        FailureReason::Config => "the agent's configuration is wrong",
+        FailureReason::MissingCli => "the agent's CLI is not installed",
+        FailureReason::RunnerLost => "the runner stopped while the run was live",
+        FailureReason::OverBudget => "it went over its budget and was stopped",
+        FailureReason::Stalled => "it stayed silent past its stall timeout and was stopped",
+        FailureReason::Timeout => "it ran out of time",
+        FailureReason::Exit => "the agent exited with an error",
+    };
+    format!("{text} ({reason})")
+}
+
+/// The counters for `usage`, with the run's clock.
+pub(super) fn counters_view(run: &Run, usage: &Usage) -> RunCountersView {
+    RunCountersView {
+        input_tokens: thousands(usage.input_tokens),
+        output_tokens: thousands(usage.output_tokens),
+        cache_tokens: thousands(usage.cache_read_tokens + usage.cache_write_tokens),
+        cost: usd(usage.cost_usd),
+        started_at: run.started_at,
+        finished_at: run
+            .finished_at
+            .or_else(|| run.status.is_terminal().then(Utc::now)),
+        elapsed: run
+            .started_at
+            .map(|s| duration(s, run.finished_at.unwrap_or_else(Utc::now)))
+            .unwrap_or_else(|| "—".to_owned()),
+    }
+}
+
+/// `12345` → `"12,345"`.
+pub(crate) fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+/// `0.04213` → `"$0.0421"`.
+pub(crate) fn usd(v: f64) -> String {
+    format!("${v:.4}")
+}
+
+/// `"2m 05s"`, `"1h 02m"`, `"12s"`.
+pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
+    let secs = (to - from).num_seconds().max(0);
+    match secs {
+        s if s >= 3600 => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+        s if s >= 60 => format!("{}m {:02}s", s / 60, s % 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// A row of the issue page's run list.
+pub(crate) fn run_row(slug: &str, run: &Run, people: &People) -> RunRowView {
+    let u = &run.usage;
+    let tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+    RunRowView {
+        url: run_url(slug, run.id),
+        agent: Some(people.person(Actor::Agent(run.agent_id))),
+        attempt: run.attempt,
+        status: run.status.to_string(),
+        stalled: run.stalled_at.is_some() && !run.status.is_terminal(),
+        tokens: thousands(tokens),
+        cost: usd(u.cost_usd),
+        duration: run
+            .started_at
+            .map(|s| duration(s, run.finished_at.unwrap_or_else(Utc::now)))
+            .unwrap_or_default(),
+        diff_stat: run
+            .diff_stat
+            .as_deref()
+            .and_then(|s| s.lines().rev().find(|l| !l.trim().is_empty()))
+            .map(|l| l.trim().to_owned()),
+        created_at: run.created_at,
+    }
+}
+
+/// The board card's run indicator for an issue's latest run: `queued`, `running`, `stalled`, `failed`,
+/// `timed_out`, `interrupted`; nothing once it succeeded or was cancelled.
+pub(crate) fn card_run_state(run: &Run) -> Option<String> {
+    Some(match run.status {
+        RunStatus::Queued | RunStatus::Claimed => "queued".to_owned(),
+        RunStatus::Running if run.stalled_at.is_some() => "stalled".to_owned(),
+        RunStatus::Succeeded | RunStatus::Cancelled => return None,
+        other => other.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(12_345_678), "12,345,678");
+        assert_eq!(usd(0.000425), "$0.0004");
+        let t = Utc::now();
+        assert_eq!(duration(t, t + chrono::TimeDelta::seconds(125)), "2m 05s");
+        assert_eq!(duration(t, t + chrono::TimeDelta::seconds(3720)), "1h 02m");
+        assert_eq!(duration(t, t - chrono::TimeDelta::seconds(5)), "0s");
+    }
+}

@@ -1,0 +1,232 @@
+//! `GET /w/{slug}/runs/{id}/live?after={seq}`: the run page's WebSocket. It follows the run with
+//! [`svc::follow`] (subscribe, replay after the page's cursor, then live: each event once, in order) and
+//! pushes HTML fragments for htmx's `ws` extension: new timeline entries, results into their calls, the
+//! counters, the header when the status or stall changed, the moved cursor, and at the end the final
+//! header and the diff, after which it closes normally (so the browser does not reconnect).
+//!
+//! A browser that lost the socket reconnects with the cursor the page holds (`app.js` rewrites `after`),
+//! so nothing is shown twice or missed.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
+use axum::extract::{Path, Query, State, WebSocketUpgrade};
+use axum::http::HeaderMap;
+use axum::response::IntoResponse;
+use futures_util::StreamExt as _;
+use muster_web::views::{RunHeaderView, RunLiveFrame};
+use serde::Deserialize;
+
+use super::timeline::{Timeline, diff_view};
+use super::{READ_PAGE, agent_model, counters_view, header_view, parse_run_id};
+use crate::app::AppState;
+use crate::domain::{Issue, Run, Seq};
+use crate::http::Error;
+use crate::http::extract::WsMember;
+use crate::http::pages::PageResult;
+use crate::http::pages::board::same_origin;
+use crate::http::pages::views::People;
+use crate::service::runs::{self as svc, FollowItem};
+
+/// Most events rendered into one push; more that are ready go in the next one.
+const FRAME_EVENTS: usize = 128;
+/// How often an idle socket is pinged, so dead connections are noticed.
+const PING_EVERY: Duration = Duration::from_secs(30);
+
+/// The cursor the page sends: the last seq it shows.
+#[derive(Debug, Deserialize)]
+pub(in crate::http::pages) struct LiveQuery {
+    #[serde(default)]
+    after: Seq,
+}
+
+pub(in crate::http::pages) async fn live(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, id)): Path<(String, String)>,
+    Query(query): Query<LiveQuery>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> PageResult {
+    if !same_origin(&headers) {
+        return Err(Error::Forbidden.into());
+    }
+    let run = svc::get(&state, &member.caller, parse_run_id(&id)?).await?;
+    let people = People::load(&state, &member.caller).await?;
+    let issue = state.store.get_issue_by_id(run.issue_id).await?;
+    let page = Page {
+        slug: member.caller.ws.slug.to_string(),
+        csrf: member.csrf,
+        people,
+        issue,
+    };
+    let after = query.after.max(0);
+    Ok(upgrade
+        .on_upgrade(move |socket| run_socket(state, page, run, after, socket))
+        .into_response())
+}
+
+/// What the fragments need besides the run.
+struct Page {
+    slug: String,
+    csrf: String,
+    people: People,
+    issue: Issue,
+}
+
+/// What one push does to the socket.
+enum Push {
+    Frame(String),
+    /// The last frame; close normally after it.
+    Last(String),
+    /// Following failed: close with "try again later" so the browser reconnects from its cursor.
+    Failed(String),
+}
+
+async fn run_socket(state: AppState, page: Page, run: Run, after: Seq, mut socket: WebSocket) {
+    let mut fold = Timeline::new(run.id.to_string(), agent_model(&page.people, &run));
+    if let Err(e) = prime(&state, &mut fold, &run, after).await {
+        tracing::warn!(error = %e, run.id = %run.id, "cannot read the run's log for its socket");
+        close(&mut socket, close_code::AGAIN, "cannot read the run's log").await;
+        return;
+    }
+    let mut shown = Shown {
+        header: header_view(&page.slug, &run, &page.issue, &page.people),
+        started_at: run.started_at,
+    };
+    let follow = svc::follow(&state, run.id, after).ready_chunks(FRAME_EVENTS);
+    tokio::pin!(follow);
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    loop {
+        tokio::select! {
+            chunk = follow.next() => {
+                let Some(chunk) = chunk else { break };
+                match render(&state, &page, &run, &mut fold, &mut shown, chunk).await {
+                    Push::Frame(html) => {
+                        if socket.send(Message::Text(html.into())).await.is_err() {
+                            break;
+                        }
+                    }
+                    Push::Last(html) => {
+                        if socket.send(Message::Text(html.into())).await.is_ok() {
+                            close(&mut socket, close_code::NORMAL, "the run ended").await;
+                        }
+                        break;
+                    }
+                    Push::Failed(why) => {
+                        close(&mut socket, close_code::AGAIN, &why).await;
+                        break;
+                    }
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(_)) => {}
+            },
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Vec::new().into())).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+    let reason: String = reason.chars().take(100).collect();
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.into(),
+        })))
+        .await;
+}
+
+/// Folds the events the page already shows (seq ≤ `after`), for the counters' totals and to know which
+/// tool calls are on the page.
+async fn prime(
+    state: &AppState,
+    fold: &mut Timeline,
+    run: &Run,
+    after: Seq,
+) -> crate::store::Result<()> {
+    let mut cursor = 0;
+    while cursor < after {
+        let events = state
+            .store
+            .run_events_since(run.id, cursor, READ_PAGE)
+            .await?;
+        let Some(last) = events.last() else { break };
+        cursor = last.seq;
+        events
+            .iter()
+            .filter(|e| e.seq <= after)
+            .for_each(|e| fold.push(e));
+    }
+    fold.take();
+    fold.last_seq = fold.last_seq.max(after);
+    Ok(())
+}
+
+/// What the page shows now, to push the header and clock only when they change.
+struct Shown {
+    header: RunHeaderView,
+    started_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// One push for a chunk of follow items.
+async fn render(
+    state: &AppState,
+    page: &Page,
+    run: &Run,
+    fold: &mut Timeline,
+    shown: &mut Shown,
+    chunk: Vec<FollowItem>,
+) -> Push {
+    let mut ended = None;
+    for item in chunk {
+        match item {
+            FollowItem::Event(e) => fold.push(&e),
+            FollowItem::Ended(r) => ended = Some(r),
+            FollowItem::Error(why) => return Push::Failed(why),
+        }
+    }
+    let batch = fold.take();
+    let now = match &ended {
+        Some(r) => r.clone(),
+        None => state
+            .store
+            .get_run(run.id)
+            .await
+            .unwrap_or_else(|_| run.clone()),
+    };
+    let header = header_view(&page.slug, &now, &page.issue, &page.people);
+    let header_changed = header != shown.header;
+    let clock_changed = now.started_at != shown.started_at;
+    let usage = if now.status.is_terminal() {
+        now.usage
+    } else {
+        fold.usage
+    };
+    let frame = RunLiveFrame {
+        run_id: run.id.to_string(),
+        items: batch.items,
+        results: batch.results,
+        counters: (batch.usage_changed || clock_changed || ended.is_some())
+            .then(|| counters_view(&now, &usage)),
+        header: header_changed.then(|| header.clone()),
+        diff: ended
+            .as_ref()
+            .map(|r| diff_view(r.diff_stat.as_deref(), fold.patch.as_deref())),
+        last_seq: fold.last_seq,
+    };
+    shown.header = header;
+    shown.started_at = now.started_at;
+    let html = muster_web::pages::run_live_frame(&frame, &page.csrf).into_string();
+    if ended.is_some() {
+        Push::Last(html)
+    } else {
+        Push::Frame(html)
+    }
+}

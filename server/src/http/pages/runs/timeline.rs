@@ -1,0 +1,307 @@
+//! A run's stored events folded into the run page's timeline: assistant text as sanitised markdown,
+//! tool calls paired with their results (by id), commands, file changes, errors, stderr; `usage` events
+//! summed into the counters; a `diff` event kept for the end of the page.
+//!
+//! The same fold serves the first render (every stored event) and the live socket (a primer of the
+//! events the page already shows, then one batch per push), so both render an event the same way.
+
+use std::collections::{HashMap, HashSet};
+
+use muster_agents::{AgentEvent, RateTable, TokenUsage};
+use muster_web::views::{
+    DiffLineView, LongTextView, RunDiffView, RunItemKind, RunItemView, ToolResultView,
+};
+use serde_json::Value;
+
+use crate::domain::{RunEvent, Seq, Usage};
+use crate::markdown::to_safe_html;
+
+/// Lines of a long output shown before "show all".
+const SHOWN_LINES: usize = 20;
+/// Characters of a long output shown before "show all".
+const SHOWN_CHARS: usize = 4_000;
+/// Lines of a patch rendered; the rest is counted, not shown.
+const MAX_DIFF_LINES: usize = 5_000;
+
+/// What one batch of events changes on the page.
+#[derive(Debug, Default)]
+pub(super) struct Batch {
+    /// New timeline entries, in order.
+    pub items: Vec<RunItemView>,
+    /// Results of calls from earlier batches: `(slot_id, result)`.
+    pub results: Vec<(String, ToolResultView)>,
+    pub usage_changed: bool,
+    /// A `status` event (stalled, running) arrived: the header changed.
+    pub status_changed: bool,
+}
+
+/// The fold over a run's events.
+pub(super) struct Timeline {
+    run_id: String,
+    model: Option<String>,
+    rates: RateTable,
+    /// Token and cost totals of the `usage` events so far.
+    pub usage: Usage,
+    /// The unified diff of the last `diff` event.
+    pub patch: Option<String>,
+    /// The highest seq folded.
+    pub last_seq: Seq,
+    last_text: Option<String>,
+    batch: Batch,
+    /// Calls of the current batch: tool id → index in `batch.items`.
+    open_calls: HashMap<String, usize>,
+    /// Calls of earlier batches (already on the page).
+    known_calls: HashSet<String>,
+}
+
+impl Timeline {
+    /// An empty fold for run `run_id`; `model` prices usage that carries no cost (as the run engine does).
+    pub(super) fn new(run_id: String, model: Option<String>) -> Self {
+        Self {
+            run_id,
+            model,
+            rates: RateTable::default(),
+            usage: Usage::default(),
+            patch: None,
+            last_seq: 0,
+            last_text: None,
+            batch: Batch::default(),
+            open_calls: HashMap::new(),
+            known_calls: HashSet::new(),
+        }
+    }
+
+    /// Ends the current batch and returns what it changed.
+    pub(super) fn take(&mut self) -> Batch {
+        self.known_calls
+            .extend(self.open_calls.drain().map(|(id, _)| id));
+        std::mem::take(&mut self.batch)
+    }
+
+    /// Folds one event in.
+    pub(super) fn push(&mut self, e: &RunEvent) {
+        self.last_seq = self.last_seq.max(e.seq);
+        let line = |key: &str| e.payload[key].as_str().unwrap_or_default().to_owned();
+        let kind = match e.kind.as_str() {
+            "stderr" => RunItemKind::Stderr { line: line("line") },
+            "status" => {
+                self.batch.status_changed = true;
+                RunItemKind::Status {
+                    status: line("status"),
+                }
+            }
+            "diff" => {
+                self.patch = Some(line("patch"));
+                return;
+            }
+            _ => match serde_json::from_value::<AgentEvent>(e.payload.clone()) {
+                Ok(event) => match self.agent_event(event) {
+                    Some(kind) => kind,
+                    None => return,
+                },
+                Err(_) => RunItemKind::Raw {
+                    line: format!("{}: {}", e.kind, e.payload),
+                },
+            },
+        };
+        self.batch.items.push(RunItemView {
+            seq: e.seq,
+            at: e.at,
+            kind,
+        });
+    }
+
+    /// The entry for an agent event; `None` when it only changes the counters or a call's block.
+    fn agent_event(&mut self, event: AgentEvent) -> Option<RunItemKind> {
+        Some(match event {
+            AgentEvent::Started {
+                session_id,
+                model,
+                skills,
+            } => {
+                if model.is_some() {
+                    self.model.clone_from(&model);
+                }
+                RunItemKind::Started {
+                    session_id,
+                    model,
+                    skills,
+                }
+            }
+            AgentEvent::Text { text } => {
+                let html = to_safe_html(&text);
+                self.last_text = Some(text);
+                RunItemKind::Text { html }
+            }
+            AgentEvent::Thinking { text } => RunItemKind::Thinking { text },
+            AgentEvent::ToolCall { id, name, input } => {
+                self.open_calls.insert(id.clone(), self.batch.items.len());
+                RunItemKind::ToolCall {
+                    slot_id: self.slot_id(&id),
+                    name,
+                    input: long_text(&tool_input(&input)),
+                    result: None,
+                }
+            }
+            AgentEvent::ToolResult {
+                id,
+                output,
+                is_error,
+            } => {
+                let result = ToolResultView {
+                    output: long_text(&output),
+                    is_error,
+                };
+                return self.place_result(&id, result);
+            }
+            AgentEvent::Command {
+                cmd,
+                exit_code,
+                output,
+            } => RunItemKind::Command {
+                cmd,
+                exit_code,
+                output: long_text(&output),
+            },
+            AgentEvent::FileChange { path, change } => RunItemKind::FileChange {
+                path,
+                change: serde_json::to_value(change)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "update".to_owned()),
+            },
+            AgentEvent::Usage(u) => {
+                self.add_usage(u);
+                return None;
+            }
+            AgentEvent::Error { message, .. } => RunItemKind::Error { message },
+            AgentEvent::Finished { ok, summary } => {
+                // The summary usually repeats the last assistant text; show it once.
+                let fresh = summary.filter(|s| {
+                    !s.trim().is_empty() && self.last_text.as_deref() != Some(s.as_str())
+                });
+                RunItemKind::Finished {
+                    ok,
+                    summary_html: fresh.map(|s| to_safe_html(&s)),
+                }
+            }
+            AgentEvent::Raw { line } => RunItemKind::Raw { line },
+        })
+    }
+
+    /// Puts a result into its call: in this batch's entry, into the slot of an earlier call, or as an
+    /// entry of its own when the call is unknown.
+    fn place_result(&mut self, id: &str, result: ToolResultView) -> Option<RunItemKind> {
+        if let Some(&index) = self.open_calls.get(id)
+            && let Some(RunItemKind::ToolCall { result: slot, .. }) =
+                self.batch.items.get_mut(index).map(|i| &mut i.kind)
+        {
+            *slot = Some(result);
+            return None;
+        }
+        if self.known_calls.contains(id) {
+            self.batch.results.push((self.slot_id(id), result));
+            return None;
+        }
+        Some(RunItemKind::ToolResult { result })
+    }
+
+    fn add_usage(&mut self, u: TokenUsage) {
+        let u = match (&self.model, u.cost_usd) {
+            (Some(model), None) => self.rates.with_cost(model, u),
+            _ => u,
+        };
+        let t = &mut self.usage;
+        t.input_tokens += to_i64(u.input);
+        t.output_tokens += to_i64(u.output);
+        t.cache_read_tokens += to_i64(u.cache_read);
+        t.cache_write_tokens += to_i64(u.cache_write);
+        t.cost_usd += u.cost_usd.unwrap_or(0.0);
+        self.batch.usage_changed = true;
+    }
+
+    /// The DOM id of a call's result slot: the tool id when it is id-safe, else its hex.
+    fn slot_id(&self, tool_id: &str) -> String {
+        let safe = !tool_id.is_empty()
+            && tool_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let part = if safe {
+            tool_id.to_owned()
+        } else {
+            tool_id.bytes().map(|b| format!("{b:02x}")).collect()
+        };
+        format!("run-{}-result-{part}", self.run_id)
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// What a tool was asked: a shell command as is, anything else as pretty JSON.
+fn tool_input(input: &Value) -> String {
+    if let Some(cmd) = input.get("command").and_then(Value::as_str) {
+        return cmd.to_owned();
+    }
+    match input {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+/// A text cut to its first lines for display, with the whole kept when it was cut.
+pub(super) fn long_text(text: &str) -> LongTextView {
+    let text = text.trim_end_matches('\n');
+    let lines = text.lines().count();
+    let mut end = text.len();
+    if let Some((i, _)) = text.match_indices('\n').nth(SHOWN_LINES - 1) {
+        end = i;
+    }
+    if end > SHOWN_CHARS {
+        end = (0..=SHOWN_CHARS)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+    }
+    LongTextView {
+        shown: text[..end].to_owned(),
+        full: (end < text.len()).then(|| text.to_owned()),
+        lines,
+    }
+}
+
+/// The diff section: the stat and the patch's lines, classified for colour.
+pub(super) fn diff_view(stat: Option<&str>, patch: Option<&str>) -> RunDiffView {
+    let all: Vec<&str> = patch.map(|p| p.lines().collect()).unwrap_or_default();
+    const META: &[&str] = &["+++", "---", "diff ", "index ", "new file", "deleted file"];
+    let kind = |l: &str| {
+        if META.iter().any(|m| l.starts_with(m)) {
+            "meta"
+        } else if l.starts_with("@@") {
+            "hunk"
+        } else if l.starts_with('+') {
+            "add"
+        } else if l.starts_with('-') {
+            "del"
+        } else {
+            "ctx"
+        }
+    };
+    RunDiffView {
+        stat: stat.map(str::to_owned).filter(|s| !s.trim().is_empty()),
+        lines: all
+            .iter()
+            .take(MAX_DIFF_LINES)
+            .map(|l| DiffLineView {
+                kind: kind(l).to_owned(),
+                text: (*l).to_owned(),
+            })
+            .collect(),
+        omitted: all.len().saturating_sub(MAX_DIFF_LINES),
+    }
+}
+
+#[cfg(test)]
+mod tests;

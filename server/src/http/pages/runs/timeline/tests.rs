@@ -1,0 +1,159 @@
+use chrono::Utc;
+use serde_json::json;
+
+use super::*;
+use crate::domain::RunId;
+
+fn ev(seq: Seq, kind: &str, payload: Value) -> RunEvent {
+    RunEvent {
+        run_id: RunId::new(),
+        seq,
+        at: Utc::now(),
+        kind: kind.to_owned(),
+        payload,
+    }
+}
+
+#[test]
+fn a_result_goes_into_its_call_in_the_same_batch_or_into_its_slot_later() {
+    let mut t = Timeline::new("r".into(), None);
+    t.push(&ev(
+        1,
+        "tool_call",
+        json!({"kind": "tool_call", "id": "a1", "name": "Bash", "input": {"command": "ls"}}),
+    ));
+    t.push(&ev(
+        2,
+        "tool_result",
+        json!({"kind": "tool_result", "id": "a1", "output": "x\ny", "is_error": false}),
+    ));
+    t.push(&ev(
+        3,
+        "tool_call",
+        json!({"kind": "tool_call", "id": "b/2", "name": "Read", "input": {"path": "a"}}),
+    ));
+    let first = t.take();
+    assert_eq!(first.items.len(), 2, "{:?}", first.items);
+    match &first.items[0].kind {
+        RunItemKind::ToolCall {
+            slot_id,
+            input,
+            result,
+            ..
+        } => {
+            assert_eq!(slot_id, "run-r-result-a1");
+            assert_eq!(input.shown, "ls");
+            assert_eq!(result.as_ref().unwrap().output.shown, "x\ny");
+        }
+        other => panic!("{other:?}"),
+    }
+    match &first.items[1].kind {
+        RunItemKind::ToolCall {
+            slot_id,
+            result: None,
+            input,
+            ..
+        } => {
+            assert_eq!(slot_id, "run-r-result-622f32", "unsafe ids are hex-encoded");
+            assert!(input.shown.contains("\"path\": \"a\""));
+        }
+        other => panic!("{other:?}"),
+    }
+    t.push(&ev(
+        4,
+        "tool_result",
+        json!({"kind": "tool_result", "id": "b/2", "output": "no", "is_error": true}),
+    ));
+    t.push(&ev(
+        5,
+        "tool_result",
+        json!({"kind": "tool_result", "id": "zz", "output": "?", "is_error": false}),
+    ));
+    let second = t.take();
+    assert_eq!(second.results.len(), 1);
+    assert_eq!(second.results[0].0, "run-r-result-622f32");
+    assert!(second.results[0].1.is_error);
+    assert!(
+        matches!(second.items[0].kind, RunItemKind::ToolResult { .. }),
+        "an unknown call's result stands alone"
+    );
+    assert_eq!(t.last_seq, 5);
+}
+
+#[test]
+fn usage_is_summed_and_priced_text_is_sanitised_and_engine_kinds_render() {
+    let mut t = Timeline::new("r".into(), None);
+    t.push(&ev(
+        1,
+        "text",
+        json!({"kind": "text", "text": "**hi** <script>x()</script>"}),
+    ));
+    t.push(&ev(2, "usage", json!({"kind": "usage", "input": 10, "output": 5, "cache_read": 100, "cache_write": 1, "cost_usd": 0.5})));
+    t.push(&ev(3, "usage", json!({"kind": "usage", "input": 1, "output": 1, "cache_read": 0, "cache_write": 0, "cost_usd": 0.25})));
+    t.push(&ev(4, "stderr", json!({"line": "warn"})));
+    t.push(&ev(5, "status", json!({"status": "stalled"})));
+    t.push(&ev(6, "diff", json!({"patch": "+a\n-b"})));
+    t.push(&ev(
+        7,
+        "finished",
+        json!({"kind": "finished", "ok": true, "summary": "**hi** <script>x()</script>"}),
+    ));
+    t.push(&ev(8, "mystery", json!({"what": 1})));
+    let b = t.take();
+    assert!(b.usage_changed && b.status_changed);
+    assert_eq!(
+        (
+            t.usage.input_tokens,
+            t.usage.output_tokens,
+            t.usage.cache_read_tokens
+        ),
+        (11, 6, 100)
+    );
+    assert!((t.usage.cost_usd - 0.75).abs() < 1e-9);
+    assert_eq!(t.patch.as_deref(), Some("+a\n-b"));
+    let kinds: Vec<_> = b.items.iter().map(|i| &i.kind).collect();
+    match kinds[0] {
+        RunItemKind::Text { html } => {
+            assert!(html.contains("<strong>hi</strong>") && !html.contains("<script>"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(kinds[1], RunItemKind::Stderr { line } if line == "warn"));
+    assert!(matches!(kinds[2], RunItemKind::Status { status } if status == "stalled"));
+    assert!(
+        matches!(
+            kinds[3],
+            RunItemKind::Finished {
+                ok: true,
+                summary_html: None
+            }
+        ),
+        "a summary repeating the text is shown once"
+    );
+    assert!(matches!(kinds[4], RunItemKind::Raw { line } if line.starts_with("mystery: ")));
+}
+
+#[test]
+fn long_text_is_cut_and_diff_lines_are_classified() {
+    let text: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+    let cut = long_text(&text);
+    assert_eq!(cut.lines, 30);
+    assert_eq!(cut.shown.lines().count(), SHOWN_LINES);
+    assert_eq!(cut.full.as_deref(), Some(text.trim_end()));
+    let short = long_text("one\ntwo\n");
+    assert_eq!(
+        (short.shown.as_str(), short.full.is_none()),
+        ("one\ntwo", true)
+    );
+    let wide = long_text(&"é".repeat(SHOWN_CHARS));
+    assert!(wide.full.is_some() && wide.shown.len() <= SHOWN_CHARS);
+
+    let d = diff_view(
+        Some(" 1 file changed"),
+        Some("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same"),
+    );
+    let kinds: Vec<&str> = d.lines.iter().map(|l| l.kind.as_str()).collect();
+    assert_eq!(kinds, ["meta", "meta", "meta", "hunk", "del", "add", "ctx"]);
+    assert_eq!(d.stat.as_deref(), Some(" 1 file changed"));
+    assert_eq!(diff_view(Some("  "), None), RunDiffView::default());
+}

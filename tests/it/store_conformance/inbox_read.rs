@@ -1,0 +1,209 @@
+//! Inbox read state per person, and the latest run of each issue (the board's run indicators).
+
+use std::sync::Arc;
+
+use chrono::{TimeDelta, Utc};
+use muster::domain::*;
+use muster::store::Store;
+
+use super::{agent, assert_not_found, fixture, issue, store_cases, user};
+
+store_cases!(
+    inbox_read_state_is_per_person,
+    latest_runs_are_one_per_issue
+);
+
+async fn item(
+    store: &Arc<dyn Store>,
+    ws: WorkspaceId,
+    user: Option<UserId>,
+    message: &str,
+) -> InboxItem {
+    store
+        .create_inbox_item(&NewInboxItem {
+            workspace_id: ws,
+            user_id: user,
+            kind: InboxKind::RunFailed,
+            issue_id: None,
+            run_id: None,
+            message: message.into(),
+        })
+        .await
+        .unwrap()
+}
+
+async fn unread_ids(store: &Arc<dyn Store>, ws: WorkspaceId, user: UserId) -> Vec<InboxItemId> {
+    store
+        .list_inbox_with_read(ws, user, true)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.item.id)
+        .collect()
+}
+
+async fn inbox_read_state_is_per_person(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let other = fixture(&store, "other", "OTH").await;
+    let bob = user(&store, "bob@team.test").await;
+    store
+        .add_member(f.ws.id, bob.id, Role::Member)
+        .await
+        .unwrap();
+    let everyone = item(&store, f.ws.id, None, "for everyone").await;
+    let mine = item(&store, f.ws.id, Some(f.owner.id), "for the owner").await;
+    let bobs = item(&store, f.ws.id, Some(bob.id), "for bob").await;
+    let elsewhere = item(&store, other.ws.id, None, "another workspace").await;
+
+    assert_eq!(
+        store.count_unread_inbox(f.ws.id, f.owner.id).await.unwrap(),
+        2
+    );
+    assert_eq!(store.count_unread_inbox(f.ws.id, bob.id).await.unwrap(), 2);
+    let at = Utc::now();
+    store
+        .mark_inbox_read(f.ws.id, f.owner.id, everyone.id, at)
+        .await
+        .unwrap();
+    // Again is a no-op, and the first read time stays.
+    store
+        .mark_inbox_read(f.ws.id, f.owner.id, everyone.id, at + TimeDelta::hours(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.count_unread_inbox(f.ws.id, f.owner.id).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store.count_unread_inbox(f.ws.id, bob.id).await.unwrap(),
+        2,
+        "reading an item for everyone reads it only for the reader"
+    );
+    let all = store
+        .list_inbox_with_read(f.ws.id, f.owner.id, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        all.iter().map(|e| e.item.id).collect::<Vec<_>>(),
+        vec![mine.id, everyone.id],
+        "newest first, only what the owner may see"
+    );
+    let read_at = all[1].read_at.expect("read");
+    assert!(
+        (read_at - at).num_milliseconds().abs() < 1,
+        "{read_at} vs {at}"
+    );
+    assert_eq!(all[0].read_at, None);
+    assert_eq!(unread_ids(&store, f.ws.id, f.owner.id).await, vec![mine.id]);
+
+    // Items the reader cannot see are not found: someone else's, another workspace's, unknown ones.
+    assert_not_found(
+        store
+            .mark_inbox_read(f.ws.id, f.owner.id, bobs.id, at)
+            .await,
+    );
+    assert_not_found(
+        store
+            .mark_inbox_read(f.ws.id, f.owner.id, elsewhere.id, at)
+            .await,
+    );
+    assert_not_found(
+        store
+            .mark_inbox_read(other.ws.id, f.owner.id, bobs.id, at)
+            .await,
+    );
+    assert_not_found(
+        store
+            .mark_inbox_read(f.ws.id, f.owner.id, InboxItemId::new(), at)
+            .await,
+    );
+
+    assert_eq!(
+        store
+            .mark_all_inbox_read(f.ws.id, bob.id, at)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .mark_all_inbox_read(f.ws.id, bob.id, at)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(store.count_unread_inbox(f.ws.id, bob.id).await.unwrap(), 0);
+    assert!(unread_ids(&store, f.ws.id, bob.id).await.is_empty());
+    assert_eq!(
+        store.count_unread_inbox(f.ws.id, f.owner.id).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .count_unread_inbox(other.ws.id, other.owner.id)
+            .await
+            .unwrap(),
+        1
+    );
+}
+
+async fn latest_runs_are_one_per_issue(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let other = fixture(&store, "other", "OTH").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let reviewer = agent(&store, f.ws.id, "reviewer", 1).await;
+    let stranger = agent(&store, other.ws.id, "coder", 1).await;
+    let a = issue(&store, f.ws.id, "A", IssueStatus::Todo).await;
+    let b = issue(&store, f.ws.id, "B", IssueStatus::Todo).await;
+    let _no_runs = issue(&store, f.ws.id, "C", IssueStatus::Todo).await;
+    let o = issue(&store, other.ws.id, "O", IssueStatus::Todo).await;
+    let run = |issue: IssueId, agent: AgentId, ws: WorkspaceId, attempt: i32| NewRun {
+        workspace_id: ws,
+        issue_id: issue,
+        agent_id: agent,
+        attempt,
+        not_before: None,
+        chain_depth: 0,
+    };
+    let a1 = store
+        .create_run(&run(a.id, coder.id, f.ws.id, 1))
+        .await
+        .unwrap();
+    store.finish_run(a1.id, &cancelled()).await.unwrap();
+    let a2 = store
+        .create_run(&run(a.id, coder.id, f.ws.id, 2))
+        .await
+        .unwrap();
+    let b1 = store
+        .create_run(&run(b.id, reviewer.id, f.ws.id, 1))
+        .await
+        .unwrap();
+    store
+        .create_run(&run(o.id, stranger.id, other.ws.id, 1))
+        .await
+        .unwrap();
+
+    let mut latest: Vec<(IssueId, RunId)> = store
+        .latest_runs(f.ws.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.issue_id, r.id))
+        .collect();
+    latest.sort();
+    let mut expected = vec![(a.id, a2.id), (b.id, b1.id)];
+    expected.sort();
+    assert_eq!(latest, expected);
+}
+
+fn cancelled() -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Cancelled,
+        exit_code: None,
+        failure_reason: None,
+        usage: Usage::default(),
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+    }
+}

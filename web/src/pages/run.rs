@@ -1,0 +1,358 @@
+//! `GET /w/{slug}/runs/{id}`: one agent run — header (status, stall banner, failure, cancel and retry),
+//! live counters, the log as a readable timeline, and the diff.
+//!
+//! Stable DOM ids, so the live socket can change the page with out-of-band swaps: `run-{id}-header`,
+//! `run-{id}-counters`, `run-{id}-log` (the timeline; new entries are appended `beforeend`),
+//! `run-{id}-cursor` (`data-seq`: the last seq on the page, which a reconnecting socket resumes from),
+//! `run-{id}-diff`, and one result slot per tool call (`slot_id`).
+
+use maud::{Markup, PreEscaped, html};
+
+use crate::layout::page;
+use crate::partials::form::csrf;
+use crate::partials::widgets::{PersonChip, RunPill, Timestamp};
+use crate::views::{
+    LongTextView, RunCountersView, RunDiffView, RunHeaderView, RunItemKind, RunItemView,
+    RunLiveFrame, RunPageView, ToolResultView,
+};
+
+/// The run page. While the run is live, the page sits inside the `ws` extension's connection
+/// (`ws-connect` = `live_url`, which resumes after `last_seq`).
+pub fn run(v: &RunPageView) -> Markup {
+    let h = &v.header;
+    let title = format!("Run of {} · {}", h.issue_key, h.issue_title);
+    let content = html! {
+        (header(h, &v.nav.csrf, false))
+        (counters(&h.id, &v.counters, false))
+        section.run-log-panel aria-labelledby="run-log-h" {
+            h2 #run-log-h { "Log" }
+            ol.run-log id={ "run-" (h.id) "-log" } aria-live="polite" {
+                @for item in &v.items { (timeline_item(item)) }
+            }
+            @if v.items.is_empty() {
+                p.muted.run-log-empty { "Nothing logged yet." }
+            }
+            (cursor(&h.id, v.last_seq, false))
+        }
+        (diff(&h.id, &v.diff, false))
+    };
+    let body = html! {
+        nav.breadcrumbs aria-label="Breadcrumb" {
+            a href={ "/w/" (v.nav.workspace_slug) } { "Board" }
+            span aria-hidden="true" { "/" }
+            a href=(h.issue_url) { (h.issue_key) }
+            span aria-hidden="true" { "/" }
+            span { "Run " (h.attempt) }
+        }
+        @match &v.live_url {
+            Some(url) => div.run-page.run-live hx-ext="ws" ws-connect=(url) data-run=(h.id) { (content) },
+            None => div.run-page data-run=(h.id) { (content) },
+        }
+    };
+    page(&title, Some(&v.nav), body)
+}
+
+/// One live push as out-of-band swaps: appended timeline entries, results into their calls, replaced
+/// counters, header and diff, and the moved cursor. `csrf` goes into the header's forms.
+pub fn run_live_frame(f: &RunLiveFrame, csrf: &str) -> Markup {
+    let log = format!("beforeend:#run-{}-log", f.run_id);
+    html! {
+        @if !f.items.is_empty() {
+            div hx-swap-oob=(log) {
+                @for item in &f.items { (timeline_item(item)) }
+            }
+        }
+        @for (slot, result) in &f.results { (result_slot(slot, Some(result), true)) }
+        @if let Some(c) = &f.counters { (counters(&f.run_id, c, true)) }
+        @if let Some(h) = &f.header { (header(h, csrf, true)) }
+        @if let Some(d) = &f.diff { (diff(&f.run_id, d, true)) }
+        (cursor(&f.run_id, f.last_seq, true))
+    }
+}
+
+fn oob(on: bool) -> Option<&'static str> {
+    on.then_some("outerHTML")
+}
+
+fn cursor(id: &str, seq: i64, swap: bool) -> Markup {
+    html! {
+        span.run-cursor id={ "run-" (id) "-cursor" } data-seq=(seq) hidden hx-swap-oob=[oob(swap)] {}
+    }
+}
+
+fn header(h: &RunHeaderView, token: &str, swap: bool) -> Markup {
+    html! {
+        header.run-head id={ "run-" (h.id) "-header" } hx-swap-oob=[oob(swap)] data-status=(h.status) {
+            div.run-title {
+                div {
+                    a.issue-key href=(h.issue_url) { (h.issue_key) }
+                    h1 { a.run-issue-link href=(h.issue_url) { (h.issue_title) } }
+                }
+                div.run-actions {
+                    @if let Some(url) = &h.cancel_url {
+                        form.inline-form.run-cancel method="post" action=(url)
+                            data-confirm="Stop this run? The agent is interrupted, then terminated." {
+                            (csrf(token))
+                            button.btn.btn-danger type="submit" { "Cancel run" }
+                        }
+                    }
+                    @if let Some(url) = &h.retry_url {
+                        form.inline-form.run-retry method="post" action=(url) {
+                            (csrf(token))
+                            button.btn.btn-primary type="submit" { "Retry" }
+                        }
+                    }
+                }
+            }
+            div.run-meta {
+                span.run-status { (RunPill(&h.status)) }
+                @if let Some(a) = &h.agent { (PersonChip(a)) }
+                span.muted { "Attempt " (h.attempt) }
+                @if let Some(b) = &h.branch { code.run-branch { (b) } }
+                @if let Some(t) = h.created_at { span.muted { "queued " (Timestamp(t)) } }
+            }
+            @if let Some(t) = h.stalled_at {
+                div.banner.banner-warn.run-stalled role="status" {
+                    strong { "Stalled. " }
+                    "No output since " (Timestamp(t)) ". The run is stopped if it stays silent for another stall timeout."
+                }
+            }
+            @if let Some(why) = &h.failure {
+                div.banner.banner-error.run-failure role="status" {
+                    strong { "Did not succeed: " }
+                    (why)
+                    @if let Some(code) = h.exit_code { " (exit code " (code) ")" }
+                }
+            }
+        }
+    }
+}
+
+fn counters(id: &str, c: &RunCountersView, swap: bool) -> Markup {
+    let started = c
+        .started_at
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let finished = c
+        .finished_at
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    html! {
+        dl.run-counters id={ "run-" (id) "-counters" } hx-swap-oob=[oob(swap)] {
+            div { dt { "Input" } dd.counter-input { (c.input_tokens) } }
+            div { dt { "Output" } dd.counter-output { (c.output_tokens) } }
+            div { dt { "Cache" } dd.counter-cache { (c.cache_tokens) } }
+            div { dt { "Cost" } dd.counter-cost { (c.cost) } }
+            div {
+                dt { "Elapsed" }
+                dd.counter-elapsed.elapsed data-started=[started] data-finished=[finished] { (c.elapsed) }
+            }
+        }
+    }
+}
+
+/// One timeline entry, `id="run-entry-{seq}"`.
+fn timeline_item(item: &RunItemView) -> Markup {
+    let (class, body) = match &item.kind {
+        RunItemKind::Started {
+            session_id,
+            model,
+            skills,
+        } => (
+            "ev ev-started",
+            html! {
+                span.ev-label { "Session started" }
+                @if let Some(m) = model { " · " code { (m) } }
+                span.muted.ev-session title="Session id" { " · " (session_id) }
+                @if !skills.is_empty() {
+                    div.ev-skills {
+                        span.muted { "Skills: " }
+                        @for (i, s) in skills.iter().enumerate() {
+                            @if i > 0 { ", " }
+                            code { (s) }
+                        }
+                    }
+                }
+            },
+        ),
+        RunItemKind::Text { html } => (
+            "ev ev-text",
+            // Rendered from markdown and sanitised (ammonia) by the server.
+            html! { div.prose { (PreEscaped(html)) } },
+        ),
+        RunItemKind::Thinking { text } => (
+            "ev ev-thinking",
+            html! { details { summary { "Thinking" } div.thinking-text { (text) } } },
+        ),
+        RunItemKind::ToolCall {
+            slot_id,
+            name,
+            input,
+            result,
+        } => (
+            "ev ev-tool",
+            html! {
+                div.ev-head { span.ev-label { "Tool" } code.tool-name { (name) } }
+                (long_text(input, "tool-input"))
+                (result_slot(slot_id, result.as_ref(), false))
+            },
+        ),
+        RunItemKind::ToolResult { result } => (
+            "ev ev-tool ev-orphan",
+            html! {
+                div.ev-head { span.ev-label { "Tool result" } }
+                (tool_result(result))
+            },
+        ),
+        RunItemKind::Command {
+            cmd,
+            exit_code,
+            output,
+        } => (
+            "ev ev-command",
+            html! {
+                div.ev-head {
+                    code.cmd { "$ " (cmd) }
+                    @match exit_code {
+                        Some(0) => span.exit.exit-ok { "exit 0" },
+                        Some(code) => span.exit.exit-bad { "exit " (code) },
+                        None => {},
+                    }
+                }
+                @if !output.shown.is_empty() { (long_text(output, "cmd-output")) }
+            },
+        ),
+        RunItemKind::FileChange { path, change } => (
+            "ev ev-file",
+            html! {
+                span class={ "file-change file-" (file_class(change)) } { (file_label(change)) }
+                " " code { (path) }
+            },
+        ),
+        RunItemKind::Error { message } => (
+            "ev ev-error",
+            html! { span.ev-label { "Error" } div.error-text { (message) } },
+        ),
+        RunItemKind::Stderr { line } => ("ev ev-stderr", html! { (line) }),
+        RunItemKind::Raw { line } => ("ev ev-raw", html! { (line) }),
+        RunItemKind::Status { status } => (
+            "ev ev-status",
+            html! {
+                @if status == "stalled" {
+                    "Stalled: no output for the agent's stall timeout."
+                } @else {
+                    "Output resumed."
+                }
+            },
+        ),
+        RunItemKind::Finished { ok, summary_html } => (
+            if *ok {
+                "ev ev-finished ev-ok"
+            } else {
+                "ev ev-finished ev-bad"
+            },
+            html! {
+                div.ev-head { span.ev-label { @if *ok { "Finished" } @else { "Finished with a failure" } } }
+                @if let Some(s) = summary_html {
+                    // Rendered from markdown and sanitised (ammonia) by the server.
+                    div.prose.summary { (PreEscaped(s)) }
+                }
+            },
+        ),
+    };
+    html! {
+        li class=(class) id={ "run-entry-" (item.seq) } data-seq=(item.seq) {
+            (body)
+        }
+    }
+}
+
+/// The slot a tool call's result lives in; pending until the result arrives.
+fn result_slot(slot: &str, result: Option<&ToolResultView>, swap: bool) -> Markup {
+    html! {
+        div.tool-result-slot id=(slot) hx-swap-oob=[oob(swap)] {
+            @match result {
+                Some(r) => (tool_result(r)),
+                None => span.muted.pending { "waiting for the result…" },
+            }
+        }
+    }
+}
+
+fn tool_result(r: &ToolResultView) -> Markup {
+    let class = if r.is_error {
+        "tool-result tool-error"
+    } else {
+        "tool-result"
+    };
+    html! {
+        div class=(class) {
+            @if r.is_error { span.ev-label { "Tool error" } }
+            (long_text(&r.output, "tool-output"))
+        }
+    }
+}
+
+/// A possibly long text: its start in a `<pre>`, the whole of it behind "show all".
+fn long_text(t: &LongTextView, class: &str) -> Markup {
+    html! {
+        @match &t.full {
+            None => pre class=(class) { (t.shown) },
+            Some(full) => {
+                pre class=(class) { (t.shown) "\n…" }
+                details.show-all {
+                    summary { "Show all " (t.lines) " lines" }
+                    pre class=(class) { (full) }
+                }
+            }
+        }
+    }
+}
+
+fn file_class(change: &str) -> &str {
+    match change {
+        "add" => "add",
+        "delete" => "delete",
+        _ => "update",
+    }
+}
+
+fn file_label(change: &str) -> &str {
+    match change {
+        "add" => "added",
+        "delete" => "deleted",
+        _ => "changed",
+    }
+}
+
+fn diff(id: &str, d: &RunDiffView, swap: bool) -> Markup {
+    html! {
+        section.run-diff id={ "run-" (id) "-diff" } hx-swap-oob=[oob(swap)] {
+            @if d.stat.is_some() || !d.lines.is_empty() {
+                h2 { "Changes" }
+                @if let Some(stat) = &d.stat { pre.diff-stat { (stat) } }
+                @if !d.lines.is_empty() {
+                    pre.diff {
+                        @for l in &d.lines {
+                            span class={ "diff-line diff-" (diff_class(&l.kind)) } { (l.text) "\n" }
+                        }
+                    }
+                }
+                @if d.omitted > 0 {
+                    p.muted { (d.omitted) " more lines not shown." }
+                }
+            }
+        }
+    }
+}
+
+fn diff_class(kind: &str) -> &str {
+    match kind {
+        "add" => "add",
+        "del" => "del",
+        "hunk" => "hunk",
+        "meta" => "meta",
+        _ => "ctx",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! Sample run page, run rows and inbox.
+
+use super::{agent, at, nav};
+use crate::views::*;
+
+fn text(s: &str) -> LongTextView {
+    LongTextView {
+        shown: s.into(),
+        full: None,
+        lines: s.lines().count(),
+    }
+}
+
+fn item(seq: i64, kind: RunItemKind) -> RunItemView {
+    RunItemView {
+        seq,
+        at: at(4, 16, 30),
+        kind,
+    }
+}
+
+/// A run of claude-reviewer on MUS-24 that is still running, with one of each kind of entry.
+pub fn run_page() -> RunPageView {
+    let id = "7f1c2a9e-0000-4000-8000-000000000001";
+    let long: String = (1..=60)
+        .map(|n| format!("test case_{n} ... ok\n"))
+        .collect();
+    RunPageView {
+        nav: nav(NavItem::Board),
+        header: RunHeaderView {
+            id: id.into(),
+            url: format!("/w/acme/runs/{id}"),
+            issue_key: "MUS-24".into(),
+            issue_title: "Stream run logs over the board WebSocket".into(),
+            issue_url: "/w/acme/issues/MUS-24".into(),
+            agent: Some(agent("claude-reviewer", "#d97706")),
+            attempt: 2,
+            status: "running".into(),
+            stalled_at: None,
+            failure: None,
+            exit_code: None,
+            branch: Some("muster/MUS-24-r2".into()),
+            created_at: Some(at(4, 16, 29)),
+            cancel_url: Some(format!("/w/acme/runs/{id}/cancel")),
+            retry_url: None,
+        },
+        counters: RunCountersView {
+            input_tokens: "12,840".into(),
+            output_tokens: "2,113".into(),
+            cache_tokens: "48,002".into(),
+            cost: "$0.0912".into(),
+            started_at: Some(at(4, 16, 30)),
+            finished_at: None,
+            elapsed: "1m 12s".into(),
+        },
+        items: vec![
+            item(
+                1,
+                RunItemKind::Started {
+                    session_id: "5810e3a2".into(),
+                    model: Some("claude-sonnet-4-5".into()),
+                    skills: vec!["test-first-fix".into(), "report-to-the-board".into()],
+                },
+            ),
+            item(
+                2,
+                RunItemKind::Thinking {
+                    text: "The hub must subscribe before it replays.".into(),
+                },
+            ),
+            item(
+                3,
+                RunItemKind::Text {
+                    html: "<p>I'll read <code>hub.rs</code> first.</p>".into(),
+                },
+            ),
+            item(
+                4,
+                RunItemKind::ToolCall {
+                    slot_id: format!("run-{id}-result-toolu_1"),
+                    name: "Bash".into(),
+                    input: text("cargo test -p muster hub"),
+                    result: Some(ToolResultView {
+                        output: LongTextView {
+                            shown: "test case_1 ... ok".into(),
+                            full: Some(long),
+                            lines: 60,
+                        },
+                        is_error: false,
+                    }),
+                },
+            ),
+            item(
+                6,
+                RunItemKind::Command {
+                    cmd: "cargo clippy".into(),
+                    exit_code: Some(101),
+                    output: text("error: unused import"),
+                },
+            ),
+            item(
+                7,
+                RunItemKind::FileChange {
+                    path: "server/src/hub.rs".into(),
+                    change: "update".into(),
+                },
+            ),
+            item(
+                8,
+                RunItemKind::Stderr {
+                    line: "warning: build took 40s".into(),
+                },
+            ),
+            item(
+                9,
+                RunItemKind::Error {
+                    message: "API Error: 529 overloaded".into(),
+                },
+            ),
+            item(
+                10,
+                RunItemKind::ToolCall {
+                    slot_id: format!("run-{id}-result-toolu_2"),
+                    name: "Edit".into(),
+                    input: text("{\n  \"file_path\": \"server/src/hub.rs\"\n}"),
+                    result: None,
+                },
+            ),
+        ],
+        diff: RunDiffView::default(),
+        last_seq: 10,
+        live_url: Some(format!("/w/acme/runs/{id}/live?after=10")),
+    }
+}
+
+/// The same run after it failed.
+pub fn failed_run_page() -> RunPageView {
+    let mut v = run_page();
+    v.header.status = "failed".into();
+    v.header.failure = Some("The agent exited with an error (exit)".into());
+    v.header.exit_code = Some(1);
+    v.header.cancel_url = None;
+    v.header.retry_url = Some(format!("{}/retry", v.header.url));
+    v.counters.finished_at = Some(at(4, 16, 32));
+    v.live_url = None;
+    v.diff = RunDiffView {
+        stat: Some(
+            " server/src/hub.rs | 4 +++-\n 1 file changed, 3 insertions(+), 1 deletion(-)".into(),
+        ),
+        lines: vec![
+            DiffLineView {
+                kind: "meta".into(),
+                text: "--- a/server/src/hub.rs".into(),
+            },
+            DiffLineView {
+                kind: "meta".into(),
+                text: "+++ b/server/src/hub.rs".into(),
+            },
+            DiffLineView {
+                kind: "hunk".into(),
+                text: "@@ -1,2 +1,2 @@".into(),
+            },
+            DiffLineView {
+                kind: "del".into(),
+                text: "-let rx = None;".into(),
+            },
+            DiffLineView {
+                kind: "add".into(),
+                text: "+let rx = hub.subscribe(topic);".into(),
+            },
+            DiffLineView {
+                kind: "ctx".into(),
+                text: " replay(rx);".into(),
+            },
+        ],
+        omitted: 0,
+    };
+    v
+}
+
+/// Two runs of MUS-24, newest first.
+pub fn run_rows() -> Vec<RunRowView> {
+    vec![
+        RunRowView {
+            url: "/w/acme/runs/r2".into(),
+            agent: Some(agent("claude-reviewer", "#d97706")),
+            attempt: 2,
+            status: "running".into(),
+            stalled: false,
+            tokens: "62,955".into(),
+            cost: "$0.0912".into(),
+            duration: "1m 12s".into(),
+            diff_stat: None,
+            created_at: at(4, 16, 29),
+        },
+        RunRowView {
+            url: "/w/acme/runs/r1".into(),
+            agent: Some(agent("claude-reviewer", "#d97706")),
+            attempt: 1,
+            status: "failed".into(),
+            stalled: false,
+            tokens: "1,024".into(),
+            cost: "$0.0100".into(),
+            duration: "12s".into(),
+            diff_stat: Some("1 file changed, 3 insertions(+)".into()),
+            created_at: at(4, 16, 0),
+        },
+    ]
+}
+
+/// An inbox with an unread failure (retryable) and a read stall.
+pub fn inbox() -> InboxView {
+    InboxView {
+        nav: nav(NavItem::Inbox),
+        items: vec![
+            InboxItemView {
+                id: "i1".into(),
+                kind: "run_failed".into(),
+                kind_label: "Run failed".into(),
+                message: "codex failed on MUS-26 (exit): <b>tests</b> fail".into(),
+                issue_key: Some("MUS-26".into()),
+                issue_url: Some("/w/acme/issues/MUS-26".into()),
+                run_url: Some("/w/acme/runs/r9".into()),
+                at: at(4, 17, 0),
+                read: false,
+                read_url: Some("/w/acme/inbox/i1/read".into()),
+                retry_url: Some("/w/acme/inbox/i1/retry".into()),
+            },
+            InboxItemView {
+                id: "i2".into(),
+                kind: "run_stalled".into(),
+                kind_label: "Run stalled".into(),
+                message: "claude-reviewer has been silent on MUS-24".into(),
+                issue_key: Some("MUS-24".into()),
+                issue_url: Some("/w/acme/issues/MUS-24".into()),
+                run_url: Some("/w/acme/runs/r2".into()),
+                at: at(4, 16, 45),
+                read: true,
+                read_url: None,
+                retry_url: None,
+            },
+        ],
+        unread_only: false,
+        unread_count: 1,
+        read_all_url: "/w/acme/inbox/read".into(),
+    }
+}
