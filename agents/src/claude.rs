@@ -150,6 +150,9 @@ struct SystemLine {
     max_retries: Option<u64>,
     error_status: Option<u16>,
     error: Option<String>,
+    /// Names of the skills Claude Code found (`system/init`).
+    #[serde(default)]
+    skills: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -236,6 +239,7 @@ fn system_events(line: &str, system: SystemLine) -> Vec<AgentEvent> {
             Some(session_id) => vec![AgentEvent::Started {
                 session_id,
                 model: system.model,
+                skills: system.skills,
             }],
             None => vec![AgentEvent::raw(line)],
         },

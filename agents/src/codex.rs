@@ -137,6 +137,7 @@ pub fn parse_line(line: &str) -> Vec<AgentEvent> {
         CodexLine::ThreadStarted { thread_id } => vec![AgentEvent::Started {
             session_id: thread_id,
             model: None,
+            skills: Vec::new(),
         }],
         CodexLine::TurnStarted {} => Vec::new(),
         CodexLine::TurnCompleted { usage } => vec![

@@ -19,6 +19,9 @@ pub enum AgentEvent {
         session_id: String,
         /// The model the CLI reported, when it reports one.
         model: Option<String>,
+        /// The skills the CLI says it found (Claude Code lists them in `system/init`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skills: Vec<String>,
     },
     /// Assistant text, whole (not a delta).
     Text {

@@ -136,6 +136,7 @@ pub fn parse_line(line: &str) -> Vec<AgentEvent> {
         OpencodeLine::StepStart { session_id } => vec![AgentEvent::Started {
             session_id,
             model: None,
+            skills: Vec::new(),
         }],
         OpencodeLine::Text { part } => vec![AgentEvent::Text { text: part.text }],
         OpencodeLine::Reasoning { part } => vec![AgentEvent::Thinking { text: part.text }],

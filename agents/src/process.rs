@@ -146,6 +146,84 @@ async fn signal_group(pgid: u32, signal: &str) -> bool {
     kill.status().await.is_ok_and(|status| status.success())
 }
 
+/// Kills whatever is left of process group `pgid` with SIGKILL (e.g. background children of a leader
+/// that already exited and was reaped); false when nothing was left. Orphans are reparented to init,
+/// which reaps them.
+pub async fn kill_leftovers(pgid: u32) -> bool {
+    signal_group(pgid, "KILL").await
+}
+
+/// The live (not zombie) members of process group `pgid`, read from `/proc` (Linux; empty elsewhere).
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // After the `(comm)` field: state, ppid, pgrp.
+            let mut rest = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace();
+            let state = rest.next().unwrap_or("Z");
+            let pgrp = rest.nth(1).and_then(|g| g.parse::<u32>().ok());
+            pgrp == Some(pgid) && state != "Z" && state != "X"
+        })
+        .collect()
+}
+
+/// Whether process group `pgid` still has a member whose environment holds `key=value`. This is how a
+/// restarted server recognises an orphaned agent of one of its runs (the run id is in every child's
+/// environment) without trusting a pid that may have been reused.
+pub fn group_has_env(pgid: u32, key: &str, value: &str) -> bool {
+    let wanted = format!("{key}={value}");
+    group_members(pgid).into_iter().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+    })
+}
+
+/// A short helper command (e.g. `git`): run to completion with `PATH` plus `env` only, in `cwd`, no
+/// stdin, output captured. Past `timeout` its process group is killed and the result is an
+/// [`io::ErrorKind::TimedOut`] error.
+pub async fn run_captured(
+    program: &str,
+    args: &[String],
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> io::Result<std::process::Output> {
+    let mut command = new_command(program);
+    command.args(args).env_clear();
+    if let Some(path) = inherited_path() {
+        command.env("PATH", path);
+    }
+    command
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = command.spawn()?;
+    let pgid = child.id();
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(output) => output,
+        Err(_) => {
+            if let Some(pgid) = pgid {
+                signal_group(pgid, "KILL").await;
+            }
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{program} did not finish within {} s", timeout.as_secs()),
+            ))
+        }
+    }
+}
+
 /// Reads lines and caps their length: bytes past `cap` are dropped and the line ends with
 /// `… [truncated N bytes]`. Invalid UTF-8 is replaced, never an error.
 #[derive(Debug)]

@@ -6,8 +6,8 @@ mod support;
 use muster_agents::{AgentEvent, ErrorClass, FileChangeKind, RuntimeKind, TokenUsage, adapter_for};
 use serde_json::json;
 use support::{
-    assert_fixture, finished, fixtures_dir, json_f64, read_fixture, started, text, tool_result,
-    usage,
+    assert_fixture, claude_started, finished, fixtures_dir, json_f64, read_fixture, started, text,
+    tool_result, usage,
 };
 
 /// Every fixture file a test below asserts on; `every_fixture_file_is_covered` keeps it complete.
@@ -50,7 +50,7 @@ fn claude_text() {
         RuntimeKind::Claude,
         "claude/text.jsonl",
         &[
-            vec![started(
+            vec![claude_started(
                 "5810e3a2-6dd3-4f47-9945-c70ef8ff2a1b",
                 CLAUDE_MODEL,
             )],
@@ -69,7 +69,7 @@ fn claude_thinking() {
         RuntimeKind::Claude,
         "claude/thinking.jsonl",
         &[
-            vec![started(
+            vec![claude_started(
                 "93f9c4c8-7110-4afb-9ede-db7d2032470f",
                 CLAUDE_MODEL,
             )],
@@ -93,7 +93,7 @@ fn claude_tool_bash() {
         RuntimeKind::Claude,
         "claude/tool-bash.jsonl",
         &[
-            vec![started(
+            vec![claude_started(
                 "20c88412-3cbd-4be5-a881-85d9bc21c8f5",
                 CLAUDE_MODEL,
             )],
@@ -122,7 +122,7 @@ fn claude_tool_failing() {
         RuntimeKind::Claude,
         "claude/tool-failing.jsonl",
         &[
-            vec![started(
+            vec![claude_started(
                 "cc449d86-1aac-49b0-854b-5bfbc7265611",
                 CLAUDE_MODEL,
             )],
@@ -149,7 +149,7 @@ fn claude_api_error_is_classified_by_status_despite_subtype_success() {
         RuntimeKind::Claude,
         "claude/api-error.jsonl",
         &[
-            vec![started(
+            vec![claude_started(
                 "a5168b24-7209-4e73-8313-9f3853693015",
                 CLAUDE_MODEL,
             )],

@@ -33,6 +33,9 @@ pub struct AppState {
     pub runtimes: RuntimeCache,
     /// The run engine's handles: the runner's wake-up, live runs' cancel tokens, its clocks.
     pub runs: crate::supervisor::Runs,
+    /// The address the HTTP listener is bound to (set by [`build`]); runs reach the API here when no
+    /// public URL is configured.
+    pub bound_addr: Option<std::net::SocketAddr>,
 }
 
 impl AppState {
@@ -54,7 +57,24 @@ impl AppState {
             shutdown: CancellationToken::new(),
             runtimes,
             runs: crate::supervisor::Runs::default(),
+            bound_addr: None,
         })
+    }
+
+    /// The URL agents and other programs reach this server at: the public URL when configured, else the
+    /// bound address (a wildcard address becomes loopback).
+    pub fn api_url(&self) -> Option<String> {
+        if let Some(url) = &self.config.public_url {
+            return Some(url.trim_end_matches('/').to_owned());
+        }
+        let mut addr = self.bound_addr?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Some(format!("http://{addr}"))
     }
 
     /// The first-run setup link, while setup is pending.
@@ -105,6 +125,9 @@ impl Application {
         let router = crate::http::router(self.state.clone());
         let sockets = self.state.shutdown.clone();
         let runner_stop = CancellationToken::new();
+        if let Err(e) = crate::supervisor::relay::start(&self.state, sockets.clone()).await {
+            tracing::warn!(error = %e, "cannot listen for other replicas; wake-ups stay local");
+        }
         let runner = self.state.config.embedded_runner.then(|| {
             tokio::spawn(crate::supervisor::runner::run(
                 self.state.clone(),
@@ -147,7 +170,12 @@ pub async fn build(config: Config) -> anyhow::Result<Application> {
             config.addr
         )
     })?;
-    let state = AppState::new(store, config).await?;
+    let mut state = AppState::new(store, config).await?;
+    // Built-in skills into every workspace (new ones, and updates of copies nobody edited).
+    if let Err(e) = crate::skills::builtin::seed_all(state.store.as_ref()).await {
+        tracing::warn!(error = %e, "cannot seed the built-in skills");
+    }
+    state.bound_addr = listener.local_addr().ok();
     // Detect agent CLIs in the background, so the first Runtimes page does not wait for it.
     let runtimes = state.runtimes.clone();
     tokio::spawn(async move {

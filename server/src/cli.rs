@@ -47,10 +47,16 @@ pub enum Command {
     Issue(IssueArgs),
     /// Agent profiles: list, show, create, edit.
     Agent(AgentArgs),
+    /// Skills: list, show, import, export, attach, detach.
+    Skill(SkillArgs),
     /// Members of the workspace: list, add, role, remove.
     Member(MemberArgs),
     /// Your API tokens: list, create, revoke.
     Token(TokenArgs),
+    /// The workspace's settings: show, repo (the git repository runs get worktrees of).
+    Workspace(WorkspaceArgs),
+    /// Agent runs: list, show, logs (--follow), cancel, retry.
+    Run(RunArgs),
     /// Agent runtimes on this machine: detect.
     Runtime {
         #[command(flatten)]
@@ -60,6 +66,10 @@ pub enum Command {
     },
     /// Administration straight on the database (works with or without a running server).
     Admin(AdminArgs),
+    /// Internal: the agent loop of a `llama` agent's run against a local model server; the runner starts it
+    /// and reads one event per line from its stdout. The user prompt is read from stdin.
+    #[command(hide = true)]
+    LlamaLoop(LlamaLoopArgs),
 }
 
 /// How the client commands reach a Muster server. Flags and variables override `muster login`'s file.
@@ -118,6 +128,24 @@ pub struct MemberArgs {
     pub command: client::team::MemberCommand,
 }
 
+/// `muster run …`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::run::RunCommand,
+}
+
+/// `muster skill …`.
+#[derive(Debug, Args)]
+pub struct SkillArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::skill::SkillCommand,
+}
+
 /// `muster token …`.
 #[derive(Debug, Args)]
 pub struct TokenArgs {
@@ -125,6 +153,15 @@ pub struct TokenArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::team::TokenCommand,
+}
+
+/// `muster workspace …`.
+#[derive(Debug, Args)]
+pub struct WorkspaceArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::workspace::WorkspaceCommand,
 }
 
 /// `muster admin …`.
@@ -215,6 +252,86 @@ pub struct RuntimePaths {
     /// Path of a llama.cpp / Ollama / llamafile binary [default: the first found on PATH].
     #[arg(long, env = "MUSTER_LLAMA_PATH", global = true)]
     pub llama_path: Option<PathBuf>,
+    /// URL of a local OpenAI-compatible model server (llama-server, Ollama, vLLM, …), probed before the usual
+    /// loopback ports and used by `llama` agents without a base URL of their own.
+    #[arg(long, env = "MUSTER_LLAMA_URL", global = true)]
+    pub llama_url: Option<String>,
+    /// Ollama's address as Ollama reads it (e.g. 127.0.0.1:11434 or http://host:11434).
+    #[arg(long, env = "OLLAMA_HOST", global = true)]
+    pub ollama_host: Option<String>,
+    /// An OpenAI-compatible API base of a local server (e.g. http://127.0.0.1:8080/v1).
+    #[arg(long, env = "LLAMA_API_BASE", global = true)]
+    pub llama_api_base: Option<String>,
+}
+
+impl RuntimePaths {
+    /// The explicitly configured local model servers, as `(source, url)`.
+    pub fn llama_urls(&self) -> Vec<(String, String)> {
+        let mut urls = Vec::new();
+        if let Some(url) = self.llama_url.as_deref().filter(|u| !u.trim().is_empty()) {
+            urls.push(("MUSTER_LLAMA_URL".to_owned(), url.trim().to_owned()));
+        }
+        if let Some(host) = self.ollama_host.as_deref().filter(|u| !u.trim().is_empty()) {
+            urls.push((
+                "OLLAMA_HOST".to_owned(),
+                muster_llama::probe::ollama_host_url(host),
+            ));
+        }
+        if let Some(url) = self
+            .llama_api_base
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            urls.push(("LLAMA_API_BASE".to_owned(), url.trim().to_owned()));
+        }
+        urls
+    }
+}
+
+/// `muster llama-loop` options (set by the llama adapter from the agent profile).
+#[derive(Debug, Args)]
+pub struct LlamaLoopArgs {
+    /// Model server URL, with or without /v1 [default: MUSTER_LLAMA_URL, else the first local server found].
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Model name [default: the first the server lists].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Sampling temperature.
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Most tokens per answer.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// The model's context size in tokens: the conversation must fit.
+    #[arg(long)]
+    pub ctx_size: Option<u32>,
+    /// Offer no tools: one streamed answer becomes the summary.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Offer only the reading tools (no write_file, no run_command).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Most model turns per run.
+    #[arg(long, default_value_t = 20)]
+    pub max_turns: u32,
+    /// Seconds a run_command call may take.
+    #[arg(long, default_value_t = 60)]
+    pub command_timeout: u64,
+    /// Seconds of silence from the server within a stream before the run fails.
+    #[arg(long, default_value_t = 120)]
+    pub idle_timeout: u64,
+    /// The brief: the system prompt.
+    #[arg(long)]
+    pub system_file: PathBuf,
+    /// A folder of <skill>/SKILL.md files appended to the system prompt.
+    #[arg(long)]
+    pub skills_dir: Option<PathBuf>,
+    /// The run's working directory; tools cannot leave it.
+    #[arg(long, default_value = ".")]
+    pub workdir: PathBuf,
+    #[command(flatten)]
+    pub servers: RuntimePaths,
 }
 
 impl RuntimePaths {
@@ -292,6 +409,8 @@ impl ServeArgs {
             public_url: self.public_url.clone(),
             runtime_paths: self.runtime_paths.overrides(),
             embedded_runner: !self.no_runner,
+            self_exe: crate::config::default_self_exe(),
+            llama_urls: self.runtime_paths.llama_urls(),
         })
     }
 }
@@ -312,11 +431,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout(args) => client::logout(&args.remote()),
         Command::Issue(args) => client::issue::run(&args.remote.remote(), args.command).await,
         Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
+        Command::Skill(args) => client::skill::run(&args.remote.remote(), args.command).await,
         Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
         Command::Token(args) => client::team::tokens(&args.remote.remote(), args.command).await,
-        Command::Runtime { paths, command } => {
-            client::runtime::run(command, paths.overrides()).await
+        Command::Workspace(args) => {
+            client::workspace::run(&args.remote.remote(), args.command).await
         }
+        Command::Run(args) => client::run::run(&args.remote.remote(), args.command).await,
+        Command::Runtime { paths, command } => {
+            client::runtime::run(command, paths.overrides(), paths.llama_urls()).await
+        }
+        Command::LlamaLoop(args) => crate::client::runtime::llama_loop(args, child_env()).await,
         Command::Admin(AdminArgs {
             command: AdminCommand::Bootstrap(args),
         }) => {
@@ -325,6 +450,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             client::admin::bootstrap(&url, pool, &args.input()).await
         }
     }
+}
+
+/// This process's environment, for the commands a `llama-loop` run's tools start (the runner already gave
+/// the loop an explicit, run-scoped environment).
+#[allow(clippy::disallowed_methods)] // cli.rs is the one home of environment reads
+fn child_env() -> Vec<(String, String)> {
+    std::env::vars().collect()
 }
 
 #[cfg(test)]

@@ -25,6 +25,11 @@ pub struct Config {
     pub runtime_paths: Vec<(muster_agents::RuntimeKind, PathBuf)>,
     /// Whether this server also runs agents (the embedded runner); off for a board-only replica.
     pub embedded_runner: bool,
+    /// The `muster` executable that `llama` agents' runs start as `muster llama-loop` (tests point it at
+    /// the built binary, since they run inside a test executable).
+    pub self_exe: PathBuf,
+    /// Explicitly configured local model servers, as `(source, url)`: probed before the default ports.
+    pub llama_urls: Vec<(String, String)>,
 }
 
 impl Config {
@@ -48,6 +53,13 @@ impl Config {
             public_url: None,
             runtime_paths: Vec::new(),
             embedded_runner: true,
+            self_exe: default_self_exe(),
+            llama_urls: Vec::new(),
         }
     }
+}
+
+/// This process's executable, or `muster` on `PATH` when the platform cannot say.
+pub fn default_self_exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("muster"))
 }

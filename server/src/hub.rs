@@ -34,10 +34,22 @@ pub enum LiveEvent {
     RunEvents { run_id: RunId, last_seq: Seq },
 }
 
-/// Topic → channel map.
+/// What other replicas must hear about (see `supervisor::relay`): ids only, never payloads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Relayed {
+    /// A live event published here.
+    Live(Topic, LiveEvent),
+    /// A run was queued: runners anywhere may claim it.
+    RunQueued(RunId),
+    /// A run must be cancelled by whichever replica holds it.
+    CancelRun(RunId),
+}
+
+/// Topic → channel map, plus the optional relay to other replicas (Postgres only).
 #[derive(Clone, Default)]
 pub struct Hub {
     topics: Arc<Mutex<HashMap<Topic, broadcast::Sender<Arc<LiveEvent>>>>>,
+    relay: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<Relayed>>>>,
 }
 
 impl Hub {
@@ -58,8 +70,33 @@ impl Hub {
         }
     }
 
-    /// Sends `event` to the topic's subscribers, if any. Never blocks.
+    /// Sends `event` to the topic's subscribers, if any, and to other replicas when relayed. Never blocks.
     pub fn publish(&self, topic: Topic, event: LiveEvent) {
+        self.relay(Relayed::Live(topic, event.clone()));
+        self.publish_local(topic, event);
+    }
+
+    /// Sends a note to the other replicas, when a relay is set (a no-op on one process).
+    pub fn relay(&self, note: Relayed) {
+        let relay = self
+            .relay
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tx) = relay.as_ref() {
+            let _ = tx.send(note);
+        }
+    }
+
+    /// Routes notes for other replicas to `tx` from now on.
+    pub fn set_relay(&self, tx: tokio::sync::mpsc::UnboundedSender<Relayed>) {
+        *self
+            .relay
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+    }
+
+    /// Sends `event` to this process's subscribers only (an event relayed from another replica).
+    pub fn publish_local(&self, topic: Topic, event: LiveEvent) {
         let topics = self
             .topics
             .lock()

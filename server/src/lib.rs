@@ -13,6 +13,7 @@ pub mod hub;
 pub mod markdown;
 pub mod secrets;
 pub mod service;
+pub mod skills;
 pub mod store;
 pub mod supervisor;
 pub mod telemetry;

@@ -3,287 +3,17 @@
 //! Synchronisation is polling the store with a deadline, never a fixed sleep.
 #![allow(clippy::unwrap_used)]
 
-use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod support;
+
+use std::path::Path;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use muster::app::AppState;
 use muster::domain::*;
-use muster::store::Store;
-use muster::supervisor::RunTiming;
 use muster_tests::{Backend, TestDb};
 use serde_json::json;
+use support::*;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
-
-/// The longest any poll waits before the test fails.
-const DEADLINE: Duration = Duration::from_secs(30);
-/// How often a poll looks again.
-const POLL: Duration = Duration::from_millis(25);
-/// A secret value the agent prints; it must never reach the run log.
-const SECRET: &str = "sk-test-hunter2-0123456789";
-
-/// A server with a workspace, its owner (with an API token) and a scratch directory for scripts.
-struct Env {
-    state: AppState,
-    store: Arc<dyn Store>,
-    addr: std::net::SocketAddr,
-    ws: Workspace,
-    owner: UserId,
-    token: String,
-    scripts: tempfile::TempDir,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
-    db: TestDb,
-}
-
-/// Clocks short enough for tests; the idle tick is long so that a quick claim proves the wake-up.
-fn test_timing() -> RunTiming {
-    RunTiming {
-        idle_tick: Duration::from_secs(60),
-        int_grace: Duration::from_secs(2),
-        term_grace: Duration::from_secs(2),
-        stall_override: Some(Duration::from_millis(800)),
-        ..RunTiming::default()
-    }
-}
-
-impl Env {
-    /// A fresh server on `backend` with a workspace and its owner; `None` when the backend is absent.
-    async fn start(backend: Backend) -> Option<Env> {
-        let db = TestDb::new(backend).await?;
-        let store = db.store().await;
-        let (user, ws) = seed_workspace(&store).await;
-        Some(Self::boot(db, store, ws, user.id).await)
-    }
-
-    /// Starts the server (and its runner) on a database already seeded with `ws` and its `owner`.
-    async fn boot(db: TestDb, store: Arc<dyn Store>, ws: Workspace, owner: UserId) -> Env {
-        muster_tests::init_tracing();
-        let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-        store
-            .create_api_token(&NewApiToken {
-                workspace_id: ws.id,
-                user_id: owner,
-                name: "test".to_owned(),
-                prefix: secret.prefix,
-                token_hash: secret.hash,
-                run_id: None,
-            })
-            .await
-            .unwrap();
-        store.close().await;
-        let mut config = db.config();
-        config.embedded_runner = true;
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(test_timing());
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
-        Env {
-            store: state.store.clone(),
-            state,
-            addr,
-            ws,
-            owner,
-            token: secret.secret,
-            scripts: tempfile::tempdir().unwrap(),
-            shutdown,
-            handle,
-            db,
-        }
-    }
-
-    /// Writes `body` as an executable script and returns its path.
-    fn script(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = self.scripts.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
-
-    /// Copies a Claude fixture next to the scripts and returns its path.
-    fn fixture(&self, name: &str) -> PathBuf {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../agents/tests/fixtures/claude")
-            .join(name);
-        let dst = self.scripts.path().join(name);
-        std::fs::copy(src, &dst).unwrap();
-        dst
-    }
-
-    /// A custom agent running `script`, with one secret variable.
-    async fn agent(&self, name: &str, script: &Path) -> Agent {
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
-        new.command = Some(script.display().to_string());
-        new.max_retries = 0;
-        new.instructions = "Be brief.".to_owned();
-        new.env = vec![EnvVar {
-            key: "SECRET_TOKEN".to_owned(),
-            value: self.state.secrets.seal(SECRET).unwrap(),
-            secret: true,
-        }];
-        self.store.create_agent(self.ws.id, &new).await.unwrap()
-    }
-
-    /// Changes an agent's profile in place.
-    async fn tweak(&self, agent: &Agent, change: impl FnOnce(&mut NewAgent)) -> Agent {
-        let mut profile = agent.profile.clone();
-        change(&mut profile);
-        self.store
-            .update_agent(self.ws.id, agent.id, &profile)
-            .await
-            .unwrap()
-    }
-
-    /// A todo issue with no assignee.
-    async fn issue(&self, title: &str) -> Issue {
-        let mut new = NewIssue::new(IssueTitle::parse(title).unwrap())
-            .with_body("Fix the thing.")
-            .unwrap();
-        new.status = IssueStatus::Todo;
-        self.store.create_issue(self.ws.id, &new).await.unwrap()
-    }
-
-    /// Assigns `agent` through the JSON API, as a person would.
-    async fn assign(&self, issue: &Issue, agent: &Agent) {
-        let path = format!("/api/v1/issues/{}", issue.key);
-        self.api(
-            reqwest::Method::PATCH,
-            &path,
-            json!({ "assignee": agent.profile.name.as_str() }),
-        )
-        .await;
-    }
-
-    /// Sends `body` to `path` with the owner's token and expects 200.
-    async fn api(&self, method: reqwest::Method, path: &str, body: serde_json::Value) {
-        let resp = reqwest::Client::new()
-            .request(method, format!("http://{}{path}", self.addr))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
-    }
-
-    /// The issue's only run, once it exists.
-    async fn the_run(&self, issue: &Issue) -> Run {
-        poll("a run to be queued", || async {
-            self.store
-                .list_runs_for_issue(issue.id)
-                .await
-                .unwrap()
-                .pop()
-        })
-        .await
-    }
-
-    /// The run once it is in a final state.
-    async fn finished(&self, run: RunId) -> Run {
-        poll("the run to finish", || async {
-            let run = self.store.get_run(run).await.unwrap();
-            run.status.is_terminal().then_some(run)
-        })
-        .await
-    }
-
-    /// The issue once it reaches `status` (the run's follow-up comes right after `finish_run`).
-    async fn issue_reaches(&self, issue: &Issue, status: IssueStatus) -> Issue {
-        poll(&format!("the issue to reach {status}"), || async {
-            let issue = self.store.get_issue_by_id(issue.id).await.unwrap();
-            (issue.status == status).then_some(issue)
-        })
-        .await
-    }
-
-    /// The inbox once it holds an item of `kind` about `run`.
-    async fn inbox_with(&self, kind: InboxKind, run: RunId) -> Vec<InboxItem> {
-        poll(&format!("a {kind} inbox item"), || async {
-            let inbox = self.inbox().await;
-            inbox
-                .iter()
-                .any(|i| i.kind == kind && i.run_id == Some(run))
-                .then_some(inbox)
-        })
-        .await
-    }
-
-    async fn events(&self, run: RunId) -> Vec<RunEvent> {
-        self.store.run_events_since(run, 0, 10_000).await.unwrap()
-    }
-
-    async fn inbox(&self) -> Vec<InboxItem> {
-        self.store.list_inbox(self.ws.id, self.owner).await.unwrap()
-    }
-
-    /// Shuts the server down (its runner first) and hands back the database.
-    async fn stop(self) -> TestDb {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
-        self.db
-    }
-}
-
-/// A workspace (`RUN`) and its owner, straight in the store.
-async fn seed_workspace(store: &Arc<dyn Store>) -> (User, Workspace) {
-    store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("owner@runs.test").unwrap(),
-                display_name: "owner".to_owned(),
-                password_hash: "unused".to_owned(),
-            },
-            &NewWorkspace::parse("Runs", "runs", "RUN").unwrap(),
-        )
-        .await
-        .unwrap()
-}
-
-/// A first attempt, queued straight in the store (no wake-up).
-fn new_run(
-    ws: WorkspaceId,
-    issue: IssueId,
-    agent: AgentId,
-    not_before: Option<chrono::DateTime<Utc>>,
-) -> NewRun {
-    NewRun {
-        workspace_id: ws,
-        issue_id: issue,
-        agent_id: agent,
-        attempt: 1,
-        not_before,
-        chain_depth: 0,
-    }
-}
-
-/// Polls `check` until it yields a value, failing after [`DEADLINE`].
-async fn poll<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// Whether `pid` names a live (not zombie) process.
-fn alive(pid: &str) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
-    !stat.is_empty() && !state.starts_with('Z') && !state.starts_with('X')
-}
 
 async fn assigned_run_succeeds(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
@@ -509,49 +239,86 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
     let db = TestDb::new(Backend::Sqlite).await.unwrap();
     let store = db.store().await;
     let (user, ws) = seed_workspace(&store).await;
-    let mut new = NewAgent::new(AgentName::parse("ghost").unwrap(), AgentKind::Custom);
-    new.command = Some("true".to_owned());
-    let agent = store.create_agent(ws.id, &new).await.unwrap();
-    let issue = store
-        .create_issue(ws.id, &NewIssue::new(IssueTitle::parse("Crashed").unwrap()))
-        .await
-        .unwrap();
     let old = store
         .register_runner("crashed", "0.0.1", &json!([]))
         .await
         .unwrap();
-    let queued = store
-        .create_run(&new_run(ws.id, issue.id, agent.id, None))
-        .await
-        .unwrap();
     let then = Utc::now() - TimeDelta::minutes(5);
-    let claimed = store
-        .claim_next_run(old.id, then, then + TimeDelta::seconds(20))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(claimed.id, queued.id);
-    store
-        .start_run(claimed.id, old.id, Some(1), None, None)
-        .await
-        .unwrap();
-    let logged: Vec<NewRunEvent> = (1..=2)
-        .map(|seq| NewRunEvent {
-            seq,
-            at: then,
-            kind: "text".to_owned(),
-            payload: json!({ "text": seq }),
-        })
-        .collect();
-    store.append_run_events(claimed.id, &logged).await.unwrap();
+    // One run in a plain folder, one that had a worktree (on the lost runner's machine).
+    let mut left = Vec::new();
+    for (title, branch) in [
+        ("Crashed", None),
+        ("Crashed in git", Some("muster/RUN-2-r1")),
+    ] {
+        // One agent each: an agent runs one run at a time by default.
+        let name = format!("ghost-{}", left.len());
+        let mut new = NewAgent::new(AgentName::parse(&name).unwrap(), AgentKind::Custom);
+        new.command = Some("true".to_owned());
+        let agent = store.create_agent(ws.id, &new).await.unwrap();
+        let issue = store
+            .create_issue(ws.id, &NewIssue::new(IssueTitle::parse(title).unwrap()))
+            .await
+            .unwrap();
+        let queued = store
+            .create_run(&new_run(ws.id, issue.id, agent.id, None))
+            .await
+            .unwrap();
+        let claimed = store
+            .claim_next_run(old.id, then, then + TimeDelta::seconds(20))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(claimed.id, queued.id);
+        store
+            .start_run(claimed.id, old.id, Some(1), None, branch)
+            .await
+            .unwrap();
+        let logged: Vec<NewRunEvent> = (1..=2)
+            .map(|seq| NewRunEvent {
+                seq,
+                at: then,
+                kind: "text".to_owned(),
+                payload: json!({ "text": seq }),
+            })
+            .collect();
+        store.append_run_events(claimed.id, &logged).await.unwrap();
+        left.push((issue, claimed));
+    }
 
     let env = Env::boot(db, store, ws, user.id).await;
-    let run = env.finished(claimed.id).await;
-    assert_eq!(run.status, RunStatus::Interrupted);
-    assert_eq!(run.failure_reason, Some(FailureReason::RunnerLost));
-    let items = env.inbox_with(InboxKind::RunInterrupted, run.id).await;
-    assert_eq!(items.len(), 1, "{items:?}");
-    assert_eq!(env.events(run.id).await.len(), 2, "stored events stay");
+    let (plain_issue, plain) = &left[0];
+    let (git_issue, in_git) = &left[1];
+    for (_, run) in &left {
+        let run = env.finished(run.id).await;
+        assert_eq!(run.status, RunStatus::Interrupted);
+        assert_eq!(run.failure_reason, Some(FailureReason::RunnerLost));
+        assert_eq!(env.events(run.id).await.len(), 2, "stored events stay");
+    }
+    let retry = poll("the plain run to be re-queued", || async {
+        let runs = env.store.list_runs_for_issue(plain_issue.id).await.unwrap();
+        runs.into_iter().find(|r| r.attempt == 2)
+    })
+    .await;
+    assert_ne!(retry.id, plain.id);
+    let items = env.inbox_with(InboxKind::RunInterrupted, in_git.id).await;
+    assert_eq!(
+        items.len(),
+        1,
+        "only the run that may have changed files needs a person: {items:?}"
+    );
+    assert!(
+        !items.iter().any(|i| i.run_id == Some(plain.id)),
+        "{items:?}"
+    );
+    assert_eq!(
+        env.store
+            .list_runs_for_issue(git_issue.id)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "a run with a worktree is not re-queued"
+    );
     env.stop().await;
 }
 
@@ -772,10 +539,14 @@ async fn shutting_down_stops_live_runs_as_interrupted() {
     assert_eq!(run.failure_reason, Some(FailureReason::RunnerLost));
     let inbox = store.list_inbox(ws, owner).await.unwrap();
     assert!(
-        inbox
-            .iter()
-            .any(|i| i.kind == InboxKind::RunInterrupted && i.run_id == Some(run.id)),
-        "{inbox:?}"
+        !inbox.iter().any(|i| i.run_id == Some(run.id)),
+        "a run that changed no worktree is re-queued, not left to a person: {inbox:?}"
+    );
+    let runs = store.list_runs_for_issue(run.issue_id).await.unwrap();
+    assert!(
+        runs.iter()
+            .any(|r| r.attempt == 2 && r.status == RunStatus::Queued),
+        "re-queued for the next start: {runs:?}"
     );
     let events = store.run_events_since(run.id, 0, 10_000).await.unwrap();
     assert!(

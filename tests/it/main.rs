@@ -6,8 +6,13 @@
 mod agent_clis;
 mod api;
 mod browser_board;
+mod browser_runs;
 mod browser_smoke;
 mod http_health;
 mod http_pages;
+mod http_runs;
+mod llama;
+mod run_follow;
+mod skills;
 mod startup;
 mod store_conformance;

@@ -55,13 +55,18 @@ pub fn workspace_url(nav: &Nav) -> String {
 
 fn top_bar(nav: &Nav) -> Markup {
     let base = workspace_url(nav);
-    let links = [
+    let mut links = vec![
         (NavItem::Board, "Board", base.clone()),
         (NavItem::Agents, "Agents", format!("{base}/agents")),
+        (NavItem::Skills, "Skills", format!("{base}/skills")),
         (NavItem::Members, "Members", format!("{base}/members")),
         (NavItem::Runtimes, "Runtimes", format!("{base}/runtimes")),
         (NavItem::Tokens, "API tokens", format!("{base}/tokens")),
     ];
+    // Settings (the workspace's repository) are for owners and admins only.
+    if nav.role != "member" {
+        links.push((NavItem::Settings, "Settings", format!("{base}/settings")));
+    }
     html! {
         header.topbar {
             a.brand href=(base) {
@@ -74,6 +79,7 @@ fn top_bar(nav: &Nav) -> Markup {
                     a href=(href) aria-current=[(nav.active == *item).then_some("page")] { (label) }
                 }
             }
+            (inbox_link(nav, &base))
             div.user {
                 span.user-name title=(nav.user_email) { (nav.user_name) }
                 span.user-role { (nav.role) }
@@ -82,6 +88,32 @@ fn top_bar(nav: &Nav) -> Markup {
                     button.btn.btn-ghost.btn-small type="submit" { "Log out" }
                 }
             }
+        }
+    }
+}
+
+/// The header's inbox link with the unread count: rendered when the page counted it, else loaded once
+/// the page is shown (the link itself works without JavaScript).
+fn inbox_link(nav: &Nav, base: &str) -> Markup {
+    html! {
+        a.inbox-link href={ (base) "/inbox" } aria-current=[(nav.active == NavItem::Inbox).then_some("page")] {
+            "Inbox"
+            @match nav.inbox_unread {
+                Some(n) => (inbox_count(n)),
+                None => span.inbox-count-slot hx-get={ (base) "/inbox/count" } hx-trigger="load"
+                    hx-swap="outerHTML" {},
+            }
+        }
+    }
+}
+
+/// The unread count badge (`id="inbox-count"`), empty and hidden at zero.
+pub fn inbox_count(unread: i64) -> Markup {
+    html! {
+        @if unread > 0 {
+            span #inbox-count.inbox-count title={ (unread) " unread" } { (unread) }
+        } @else {
+            span #inbox-count.inbox-count hidden {}
         }
     }
 }

@@ -19,6 +19,7 @@ pub fn nav(active: NavItem) -> Nav {
         role: "admin".into(),
         csrf: "csrf-123".into(),
         active,
+        inbox_unread: Some(2),
     }
 }
 
@@ -234,10 +235,13 @@ pub fn issue() -> IssuePageView {
         ],
         comment_body: String::new(),
         comment_errors: FormErrors::new(),
+        runs: run_rows(),
     }
 }
 
 mod admin;
+mod runs;
 mod write;
 
 pub use admin::{agent_form, agents, members, tokens};
+pub use runs::{failed_run_page, inbox, run_page, run_rows};

@@ -23,6 +23,9 @@ pub struct Nav {
     /// CSRF token: every form carries it as hidden `_csrf`; htmx requests send it as `x-csrf-token`.
     pub csrf: String,
     pub active: NavItem,
+    /// Unread inbox items, when the page counted them; otherwise the header loads the count itself
+    /// (`GET /w/{slug}/inbox/count`).
+    pub inbox_unread: Option<i64>,
 }
 
 /// Which top-level page is showing.
@@ -34,6 +37,9 @@ pub enum NavItem {
     Members,
     Tokens,
     Runtimes,
+    Inbox,
+    Skills,
+    Settings,
 }
 
 /// Who an issue is assigned to, or who wrote a comment.
@@ -167,6 +173,8 @@ pub struct IssuePageView {
     pub activity: Vec<ActivityView>,
     pub comment_body: String,
     pub comment_errors: FormErrors,
+    /// The issue's agent runs, newest first.
+    pub runs: Vec<RunRowView>,
 }
 
 /// A row of the agents list.
@@ -257,6 +265,21 @@ pub struct MembersView {
     pub errors: FormErrors,
 }
 
+/// `GET /w/{slug}/settings` (owners and admins): the workspace's git repository, set through POST
+/// `/w/{slug}/settings` (field `repo_path`; empty clears it).
+#[derive(Debug, Clone, Default)]
+pub struct SettingsView {
+    pub nav: Nav,
+    pub workspace_name: String,
+    /// The stored repository, if any.
+    pub repo_path: Option<String>,
+    /// The form's value (kept as typed after an error).
+    pub repo_input: String,
+    /// Set after a successful save.
+    pub saved: bool,
+    pub errors: FormErrors,
+}
+
 /// An API token row (never the secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRowView {
@@ -334,4 +357,319 @@ pub struct RuntimesView {
     pub runtimes: Vec<RuntimeRowView>,
     pub detected_at: Option<DateTime<Utc>>,
     pub redetect_url: String,
+    /// Local model servers found (explicit URLs always, default ports when something answered).
+    pub model_servers: Vec<ModelServerRowView>,
+    /// The loopback ports probed, for the "nothing found" line (e.g. "8080, 11434, 1234, 8000").
+    pub probed_ports: String,
+    /// llama.cpp / Ollama / llamafile binaries found on `PATH`.
+    pub local_binaries: Vec<RuntimeRowView>,
+}
+
+/// One local model server on the Runtimes page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelServerRowView {
+    /// The server root URL.
+    pub url: String,
+    /// `llama.cpp`, `ollama`, `openai`, or empty when unrecognized.
+    pub kind: String,
+    /// `ready`, `loading`, `unreachable`, `unrecognized`.
+    pub status: String,
+    pub models: Vec<String>,
+    pub version: Option<String>,
+    /// Where the URL came from (`MUSTER_LLAMA_URL`, `agent local`, `port 8080 (…)`).
+    pub source: String,
+    /// e.g. "context 2048 tokens · tools: no".
+    pub details: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// A run's counters: tokens and cost (updated live from `usage` events) and the elapsed time, which
+/// `app.js` ticks from `started_at` while `finished_at` is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunCountersView {
+    /// Display-ready numbers ("12,345").
+    pub input_tokens: String,
+    pub output_tokens: String,
+    /// Cache reads plus writes.
+    pub cache_tokens: String,
+    /// "$0.0421".
+    pub cost: String,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The elapsed time when rendered ("2m 05s"); ticks on in the browser while running.
+    pub elapsed: String,
+}
+
+/// The head of the run page: what ran, where it is, and the buttons that apply now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunHeaderView {
+    /// The run id (stable DOM ids are `run-{id}-…`).
+    pub id: String,
+    /// The run page.
+    pub url: String,
+    pub issue_key: String,
+    pub issue_title: String,
+    pub issue_url: String,
+    pub agent: Option<PersonView>,
+    pub attempt: i32,
+    /// `queued`, `claimed`, `running`, `succeeded`, `failed`, `cancelled`, `timed_out`, `interrupted`.
+    pub status: String,
+    /// Set while the run is flagged as stalled.
+    pub stalled_at: Option<DateTime<Utc>>,
+    /// Why it did not succeed, in plain words ("The agent's API key was refused (auth)").
+    pub failure: Option<String>,
+    pub exit_code: Option<i32>,
+    pub branch: Option<String>,
+    pub created_at: Option<DateTime<Utc>>,
+    /// POST here (with `_csrf`) to cancel; only while the run can still be cancelled.
+    pub cancel_url: Option<String>,
+    /// POST here (with `_csrf`) to queue a new attempt; only for a failed, cancelled, timed-out or
+    /// interrupted run.
+    pub retry_url: Option<String>,
+}
+
+/// A long text cut for display: `shown` is the start; `full` is the whole text when it was cut.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LongTextView {
+    pub shown: String,
+    pub full: Option<String>,
+    /// Lines in the whole text.
+    pub lines: usize,
+}
+
+/// The result of a tool call, shown inside the call's block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolResultView {
+    pub output: LongTextView,
+    pub is_error: bool,
+}
+
+/// One entry of a run's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunItemKind {
+    /// The CLI started a session.
+    Started {
+        session_id: String,
+        model: Option<String>,
+        /// Skills the CLI reported finding.
+        skills: Vec<String>,
+    },
+    /// Assistant text, rendered from markdown and sanitised by the server.
+    Text { html: String },
+    /// Reasoning, collapsed.
+    Thinking { text: String },
+    /// A tool call with its result once known. `slot_id` is the DOM id of the result slot, so the
+    /// result can be swapped in live.
+    ToolCall {
+        slot_id: String,
+        name: String,
+        input: LongTextView,
+        result: Option<ToolResultView>,
+    },
+    /// A tool result whose call is not in the log.
+    ToolResult { result: ToolResultView },
+    /// A shell command with its exit code.
+    Command {
+        cmd: String,
+        exit_code: Option<i32>,
+        output: LongTextView,
+    },
+    /// A file the agent added, deleted or updated (`change` is `add`, `delete` or `update`).
+    FileChange { path: String, change: String },
+    /// An error (shown in red).
+    Error { message: String },
+    /// A line on stderr (dimmed).
+    Stderr { line: String },
+    /// A line no parser understood.
+    Raw { line: String },
+    /// The run engine changed the run's state (`stalled`, `running`).
+    Status { status: String },
+    /// The turn ended; the summary is rendered markdown.
+    Finished {
+        ok: bool,
+        summary_html: Option<String>,
+    },
+}
+
+/// One timeline entry with its position in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunItemView {
+    pub seq: i64,
+    pub at: DateTime<Utc>,
+    pub kind: RunItemKind,
+}
+
+/// One line of a unified diff; `kind` is `add`, `del`, `hunk`, `meta` or `ctx`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffLineView {
+    pub kind: String,
+    pub text: String,
+}
+
+/// What the run changed: the diff stat and, when recorded, the patch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunDiffView {
+    pub stat: Option<String>,
+    pub lines: Vec<DiffLineView>,
+    /// Lines left out of a very long patch.
+    pub omitted: usize,
+}
+
+/// `GET /w/{slug}/runs/{id}`: the run's header, counters, timeline and diff. While the run is live,
+/// `live_url` is the WebSocket (`…/live?after={last_seq}`) that appends what happens next.
+#[derive(Debug, Clone, Default)]
+pub struct RunPageView {
+    pub nav: Nav,
+    pub header: RunHeaderView,
+    pub counters: RunCountersView,
+    pub items: Vec<RunItemView>,
+    pub diff: RunDiffView,
+    /// The highest event seq rendered (the live socket's cursor).
+    pub last_seq: i64,
+    pub live_url: Option<String>,
+}
+
+/// A run in the issue page's list of runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRowView {
+    pub url: String,
+    pub agent: Option<PersonView>,
+    pub attempt: i32,
+    pub status: String,
+    pub stalled: bool,
+    /// "1,234 tokens".
+    pub tokens: String,
+    pub cost: String,
+    /// "2m 05s", or empty before the run started.
+    pub duration: String,
+    pub diff_stat: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One inbox item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxItemView {
+    pub id: String,
+    /// `run_failed`, `run_stalled`, `over_budget`, `run_interrupted`, `awaiting_review`, `mentioned`.
+    pub kind: String,
+    /// "Run failed", …
+    pub kind_label: String,
+    pub message: String,
+    pub issue_key: Option<String>,
+    pub issue_url: Option<String>,
+    pub run_url: Option<String>,
+    pub at: DateTime<Utc>,
+    pub read: bool,
+    /// POST here to mark it read (only while unread).
+    pub read_url: Option<String>,
+    /// POST here to retry its run (interrupted and failed runs that may be retried).
+    pub retry_url: Option<String>,
+}
+
+/// `GET /w/{slug}/inbox?show=unread|all`: what needs a person, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct InboxView {
+    pub nav: Nav,
+    pub items: Vec<InboxItemView>,
+    /// Whether only unread items are listed.
+    pub unread_only: bool,
+    pub unread_count: i64,
+    /// POST here to mark every item read.
+    pub read_all_url: String,
+}
+
+/// What one push over a run's live socket changes on the run page: timeline entries to append, tool
+/// results to put into their calls, and (when they changed) the counters, the header and the diff.
+#[derive(Debug, Clone, Default)]
+pub struct RunLiveFrame {
+    /// The run id, for the DOM ids.
+    pub run_id: String,
+    /// Appended to the timeline, in order.
+    pub items: Vec<RunItemView>,
+    /// `(slot_id, result)`: results of calls already on the page.
+    pub results: Vec<(String, ToolResultView)>,
+    pub counters: Option<RunCountersView>,
+    pub header: Option<RunHeaderView>,
+    pub diff: Option<RunDiffView>,
+    /// The highest seq this frame brings the page to.
+    pub last_seq: i64,
+}
+
+/// `GET /w/{slug}/skills`: every skill, with import and upload forms.
+#[derive(Debug, Clone, Default)]
+pub struct SkillListView {
+    pub nav: Nav,
+    pub skills: Vec<SkillRowView>,
+    /// Owners and admins may import from a folder on the server.
+    pub can_import_path: bool,
+    /// Messages of a failed upload or import, by field.
+    pub errors: FormErrors,
+    /// The folder path as typed, kept after an error.
+    pub import_path: String,
+}
+
+/// One skill in the list.
+#[derive(Debug, Clone, Default)]
+pub struct SkillRowView {
+    pub slug: String,
+    pub description: String,
+    /// built_in, imported or written.
+    pub source: String,
+    pub url: String,
+    pub agents: Vec<String>,
+}
+
+/// `GET /w/{slug}/skills/{skill}`: one skill, rendered.
+#[derive(Debug, Clone, Default)]
+pub struct SkillPageView {
+    pub nav: Nav,
+    pub row: SkillRowView,
+    /// The instructions as HTML, already sanitised by the server (ammonia).
+    pub safe_html: String,
+    /// Supporting files: path and text.
+    pub files: Vec<(String, String)>,
+    pub content_hash: String,
+    pub edit_url: String,
+    pub export_url: String,
+    /// Present for owners and admins.
+    pub delete_url: Option<String>,
+}
+
+/// `GET /w/{slug}/skills/new` and `…/{skill}/edit`: the SKILL.md editor with a live preview.
+#[derive(Debug, Clone, Default)]
+pub struct SkillFormView {
+    pub nav: Nav,
+    pub is_new: bool,
+    pub action: String,
+    pub preview_url: String,
+    pub skill_md: String,
+    pub errors: FormErrors,
+}
+
+/// The editor's preview: problems (if any) and the sanitised HTML.
+#[derive(Debug, Clone, Default)]
+pub struct SkillPreviewView {
+    pub problems: Vec<String>,
+    pub safe_html: String,
+}
+
+/// The skills section of an agent's page: attached skills with switches, and an attach form.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSkillsView {
+    pub csrf: String,
+    /// `/w/{slug}/agents/{name}/skills`: POST attaches; `{base}/{skill}/toggle` and `/detach`.
+    pub base_url: String,
+    pub attached: Vec<AgentSkillRowView>,
+    /// Skills not attached yet, for the attach form.
+    pub available: Vec<OptionView>,
+    pub skills_url: String,
+}
+
+/// One attached skill.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSkillRowView {
+    pub slug: String,
+    pub description: String,
+    pub enabled: bool,
+    pub url: String,
 }

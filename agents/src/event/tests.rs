@@ -36,6 +36,7 @@ fn events_round_trip_and_kind_matches_the_tag() {
         AgentEvent::Started {
             session_id: "s".into(),
             model: Some("m".into()),
+            skills: vec!["review-a-diff".into()],
         },
         AgentEvent::Text { text: "hi".into() },
         AgentEvent::Thinking { text: "hm".into() },

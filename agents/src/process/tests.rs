@@ -191,3 +191,59 @@ async fn the_default_cap_is_one_mebibyte() {
     assert!(line.ends_with(&format!("… [truncated {} bytes]", 4 * 1024 * 1024)));
     assert_eq!(lines.next_line().await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn helper_commands_are_captured_and_timed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GREETING".to_owned(), "hi there".to_owned())];
+    let args = |s: &str| vec!["-c".to_owned(), s.to_owned()];
+    let out = run_captured(
+        "sh",
+        &args("echo \"$GREETING\"; echo oops >&2; exit 3"),
+        dir.path(),
+        &env,
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi there\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "oops\n");
+    let slow = run_captured("sh", &args("sleep 30"), dir.path(), &[], SHORT_GRACE).await;
+    assert_eq!(slow.unwrap_err().kind(), io::ErrorKind::TimedOut);
+}
+
+#[tokio::test]
+async fn leftovers_of_a_group_are_found_by_env_and_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut launch = spec("sh", &["-c", "sleep 30 & echo $!; exit 0"], dir.path());
+    launch.env = vec![("MUSTER_RUN_ID".into(), "run-42".into())];
+    let mut child = spawn(&launch).await.unwrap();
+    let pgid = child.id().unwrap();
+    let mut out = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = [0u8; 64];
+    let n = stdout.read(&mut buf).await.unwrap();
+    out.push_str(&String::from_utf8_lossy(&buf[..n]));
+    assert!(child.wait().await.unwrap().success());
+    let sleeper: u32 = out.trim().parse().unwrap();
+    assert_eq!(
+        group_members(pgid),
+        vec![sleeper],
+        "the leader is gone, its child is not"
+    );
+    assert!(group_has_env(pgid, "MUSTER_RUN_ID", "run-42"));
+    assert!(
+        !group_has_env(pgid, "MUSTER_RUN_ID", "run-43"),
+        "another run's group is left alone"
+    );
+    assert!(kill_leftovers(pgid).await);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !group_members(pgid).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the leftover survived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

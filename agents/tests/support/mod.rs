@@ -35,6 +35,7 @@ pub fn started(session_id: &str, model: Option<&str>) -> AgentEvent {
     AgentEvent::Started {
         session_id: session_id.into(),
         model: model.map(Into::into),
+        skills: Vec::new(),
     }
 }
 
@@ -75,4 +76,32 @@ pub fn tool_result(id: &str, output: &str, is_error: bool) -> AgentEvent {
 /// correctly rounded one Rust literals get, so literals could differ in the last bit).
 pub fn json_f64(text: &str) -> f64 {
     serde_json::from_str(text).expect("a JSON number")
+}
+
+/// The skills every recorded Claude Code fixture lists in its `system/init` line.
+pub const CLAUDE_FIXTURE_SKILLS: [&str; 12] = [
+    "deep-research",
+    "update-config",
+    "verify",
+    "debug",
+    "code-review",
+    "simplify",
+    "batch",
+    "fewer-permission-prompts",
+    "loop",
+    "claude-api",
+    "run",
+    "run-skill-generator",
+];
+
+/// The `Started` event of a recorded Claude Code fixture, with the skills its `system/init` lists.
+pub fn claude_started(session_id: &str, model: Option<&str>) -> AgentEvent {
+    AgentEvent::Started {
+        session_id: session_id.into(),
+        model: model.map(Into::into),
+        skills: CLAUDE_FIXTURE_SKILLS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+    }
 }

@@ -118,6 +118,7 @@ async fn owner_and_workspace(
         .create_workspace(&new, user.id)
         .await
         .map_err(|e| slug_taken(e, &new))?;
+    crate::skills::builtin::seed(store, workspace.id).await?;
     Ok(Outcome {
         user,
         workspace,
@@ -149,6 +150,7 @@ async fn create_owner(
         .create_owner_and_workspace(&new_user, &new_ws)
         .await
         .map_err(|e| slug_taken(e, &new_ws))?;
+    crate::skills::builtin::seed(store, workspace.id).await?;
     Ok(Outcome {
         user,
         workspace,

@@ -15,8 +15,11 @@ pub mod config;
 pub mod issue;
 mod login;
 pub mod output;
+pub mod run;
 pub mod runtime;
+pub mod skill;
 pub mod team;
+pub mod workspace;
 
 pub use login::{login, logout};
 

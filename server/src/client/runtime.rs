@@ -1,30 +1,44 @@
-//! `muster runtime detect`: which agent CLIs this machine has, as the runner would find them.
+//! `muster runtime detect`: which agent CLIs and local model servers this machine has, as the runner would
+//! find them; and the hidden `muster llama-loop`, the child process a `llama` agent's run executes.
 
 use clap::Subcommand;
+use muster_llama::agent::{JsonLines, Settings, system_prompt};
+use muster_llama::probe::{self, ServerStatus};
+use muster_llama::{AgentEvent, EventSink};
+use std::io::Read as _;
 
 use super::output::{clean, print_json, table};
-use crate::service::runtimes::{RuntimeCache, install_hint, label};
+use crate::cli::LlamaLoopArgs;
+use crate::service::runtimes::{LocalModels, RuntimeCache, install_hint, label, scan_local};
 
 /// What to do with runtimes.
 #[derive(Debug, Subcommand)]
 pub enum RuntimeCommand {
-    /// Detect Claude Code, Codex, OpenCode and llama.cpp on this machine: path, version, status, reason.
+    /// Detect Claude Code, Codex, OpenCode and local model servers (llama.cpp, Ollama, LM Studio, vLLM) on
+    /// this machine: path or URL, version, status, models, reason.
     Detect {
-        /// Print JSON instead of a table.
+        /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
     },
 }
 
-/// Runs a runtime command (locally: no server needed).
+/// Runs a runtime command (locally: no server needed). `llama_urls` are the explicitly configured model
+/// servers, as `(source, url)`.
 pub async fn run(
     command: RuntimeCommand,
     overrides: Vec<(muster_agents::RuntimeKind, std::path::PathBuf)>,
+    llama_urls: Vec<(String, String)>,
 ) -> anyhow::Result<()> {
     let RuntimeCommand::Detect { json } = command;
-    let (_, found) = RuntimeCache::new(overrides).detect().await;
+    let cache = RuntimeCache::new(overrides);
+    let ((_, found), local) = tokio::join!(cache.detect(), scan_local(&llama_urls));
     if json {
-        return print_json(&serde_json::to_value(&found)?);
+        return print_json(&serde_json::json!({
+            "runtimes": found,
+            "model_servers": local.servers,
+            "local_binaries": local.binaries,
+        }));
     }
     let rows: Vec<Vec<String>> = found
         .iter()
@@ -52,5 +66,129 @@ pub async fn run(
         "{}",
         table(&["RUNTIME", "STATUS", "VERSION", "PATH", "NOTE"], &rows)
     );
+    print_local(&local);
     Ok(())
+}
+
+/// The model-server table (or a line saying none answered).
+fn print_local(local: &LocalModels) {
+    println!();
+    if local.servers.is_empty() {
+        let ports: Vec<String> = probe::DEFAULT_PORTS
+            .iter()
+            .map(|(p, _)| p.to_string())
+            .collect();
+        println!(
+            "No local model server answered (checked 127.0.0.1 ports {}; set MUSTER_LLAMA_URL for another).",
+            ports.join(", ")
+        );
+        return;
+    }
+    let rows: Vec<Vec<String>> = local
+        .servers
+        .iter()
+        .map(|s| {
+            vec![
+                s.url.clone(),
+                s.kind.map_or("-", |k| k.as_str()).to_owned(),
+                s.status.as_str().to_owned(),
+                if s.models.is_empty() {
+                    "-".to_owned()
+                } else {
+                    clean(&s.models.join(", "))
+                },
+                clean(s.version.as_deref().unwrap_or("-")),
+                clean(&s.source),
+                clean(s.reason.as_deref().unwrap_or("")),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &[
+                "MODEL SERVER",
+                "KIND",
+                "STATUS",
+                "MODELS",
+                "VERSION",
+                "FOUND BY",
+                "NOTE"
+            ],
+            &rows
+        )
+    );
+}
+
+/// `muster llama-loop`: reads the prompt from stdin, finds the server when no URL is given, runs the loop and
+/// prints its events as JSON lines. Fails (exit 1) when the run does not succeed. `env` is this process's
+/// environment, handed to the commands the model runs.
+pub async fn llama_loop(args: LlamaLoopArgs, env: Vec<(String, String)>) -> anyhow::Result<()> {
+    let mut sink = JsonLines(std::io::stdout());
+    let read = tokio::task::spawn_blocking(|| {
+        let mut prompt = String::new();
+        std::io::stdin().read_to_string(&mut prompt).map(|_| prompt)
+    })
+    .await;
+    let prompt = match read {
+        Ok(Ok(prompt)) => prompt,
+        Ok(Err(e)) => return fail(&mut sink, format!("cannot read the prompt from stdin: {e}")),
+        Err(e) => return fail(&mut sink, format!("cannot read the prompt from stdin: {e}")),
+    };
+    let system = match system_prompt(&args.system_file, args.skills_dir.as_deref()) {
+        Ok(text) => text,
+        Err(e) => {
+            let shown = args.system_file.display();
+            return fail(&mut sink, format!("cannot read the brief {shown}: {e}"));
+        }
+    };
+    let Some(base_url) = find_server(&args).await else {
+        return fail(
+            &mut sink,
+            "no local model server: give the agent a base URL, set MUSTER_LLAMA_URL, or start llama-server \
+             or Ollama on its usual port"
+                .to_owned(),
+        );
+    };
+    let mut settings = Settings::new(&base_url, args.workdir.clone(), system, prompt);
+    settings.model = args.model.clone();
+    settings.temperature = args.temperature;
+    settings.max_tokens = args.max_tokens;
+    settings.context_size = args.ctx_size;
+    settings.tools = !args.no_tools;
+    settings.allow_write = !args.read_only;
+    settings.max_turns = args.max_turns;
+    settings.command_timeout = std::time::Duration::from_secs(args.command_timeout);
+    settings.idle_timeout = std::time::Duration::from_secs(args.idle_timeout);
+    settings.command_env = env;
+    if muster_llama::run(&settings, &mut sink).await {
+        Ok(())
+    } else {
+        anyhow::bail!("the local model run did not succeed (see its events)")
+    }
+}
+
+/// The loop's server: `--base-url`, else an explicitly configured one, else the first ready default port.
+async fn find_server(args: &LlamaLoopArgs) -> Option<String> {
+    if let Some(url) = args.base_url.as_deref().filter(|u| !u.trim().is_empty()) {
+        return Some(url.trim().to_owned());
+    }
+    if let Some((_, url)) = args.servers.llama_urls().into_iter().next() {
+        return Some(url);
+    }
+    probe::scan(probe::default_candidates(), probe::PROBE_TIMEOUT)
+        .await
+        .into_iter()
+        .find(|s| s.status == ServerStatus::Ready)
+        .map(|s| s.url)
+}
+
+/// Reports a failure before the loop could start, as the loop would, and exits 1.
+fn fail(sink: &mut dyn EventSink, message: String) -> anyhow::Result<()> {
+    sink.emit(AgentEvent::error(&message));
+    sink.emit(AgentEvent::Finished {
+        ok: false,
+        summary: Some(message.clone()),
+    });
+    anyhow::bail!(message)
 }

@@ -3,15 +3,15 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 
 use super::{Error, Result};
 use crate::app::AppState;
 use crate::auth;
-use crate::domain::{ApiToken, Slug, User};
-use crate::service::Caller;
+use crate::domain::{ApiToken, RunStatus, Slug, User};
+use crate::service::{Caller, RunScope};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "muster_session";
@@ -106,6 +106,10 @@ impl FromRequestParts<AppState> for WsMember {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let current = CurrentUser::from_request_parts(parts, state).await?;
+        if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
+            // Pages are for people: a run's token gets the same refusal as on the API.
+            return Err(run_scope(state, token).await?.refusal());
+        }
         let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
             .await
             .map_err(|_| Error::NotFound)?;
@@ -121,6 +125,7 @@ impl FromRequestParts<AppState> for WsMember {
                 ws,
                 user: current.user,
                 role: member.role,
+                run: None,
             },
             csrf,
         })
@@ -138,6 +143,16 @@ impl FromRequestParts<AppState> for ApiCaller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let current = CurrentUser::from_request_parts(parts, state).await?;
+        let run = match current.token.as_ref().filter(|t| t.run_id.is_some()) {
+            Some(token) => {
+                let scope = run_scope(state, token).await?;
+                if !run_may(parts, &scope) {
+                    return Err(scope.refusal());
+                }
+                Some(scope)
+            }
+            None => None,
+        };
         let ws = match &current.token {
             Some(token) => state.store.get_workspace(token.workspace_id).await?,
             None => {
@@ -177,7 +192,53 @@ impl FromRequestParts<AppState> for ApiCaller {
             ws,
             user: current.user,
             role: member.role,
+            run,
         }))
+    }
+}
+
+/// The scope of a run's token; 401 once the run is no longer live (its token dies with it).
+async fn run_scope(state: &AppState, token: &ApiToken) -> Result<RunScope> {
+    let run_id = token.run_id.ok_or(Error::Unauthorized)?;
+    let run = match state.store.get_run(run_id).await {
+        Err(crate::store::Error::NotFound) => return Err(Error::Unauthorized),
+        other => other?,
+    };
+    if !matches!(run.status, RunStatus::Claimed | RunStatus::Running) {
+        return Err(Error::Unauthorized);
+    }
+    let issue = state.store.get_issue_by_id(run.issue_id).await?;
+    Ok(RunScope {
+        run_id,
+        agent_id: run.agent_id,
+        issue_id: issue.id,
+        issue_key: issue.key,
+    })
+}
+
+/// Whether a run's token may call this route: read the workspace's people and agents, and read, comment
+/// on and move its own issue (the service layer narrows edits to the status). Everything else is refused.
+fn run_may(parts: &Parts, scope: &RunScope) -> bool {
+    let Some(route) = parts.extensions.get::<MatchedPath>() else {
+        return false;
+    };
+    let segment = |prefix: &str| {
+        let rest = parts.uri.path().strip_prefix(prefix).unwrap_or_default();
+        rest.split('/').next().unwrap_or_default().to_owned()
+    };
+    let own_issue = || {
+        crate::domain::IssueKey::parse(&segment("/api/v1/issues/"))
+            .is_ok_and(|k| k == scope.issue_key)
+    };
+    let own_run = || segment("/api/v1/runs/") == scope.run_id.to_string();
+    let read = parts.method == Method::GET || parts.method == Method::HEAD;
+    match route.as_str() {
+        "/api/v1/me" | "/api/v1/members" | "/api/v1/agents" | "/api/v1/agents/{name}" => read,
+        "/api/v1/issues/{key}" => own_issue() && (read || parts.method == Method::PATCH),
+        "/api/v1/issues/{key}/comments" => own_issue() && (read || parts.method == Method::POST),
+        "/api/v1/issues/{key}/move" => own_issue() && parts.method == Method::POST,
+        "/api/v1/runs/{id}" | "/api/v1/runs/{id}/events" => own_run() && read,
+        _ => false,
     }
 }
 

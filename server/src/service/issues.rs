@@ -5,8 +5,8 @@ use serde::Deserialize;
 use super::{Caller, Problems, announce};
 use crate::app::AppState;
 use crate::domain::{
-    Actor, Assignee, Comment, CommentAuthor, Issue, IssueKey, IssuePatch, IssueStatus, IssueTitle,
-    Label, NewComment, NewIssue, Priority, ValidationError,
+    Assignee, Comment, Issue, IssueKey, IssuePatch, IssueStatus, IssueTitle, Label, NewComment,
+    NewIssue, Priority, ValidationError,
 };
 use crate::http::{Error, Result};
 
@@ -89,6 +89,19 @@ pub async fn update(
     input: &IssueInput,
 ) -> Result<Issue> {
     let current = state.store.get_issue(caller.ws.id, key).await?;
+    if caller.run.is_some()
+        && (input.title.is_some()
+            || input.body.is_some()
+            || input.priority.is_some()
+            || input.labels.is_some()
+            || input.assignee.is_some())
+    {
+        return Err(Error::Rejected(
+            axum::http::StatusCode::FORBIDDEN,
+            "token",
+            "a run's token may only change its issue's status (and comment on it)".to_owned(),
+        ));
+    }
     let mut problems = Problems::default();
     let mut patch = IssuePatch::default();
     if let Some(t) = &input.title {
@@ -113,7 +126,7 @@ pub async fn update(
         .as_deref()
         .and_then(|s| problems.take(s.parse()));
     problems.finish()?;
-    let actor = Actor::User(caller.user.id);
+    let actor = caller.actor();
     let mut issue = state
         .store
         .update_issue(caller.ws.id, key, &patch, actor)
@@ -124,6 +137,7 @@ pub async fn update(
             .move_issue(caller.ws.id, key, status, None, actor)
             .await?;
     }
+    cancel_runs_if_unwanted(state, caller, &current, &issue).await;
     queue_run_if_due(state, Some(&current), &issue).await;
     announce(state, caller, key);
     Ok(issue)
@@ -141,14 +155,9 @@ pub async fn move_to(
     let before = state.store.get_issue(caller.ws.id, key).await?;
     let issue = state
         .store
-        .move_issue(
-            caller.ws.id,
-            key,
-            status,
-            index,
-            Actor::User(caller.user.id),
-        )
+        .move_issue(caller.ws.id, key, status, index, caller.actor())
         .await?;
+    cancel_runs_if_unwanted(state, caller, &before, &issue).await;
     queue_run_if_due(state, Some(&before), &issue).await;
     announce(state, caller, key);
     Ok(issue)
@@ -171,6 +180,41 @@ async fn queue_run_if_due(state: &AppState, before: Option<&Issue>, after: &Issu
     }
 }
 
+/// Cancels the live runs of an agent that should no longer work on the issue: it was unassigned (or
+/// replaced), or a person parked the issue (backlog) or closed it (done, cancelled). An agent moving its
+/// own issue with its run's token cancels nothing. Errors are logged: the issue change itself succeeded.
+async fn cancel_runs_if_unwanted(state: &AppState, caller: &Caller, before: &Issue, after: &Issue) {
+    let Some(Assignee::Agent(agent)) = before.assignee else {
+        return;
+    };
+    let unassigned = after.assignee != before.assignee;
+    let parked = caller.run.is_none()
+        && after.status != before.status
+        && matches!(
+            after.status,
+            IssueStatus::Backlog | IssueStatus::Done | IssueStatus::Cancelled
+        );
+    if !unassigned && !parked {
+        return;
+    }
+    let runs = match state.store.list_runs_for_issue(after.id).await {
+        Ok(runs) => runs,
+        Err(e) => {
+            tracing::warn!(error = %e, issue = %after.key, "cannot list the issue's runs to cancel");
+            return;
+        }
+    };
+    for run in runs
+        .into_iter()
+        .filter(|r| r.agent_id == agent && !r.status.is_terminal())
+    {
+        tracing::info!(run.id = %run.id, issue = %after.key, unassigned, "cancelling a run no longer wanted");
+        if let Err(e) = crate::supervisor::cancel(state, run.id).await {
+            tracing::warn!(error = %e, run.id = %run.id, "cannot cancel the run");
+        }
+    }
+}
+
 /// Adds a comment by the caller.
 pub async fn comment(
     state: &AppState,
@@ -179,7 +223,8 @@ pub async fn comment(
     body: &str,
 ) -> Result<Comment> {
     let issue = state.store.get_issue(caller.ws.id, key).await?;
-    let new = NewComment::parse(CommentAuthor::User(caller.user.id), body)?;
+    let mut new = NewComment::parse(caller.actor(), body)?;
+    new.run_id = caller.run.as_ref().map(|scope| scope.run_id);
     let comment = state.store.add_comment(issue.id, &new).await?;
     announce(state, caller, key);
     Ok(comment)

@@ -4,8 +4,11 @@
 pub mod agents;
 pub mod issues;
 pub mod members;
+pub mod runs;
 pub mod runtimes;
+pub mod skills;
 pub mod tokens;
+pub mod workspace;
 
 use crate::app::AppState;
 use crate::domain::{Role, User, Workspace};
@@ -17,11 +20,47 @@ pub struct Caller {
     pub ws: Workspace,
     pub user: User,
     pub role: Role,
+    /// Set when the caller is an agent using its run's token: it acts as that agent, on that issue only.
+    pub run: Option<RunScope>,
+}
+
+/// What a run-scoped token may touch, and who it acts as.
+#[derive(Debug, Clone)]
+pub struct RunScope {
+    pub run_id: crate::domain::RunId,
+    pub agent_id: crate::domain::AgentId,
+    pub issue_id: crate::domain::IssueId,
+    pub issue_key: crate::domain::IssueKey,
+}
+
+impl RunScope {
+    /// The 403 a run token gets for anything outside its issue.
+    pub fn refusal(&self) -> Error {
+        Error::Rejected(
+            axum::http::StatusCode::FORBIDDEN,
+            "token",
+            format!(
+                "this token belongs to run {} and may only act on issue {}",
+                self.run_id, self.issue_key
+            ),
+        )
+    }
 }
 
 impl Caller {
+    /// Who the caller's writes are recorded as: the run's agent for a run token, else the person.
+    pub fn actor(&self) -> crate::domain::Actor {
+        match &self.run {
+            Some(scope) => crate::domain::CommentAuthor::Agent(scope.agent_id),
+            None => crate::domain::CommentAuthor::User(self.user.id),
+        }
+    }
+
     /// Refuses callers who are not owners or admins.
     pub fn require_manager(&self) -> Result<()> {
+        if let Some(scope) = &self.run {
+            return Err(scope.refusal());
+        }
         if self.role.can_manage() {
             Ok(())
         } else {

@@ -1,12 +1,21 @@
 //! Which agent runtimes this machine has: detected once in the background at start, cached with the time
 //! of detection, and re-detected on request — so pages never wait on a slow `--version`.
+//!
+//! Local models are scanned separately ([`RuntimeCache::local_models`]): the explicitly configured servers
+//! (agent profiles' base URLs, `MUSTER_LLAMA_URL`, `OLLAMA_HOST`, `LLAMA_API_BASE`), then the usual loopback
+//! ports, each probe with a short timeout, plus the llama.cpp / Ollama binaries on `PATH` with versions.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use muster_agents::{Detection, RuntimeKind};
+use muster_llama::probe::{self, Candidate, ModelServer};
+use serde::Serialize;
 use tokio::sync::RwLock;
+
+use crate::app::AppState;
+use crate::domain::{AgentKind, WorkspaceId};
 
 /// The kinds probed: the three CLIs and local llama.cpp binaries (custom commands are per agent).
 pub const PROBED: [RuntimeKind; 4] = [
@@ -24,6 +33,51 @@ pub type Detected = (DateTime<Utc>, Vec<Detection>);
 pub struct RuntimeCache {
     last: Arc<RwLock<Option<Detected>>>,
     overrides: Arc<Vec<(RuntimeKind, PathBuf)>>,
+    local: Arc<RwLock<Option<LocalModels>>>,
+}
+
+/// What the last local-model scan found, and when.
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalModels {
+    /// When the scan ran.
+    pub detected_at: DateTime<Utc>,
+    /// Model servers: every explicit one, and default ports where a model server answered.
+    pub servers: Vec<ModelServer>,
+    /// The llama.cpp / Ollama / llamafile binaries found on `PATH`, with versions.
+    pub binaries: Vec<Detection>,
+}
+
+/// Scans for local model servers (`explicit` first, as `(source, url)`, then the default loopback ports)
+/// and local runtime binaries, concurrently.
+pub async fn scan_local(explicit: &[(String, String)]) -> LocalModels {
+    let mut candidates: Vec<Candidate> = explicit
+        .iter()
+        .map(|(source, url)| Candidate::explicit(url, source))
+        .collect();
+    candidates.extend(probe::default_candidates());
+    let (servers, binaries) = tokio::join!(
+        probe::scan(candidates, probe::PROBE_TIMEOUT),
+        muster_agents::llama::detect_binaries()
+    );
+    LocalModels {
+        detected_at: Utc::now(),
+        servers,
+        binaries,
+    }
+}
+
+/// The explicit local-model URLs for a workspace: the server's configured ones, then the base URLs of its
+/// `llama` agents.
+pub async fn local_model_urls(state: &AppState, ws: WorkspaceId) -> Vec<(String, String)> {
+    let mut urls = state.config.llama_urls.clone();
+    if let Ok(agents) = state.store.list_agents(ws).await {
+        urls.extend(agents.into_iter().filter_map(|a| {
+            let url = a.profile.base_url.filter(|u| !u.trim().is_empty())?;
+            (a.profile.kind == AgentKind::Llama)
+                .then(|| (format!("agent {}", a.profile.name.as_str()), url))
+        }));
+    }
+    urls
 }
 
 impl RuntimeCache {
@@ -32,6 +86,7 @@ impl RuntimeCache {
         RuntimeCache {
             last: Arc::default(),
             overrides: Arc::new(overrides),
+            local: Arc::default(),
         }
     }
 
@@ -58,6 +113,21 @@ impl RuntimeCache {
             return found;
         }
         self.detect().await
+    }
+
+    /// The cached local-model scan, scanning `explicit` and the default ports now if there is none yet.
+    pub async fn local_models(&self, explicit: &[(String, String)]) -> LocalModels {
+        if let Some(found) = self.local.read().await.clone() {
+            return found;
+        }
+        self.scan_local_models(explicit).await
+    }
+
+    /// Scans for local models now and caches the result.
+    pub async fn scan_local_models(&self, explicit: &[(String, String)]) -> LocalModels {
+        let found = scan_local(explicit).await;
+        *self.local.write().await = Some(found.clone());
+        found
     }
 }
 

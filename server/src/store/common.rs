@@ -78,6 +78,10 @@ macro_rules! impl_store {
             async fn ping(&self) -> Result<()> { self.ping_impl().await }
             async fn migrate(&self) -> anyhow::Result<()> { self.migrate_impl().await }
             async fn close(&self) { self.close_impl().await }
+            async fn notify(&self, message: &str) -> Result<()> { self.notify_impl(message).await }
+            async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+                self.listen_impl().await
+            }
 
             async fn create_workspace(&self, new: &NewWorkspace, owner: UserId) -> Result<Workspace> {
                 let (id, now) = (WorkspaceId::new(), now());
@@ -104,6 +108,12 @@ macro_rules! impl_store {
                 let row = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w where w.slug = $1"))
                     .bind(slug).fetch_one(&self.pool).await?;
                 Ok(row.into())
+            }
+
+            async fn list_workspaces(&self) -> Result<Vec<Workspace>> {
+                let rows = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w order by w.created_at, w.workspace_id"))
+                    .fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
             }
 
             async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>> {
@@ -393,7 +403,9 @@ macro_rules! impl_store {
 
             async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken> {
                 let token: ApiToken = sqlx::query_as::<$db, ApiTokenRow>(concat!(
-                    "select ", token_cols!(), " from api_token where token_hash = $1 and revoked_at is null"))
+                    "select ", token_cols!(), " from api_token where token_hash = $1 and revoked_at is null ",
+                    // A run's token dies with its run, even if the run ended without revoking it (a crash).
+                    "and (run_id is null or run_id in (select run_id from run where status in ('claimed', 'running')))"))
                     .bind(token_hash).fetch_one(&self.pool).await?.into();
                 if token.last_used_at.is_none_or(|t| now - t > chrono::TimeDelta::minutes(1)) {
                     sqlx::query::<$db>("update api_token set last_used_at = $2 where api_token_id = $1")
@@ -417,6 +429,13 @@ macro_rules! impl_store {
                     .bind(id).bind(ws).bind(user).bind(now()).execute(&self.pool).await?;
                 if done.rows_affected() == 0 { return Err(Error::NotFound); }
                 Ok(())
+            }
+
+            async fn revoke_run_tokens(&self, run: RunId) -> Result<u64> {
+                let done = sqlx::query::<$db>(
+                    "update api_token set revoked_at = $2 where run_id = $1 and revoked_at is null")
+                    .bind(run).bind(now()).execute(&self.pool).await?;
+                Ok(done.rows_affected())
             }
 
             async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
@@ -583,6 +602,22 @@ macro_rules! impl_store {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
+            async fn list_runs(&self, ws: WorkspaceId, filter: &$crate::store::RunFilter) -> Result<Vec<Run>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(concat!("select ", run_cols!(), " from run where workspace_id = "));
+                qb.push_bind(ws);
+                if let Some(issue) = filter.issue { qb.push(" and issue_id = ").push_bind(issue); }
+                if let Some(agent) = filter.agent { qb.push(" and agent_id = ").push_bind(agent); }
+                if !filter.statuses.is_empty() {
+                    qb.push(" and status in (");
+                    let mut list = qb.separated(", ");
+                    for status in &filter.statuses { list.push_bind(*status); }
+                    list.push_unseparated(")");
+                }
+                qb.push(" order by created_at desc, run_id desc limit ").push_bind(filter.limit);
+                let rows = qb.build_query_as::<RunRow>().fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
             async fn claim_next_run(&self, runner: RunnerId, now: DateTime<Utc>, lease_until: DateTime<Utc>) -> Result<Option<Run>> {
                 self.claim(runner, now, lease_until).await
             }
@@ -641,6 +676,13 @@ macro_rules! impl_store {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
+            async fn list_live_runs_of_runner(&self, runner: RunnerId) -> Result<Vec<Run>> {
+                let rows = sqlx::query_as::<$db, RunRow>(concat!("select ", run_cols!(), " from run ",
+                    "where runner_id = $1 and status in ('claimed', 'running') order by created_at, run_id"))
+                    .bind(runner).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
             async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq> {
                 if let Some(bad) = events.iter().find(|e| e.seq < 1) {
                     return Err(anyhow::anyhow!("run event seq must be at least 1, got {}", bad.seq).into());
@@ -685,6 +727,58 @@ macro_rules! impl_store {
                     "select ", inbox_cols!(), " from inbox_item where workspace_id = $1 and (user_id = $2 or user_id is null) ",
                     "and resolved_at is null order by created_at desc, inbox_item_id desc"))
                     .bind(ws).bind(user).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn list_inbox_with_read(&self, ws: WorkspaceId, user: UserId, unread_only: bool) -> Result<Vec<$crate::store::InboxEntry>> {
+                let rows = sqlx::query_as::<$db, InboxReadRow>(concat!(
+                    "select i.inbox_item_id, i.workspace_id, i.user_id, i.kind, i.issue_id, i.run_id, i.message, i.created_at, ",
+                    "i.resolved_at, r.read_at from inbox_item i ",
+                    "left join inbox_read r on r.inbox_item_id = i.inbox_item_id and r.user_id = $2 ",
+                    "where i.workspace_id = $1 and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null ",
+                    "and ($3 = 0 or r.read_at is null) order by i.created_at desc, i.inbox_item_id desc"))
+                    .bind(ws).bind(user).bind(i32::from(unread_only)).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn mark_inbox_read(&self, ws: WorkspaceId, user: UserId, item: InboxItemId, at: DateTime<Utc>) -> Result<()> {
+                let visible = sqlx::query_scalar::<$db, InboxItemId>(
+                    "select inbox_item_id from inbox_item where inbox_item_id = $1 and workspace_id = $2 \
+                     and (user_id = $3 or user_id is null) and resolved_at is null")
+                    .bind(item).bind(ws).bind(user).fetch_optional(&self.pool).await?;
+                if visible.is_none() { return Err(Error::NotFound); }
+                sqlx::query::<$db>(
+                    "insert into inbox_read (inbox_item_id, user_id, read_at) values ($1, $2, $3) \
+                     on conflict (inbox_item_id, user_id) do nothing")
+                    .bind(item).bind(user).bind(at).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn mark_all_inbox_read(&self, ws: WorkspaceId, user: UserId, at: DateTime<Utc>) -> Result<u64> {
+                let done = sqlx::query::<$db>(
+                    "insert into inbox_read (inbox_item_id, user_id, read_at) \
+                     select i.inbox_item_id, $2, $3 from inbox_item i where i.workspace_id = $1 \
+                     and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null \
+                     on conflict (inbox_item_id, user_id) do nothing")
+                    .bind(ws).bind(user).bind(at).execute(&self.pool).await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64> {
+                let n = sqlx::query_scalar::<$db, i64>(
+                    "select count(*) from inbox_item i where i.workspace_id = $1 \
+                     and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null \
+                     and not exists (select 1 from inbox_read r where r.inbox_item_id = i.inbox_item_id and r.user_id = $2)")
+                    .bind(ws).bind(user).fetch_one(&self.pool).await?;
+                Ok(n)
+            }
+
+            async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>> {
+                let rows = sqlx::query_as::<$db, RunRow>(concat!(
+                    "select ", run_cols!(), " from run r where r.workspace_id = $1 and not exists (",
+                    "select 1 from run n where n.issue_id = r.issue_id and (n.created_at > r.created_at ",
+                    "or (n.created_at = r.created_at and n.run_id > r.run_id))) order by r.created_at"))
+                    .bind(ws).fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
             }
         }

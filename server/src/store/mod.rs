@@ -42,6 +42,9 @@ pub enum Error {
     Other(#[from] anyhow::Error),
 }
 
+/// The Postgres `LISTEN`/`NOTIFY` channel replicas wake each other on.
+pub const NOTIFY_CHANNEL: &str = "muster";
+
 /// `Result` with the store's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -100,6 +103,30 @@ fn sqlite_unique_constraint(message: &str) -> String {
         other => return other.to_owned(),
     };
     name.to_owned()
+}
+
+/// Which runs [`Store::list_runs`] returns; unset fields do not filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFilter {
+    /// Only runs on this issue.
+    pub issue: Option<IssueId>,
+    /// Only runs in one of these statuses (any when empty).
+    pub statuses: Vec<crate::domain::RunStatus>,
+    /// Only runs of this agent.
+    pub agent: Option<AgentId>,
+    /// At most this many runs.
+    pub limit: i64,
+}
+
+impl Default for RunFilter {
+    fn default() -> Self {
+        Self {
+            issue: None,
+            statuses: Vec::new(),
+            agent: None,
+            limit: 50,
+        }
+    }
 }
 
 /// Which database a store runs on.
@@ -208,6 +235,12 @@ pub trait Store: Send + Sync + 'static {
     async fn migrate(&self) -> anyhow::Result<()>;
     /// Closes the pool, waiting for connections to be returned.
     async fn close(&self);
+    /// Sends `message` (ids only, never payloads) to every replica listening on this database: Postgres
+    /// `NOTIFY` on [`NOTIFY_CHANNEL`]; a no-op on SQLite, where one process is the only replica.
+    async fn notify(&self, message: &str) -> Result<()>;
+    /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
+    /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
+    async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
 
     // --- workspaces, users, members ---
     /// Creates a workspace with `owner` as its first owner, atomically.
@@ -216,6 +249,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_workspace(&self, id: WorkspaceId) -> Result<Workspace>;
     /// A workspace by slug.
     async fn get_workspace_by_slug(&self, slug: &Slug) -> Result<Workspace>;
+    /// Every workspace, oldest first (start-up tasks such as seeding built-in skills).
+    async fn list_workspaces(&self) -> Result<Vec<Workspace>>;
     /// The workspaces a user belongs to, with their role, oldest first.
     async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>>;
     /// Sets or clears the local repository that runs get worktrees of.
@@ -298,6 +333,8 @@ pub trait Store: Send + Sync + 'static {
     async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>>;
     /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked).
     async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<()>;
+    /// Revokes every token bound to `run` (when the run ends); returns how many were live.
+    async fn revoke_run_tokens(&self, run: RunId) -> Result<u64>;
 
     // --- agents and skills ---
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).
@@ -343,6 +380,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_run(&self, id: RunId) -> Result<Run>;
     /// An issue's runs, oldest first.
     async fn list_runs_for_issue(&self, issue: IssueId) -> Result<Vec<Run>>;
+    /// A workspace's runs matching `filter`, newest first, at most `filter.limit`.
+    async fn list_runs(&self, ws: WorkspaceId, filter: &RunFilter) -> Result<Vec<Run>>;
     /// Claims the oldest claimable queued run for `runner` with a lease until `lease_until`, respecting each
     /// agent's max concurrent runs. Never hands one run to two callers.
     async fn claim_next_run(
@@ -373,6 +412,9 @@ pub trait Store: Send + Sync + 'static {
     async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run>;
     /// Marks every live run whose lease expired before `now` as interrupted; returns them.
     async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>>;
+    /// The runs `runner` holds (claimed or running), oldest first: at a runner's start these were left
+    /// behind by its previous life.
+    async fn list_live_runs_of_runner(&self, runner: RunnerId) -> Result<Vec<Run>>;
     /// Stores events idempotently on `(run_id, seq)` (a resent event is ignored) and returns the highest
     /// seq now stored for the run.
     async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq>;
@@ -384,4 +426,40 @@ pub trait Store: Send + Sync + 'static {
     async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem>;
     /// Open items for a user (their own and those addressed to everyone), newest first.
     async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>>;
+    /// Like [`Store::list_inbox`], with when `user` read each item (only unread ones if `unread_only`).
+    async fn list_inbox_with_read(
+        &self,
+        ws: WorkspaceId,
+        user: UserId,
+        unread_only: bool,
+    ) -> Result<Vec<InboxEntry>>;
+    /// Marks one open item of `ws` that `user` can see as read by them (again is a no-op); `NotFound`
+    /// for an item they cannot see.
+    async fn mark_inbox_read(
+        &self,
+        ws: WorkspaceId,
+        user: UserId,
+        item: crate::domain::InboxItemId,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+    /// Marks every open item `user` can see in `ws` as read; returns how many were unread.
+    async fn mark_all_inbox_read(
+        &self,
+        ws: WorkspaceId,
+        user: UserId,
+        at: DateTime<Utc>,
+    ) -> Result<u64>;
+    /// How many open items `user` can see in `ws` and has not read.
+    async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
+
+    // --- run indicators ---
+    /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.
+    async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;
+}
+
+/// An inbox item with when the reader read it (`None`: unread).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxEntry {
+    pub item: InboxItem,
+    pub read_at: Option<DateTime<Utc>>,
 }

@@ -18,6 +18,9 @@ use crate::domain::*;
 /// Oldest PostgreSQL we run on (`server_version_num`).
 const MIN_PG_VERSION: i32 = 130_000;
 
+/// Notifications waiting for the relay before the listener waits for it.
+const LISTEN_BUFFER: usize = 1024;
+
 /// How often a claim retries after losing an agent's last free slot to another claimer.
 const CLAIM_ATTEMPTS: usize = 8;
 
@@ -83,6 +86,48 @@ impl PgStore {
 
     async fn close_impl(&self) {
         self.pool.close().await;
+    }
+
+    async fn notify_impl(&self, message: &str) -> Result<()> {
+        sqlx::query("select pg_notify($1, $2)")
+            .bind(super::NOTIFY_CHANNEL)
+            .bind(message)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A dedicated listening connection (not from the pool's budget), forwarded by a task until the
+    /// receiver is dropped; `PgListener::recv` reconnects after a lost connection.
+    async fn listen_impl(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .context("cannot open the LISTEN connection")?;
+        listener
+            .listen(super::NOTIFY_CHANNEL)
+            .await
+            .context("cannot LISTEN for other replicas")?;
+        let (tx, rx) = tokio::sync::mpsc::channel(LISTEN_BUFFER);
+        tokio::spawn(async move {
+            loop {
+                let note = tokio::select! {
+                    () = tx.closed() => return,
+                    note = listener.recv() => note,
+                };
+                match note {
+                    Ok(note) => {
+                        if tx.send(note.payload().to_owned()).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the LISTEN connection failed; reconnecting");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     async fn claim(

@@ -414,6 +414,23 @@ impl From<InboxRow> for InboxItem {
     }
 }
 
+/// An inbox item with the reader's `inbox_read.read_at`.
+#[derive(sqlx::FromRow)]
+pub(super) struct InboxReadRow {
+    #[sqlx(flatten)]
+    item: InboxRow,
+    read_at: Option<DateTime<Utc>>,
+}
+
+impl From<InboxReadRow> for super::InboxEntry {
+    fn from(r: InboxReadRow) -> Self {
+        super::InboxEntry {
+            item: r.item.into(),
+            read_at: r.read_at,
+        }
+    }
+}
+
 /// The current time, truncated to microseconds: what both databases can store exactly.
 pub(super) fn now() -> DateTime<Utc> {
     use chrono::{DurationRound, TimeDelta};

@@ -94,6 +94,15 @@ impl SqliteStore {
         self.pool.close().await;
     }
 
+    /// One process is the only replica: in-process wake-ups are enough.
+    async fn notify_impl(&self, _message: &str) -> Result<()> {
+        Ok(())
+    }
+
+    async fn listen_impl(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        Ok(None)
+    }
+
     async fn claim(
         &self,
         runner: RunnerId,

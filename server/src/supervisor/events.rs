@@ -43,6 +43,25 @@ impl EventLog {
         }
     }
 
+    /// A log that continues after the events already stored for `run_id` (recovering a crashed run).
+    pub(super) async fn resume(
+        state: &AppState,
+        run_id: RunId,
+        secrets: Vec<String>,
+    ) -> store::Result<Self> {
+        let mut log = Self::new(run_id, secrets);
+        loop {
+            let page = state
+                .store
+                .run_events_since(run_id, log.next_seq - 1, 1000)
+                .await?;
+            match page.last() {
+                Some(last) => log.next_seq = last.seq + 1,
+                None => return Ok(log),
+            }
+        }
+    }
+
     /// Queues one event; the caller flushes when [`EventLog::must_flush`] says so or at [`EventLog::due`].
     pub(super) fn push(&mut self, kind: &str, mut payload: Value) {
         redact(&mut payload, &self.secrets);
@@ -113,13 +132,20 @@ pub(super) struct Tally {
     pub last_text: Option<String>,
     pub finished: Option<(bool, Option<String>)>,
     pub last_error: Option<Option<ErrorClass>>,
+    /// The worktree's diff stat against its base, when the run had a worktree and changed something.
+    pub diff_stat: Option<String>,
+    /// Whether the run changed its worktree (or its change could not be read): an interrupted run is
+    /// then left to a person instead of being re-queued.
+    pub changed: bool,
 }
 
 impl Tally {
     /// Takes one event into account.
     pub(super) fn add(&mut self, event: &AgentEvent, rates: &RateTable) {
         match event {
-            AgentEvent::Started { session_id, model } => {
+            AgentEvent::Started {
+                session_id, model, ..
+            } => {
                 self.session_id = Some(session_id.clone());
                 if model.is_some() {
                     self.model.clone_from(model);

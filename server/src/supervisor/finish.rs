@@ -35,6 +35,8 @@ pub(super) enum Ending {
     Stopped(Stop, Option<i32>),
     /// The lease was lost: someone else owns the run now.
     LeaseLost,
+    /// Found live at the runner's start: the server that ran it died (its process group was stopped).
+    Orphaned,
 }
 
 impl Ending {
@@ -70,7 +72,7 @@ fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
             Stop::OverBudget => (RunStatus::Failed, *code, Some(FailureReason::OverBudget)),
             Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
         },
-        Ending::LeaseLost => (
+        Ending::LeaseLost | Ending::Orphaned => (
             RunStatus::Interrupted,
             None,
             Some(FailureReason::RunnerLost),
@@ -86,7 +88,7 @@ fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
         failure_reason,
         usage: tally.usage,
         summary,
-        diff_stat: None,
+        diff_stat: tally.diff_stat.clone(),
         session_id: tally.session_id.clone(),
     }
 }
@@ -127,7 +129,9 @@ pub(super) async fn conclude(
     let followed = match finished.status {
         RunStatus::Succeeded => succeeded(state, &finished, issue, agent).await,
         RunStatus::Cancelled => return_to_todo(state, issue, agent).await,
-        RunStatus::Interrupted => interrupted(state, &finished, issue).await,
+        RunStatus::Interrupted => {
+            after_interruption(state, &finished, issue, Some(agent), tally.changed).await
+        }
         _ => failed(state, &finished, issue, agent).await,
     };
     if let Err(e) = followed {
@@ -197,6 +201,49 @@ async fn failed(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> st
             .unwrap_or_default()
     );
     inbox(state, run, issue, kind, message).await
+}
+
+/// After an interruption (a stopped or lost runner): a run that had not changed its worktree yet is
+/// re-queued at once (up to the agent's retry limit, at least once); otherwise a person decides, through
+/// an inbox item offering a retry. `agent` is `None` when it cannot be read (then: the inbox).
+pub(super) async fn after_interruption(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    agent: Option<&Agent>,
+    changed: bool,
+) -> store::Result<()> {
+    let limit = agent.map_or(0, |a| a.profile.max_retries.max(1));
+    if changed || run.attempt > limit {
+        return interrupted(state, run, issue).await;
+    }
+    let retry = NewRun {
+        workspace_id: run.workspace_id,
+        issue_id: run.issue_id,
+        agent_id: run.agent_id,
+        attempt: run.attempt + 1,
+        not_before: None,
+        chain_depth: run.chain_depth,
+    };
+    let queued = match state.store.create_run(&retry).await {
+        Ok(queued) => queued,
+        // Someone queued a run of this agent on this issue meanwhile: nothing to add.
+        Err(store::Error::Conflict { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    tracing::info!(retry.id = %queued.id, attempt = queued.attempt, "interrupted run re-queued");
+    state.hub.relay(crate::hub::Relayed::RunQueued(queued.id));
+    let note = format!(
+        "A run on {} was interrupted (its runner stopped) before it changed anything; Muster queued it again \
+         (attempt {}).",
+        issue.key, queued.attempt
+    );
+    if let Ok(mut note) = NewComment::parse(CommentAuthor::System, &note) {
+        note.run_id = Some(run.id);
+        state.store.add_comment(issue.id, &note).await?;
+    }
+    state.runs.wake();
+    Ok(())
 }
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.

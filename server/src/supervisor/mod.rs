@@ -15,7 +15,9 @@
 mod brief;
 mod events;
 mod finish;
+pub mod git;
 mod prepare;
+pub mod relay;
 mod run;
 pub mod runner;
 mod watch;
@@ -122,7 +124,7 @@ impl Runs {
         self.live().remove(&run);
     }
 
-    fn token(&self, run: RunId) -> Option<CancellationToken> {
+    pub(crate) fn token(&self, run: RunId) -> Option<CancellationToken> {
         self.live().get(&run).cloned()
     }
 }
@@ -142,6 +144,7 @@ pub async fn queue(state: &AppState, issue: &Issue, agent: AgentId) -> store::Re
         Ok(run) => {
             tracing::info!(run.id = %run.id, issue = %issue.key, "run queued");
             state.runs.wake();
+            state.hub.relay(crate::hub::Relayed::RunQueued(run.id));
             Ok(Some(run))
         }
         Err(store::Error::Conflict { constraint }) if constraint == "run_one_active_key" => {
@@ -159,6 +162,11 @@ pub async fn cancel(state: &AppState, run_id: RunId) -> store::Result<Run> {
         return state.store.get_run(run_id).await;
     }
     let run = state.store.get_run(run_id).await?;
+    if matches!(run.status, RunStatus::Claimed | RunStatus::Running) {
+        // Held by another replica's runner: it cancels when told.
+        state.hub.relay(crate::hub::Relayed::CancelRun(run_id));
+        return Ok(run);
+    }
     if run.status != RunStatus::Queued {
         return Ok(run);
     }

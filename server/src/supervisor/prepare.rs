@@ -1,5 +1,7 @@
-//! Preparing a claimed run: its work directory and HOME under `<data_dir>/runs/<run_id>/`, the brief, the
-//! [`RunSpec`] built from the agent profile (secrets opened here and nowhere else), and the launch spec.
+//! Preparing a claimed run: its work directory (a git worktree when the workspace has a repository) and
+//! HOME under `<data_dir>/runs/<run_id>/`, the brief, the run's token (`MUSTER_URL`, `MUSTER_TOKEN`,
+//! `MUSTER_ISSUE` let the agent use `muster issue …` on its issue), the [`RunSpec`] built from the agent
+//! profile (secrets opened here and nowhere else), and the launch spec.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -7,16 +9,25 @@ use std::path::{Path, PathBuf};
 use muster_agents::{Adapter, CustomAdapter, CustomFormat, LaunchSpec, RunSpec, RuntimeKind};
 
 use super::brief;
+use super::git::{self, Worktree};
 use crate::app::AppState;
-use crate::domain::{Agent, AgentKind, Comment, FailureReason, Issue, Run};
+use crate::domain::{Agent, AgentKind, Comment, FailureReason, Issue, NewApiToken, Role, Run};
 
 /// A run ready to spawn.
 pub(super) struct Prepared {
     pub launch: LaunchSpec,
     pub adapter: Box<dyn Adapter>,
-    /// Plain values of the agent's secret variables, redacted from every stored event.
+    /// Plain values of the agent's secret variables and the run's token, redacted from every stored event.
     pub secrets: Vec<String>,
     pub workdir: PathBuf,
+    /// The run's git worktree, when the workspace has a repository.
+    pub worktree: Option<Worktree>,
+    /// The agent's enabled skills as written for this run; dropping it removes them.
+    #[expect(
+        dead_code,
+        reason = "held until the run ends for its Drop, which removes the skills"
+    )]
+    pub skills: crate::skills::Materialized,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -43,7 +54,14 @@ pub(super) fn run_dir(state: &AppState, run: &Run) -> PathBuf {
     state.config.data_dir.join("runs").join(run.id.to_string())
 }
 
-/// Creates the directories, writes the brief and builds the launch spec.
+/// The branch a run works on: `muster/<KEY>-r<attempt>`.
+pub(super) fn branch_name(issue: &Issue, run: &Run) -> String {
+    format!("muster/{}-r{}", issue.key, run.attempt)
+}
+
+/// Creates the work directory (a git worktree when the workspace has a repository), writes the brief,
+/// creates the run's token and builds the launch spec. A worktree made here is discarded again if a
+/// later step fails.
 pub(super) async fn prepare(
     state: &AppState,
     run: &Run,
@@ -52,18 +70,55 @@ pub(super) async fn prepare(
     agent: &Agent,
 ) -> Result<Prepared, PrepareError> {
     let dir = run_dir(state, run);
-    let (workdir, home) = (dir.join("work"), dir.join("home"));
-    for d in [&workdir, &home] {
-        tokio::fs::create_dir_all(d)
-            .await
-            .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", d.display())))?;
+    let home = dir.join("home");
+    tokio::fs::create_dir_all(&home)
+        .await
+        .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", home.display())))?;
+    let worktree = work_dir(state, run, issue, agent, &dir).await?;
+    match finish_prepare(state, run, issue, comments, agent, worktree.clone()).await {
+        Ok(prepared) => Ok(prepared),
+        Err(e) => {
+            if let Some(tree) = &worktree {
+                git::discard(tree).await;
+            }
+            Err(e)
+        }
     }
+}
+
+async fn finish_prepare(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    comments: &[Comment],
+    agent: &Agent,
+    worktree: Option<Worktree>,
+) -> Result<Prepared, PrepareError> {
+    let dir = run_dir(state, run);
+    let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &agent.profile;
     let brief_path = workdir.join(brief::file_name(p.kind));
-    tokio::fs::write(&brief_path, brief::render(issue, comments, agent))
+    let mut text = brief::render(issue, comments, agent);
+    if worktree.as_ref().is_some_and(|t| t.brief_tracked) {
+        // The repository has its own context file: keep it, and add the brief after it.
+        let own = tokio::fs::read_to_string(&brief_path)
+            .await
+            .unwrap_or_default();
+        text = format!("{}\n\n---\n\n{text}", own.trim_end());
+    }
+    tokio::fs::write(&brief_path, text)
         .await
         .map_err(|e| PrepareError::config(format!("cannot write the brief: {e}")))?;
-    let (env, secrets) = open_env(state, agent, issue, run)?;
+    let skills = crate::skills::materialize(state, agent, &workdir, &home, &brief_path)
+        .await
+        .map_err(PrepareError::config)?;
+    let (mut env, mut secrets) = open_env(state, agent, issue, run)?;
+    let token = run_token(state, run).await?;
+    env.push(("MUSTER_TOKEN".to_owned(), token.clone()));
+    secrets.push(token);
+    if worktree.is_some() {
+        env.extend(git::agent_env(&dir));
+    }
     let kind: RuntimeKind = p
         .kind
         .as_str()
@@ -74,7 +129,13 @@ pub(super) async fn prepare(
         binary,
         prompt: brief::prompt(issue, p.kind),
         model: p.model.clone(),
-        base_url: p.base_url.clone(),
+        // A llama agent without its own URL uses the first configured local server (the child's
+        // environment is cleared, so it would never see MUSTER_LLAMA_URL itself).
+        base_url: p.base_url.clone().or_else(|| {
+            (p.kind == AgentKind::Llama)
+                .then(|| state.config.llama_urls.first().map(|(_, url)| url.clone()))
+                .flatten()
+        }),
         api_key: None,
         extra_args,
         permission_mode: p.permission_mode.as_str().parse().unwrap_or_default(),
@@ -92,7 +153,87 @@ pub(super) async fn prepare(
         adapter,
         secrets,
         workdir,
+        worktree,
+        skills,
     })
+}
+
+/// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,
+/// or a plain folder when the workspace has no repository.
+async fn work_dir(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    agent: &Agent,
+    dir: &Path,
+) -> Result<Option<Worktree>, PrepareError> {
+    let ws = state
+        .store
+        .get_workspace(run.workspace_id)
+        .await
+        .map_err(|e| PrepareError::config(format!("cannot read the workspace: {e}")))?;
+    let Some(repo) = ws.repo_path.filter(|r| !r.trim().is_empty()) else {
+        let workdir = dir.join("work");
+        tokio::fs::create_dir_all(&workdir).await.map_err(|e| {
+            PrepareError::config(format!("cannot create {}: {e}", workdir.display()))
+        })?;
+        return Ok(None);
+    };
+    let short: String = run.id.to_string().chars().take(8).collect();
+    let brief = brief::file_name(agent.profile.kind);
+    git::create(
+        Path::new(&repo),
+        dir,
+        &branch_name(issue, run),
+        &short,
+        brief,
+    )
+    .await
+    .map(Some)
+    .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
+}
+
+/// A token valid for this run only (see `http::extract`), held by the workspace's first owner; it dies
+/// with the run.
+async fn run_token(state: &AppState, run: &Run) -> Result<String, PrepareError> {
+    let members = state
+        .store
+        .list_members(run.workspace_id)
+        .await
+        .map_err(|e| PrepareError::config(format!("cannot read the workspace's members: {e}")))?;
+    let owner = members
+        .iter()
+        .find(|m| m.role == Role::Owner)
+        .ok_or_else(|| {
+            PrepareError::config("the workspace has no owner to hold the run's token")
+        })?;
+    let secret = crate::auth::new_secret(crate::service::tokens::TOKEN_KIND);
+    let new = NewApiToken {
+        workspace_id: run.workspace_id,
+        user_id: owner.user.id,
+        name: format!("run {}", run.id),
+        prefix: secret.prefix,
+        token_hash: secret.hash,
+        run_id: Some(run.id),
+    };
+    state
+        .store
+        .create_api_token(&new)
+        .await
+        .map_err(|e| PrepareError::config(format!("cannot create the run's token: {e}")))?;
+    Ok(secret.secret)
+}
+
+/// The plain values of the agent's secret variables (those that can be opened), for redaction.
+pub(super) fn secret_values(state: &AppState, agent: &Agent) -> Vec<String> {
+    agent
+        .profile
+        .env
+        .iter()
+        .filter(|v| v.secret)
+        .filter_map(|v| state.secrets.open(&v.value).ok())
+        .filter(|plain| !plain.is_empty())
+        .collect()
 }
 
 /// The profile's variables with secrets opened, plus the run's own (`MUSTER_*`).
@@ -106,8 +247,8 @@ fn open_env(
         ("MUSTER_ISSUE".to_owned(), issue.key.to_string()),
         ("MUSTER_RUN_ID".to_owned(), run.id.to_string()),
     ];
-    if let Some(url) = &state.config.public_url {
-        env.push(("MUSTER_URL".to_owned(), url.clone()));
+    if let Some(url) = state.api_url() {
+        env.push(("MUSTER_URL".to_owned(), url));
     }
     let mut secrets = Vec::new();
     for var in &agent.profile.env {
@@ -145,6 +286,15 @@ async fn program(
         args.extend(p.extra_args.iter().cloned());
         let adapter = Box::new(CustomAdapter::new(CustomFormat::StreamJson));
         return Ok((PathBuf::from("sh"), args, adapter));
+    }
+    if p.kind == AgentKind::Llama {
+        // Muster runs the local-model agent loop itself, as `muster llama-loop` in a child process, so
+        // every guard (stall, budget, signals to the group) applies as for any CLI.
+        return Ok((
+            state.config.self_exe.clone(),
+            p.extra_args.clone(),
+            muster_agents::adapter_for(kind),
+        ));
     }
     let configured = state
         .config

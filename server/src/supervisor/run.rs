@@ -5,6 +5,7 @@
 //! channel, so the watch loop's `select!` never cancels a half-read line.
 
 use muster_agents::process::{self, CappedLines};
+use serde_json::json;
 use tokio::io::BufReader;
 use tokio::process::Child;
 use tokio::sync::mpsc;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EventLog, Tally};
 use super::finish::{self, Ending};
+use super::git::{self, Worktree};
 use super::prepare::{self, Prepared};
 use super::watch::{self, Line, Watch};
 use crate::app::AppState;
@@ -43,21 +45,27 @@ pub(super) async fn supervise(
     let (prepared, mut child) = match launch(&state, &run, &issue, &agent).await {
         Ok(launched) => launched,
         Err(ending) => {
+            revoke_token(&state, &run).await;
             finish::conclude(&state, &run, &issue, &agent, ending, Tally::default()).await;
             return;
         }
     };
     let pid = child.id().and_then(|p| i32::try_from(p).ok());
     let workdir = prepared.workdir.display().to_string();
+    let branch = prepared.worktree.as_ref().map(|t| t.branch.as_str());
     if let Err(e) = state
         .store
-        .start_run(run.id, runner, pid, Some(&workdir), None)
+        .start_run(run.id, runner, pid, Some(&workdir), branch)
         .await
     {
         // Cancelled or taken away between the claim and now: stop what we started, write nothing more.
         tracing::info!(error = %e, "run no longer ours at start; stopping it");
         let t = state.runs.timing();
         let _ = process::stop_group_with(&mut child, t.int_grace, t.term_grace).await;
+        if let Some(tree) = &prepared.worktree {
+            git::discard(tree).await;
+        }
+        revoke_token(&state, &run).await;
         return;
     }
     tracing::info!(pid, agent = %agent.profile.name.as_str(), "run started");
@@ -72,7 +80,10 @@ pub(super) async fn supervise(
         token: &token,
         stop: &stop,
     };
-    let (ending, tally) = run_child(&ctx, &mut child, prepared.secrets).await;
+    let worktree = prepared.worktree;
+    let (ending, tally) =
+        run_child(&ctx, &mut child, pid, prepared.secrets, worktree.as_ref()).await;
+    revoke_token(&state, &run).await;
     if matches!(ending, Ending::LeaseLost) {
         tracing::warn!("lease lost; the run was stopped and is left to its new owner");
         return;
@@ -80,8 +91,68 @@ pub(super) async fn supervise(
     finish::conclude(&state, &run, &issue, &agent, ending, tally).await;
 }
 
-/// Watches the child until it ends or must be stopped; stops and reaps it; commits every event.
-async fn run_child(ctx: &Watch<'_>, child: &mut Child, secrets: Vec<String>) -> (Ending, Tally) {
+/// Revokes the run's token (it also stops working once the run is no longer live).
+async fn revoke_token(state: &AppState, run: &Run) {
+    if let Err(e) = state.store.revoke_run_tokens(run.id).await {
+        tracing::warn!(error = %e, "cannot revoke the run's token");
+    }
+}
+
+/// Commits the agent's work on its branch, logs the diff as the run's last event (kind `diff`) and
+/// removes the worktree directory (the branch stays). Returns whether the run changed anything (a git
+/// failure counts as changed, and then the worktree is kept so nothing is lost).
+pub(super) async fn wrap_up_worktree(
+    tree: &Worktree,
+    issue: &Issue,
+    agent: &Agent,
+    run: &Run,
+    log: &mut EventLog,
+) -> (Option<String>, bool) {
+    let message = format!(
+        "{}: work of {} (Muster run {})",
+        issue.key,
+        agent.profile.name.as_str(),
+        run.id
+    );
+    let author = format!("{} (muster)", agent.profile.name.as_str());
+    match git::commit_work(tree, &message, &author).await {
+        Ok(diff) => {
+            log.push(
+                "diff",
+                json!({
+                    "base": tree.base,
+                    "branch": tree.branch,
+                    "stat": diff.stat,
+                    "patch": diff.patch,
+                    "truncated": diff.truncated,
+                }),
+            );
+            if let Err(e) = git::remove(tree).await {
+                tracing::warn!(error = %e, "cannot remove the run's worktree");
+            }
+            let stat = (!diff.is_empty()).then(|| diff.stat.clone());
+            (stat, !diff.is_empty())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot commit the run's work; its worktree is kept");
+            log.push(
+                "error",
+                json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
+            );
+            (None, true)
+        }
+    }
+}
+
+/// Watches the child until it ends or must be stopped; stops and reaps it and whatever is left of its
+/// process group; wraps up the worktree; commits every event.
+async fn run_child(
+    ctx: &Watch<'_>,
+    child: &mut Child,
+    pid: Option<i32>,
+    secrets: Vec<String>,
+    worktree: Option<&Worktree>,
+) -> (Ending, Tally) {
     let mut lines = read_lines(child);
     let mut log = EventLog::new(ctx.run.id, secrets);
     // Codex reports no model in its events: price its usage by the profile's model.
@@ -95,8 +166,18 @@ async fn run_child(ctx: &Watch<'_>, child: &mut Child, secrets: Vec<String>) -> 
         let status = process::stop_group_with(child, t.int_grace, t.term_grace).await;
         let code = status.ok().and_then(|s| s.code());
         ending = ending.with_exit_code(code);
+    } else if let Some(pgid) = pid.and_then(|p| u32::try_from(p).ok())
+        && process::kill_leftovers(pgid).await
+    {
+        // The leader exited by itself, leaving background children behind: no survivors.
+        tracing::info!(pgid, "stopped what the agent left running");
     }
     watch::drain(ctx, &mut lines, &mut log, &mut tally).await;
+    if let Some(tree) = worktree {
+        let (stat, changed) = wrap_up_worktree(tree, ctx.issue, ctx.agent, ctx.run, &mut log).await;
+        tally.diff_stat = stat;
+        tally.changed = changed;
+    }
     if let Err(e) = log.flush(ctx.state).await {
         tracing::error!(error = %e, "cannot store the run's last events");
     }
@@ -121,6 +202,9 @@ async fn launch(
     match process::spawn(&prepared.launch).await {
         Ok(child) => Ok((prepared, child)),
         Err(e) => {
+            if let Some(tree) = &prepared.worktree {
+                git::discard(tree).await;
+            }
             let reason = match e {
                 muster_agents::Error::NotInstalled { .. } => FailureReason::MissingCli,
                 _ => FailureReason::Config,

@@ -13,7 +13,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{finish, run};
+use super::events::{EventLog, Tally};
+use super::{finish, git, prepare, run};
 use crate::app::AppState;
 use crate::domain::{Run, Runner};
 
@@ -27,7 +28,8 @@ pub async fn run(state: AppState, stop: CancellationToken) {
     let Some(runner) = register(&state, &stop).await else {
         return;
     };
-    tracing::info!(runner.id = %runner.id, "embedded runner started");
+    tracing::info!(runner.id = %runner.id, runner.name = %runner.name, "embedded runner started");
+    recover(&state, &runner).await;
     sweep(&state).await;
     let mut last_sweep = Instant::now();
     let mut tasks = JoinSet::new();
@@ -61,12 +63,31 @@ pub async fn run(state: AppState, stop: CancellationToken) {
     tracing::info!("embedded runner stopped");
 }
 
+/// This server's runner name: [`EMBEDDED_RUNNER`] and an id kept in the data directory, so a restart
+/// finds the runs its previous life left behind while replicas with their own data directories do not
+/// mistake each other's runs for theirs.
+async fn runner_name(state: &AppState) -> String {
+    let file = state.config.data_dir.join("runner-id");
+    let id = match tokio::fs::read_to_string(&file).await {
+        Ok(id) if !id.trim().is_empty() => id.trim().to_owned(),
+        _ => {
+            let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+            if let Err(e) = tokio::fs::write(&file, &id).await {
+                tracing::warn!(error = %e, "cannot keep the runner id in the data directory");
+            }
+            id
+        }
+    };
+    format!("{EMBEDDED_RUNNER}-{id}")
+}
+
 async fn register(state: &AppState, stop: &CancellationToken) -> Option<Runner> {
     let detected = serde_json::json!([]);
+    let name = runner_name(state).await;
     loop {
         match state
             .store
-            .register_runner(EMBEDDED_RUNNER, env!("CARGO_PKG_VERSION"), &detected)
+            .register_runner(&name, env!("CARGO_PKG_VERSION"), &detected)
             .await
         {
             Ok(runner) => return Some(runner),
@@ -97,8 +118,74 @@ fn start(
     });
 }
 
-/// Marks runs whose lease lapsed (a crashed server or a lost runner) as interrupted, each with an inbox
-/// item; the events they stored stay.
+/// Finishes the runs this runner held when its server died: stops what is left of each one's process
+/// group (only if a member still carries the run's id in its environment, so a reused pid is never hit),
+/// commits the work in its worktree and logs the diff, then records it `interrupted` — re-queued if it
+/// had changed nothing, else left to a person. The events it stored stay.
+async fn recover(state: &AppState, runner: &Runner) {
+    let left = match state.store.list_live_runs_of_runner(runner.id).await {
+        Ok(left) => left,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list the runs a previous start left behind");
+            return;
+        }
+    };
+    for run in left {
+        tracing::warn!(run.id = %run.id, "run interrupted: the server stopped while it ran");
+        if let Some(pgid) = run.pid.and_then(|p| u32::try_from(p).ok())
+            && muster_agents::process::group_has_env(pgid, "MUSTER_RUN_ID", &run.id.to_string())
+        {
+            tracing::warn!(run.id = %run.id, pgid, "stopping the orphaned agent");
+            muster_agents::process::kill_leftovers(pgid).await;
+        }
+        if let Err(e) = state.store.revoke_run_tokens(run.id).await {
+            tracing::warn!(error = %e, "cannot revoke the run's token");
+        }
+        let loaded = async {
+            let issue = state.store.get_issue_by_id(run.issue_id).await?;
+            let agent = state
+                .store
+                .get_agent(run.workspace_id, run.agent_id)
+                .await?;
+            Ok::<_, crate::store::Error>((issue, agent))
+        };
+        let (issue, agent) = match loaded.await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read an interrupted run's issue or agent");
+                finish::conclude_unloaded(state, &run, finish::Ending::Orphaned).await;
+                continue;
+            }
+        };
+        let mut tally = Tally::default();
+        if let Some(tree) = git::recorded(&prepare::run_dir(state, &run)).await {
+            let mut log = match EventLog::resume(
+                state,
+                run.id,
+                prepare::secret_values(state, &agent),
+            )
+            .await
+            {
+                Ok(log) => log,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the interrupted run's log");
+                    continue;
+                }
+            };
+            let (stat, changed) =
+                super::run::wrap_up_worktree(&tree, &issue, &agent, &run, &mut log).await;
+            if let Err(e) = log.flush(state).await {
+                tracing::warn!(error = %e, "cannot store the interrupted run's diff");
+            }
+            tally.diff_stat = stat;
+            tally.changed = changed;
+        }
+        finish::conclude(state, &run, &issue, &agent, finish::Ending::Orphaned, tally).await;
+    }
+}
+
+/// Marks runs whose lease lapsed (a crashed server or a lost runner) as interrupted; each is re-queued if
+/// it had no worktree, else left to a person with an inbox item. The events they stored stay.
 async fn sweep(state: &AppState) {
     let lost = match state.store.interrupt_expired_runs(Utc::now()).await {
         Ok(lost) => lost,
@@ -116,7 +203,16 @@ async fn sweep(state: &AppState) {
                 continue;
             }
         };
-        if let Err(e) = finish::interrupted(state, &run, &issue).await {
+        let agent = state
+            .store
+            .get_agent(run.workspace_id, run.agent_id)
+            .await
+            .ok();
+        // Its worktree (if any) is on another runner's machine: assume it changed something.
+        let changed = run.branch.is_some();
+        if let Err(e) =
+            finish::after_interruption(state, &run, &issue, agent.as_ref(), changed).await
+        {
             tracing::warn!(error = %e, "cannot report an interrupted run");
         }
         finish::announce(state, &issue);

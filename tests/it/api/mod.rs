@@ -14,8 +14,11 @@ mod issue_validation;
 mod issues;
 mod members;
 mod openapi;
+mod runs;
 mod runtimes;
+mod skills;
 mod tokens;
+mod workspace;
 
 use std::sync::LazyLock;
 

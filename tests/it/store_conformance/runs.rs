@@ -17,6 +17,10 @@ store_cases!(
     expired_leases_are_interrupted,
     run_events_append_idempotently,
     inbox,
+    list_runs_filters_and_orders,
+    run_tokens_live_with_their_run,
+    a_runner_finds_the_runs_it_left,
+    notifications_reach_listeners,
 );
 
 fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
@@ -478,4 +482,271 @@ async fn inbox(store: Arc<dyn Store>) {
     );
     let bob_sees = store.list_inbox(f.ws.id, bob.id).await.unwrap();
     assert_eq!(bob_sees, vec![everyone]);
+}
+
+/// `list_runs`: newest first, only the workspace's own, filtered by issue, agent and statuses, limited.
+async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
+    use muster::store::RunFilter;
+    let f = fixture(&store, "team", "MUS").await;
+    let other = fixture(&store, "other", "OTH").await;
+    let coder = agent(&store, f.ws.id, "coder", 4).await;
+    let tester = agent(&store, f.ws.id, "tester", 4).await;
+    let i1 = issue(&store, f.ws.id, "One", IssueStatus::Todo).await;
+    let i2 = issue(&store, f.ws.id, "Two", IssueStatus::Todo).await;
+    let cancelled = RunOutcome {
+        status: RunStatus::Cancelled,
+        exit_code: None,
+        failure_reason: None,
+        usage: Usage::default(),
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+    };
+    // Oldest to newest: coder on i1 (cancelled), tester on i1, coder on i1 again, coder on i2.
+    let mut made = Vec::new();
+    for (i, a) in [(&i1, &coder), (&i1, &tester), (&i1, &coder), (&i2, &coder)] {
+        let run = store
+            .create_run(&new_run(f.ws.id, i.id, a.id))
+            .await
+            .unwrap();
+        if made.is_empty() {
+            store.finish_run(run.id, &cancelled).await.unwrap();
+        }
+        made.push(run.id);
+    }
+    let o_agent = agent(&store, other.ws.id, "coder", 1).await;
+    let o_issue = issue(&store, other.ws.id, "Theirs", IssueStatus::Todo).await;
+    store
+        .create_run(&new_run(other.ws.id, o_issue.id, o_agent.id))
+        .await
+        .unwrap();
+
+    let ids = |runs: Vec<Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let all = ids(store
+        .list_runs(f.ws.id, &RunFilter::default())
+        .await
+        .unwrap());
+    let newest_first: Vec<RunId> = made.iter().rev().copied().collect();
+    assert_eq!(
+        all, newest_first,
+        "newest first, only this workspace's runs"
+    );
+
+    let on_i1 = RunFilter {
+        issue: Some(i1.id),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(f.ws.id, &on_i1).await.unwrap()),
+        vec![made[2], made[1], made[0]]
+    );
+    let coder_on_i1 = RunFilter {
+        agent: Some(coder.id),
+        ..on_i1.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(f.ws.id, &coder_on_i1).await.unwrap()),
+        vec![made[2], made[0]]
+    );
+    let queued_coder = RunFilter {
+        statuses: vec![RunStatus::Queued],
+        agent: Some(coder.id),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(f.ws.id, &queued_coder).await.unwrap()),
+        vec![made[3], made[2]]
+    );
+    let ended = RunFilter {
+        statuses: vec![RunStatus::Cancelled, RunStatus::Failed],
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(f.ws.id, &ended).await.unwrap()),
+        vec![made[0]]
+    );
+    let two = RunFilter {
+        limit: 2,
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(f.ws.id, &two).await.unwrap()),
+        vec![made[3], made[2]]
+    );
+    let foreign_issue = RunFilter {
+        issue: Some(o_issue.id),
+        ..RunFilter::default()
+    };
+    assert!(
+        store
+            .list_runs(f.ws.id, &foreign_issue)
+            .await
+            .unwrap()
+            .is_empty(),
+        "another workspace's issue yields nothing"
+    );
+}
+
+/// A run's token works only while the run is claimed or running, and `revoke_run_tokens` revokes it (and
+/// no other token) for good.
+async fn run_tokens_live_with_their_run(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let i = issue(&store, f.ws.id, "Token", IssueStatus::Todo).await;
+    let r = runner(&store, "embedded").await;
+    let run = store
+        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .await
+        .unwrap();
+    let token = |name: &str, hash: &str, run_id: Option<RunId>| NewApiToken {
+        workspace_id: f.ws.id,
+        user_id: f.owner.id,
+        name: name.to_owned(),
+        prefix: "mst_0000".to_owned(),
+        token_hash: hash.to_owned(),
+        run_id,
+    };
+    store
+        .create_api_token(&token("run", "hash-run", Some(run.id)))
+        .await
+        .unwrap();
+    store
+        .create_api_token(&token("person", "hash-person", None))
+        .await
+        .unwrap();
+    let now = Utc::now();
+    assert_not_found(store.use_api_token("hash-run", now).await);
+    store
+        .claim_next_run(r.id, now, now + TimeDelta::seconds(20))
+        .await
+        .unwrap()
+        .unwrap();
+    let used = store.use_api_token("hash-run", now).await.unwrap();
+    assert_eq!(used.run_id, Some(run.id));
+    assert!(
+        store
+            .list_api_tokens(f.ws.id, f.owner.id)
+            .await
+            .unwrap()
+            .iter()
+            .all(|t| t.run_id.is_none()),
+        "run tokens are not listed as a person's"
+    );
+    assert_eq!(store.revoke_run_tokens(run.id).await.unwrap(), 1);
+    assert_eq!(
+        store.revoke_run_tokens(run.id).await.unwrap(),
+        0,
+        "already revoked"
+    );
+    assert_not_found(store.use_api_token("hash-run", now).await);
+    store.use_api_token("hash-person", now).await.unwrap();
+
+    // A token of a run that ended without revoking it (a crash) is dead too.
+    let j = issue(&store, f.ws.id, "Crash", IssueStatus::Todo).await;
+    let crashed = store
+        .create_run(&new_run(f.ws.id, j.id, coder.id))
+        .await
+        .unwrap();
+    store
+        .create_api_token(&token("crashed", "hash-crashed", Some(crashed.id)))
+        .await
+        .unwrap();
+    store.finish_run(run.id, &cancelled()).await.unwrap();
+    store
+        .claim_next_run(r.id, now, now + TimeDelta::seconds(20))
+        .await
+        .unwrap()
+        .unwrap();
+    store.use_api_token("hash-crashed", now).await.unwrap();
+    store.finish_run(crashed.id, &cancelled()).await.unwrap();
+    assert_not_found(store.use_api_token("hash-crashed", now).await);
+}
+
+fn cancelled() -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Cancelled,
+        exit_code: None,
+        failure_reason: None,
+        usage: Usage::default(),
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+    }
+}
+
+/// `list_live_runs_of_runner` returns the claimed and running runs of that runner only, oldest first.
+async fn a_runner_finds_the_runs_it_left(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let r1 = runner(&store, "one").await;
+    let r2 = runner(&store, "two").await;
+    let now = Utc::now();
+    let lease = now + TimeDelta::seconds(20);
+    let mut mine = Vec::new();
+    for n in 0..4 {
+        let a = agent(&store, f.ws.id, &format!("agent-{n}"), 1).await;
+        let i = issue(&store, f.ws.id, &format!("Issue {n}"), IssueStatus::Todo).await;
+        store
+            .create_run(&new_run(f.ws.id, i.id, a.id))
+            .await
+            .unwrap();
+        let claimer = if n == 2 { r2.id } else { r1.id };
+        let run = store
+            .claim_next_run(claimer, now, lease)
+            .await
+            .unwrap()
+            .unwrap();
+        if n == 1 {
+            store
+                .start_run(
+                    run.id,
+                    r1.id,
+                    Some(42),
+                    Some("/tmp/w"),
+                    Some("muster/MUS-2-r1"),
+                )
+                .await
+                .unwrap();
+        }
+        if n == 3 {
+            store.finish_run(run.id, &cancelled()).await.unwrap();
+        }
+        if claimer == r1.id && n != 3 {
+            mine.push(run.id);
+        }
+    }
+    let left = store.list_live_runs_of_runner(r1.id).await.unwrap();
+    assert_eq!(left.iter().map(|r| r.id).collect::<Vec<_>>(), mine);
+    assert_eq!(left[1].status, RunStatus::Running);
+    assert_eq!(left[1].pid, Some(42));
+    assert_eq!(
+        store.list_live_runs_of_runner(r2.id).await.unwrap().len(),
+        1
+    );
+    assert!(
+        store
+            .list_live_runs_of_runner(RunnerId::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Postgres: a notification reaches every listener, in order. SQLite: nothing to listen to (one process),
+/// and notifying is a harmless no-op.
+async fn notifications_reach_listeners(store: Arc<dyn Store>) {
+    let listened = store.listen().await.unwrap();
+    let Some(mut notes) = listened else {
+        assert_eq!(store.backend(), muster::store::Backend::Sqlite);
+        store.notify("x run-queued 1").await.unwrap();
+        return;
+    };
+    let mut second = store.listen().await.unwrap().unwrap();
+    store.notify("a run-queued 1").await.unwrap();
+    store.notify("a run-queued 2").await.unwrap();
+    for rx in [&mut notes, &mut second] {
+        for want in ["a run-queued 1", "a run-queued 2"] {
+            let got = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await;
+            assert_eq!(got.unwrap().as_deref(), Some(want));
+        }
+    }
 }

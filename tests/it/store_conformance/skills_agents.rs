@@ -7,7 +7,11 @@ use muster::store::Store;
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases};
 
-store_cases!(agents_crud, skills_and_attachments);
+store_cases!(
+    agents_crud,
+    skills_and_attachments,
+    every_workspace_is_listed
+);
 
 async fn agents_crud(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "MUS").await;
@@ -200,4 +204,22 @@ async fn skills_and_attachments(store: Arc<dyn Store>) {
     );
     assert_not_found(store.get_skill(f.ws.id, &tdd.slug).await);
     assert_not_found(store.delete_skill(f.ws.id, &tdd.slug).await);
+}
+
+/// `list_workspaces`: all of them, oldest first (seeding built-in skills at start-up walks this list).
+async fn every_workspace_is_listed(store: Arc<dyn Store>) {
+    assert!(store.list_workspaces().await.unwrap().is_empty());
+    let first = fixture(&store, "first", "FIR").await;
+    let second = fixture(&store, "second", "SEC").await;
+    let slugs: Vec<String> = store
+        .list_workspaces()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.slug.to_string())
+        .collect();
+    assert_eq!(
+        slugs,
+        [first.ws.slug.to_string(), second.ws.slug.to_string()]
+    );
 }

@@ -23,6 +23,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 mod anthropic;
+pub mod llama;
+pub mod local_llama;
 mod openai;
 
 /// The text answer to a prompt without markers.

@@ -6,8 +6,10 @@ use maud::{Markup, PreEscaped, html};
 use super::board::issue_fields;
 use crate::layout::page;
 use crate::partials::form::{Form, csrf};
-use crate::partials::widgets::{LabelChip, PersonChip, PriorityIcon, StatusBadge, Timestamp};
-use crate::views::{ActivityView, CommentView, IssuePageView};
+use crate::partials::widgets::{
+    LabelChip, PersonChip, PriorityIcon, RunPill, StatusBadge, Timestamp,
+};
+use crate::views::{ActivityView, CommentView, IssuePageView, RunRowView};
 
 /// The issue page.
 pub fn issue(v: &IssuePageView) -> Markup {
@@ -32,6 +34,7 @@ pub fn issue(v: &IssuePageView) -> Markup {
                         (PreEscaped(&v.body_html))
                     }
                 }
+                (runs(&v.runs))
                 (comments(v))
             }
             aside.issue-side {
@@ -91,6 +94,37 @@ fn edit_form(v: &IssuePageView) -> Markup {
                 (f.form_errors())
                 (issue_fields(&v.form, &f))
                 div.form-actions { button.btn.btn-primary type="submit" { "Save changes" } }
+            }
+        }
+    }
+}
+
+/// The issue's agent runs, newest first, each linking to its run page.
+fn runs(runs: &[RunRowView]) -> Markup {
+    html! {
+        @if !runs.is_empty() {
+            section.issue-runs aria-labelledby="runs-h" {
+                h2 #runs-h { "Runs " span.count { (runs.len()) } }
+                table.list.runs-table {
+                    thead { tr {
+                        th scope="col" { "Run" } th scope="col" { "Agent" } th scope="col" { "Status" }
+                        th scope="col" { "Tokens" } th scope="col" { "Cost" } th scope="col" { "Time" }
+                        th scope="col" { "Changes" }
+                    } }
+                    tbody {
+                        @for r in runs {
+                            tr {
+                                td { a.run-link href=(r.url) { "Attempt " (r.attempt) } br; (Timestamp(r.created_at)) }
+                                td { @if let Some(a) = &r.agent { (PersonChip(a)) } }
+                                td { (RunPill(if r.stalled { "stalled" } else { &r.status })) }
+                                td.num { (r.tokens) }
+                                td.num { (r.cost) }
+                                td.num { (r.duration) }
+                                td { @if let Some(s) = &r.diff_stat { code.diff-stat-short { (s) } } }
+                            }
+                        }
+                    }
+                }
             }
         }
     }

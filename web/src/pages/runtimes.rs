@@ -6,7 +6,7 @@ use maud::{Markup, html};
 use crate::layout::{page, page_head};
 use crate::partials::form::csrf;
 use crate::partials::widgets::Timestamp;
-use crate::views::{RuntimeRowView, RuntimesView};
+use crate::views::{ModelServerRowView, RuntimeRowView, RuntimesView};
 
 /// The runtimes page.
 pub fn runtimes(v: &RuntimesView) -> Markup {
@@ -29,8 +29,80 @@ pub fn runtimes(v: &RuntimesView) -> Markup {
                 }
             }
         }
+        (local_models(v))
     };
     page("Runtimes", Some(&v.nav), body)
+}
+
+/// Local model servers and binaries: what a `llama` agent (or a CLI with a base URL) can use.
+fn local_models(v: &RuntimesView) -> Markup {
+    html! {
+        section #local-models {
+            h2 { "Local models" }
+            p.muted {
+                "Model servers from agent base URLs, MUSTER_LLAMA_URL, OLLAMA_HOST and LLAMA_API_BASE, then 127.0.0.1 ports "
+                (v.probed_ports) "."
+            }
+            @if v.model_servers.is_empty() {
+                p #no-model-servers { "No local model server answered. Start llama-server or Ollama, or set MUSTER_LLAMA_URL." }
+            } @else {
+                div.panel {
+                    table.model-servers {
+                        thead { tr { th { "Server" } th { "Kind" } th { "Status" } th { "Models" } th { "Version" } th { "Found by" } } }
+                        tbody { @for s in &v.model_servers { (server_row(s)) } }
+                    }
+                }
+            }
+            @if !v.local_binaries.is_empty() {
+                h3 { "Binaries on PATH" }
+                div.panel {
+                    table.local-binaries {
+                        thead { tr { th { "Path" } th { "Status" } th { "Version" } th { "Note" } } }
+                        tbody {
+                            @for b in &v.local_binaries {
+                                tr {
+                                    td { @if let Some(p) = &b.path { code { (p) } } }
+                                    td { span class={ "runtime-status " (status_label(&b.status).1) } { (status_label(&b.status).0) } }
+                                    td { @if let Some(ver) = &b.version { code { (ver) } } @else { span.muted { "—" } } }
+                                    td { @if let Some(reason) = &b.reason { (reason) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn server_status(status: &str) -> (&'static str, &'static str) {
+    match status {
+        "ready" => ("Ready", "runtime-ok"),
+        "loading" => ("Loading", "runtime-warn"),
+        "unreachable" => ("Unreachable", "runtime-missing"),
+        _ => ("Not a model server", "runtime-bad"),
+    }
+}
+
+fn server_row(s: &ModelServerRowView) -> Markup {
+    let (label, class) = server_status(&s.status);
+    html! {
+        tr.model-server data-kind=(s.kind) {
+            td { code { (s.url) } }
+            td { @if s.kind.is_empty() { span.muted { "—" } } @else { (s.kind) } }
+            td {
+                span class={ "runtime-status " (class) } { (label) }
+                @if let Some(reason) = &s.reason { p.muted { (reason) } }
+            }
+            td {
+                @if s.models.is_empty() { span.muted { "—" } }
+                @for m in &s.models { code.model { (m) } " " }
+                @if let Some(d) = &s.details { p.muted { (d) } }
+            }
+            td { @if let Some(ver) = &s.version { code { (ver) } } @else { span.muted { "—" } } }
+            td { (s.source) }
+        }
+    }
 }
 
 fn status_label(status: &str) -> (&'static str, &'static str) {
@@ -94,6 +166,8 @@ mod tests {
             ],
             detected_at: None,
             redetect_url: "/w/acme/runtimes/detect".into(),
+            probed_ports: "8080, 11434".into(),
+            ..Default::default()
         };
         let html = runtimes(&v).into_string();
         assert!(html.contains(r#"<form method="post" action="/w/acme/runtimes/detect">"#));
@@ -108,5 +182,49 @@ mod tests {
         );
         assert!(html.contains("&lt;anywhere&gt;"), "reasons are escaped");
         assert!(html.contains(r#"aria-current="page">Runtimes"#));
+        assert!(html.contains(r#"id="no-model-servers""#) && html.contains("8080, 11434"));
+    }
+
+    #[test]
+    fn lists_model_servers_with_kind_models_and_reasons() {
+        let v = RuntimesView {
+            model_servers: vec![
+                ModelServerRowView {
+                    url: "http://127.0.0.1:8080".into(),
+                    kind: "llama.cpp".into(),
+                    status: "ready".into(),
+                    models: vec!["smollm2".into()],
+                    version: Some("b4567".into()),
+                    source: "port 8080 (llama.cpp / llamafile)".into(),
+                    details: Some("context 2048 tokens".into()),
+                    reason: None,
+                },
+                ModelServerRowView {
+                    url: "http://gpu:9000".into(),
+                    status: "unreachable".into(),
+                    source: "MUSTER_LLAMA_URL".into(),
+                    reason: Some("nothing answered <here>".into()),
+                    ..Default::default()
+                },
+            ],
+            local_binaries: vec![RuntimeRowView {
+                kind: "llama".into(),
+                label: "Local Llama".into(),
+                status: "found".into(),
+                path: Some("/usr/local/bin/llama-server".into()),
+                version: Some("b4567".into()),
+                reason: None,
+                install_hint: None,
+            }],
+            ..Default::default()
+        };
+        let html = runtimes(&v).into_string();
+        assert!(!html.contains("no-model-servers"));
+        assert!(html.contains(r#"data-kind="llama.cpp""#) && html.contains("smollm2"));
+        assert!(html.contains("Ready") && html.contains("Unreachable"));
+        assert!(html.contains("nothing answered &lt;here&gt;"));
+        assert!(
+            html.contains("/usr/local/bin/llama-server") && html.contains("context 2048 tokens")
+        );
     }
 }

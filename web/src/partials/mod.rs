@@ -1,5 +1,6 @@
 //! Fragments shared by pages and pushed alone over the board WebSocket.
 
+pub mod agent_skills;
 pub mod board;
 pub mod form;
 pub mod widgets;

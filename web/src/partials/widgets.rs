@@ -134,6 +134,7 @@ impl Render for RunPill<'_> {
             "queued",
             "claimed",
             "running",
+            "stalled",
             "succeeded",
             "failed",
             "cancelled",

@@ -53,6 +53,12 @@ fn pages() -> Vec<(&'static str, String)> {
         ),
         ("members", pages::members(&super::members()).into_string()),
         ("tokens", pages::tokens(&super::tokens()).into_string()),
+        ("run", pages::run(&super::run_page()).into_string()),
+        (
+            "run-failed",
+            pages::run(&super::failed_run_page()).into_string(),
+        ),
+        ("inbox", pages::inbox(&super::inbox()).into_string()),
         ("setup", pages::setup(&setup).into_string()),
         ("login", pages::login(&login).into_string()),
         (

@@ -6,8 +6,11 @@
 mod agents;
 mod issues;
 mod members;
+mod runs;
 mod runtimes;
+mod skills;
 mod views;
+mod workspace;
 
 use axum::routing::get;
 use axum::{Json, Router};
@@ -17,7 +20,11 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use super::extract::ApiCaller;
 use crate::app::AppState;
 
-pub use views::{CommentView, IssueDetail, IssueView, MeView, MemberView, Names, TokenView};
+pub(crate) use skills::zip_response;
+pub use views::{
+    CommentView, IssueDetail, IssueView, MeView, MemberView, Names, RunEventView, RunView,
+    TokenView,
+};
 
 /// The API's routes.
 pub fn router() -> Router<AppState> {
@@ -28,6 +35,9 @@ pub fn router() -> Router<AppState> {
         .merge(agents::router())
         .merge(members::router())
         .merge(runtimes::router())
+        .merge(skills::router())
+        .merge(runs::router())
+        .merge(workspace::router())
 }
 
 /// The OpenAPI 3 document.
@@ -42,6 +52,10 @@ pub fn router() -> Router<AppState> {
         members::list, members::add, members::set_role, members::remove,
         members::list_tokens, members::create_token, members::revoke_token,
         runtimes::list, runtimes::redetect,
+        skills::list, skills::create, skills::import_archive, skills::import_path, skills::show,
+        skills::update, skills::delete, skills::export, skills::agent_skills, skills::attach, skills::detach,
+        runs::list, runs::show, runs::events, runs::stream, runs::cancel, runs::retry, runs::issue_runs,
+        workspace::show, workspace::update,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerAuth),

@@ -1,4 +1,5 @@
-//! `/api/v1/runtimes`: the agent CLIs the server's machine has, as on the Runtimes page.
+//! `/api/v1/runtimes`: the agent CLIs and local model servers the server's machine has, as on the Runtimes
+//! page.
 
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -8,7 +9,7 @@ use serde::Serialize;
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::ApiCaller;
-use crate::service::runtimes::{install_hint, label};
+use crate::service::runtimes::{LocalModels, install_hint, label, local_model_urls};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -32,39 +33,81 @@ pub(super) struct RuntimeView {
     install_hint: Option<String>,
 }
 
+/// One local model server.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct ModelServerView {
+    /// The server root URL (without /v1).
+    url: String,
+    /// llama.cpp, ollama or openai; null when unrecognized.
+    kind: Option<String>,
+    /// ready, loading, unreachable or unrecognized.
+    status: String,
+    models: Vec<String>,
+    version: Option<String>,
+    /// The loaded model's context size in tokens (llama.cpp).
+    context_size: Option<u64>,
+    /// Whether the model's chat template takes tools (llama.cpp).
+    supports_tools: Option<bool>,
+    /// Where the URL came from: MUSTER_LLAMA_URL, OLLAMA_HOST, LLAMA_API_BASE, "agent <name>" or a port.
+    source: String,
+    /// Why it is unusable.
+    reason: Option<String>,
+}
+
 /// What was detected and when.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct RuntimesView {
     detected_at: chrono::DateTime<chrono::Utc>,
     runtimes: Vec<RuntimeView>,
+    /// When the local models were scanned.
+    models_detected_at: chrono::DateTime<chrono::Utc>,
+    /// Local model servers: explicit URLs always, default loopback ports when a model server answered.
+    model_servers: Vec<ModelServerView>,
+    /// llama.cpp / Ollama / llamafile binaries on PATH.
+    local_binaries: Vec<RuntimeView>,
 }
 
-fn view((at, found): crate::service::runtimes::Detected) -> RuntimesView {
-    let runtimes = found
-        .iter()
-        .map(|d| {
-            let status = d.status.as_str().to_owned();
-            let usable = matches!(
-                d.status,
-                muster_agents::DetectionStatus::Found | muster_agents::DetectionStatus::Broken
-            );
-            RuntimeView {
-                kind: d.kind.to_string(),
-                label: label(d.kind).to_owned(),
-                status,
-                path: d.path.as_ref().map(|p| p.display().to_string()),
-                version: d.version.clone(),
-                reason: d.reason.clone(),
-                install_hint: (!usable)
-                    .then(|| install_hint(d.kind))
-                    .flatten()
-                    .map(str::to_owned),
-            }
-        })
-        .collect();
+fn view((at, found): crate::service::runtimes::Detected, local: &LocalModels) -> RuntimesView {
+    let runtimes = found.iter().map(runtime_view).collect();
     RuntimesView {
         detected_at: at,
         runtimes,
+        models_detected_at: local.detected_at,
+        model_servers: local
+            .servers
+            .iter()
+            .map(|s| ModelServerView {
+                url: s.url.clone(),
+                kind: s.kind.map(|k| k.as_str().to_owned()),
+                status: s.status.as_str().to_owned(),
+                models: s.models.clone(),
+                version: s.version.clone(),
+                context_size: s.context_size,
+                supports_tools: s.supports_tools,
+                source: s.source.clone(),
+                reason: s.reason.clone(),
+            })
+            .collect(),
+        local_binaries: local.binaries.iter().map(runtime_view).collect(),
+    }
+}
+
+fn runtime_view(d: &muster_agents::Detection) -> RuntimeView {
+    let usable = matches!(
+        d.status,
+        muster_agents::DetectionStatus::Found | muster_agents::DetectionStatus::Broken
+    );
+    RuntimeView {
+        kind: d.kind.to_string(),
+        label: label(d.kind).to_owned(),
+        status: d.status.as_str().to_owned(),
+        path: d.path.as_ref().map(|p| p.display().to_string()),
+        version: d.version.clone(),
+        reason: d.reason.clone(),
+        install_hint: (!usable)
+            .then(|| install_hint(d.kind))
+            .flatten()
+            .map(str::to_owned),
     }
 }
 
@@ -72,16 +115,23 @@ fn view((at, found): crate::service::runtimes::Detected) -> RuntimesView {
 #[utoipa::path(get, path = "/api/v1/runtimes", tag = "runtimes", responses((status = 200, body = RuntimesView)))]
 pub(super) async fn list(
     State(state): State<AppState>,
-    ApiCaller(_): ApiCaller,
+    ApiCaller(caller): ApiCaller,
 ) -> Result<Json<RuntimesView>> {
-    Ok(Json(view(state.runtimes.get().await)))
+    let urls = local_model_urls(&state, caller.ws.id).await;
+    let (found, local) = tokio::join!(state.runtimes.get(), state.runtimes.local_models(&urls));
+    Ok(Json(view(found, &local)))
 }
 
 /// Detects again, now.
 #[utoipa::path(post, path = "/api/v1/runtimes/detect", tag = "runtimes", responses((status = 200, body = RuntimesView)))]
 pub(super) async fn redetect(
     State(state): State<AppState>,
-    ApiCaller(_): ApiCaller,
+    ApiCaller(caller): ApiCaller,
 ) -> Result<Json<RuntimesView>> {
-    Ok(Json(view(state.runtimes.detect().await)))
+    let urls = local_model_urls(&state, caller.ws.id).await;
+    let (found, local) = tokio::join!(
+        state.runtimes.detect(),
+        state.runtimes.scan_local_models(&urls)
+    );
+    Ok(Json(view(found, &local)))
 }

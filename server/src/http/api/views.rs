@@ -254,3 +254,96 @@ impl From<&Caller> for MeView {
         }
     }
 }
+
+/// A run: one attempt of one agent on one issue.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunView {
+    pub id: uuid::Uuid,
+    /// The issue's key.
+    #[schema(example = "MUS-42")]
+    pub issue: String,
+    pub issue_id: uuid::Uuid,
+    /// The agent's name ("deleted agent" if it is gone).
+    pub agent: String,
+    pub agent_id: uuid::Uuid,
+    /// queued, claimed, running, succeeded, failed, cancelled, timed_out, interrupted.
+    pub status: String,
+    /// Whether the run is flagged as stalled (no output for the agent's stall timeout).
+    pub stalled: bool,
+    pub attempt: i32,
+    /// auth, rate_limit, server, network, config, missing_cli, runner_lost, over_budget, stalled,
+    /// timeout, exit.
+    pub failure_reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub cost_usd: f64,
+    pub summary: Option<String>,
+    pub diff_stat: Option<String>,
+    pub branch: Option<String>,
+    pub session_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub stalled_at: Option<DateTime<Utc>>,
+}
+
+impl RunView {
+    /// Maps a run, naming its issue (`issue_key`) and agent.
+    pub fn new(run: &crate::domain::Run, issue_key: &str, names: &Names) -> Self {
+        RunView {
+            id: run.id.0,
+            issue: issue_key.to_owned(),
+            issue_id: run.issue_id.0,
+            agent: names.actor(Actor::Agent(run.agent_id)).name,
+            agent_id: run.agent_id.0,
+            status: run.status.to_string(),
+            stalled: run.stalled_at.is_some(),
+            attempt: run.attempt,
+            failure_reason: run.failure_reason.map(|r| r.to_string()),
+            exit_code: run.exit_code,
+            input_tokens: run.usage.input_tokens,
+            output_tokens: run.usage.output_tokens,
+            cache_read_tokens: run.usage.cache_read_tokens,
+            cache_write_tokens: run.usage.cache_write_tokens,
+            cost_usd: run.usage.cost_usd,
+            summary: run.summary.clone(),
+            diff_stat: run.diff_stat.clone(),
+            branch: run.branch.clone(),
+            session_id: run.session_id.clone(),
+            created_at: run.created_at,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            stalled_at: run.stalled_at,
+        }
+    }
+}
+
+/// One event of a run's log.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunEventView {
+    pub run_id: uuid::Uuid,
+    /// Position in the log, from 1; pass the last one you have as `after` to resume.
+    pub seq: i64,
+    pub at: DateTime<Utc>,
+    /// started, text, thinking, tool_call, tool_result, command, file_change, usage, error, finished,
+    /// raw, stderr or status.
+    pub kind: String,
+    /// The event's fields, by kind (e.g. `{"text": …}`, `{"name": …, "input": …}`).
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+}
+
+impl From<&crate::domain::RunEvent> for RunEventView {
+    fn from(e: &crate::domain::RunEvent) -> Self {
+        RunEventView {
+            run_id: e.run_id.0,
+            seq: e.seq,
+            at: e.at,
+            kind: e.kind.clone(),
+            payload: e.payload.clone(),
+        }
+    }
+}

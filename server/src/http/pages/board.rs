@@ -1,6 +1,7 @@
 //! The board: columns of cards, filters, the new-issue form, moves (drag and drop or the keyboard
 //! control), and the live WebSocket that pushes re-rendered columns when anyone changes the board.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::Router;
@@ -9,12 +10,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use muster_web::views::{BoardColumnView, BoardFilterView, BoardView, NavItem, OptionView};
+use muster_web::views::{
+    BoardColumnView, BoardFilterView, BoardView, IssueCardView, NavItem, OptionView,
+};
 use serde::Deserialize;
 
-use super::views::{
-    People, card, issue_form, issue_form_with_errors, issue_input, nav, status_label,
-};
+use super::inbox::nav_with_inbox;
+use super::runs::card_run_state;
+use super::views::{People, card, issue_form, issue_form_with_errors, issue_input, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
@@ -89,6 +92,13 @@ pub(crate) async fn board_columns(
     filter.label = Label::parse(&query.label).ok();
     filter.priority = query.priority.parse::<Priority>().ok();
     let issues = state.store.list_issues(caller.ws.id, &filter).await?;
+    let runs: HashMap<_, _> = state
+        .store
+        .latest_runs(caller.ws.id)
+        .await?
+        .into_iter()
+        .map(|r| (r.issue_id, r))
+        .collect();
     let slug = caller.ws.slug.to_string();
     Ok(statuses
         .iter()
@@ -98,7 +108,10 @@ pub(crate) async fn board_columns(
             cards: issues
                 .iter()
                 .filter(|i| i.status == *s)
-                .map(|i| card(&slug, i, people))
+                .map(|i| IssueCardView {
+                    run_state: runs.get(&i.id).and_then(card_run_state),
+                    ..card(&slug, i, people)
+                })
                 .collect(),
         })
         .collect())
@@ -151,7 +164,7 @@ async fn board_view(
     labels.sort();
     labels.dedup();
     Ok(BoardView {
-        nav: nav(&member.caller, &member.csrf, NavItem::Board),
+        nav: nav_with_inbox(state, member, NavItem::Board).await?,
         columns,
         filter: filter_view(query, &people, &labels),
         new_issue: issue_form(&people, "", "", "todo", "none", "", ""),
@@ -211,7 +224,7 @@ async fn move_card(
 }
 
 /// Whether a WebSocket's `Origin` is this server (browsers send it; a cross-site page cannot fake it).
-fn same_origin(headers: &HeaderMap) -> bool {
+pub(super) fn same_origin(headers: &HeaderMap) -> bool {
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     match (
         headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),

@@ -6,8 +6,10 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use muster_web::views::{ActivityView, CommentView, FormErrors, IssuePageView, NavItem};
 
+use super::inbox::nav_with_inbox;
+use super::runs::run_row;
 use super::views::{
-    People, assignee_value, issue_form, issue_form_with_errors, issue_input, nav, status_label,
+    People, assignee_value, issue_form, issue_form_with_errors, issue_input, status_label,
 };
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
@@ -70,10 +72,12 @@ async fn page_view(
     let people = People::load(state, &member.caller).await?;
     let comments = state.store.list_comments(issue.id).await?;
     let activity = state.store.list_activity(issue.id).await?;
+    let runs = state.store.list_runs_for_issue(issue.id).await?;
+    let slug = member.caller.ws.slug.to_string();
     let key = issue.key.to_string();
     let labels: Vec<String> = issue.labels.iter().map(|l| l.as_str().to_owned()).collect();
     Ok(IssuePageView {
-        nav: nav(&member.caller, &member.csrf, NavItem::Board),
+        nav: nav_with_inbox(state, member, NavItem::Board).await?,
         url: format!("/w/{}/issues/{key}", member.caller.ws.slug),
         key,
         title: issue.title.as_str().to_owned(),
@@ -115,6 +119,11 @@ async fn page_view(
             .collect(),
         comment_body: String::new(),
         comment_errors: FormErrors::new(),
+        runs: runs
+            .iter()
+            .rev()
+            .map(|r| run_row(&slug, r, &people))
+            .collect(),
     })
 }
 

@@ -4,10 +4,14 @@
 
 mod agents;
 mod board;
+mod inbox;
 mod issue;
 mod members;
+mod runs;
 mod runtimes;
 mod session;
+mod settings;
+mod skills;
 pub(crate) mod views;
 
 use axum::Router;
@@ -28,6 +32,10 @@ pub fn router() -> Router<AppState> {
         .merge(agents::router())
         .merge(members::router())
         .merge(runtimes::router())
+        .merge(skills::router())
+        .merge(runs::router())
+        .merge(inbox::router())
+        .merge(settings::router())
         .route("/assets/{version}/{name}", axum::routing::get(asset))
         .layer(axum::middleware::from_fn(login_on_401))
 }

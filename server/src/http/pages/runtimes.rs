@@ -1,17 +1,19 @@
-//! The Runtimes page: detected agent CLIs with versions, reasons, install hints and a re-detect button.
+//! The Runtimes page: detected agent CLIs with versions, reasons, install hints, the local model servers and
+//! binaries, and a re-detect button. Both detections are cached; only the button (or the first visit) probes.
 
 use axum::Router;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use muster_agents::DetectionStatus;
-use muster_web::views::{NavItem, RuntimeRowView, RuntimesView};
+use muster_agents::{Detection, DetectionStatus};
+use muster_llama::probe::{DEFAULT_PORTS, ModelServer};
+use muster_web::views::{ModelServerRowView, NavItem, RuntimeRowView, RuntimesView};
 
 use super::views::nav;
 use super::{PageResult, see_other};
 use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
-use crate::service::runtimes::{install_hint, label};
+use crate::service::runtimes::{install_hint, label, local_model_urls};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -20,35 +22,66 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
-    let (at, found) = state.runtimes.get().await;
+    let urls = local_model_urls(&state, member.caller.ws.id).await;
+    let ((at, found), local) =
+        tokio::join!(state.runtimes.get(), state.runtimes.local_models(&urls));
+    let ports: Vec<String> = DEFAULT_PORTS.iter().map(|(p, _)| p.to_string()).collect();
     let view = RuntimesView {
         nav: nav(&member.caller, &member.csrf, NavItem::Runtimes),
-        runtimes: found
-            .iter()
-            .map(|d| RuntimeRowView {
-                kind: d.kind.to_string(),
-                label: label(d.kind).to_owned(),
-                status: d.status.as_str().to_owned(),
-                path: d.path.as_ref().map(|p| p.display().to_string()),
-                version: d.version.clone(),
-                reason: d.reason.clone(),
-                install_hint: matches!(
-                    d.status,
-                    DetectionStatus::NotInstalled | DetectionStatus::TooOld
-                )
-                .then(|| install_hint(d.kind))
-                .flatten()
-                .map(str::to_owned),
-            })
-            .collect(),
+        runtimes: found.iter().map(runtime_row).collect(),
         detected_at: Some(at),
         redetect_url: format!("/w/{}/runtimes/detect", member.caller.ws.slug),
+        model_servers: local.servers.iter().map(server_row).collect(),
+        probed_ports: ports.join(", "),
+        local_binaries: local.binaries.iter().map(runtime_row).collect(),
     };
     Ok(muster_web::pages::runtimes(&view).into_response())
 }
 
+fn runtime_row(d: &Detection) -> RuntimeRowView {
+    RuntimeRowView {
+        kind: d.kind.to_string(),
+        label: label(d.kind).to_owned(),
+        status: d.status.as_str().to_owned(),
+        path: d.path.as_ref().map(|p| p.display().to_string()),
+        version: d.version.clone(),
+        reason: d.reason.clone(),
+        install_hint: matches!(
+            d.status,
+            DetectionStatus::NotInstalled | DetectionStatus::TooOld
+        )
+        .then(|| install_hint(d.kind))
+        .flatten()
+        .map(str::to_owned),
+    }
+}
+
+fn server_row(s: &ModelServer) -> ModelServerRowView {
+    let mut details = Vec::new();
+    if let Some(n) = s.context_size {
+        details.push(format!("context {n} tokens"));
+    }
+    if let Some(tools) = s.supports_tools {
+        details.push(format!("tools: {}", if tools { "yes" } else { "no" }));
+    }
+    ModelServerRowView {
+        url: s.url.clone(),
+        kind: s.kind.map(|k| k.as_str().to_owned()).unwrap_or_default(),
+        status: s.status.as_str().to_owned(),
+        models: s.models.clone(),
+        version: s.version.clone(),
+        source: s.source.clone(),
+        details: (!details.is_empty()).then(|| details.join(" · ")),
+        reason: s.reason.clone(),
+    }
+}
+
 async fn redetect(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
     let _ = form;
-    state.runtimes.detect().await;
+    let urls = local_model_urls(&state, member.caller.ws.id).await;
+    tokio::join!(
+        state.runtimes.detect(),
+        state.runtimes.scan_local_models(&urls)
+    );
     Ok(see_other(&format!("/w/{}/runtimes", member.caller.ws.slug)))
 }

@@ -143,6 +143,9 @@ async fn setup(State(state): State<AppState>, req: Request) -> PageResult {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     tracing::info!(workspace = %ws.slug, "first-run setup done");
+    if let Err(e) = crate::skills::builtin::seed(state.store.as_ref(), ws.id).await {
+        tracing::warn!(error = %e, "cannot seed the built-in skills");
+    }
     start_session(&state, user.id, &format!("/w/{}", ws.slug)).await
 }
 

@@ -17,6 +17,7 @@ pub fn nav(caller: &Caller, csrf: &str, active: NavItem) -> Nav {
         role: caller.role.to_string(),
         csrf: csrf.to_owned(),
         active,
+        inbox_unread: None,
     }
 }
 

@@ -58,3 +58,28 @@ fn edit_form_posts_to_issue_url_and_opens_on_error() {
         );
     }
 }
+
+#[test]
+fn runs_are_listed_newest_first_with_their_numbers() {
+    let html = issue(&samples::issue()).into_string();
+    assert!(html.contains(r#"<h2 id="runs-h">Runs <span class="count">2</span></h2>"#));
+    let newest = html
+        .find(r#"href="/w/acme/runs/r2">Attempt 2</a>"#)
+        .unwrap();
+    let oldest = html
+        .find(r#"href="/w/acme/runs/r1">Attempt 1</a>"#)
+        .unwrap();
+    assert!(newest < oldest);
+    assert!(
+        html.contains(r#"<span class="run run-running""#)
+            && html.contains(r#"<span class="run run-failed""#)
+    );
+    assert!(html.contains("62,955") && html.contains("$0.0912") && html.contains("1m 12s"));
+    assert!(html.contains("1 file changed, 3 insertions(+)"));
+    let mut v = samples::issue();
+    v.runs.clear();
+    assert!(
+        !issue(&v).into_string().contains("runs-h"),
+        "no section without runs"
+    );
+}

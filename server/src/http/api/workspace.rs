@@ -1,0 +1,62 @@
+//! `/api/v1/workspace`: the caller's workspace and its settings.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+
+use super::ErrorBody;
+use crate::app::AppState;
+use crate::domain::Workspace;
+use crate::http::Result;
+use crate::http::extract::{ApiCaller, AppJson};
+use crate::service::workspace::{self as svc, WorkspaceInput};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/workspace", get(show).patch(update))
+}
+
+/// A workspace and its settings.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct WorkspaceView {
+    pub id: uuid::Uuid,
+    pub name: String,
+    pub slug: String,
+    #[schema(example = "MUS")]
+    pub issue_prefix: String,
+    /// The local git repository runs get worktrees of (`null`: a plain work folder per run).
+    #[schema(example = "/home/me/project")]
+    pub repo_path: Option<String>,
+}
+
+impl From<&Workspace> for WorkspaceView {
+    fn from(ws: &Workspace) -> Self {
+        WorkspaceView {
+            id: ws.id.0,
+            name: ws.name.clone(),
+            slug: ws.slug.to_string(),
+            issue_prefix: ws.issue_prefix.as_str().to_owned(),
+            repo_path: ws.repo_path.clone(),
+        }
+    }
+}
+
+/// The caller's workspace.
+#[utoipa::path(get, path = "/api/v1/workspace", tag = "workspace",
+    responses((status = 200, body = WorkspaceView), (status = 401, body = ErrorBody)))]
+pub(super) async fn show(ApiCaller(caller): ApiCaller) -> Json<WorkspaceView> {
+    Json(WorkspaceView::from(&caller.ws))
+}
+
+/// Changes the workspace's settings (owners and admins): `repo_path` must be an absolute path to a git
+/// repository with at least one commit; `""` or `null` clears it.
+#[utoipa::path(patch, path = "/api/v1/workspace", tag = "workspace", request_body = WorkspaceInput,
+    responses((status = 200, body = WorkspaceView), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn update(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppJson(input): AppJson<WorkspaceInput>,
+) -> Result<Json<WorkspaceView>> {
+    let ws = svc::set_repo(&state, &caller, &input).await?;
+    Ok(Json(WorkspaceView::from(&ws)))
+}

@@ -1,0 +1,60 @@
+//! The workspace Settings page (owners and admins): the git repository runs work in.
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use muster_web::views::{FormErrors, NavItem, SettingsView};
+
+use super::views::nav;
+use super::{PageResult, form_errors, invalid, see_other};
+use crate::app::AppState;
+use crate::http::extract::{UiForm, WsMember};
+use crate::service::workspace::{self as svc, WorkspaceInput};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/w/{slug}/settings", get(show).post(save))
+}
+
+fn view(member: &WsMember) -> SettingsView {
+    let ws = &member.caller.ws;
+    SettingsView {
+        nav: nav(&member.caller, &member.csrf, NavItem::Settings),
+        workspace_name: ws.name.clone(),
+        repo_path: ws.repo_path.clone(),
+        repo_input: ws.repo_path.clone().unwrap_or_default(),
+        saved: false,
+        errors: FormErrors::new(),
+    }
+}
+
+/// `?saved=1` after a successful save.
+#[derive(Debug, serde::Deserialize)]
+struct ShowQuery {
+    saved: Option<String>,
+}
+
+async fn show(member: WsMember, Query(q): Query<ShowQuery>) -> PageResult {
+    member.caller.require_manager()?;
+    let mut v = view(&member);
+    v.saved = q.saved.is_some();
+    Ok(muster_web::pages::settings(&v).into_response())
+}
+
+async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+    let input = WorkspaceInput {
+        repo_path: Some(form.get("repo_path").to_owned()),
+    };
+    match svc::set_repo(&state, &member.caller, &input).await {
+        Ok(_) => Ok(see_other(&format!(
+            "/w/{}/settings?saved=1",
+            member.caller.ws.slug
+        ))),
+        Err(e) => {
+            let mut v = view(&member);
+            v.errors = form_errors(e)?;
+            v.repo_input = form.get("repo_path").to_owned();
+            Ok(invalid(muster_web::pages::settings(&v)))
+        }
+    }
+}

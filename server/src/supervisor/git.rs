@@ -1,0 +1,302 @@
+//! Git worktrees for runs: one worktree and branch `muster/<KEY>-r<attempt>` per run of a workspace that
+//! has a repository, created at the repository's HEAD commit (the run's base).
+//!
+//! Invariants: every git command runs through `muster_agents::process::run_captured` (the one process
+//! home) with [`GIT_TIMEOUT`] and a failure carries git's stderr; the brief (`CLAUDE.md`/`AGENTS.md`) is
+//! kept out of the diff (hidden from the agent's `git status` through `core.excludesFile` in its
+//! environment, deleted — or restored when the repository tracks that file — before the work is
+//! committed), and so are the skill folders Muster writes; the agent's work is committed on its branch
+//! before the worktree directory is removed, so nothing is lost; the branch stays.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest a single git command may take.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Largest unified diff kept in the run's `diff` event; the rest is cut with a note.
+pub const MAX_PATCH_BYTES: usize = 256 * 1024;
+/// Where a run's worktree facts are kept, next to its `work` directory (read again after a crash).
+const STATE_FILE: &str = "worktree.json";
+/// The exclude file handed to the agent's git (`core.excludesFile`), next to its `work` directory.
+const EXCLUDE_FILE: &str = "git-exclude";
+
+/// A run's worktree: where, on which branch, from which base, and the brief file kept out of the diff.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Worktree {
+    pub repo: PathBuf,
+    pub path: PathBuf,
+    pub branch: String,
+    /// The commit the branch starts from (the repository's HEAD when the run was prepared).
+    pub base: String,
+    /// The brief's file name in the worktree.
+    pub brief: String,
+    /// Whether the repository tracks a file of that name at `base` (it is then restored, not deleted).
+    pub brief_tracked: bool,
+}
+
+/// What a run changed, against its base.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Diff {
+    pub stat: String,
+    pub patch: String,
+    pub truncated: bool,
+}
+
+impl Diff {
+    /// Whether the run changed nothing.
+    pub fn is_empty(&self) -> bool {
+        self.stat.trim().is_empty()
+    }
+}
+
+/// Runs `git args…` in `cwd`; stdout on success, else a message with git's stderr.
+pub async fn git(cwd: &Path, args: &[&str]) -> Result<String, String> {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let env = [
+        ("GIT_TERMINAL_PROMPT".to_owned(), "0".to_owned()),
+        ("LC_ALL".to_owned(), "C".to_owned()),
+    ];
+    let out = muster_agents::process::run_captured("git", &args, cwd, &env, GIT_TIMEOUT)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound if cwd.is_dir() => {
+                "git is not installed (not found on PATH)".to_owned()
+            }
+            _ => format!("git {} failed: {e}", args.join(" ")),
+        })?;
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(format!(
+        "git {} failed ({}): {}",
+        args.join(" "),
+        out.status,
+        stderr.trim()
+    ))
+}
+
+/// Checks that `raw` names a git repository with at least one commit; returns its top-level folder.
+/// The error is a sentence a person can act on.
+pub async fn check_repo(raw: &str) -> Result<PathBuf, String> {
+    let path = Path::new(raw.trim());
+    if raw.trim().is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if !path.is_absolute() {
+        return Err(format!(
+            "{} is not an absolute path; give the full path, e.g. /home/me/project",
+            path.display()
+        ));
+    }
+    match tokio::fs::metadata(path).await {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("{} does not exist on the server", path.display()));
+        }
+        Err(e) => return Err(format!("{} cannot be read: {e}", path.display())),
+        Ok(m) if !m.is_dir() => return Err(format!("{} is not a folder", path.display())),
+        Ok(_) => {}
+    }
+    let top = git(path, &["rev-parse", "--show-toplevel"])
+        .await
+        .map_err(|e| {
+            format!(
+                "{} is not a git repository ({e}); run `git init` there first",
+                path.display()
+            )
+        })?;
+    let top = PathBuf::from(top.trim());
+    head_commit(&top).await.map_err(|_| {
+        format!(
+            "{} has no commit yet; make a first commit so runs have a base to branch from",
+            top.display()
+        )
+    })?;
+    Ok(top)
+}
+
+/// The commit HEAD points at.
+pub async fn head_commit(repo: &Path) -> Result<String, String> {
+    let sha = git(repo, &["rev-parse", "--verify", "HEAD^{commit}"]).await?;
+    Ok(sha.trim().to_owned())
+}
+
+/// Creates the worktree `<run_dir>/work` on a new branch at the repository's HEAD, and records it in
+/// `<run_dir>/worktree.json`. `branch` is taken as is unless it exists (an earlier run of the same
+/// attempt number); then the run's short id is appended.
+pub async fn create(
+    repo: &Path,
+    run_dir: &Path,
+    branch: &str,
+    run_short: &str,
+    brief: &str,
+) -> Result<Worktree, String> {
+    let base = head_commit(repo).await.map_err(|e| {
+        format!(
+            "the repository {} has no commit to branch from: {e}",
+            repo.display()
+        )
+    })?;
+    let mut branch = branch.to_owned();
+    let exists = |b: String| async move {
+        git(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{b}"),
+            ],
+        )
+        .await
+        .is_ok()
+    };
+    if exists(branch.clone()).await {
+        branch = format!("{branch}-{run_short}");
+    }
+    let path = run_dir.join("work");
+    let target = path.display().to_string();
+    git(repo, &["worktree", "add", "-b", &branch, &target, &base]).await?;
+    let tracked = git(repo, &["cat-file", "-e", &format!("{base}:{brief}")])
+        .await
+        .is_ok();
+    let tree = Worktree {
+        repo: repo.to_path_buf(),
+        path,
+        branch,
+        base,
+        brief: brief.to_owned(),
+        brief_tracked: tracked,
+    };
+    let json = serde_json::to_vec_pretty(&tree).map_err(|e| e.to_string())?;
+    tokio::fs::write(run_dir.join(STATE_FILE), json)
+        .await
+        .map_err(|e| format!("cannot record the worktree: {e}"))?;
+    tokio::fs::write(run_dir.join(EXCLUDE_FILE), exclusions(brief))
+        .await
+        .map_err(|e| format!("cannot write the git exclude file: {e}"))?;
+    Ok(tree)
+}
+
+/// What Muster puts in a worktree that is not the agent's work: the brief, and the skill folders it
+/// writes for Claude Code and OpenCode. (A skill folder an agent adds there itself is hidden too.)
+fn exclusions(brief: &str) -> String {
+    format!("/{brief}\n/.claude/skills/\n/.opencode/skills/\n")
+}
+
+/// The worktree recorded in `run_dir`, if the run had one and it is still on disk.
+pub async fn recorded(run_dir: &Path) -> Option<Worktree> {
+    let json = tokio::fs::read(run_dir.join(STATE_FILE)).await.ok()?;
+    let tree: Worktree = serde_json::from_slice(&json).ok()?;
+    tree.path.is_dir().then_some(tree)
+}
+
+/// The variables that make the agent's git ignore the brief, without touching the repository's config.
+pub fn agent_env(run_dir: &Path) -> Vec<(String, String)> {
+    vec![
+        ("GIT_CONFIG_COUNT".to_owned(), "1".to_owned()),
+        (
+            "GIT_CONFIG_KEY_0".to_owned(),
+            "core.excludesFile".to_owned(),
+        ),
+        (
+            "GIT_CONFIG_VALUE_0".to_owned(),
+            run_dir.join(EXCLUDE_FILE).display().to_string(),
+        ),
+    ]
+}
+
+/// Commits everything the agent left (changes, new files, deletions; not the brief) on the run's branch
+/// and returns the diff against the base.
+pub async fn commit_work(tree: &Worktree, message: &str, author: &str) -> Result<Diff, String> {
+    let wt = tree.path.as_path();
+    let brief = wt.join(&tree.brief);
+    if tree.brief_tracked {
+        git(wt, &["checkout", &tree.base, "--", &tree.brief]).await?;
+    } else if let Err(e) = tokio::fs::remove_file(&brief).await
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(format!("cannot remove the brief: {e}"));
+    }
+    let exclude = match tree.path.parent() {
+        Some(run_dir) => format!("core.excludesFile={}", run_dir.join(EXCLUDE_FILE).display()),
+        None => "core.excludesFile=".to_owned(),
+    };
+    git(wt, &["-c", &exclude, "add", "-A"]).await?;
+    let staged = git(wt, &["diff", "--cached", "--quiet"]).await.is_err();
+    if staged {
+        let name = format!("user.name={author}");
+        git(
+            wt,
+            &[
+                "-c",
+                &name,
+                "-c",
+                "user.email=muster@localhost",
+                "-c",
+                "commit.gpgsign=false",
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "-m",
+                message,
+            ],
+        )
+        .await?;
+    }
+    diff(tree).await
+}
+
+/// The branch's diff against its base: stat and unified patch (capped at [`MAX_PATCH_BYTES`]).
+pub async fn diff(tree: &Worktree) -> Result<Diff, String> {
+    let wt = tree.path.as_path();
+    let range = format!("{}..HEAD", tree.base);
+    let stat = git(
+        wt,
+        &["diff", "--no-color", "--no-ext-diff", "--stat", &range],
+    )
+    .await?;
+    let mut patch = git(wt, &["diff", "--no-color", "--no-ext-diff", &range]).await?;
+    let truncated = patch.len() > MAX_PATCH_BYTES;
+    if truncated {
+        let mut cut = MAX_PATCH_BYTES;
+        while !patch.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let total = patch.len();
+        patch.truncate(cut);
+        patch.push_str(&format!(
+            "\n… [diff truncated: {total} bytes, first {cut} shown; the full change is on branch {}]\n",
+            tree.branch
+        ));
+    }
+    Ok(Diff {
+        stat: stat.trim_end().to_owned(),
+        patch,
+        truncated,
+    })
+}
+
+/// Removes the worktree directory (the branch stays).
+pub async fn remove(tree: &Worktree) -> Result<(), String> {
+    let target = tree.path.display().to_string();
+    let removed = git(&tree.repo, &["worktree", "remove", "--force", &target]).await;
+    if removed.is_err() {
+        // Already half gone: clear what is left and let git forget it.
+        let _ = tokio::fs::remove_dir_all(&tree.path).await;
+        git(&tree.repo, &["worktree", "prune"]).await?;
+    }
+    Ok(())
+}
+
+/// Removes the worktree and deletes its branch: for a run that never started.
+pub async fn discard(tree: &Worktree) {
+    if let Err(e) = remove(tree).await {
+        tracing::warn!(error = %e, "cannot remove an unused worktree");
+    }
+    if let Err(e) = git(&tree.repo, &["branch", "-D", &tree.branch]).await {
+        tracing::warn!(error = %e, "cannot delete an unused branch");
+    }
+}

@@ -1,0 +1,145 @@
+//! Cross-replica wake-ups (PostgreSQL): what the hub publishes here, and runs queued or cancelled here,
+//! are told to every other replica with `NOTIFY` (ids only, never payloads); what other replicas tell is
+//! republished on this replica's hub, wakes its runner, or cancels a run it holds.
+//!
+//! Invariants: a note is sent after the write it describes has committed (the hub is told only after the
+//! store, see `events.rs`), so a replica that reads the rows on a note finds them; each replica tags its
+//! notes with its own origin id and ignores its own; publishing never waits for the database (an
+//! unbounded queue feeds one sender task). On SQLite `Store::listen` is `None` and nothing starts: one
+//! process is the only replica and the in-process wake-ups suffice.
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::AppState;
+use crate::domain::{IssueKey, RunId, WorkspaceId};
+use crate::hub::{LiveEvent, Relayed, Topic};
+
+/// Starts relaying when the store can listen (Postgres); returns once both tasks are running.
+pub async fn start(state: &AppState, stop: CancellationToken) -> anyhow::Result<()> {
+    let Some(mut notes) = state.store.listen().await? else {
+        return Ok(());
+    };
+    let origin = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+    let (tx, mut outbox) = mpsc::unbounded_channel::<Relayed>();
+    state.hub.set_relay(tx);
+    let store = state.store.clone();
+    let (sender_origin, sender_stop) = (origin.clone(), stop.clone());
+    tokio::spawn(async move {
+        loop {
+            let note = tokio::select! {
+                () = sender_stop.cancelled() => return,
+                note = outbox.recv() => note,
+            };
+            let Some(note) = note else { return };
+            if let Err(e) = store.notify(&encode(&sender_origin, &note)).await {
+                tracing::warn!(error = %e, "cannot tell the other replicas");
+            }
+        }
+    });
+    tracing::info!(replica = %origin, "relaying wake-ups between replicas");
+    let state = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop.cancelled() => return,
+                message = notes.recv() => message,
+            };
+            let Some(message) = message else { return };
+            match decode(&message) {
+                Some((from, _)) if from == origin => {}
+                Some((_, note)) => apply(&state, note),
+                None => tracing::debug!(message, "ignoring an unknown notification"),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Acts on another replica's note.
+fn apply(state: &AppState, note: Relayed) {
+    match note {
+        Relayed::Live(topic, event) => state.hub.publish_local(topic, event),
+        Relayed::RunQueued(_) => state.runs.wake(),
+        Relayed::CancelRun(run) => {
+            if let Some(token) = state.runs.token(run) {
+                tracing::info!(run.id = %run, "cancelled by another replica");
+                token.cancel();
+            }
+        }
+    }
+}
+
+/// `<origin> run-queued <id>`, `<origin> cancel <id>`, `<origin> run <id> events <seq>`,
+/// `<origin> board <workspace id> issue <key>`.
+fn encode(origin: &str, note: &Relayed) -> String {
+    match note {
+        Relayed::RunQueued(run) => format!("{origin} run-queued {run}"),
+        Relayed::CancelRun(run) => format!("{origin} cancel {run}"),
+        Relayed::Live(_, LiveEvent::RunEvents { run_id, last_seq }) => {
+            format!("{origin} run {run_id} events {last_seq}")
+        }
+        Relayed::Live(topic, LiveEvent::IssueChanged(key)) => {
+            let ws = match topic {
+                Topic::Board(ws) => ws.to_string(),
+                Topic::Run(_) => String::new(),
+            };
+            format!("{origin} board {ws} issue {key}")
+        }
+    }
+}
+
+fn decode(message: &str) -> Option<(&str, Relayed)> {
+    let words: Vec<&str> = message.split(' ').collect();
+    let run = |raw: &str| raw.parse::<RunId>().ok();
+    let note = match words.as_slice() {
+        [_, "run-queued", id] => Relayed::RunQueued(run(id)?),
+        [_, "cancel", id] => Relayed::CancelRun(run(id)?),
+        [_, "run", id, "events", seq] => {
+            let run_id = run(id)?;
+            let last_seq = seq.parse().ok()?;
+            Relayed::Live(
+                Topic::Run(run_id),
+                LiveEvent::RunEvents { run_id, last_seq },
+            )
+        }
+        [_, "board", ws, "issue", key] => {
+            let ws: WorkspaceId = ws.parse().ok()?;
+            let key = IssueKey::parse(key).ok()?;
+            Relayed::Live(Topic::Board(ws), LiveEvent::IssueChanged(key))
+        }
+        _ => return None,
+    };
+    Some((words.first()?, note))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_round_trip_and_carry_only_ids() {
+        let run = RunId::new();
+        let ws = WorkspaceId::new();
+        let key = IssueKey::parse("MUS-42").unwrap();
+        let notes = [
+            Relayed::RunQueued(run),
+            Relayed::CancelRun(run),
+            Relayed::Live(
+                Topic::Run(run),
+                LiveEvent::RunEvents {
+                    run_id: run,
+                    last_seq: 17,
+                },
+            ),
+            Relayed::Live(Topic::Board(ws), LiveEvent::IssueChanged(key)),
+        ];
+        for note in notes {
+            let text = encode("abc", &note);
+            assert!(text.len() < 120, "{text}");
+            assert_eq!(decode(&text), Some(("abc", note)), "{text}");
+        }
+        assert_eq!(decode("abc run-queued not-a-uuid"), None);
+        assert_eq!(decode("garbage"), None);
+    }
+}

@@ -1,0 +1,281 @@
+//! A real `kill -9` of a real `muster serve` in the middle of a run, then a restart on the same data
+//! directory and database: the run is `interrupted`, every event the API served before the kill is still
+//! there, the orphaned agent's process group is gone, and the work it did in its git worktree is committed
+//! on its branch and left to a person (an inbox item), since it changed files.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use muster::domain::*;
+use muster_tests::{Backend, TestDb};
+use serde_json::{Value, json};
+use support::{poll, seed_workspace};
+
+/// A `muster serve` child process and how to reach it.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+/// Starts `muster serve` on `db` (data under `data_dir`), and waits until it answers.
+async fn serve(db: &TestDb, data_dir: &Path, logs: &Path) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = match &db.url {
+        muster::store::DatabaseUrl::Sqlite(p) => format!("sqlite://{}", p.display()),
+        muster::store::DatabaseUrl::Postgres(u) => u.clone(),
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs)
+        .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--database-url", &url])
+        .env_remove("MUSTER_NO_RUNNER")
+        .env("RUST_LOG", "muster=debug")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let health = format!("{url}/healthz");
+    poll("the server to answer", || async {
+        let ok = reqwest::get(&health).await.ok()?;
+        ok.status().is_success().then_some(())
+    })
+    .await;
+    Server { child, url }
+}
+
+async fn get(server: &Server, token: &str, path: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .get(format!("{}{path}", server.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
+    resp.json().await.unwrap()
+}
+
+/// Every event of the run the API serves now, by seq.
+async fn all_events(server: &Server, token: &str, run: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = get(
+            server,
+            token,
+            &format!("/api/v1/runs/{run}/events?after={after}&limit=500"),
+        )
+        .await;
+        let events = page["events"].as_array().unwrap().clone();
+        if events.is_empty() {
+            return out;
+        }
+        after = events.last().unwrap()["seq"].as_i64().unwrap();
+        out.extend(events);
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+async fn kill_nine_mid_run(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let data_dir = db.dir.path().join("data");
+    let logs = scratch.path().join("server.log");
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "first",
+        ],
+    );
+
+    // Seed: owner, token, a repository, an agent that edits a file then prints numbered lines forever
+    // and leaves a background child behind.
+    let store = db.store().await;
+    let (user, ws) = seed_workspace(&store).await;
+    store
+        .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
+        .await
+        .unwrap();
+    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
+    store
+        .create_api_token(&NewApiToken {
+            workspace_id: ws.id,
+            user_id: user.id,
+            name: "crash".to_owned(),
+            prefix: secret.prefix,
+            token_hash: secret.hash,
+            run_id: None,
+        })
+        .await
+        .unwrap();
+    let token = secret.secret;
+    let pids = scratch.path().join("pids");
+    let script = scratch.path().join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\necho 'work in progress' > WIP.md\nsleep 1000 &\necho \"$(cut -d' ' -f5 /proc/$$/stat) $!\" > '{0}.tmp'\nmv '{0}.tmp' '{0}'\ni=0\nwhile :; do i=$((i+1)); echo \"line $i\"; sleep 0.02; done\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut new = NewAgent::new(AgentName::parse("counter").unwrap(), AgentKind::Custom);
+    new.command = Some(script.display().to_string());
+    new.max_retries = 2;
+    store.create_agent(ws.id, &new).await.unwrap();
+    let mut issue = NewIssue::new(IssueTitle::parse("Count forever").unwrap());
+    issue.status = IssueStatus::Todo;
+    let issue = store.create_issue(ws.id, &issue).await.unwrap();
+    store.close().await;
+
+    let mut server = serve(&db, &data_dir, &logs).await;
+    let resp = reqwest::Client::new()
+        .patch(format!("{}/api/v1/issues/{}", server.url, issue.key))
+        .bearer_auth(&token)
+        .json(&json!({ "assignee": "counter" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let runs_path = format!("/api/v1/issues/{}/runs", issue.key);
+    let run_id = poll("the run to be queued", || async {
+        let runs = get(&server, &token, &runs_path).await;
+        runs[0]["id"].as_str().map(str::to_owned)
+    })
+    .await;
+    let pids = poll("the agent's pids", || async {
+        std::fs::read_to_string(&pids).ok()
+    })
+    .await;
+    let pids: Vec<u32> = pids
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let pgid = pids[0];
+    // Read at least 30 numbered lines through the API: these are acknowledged.
+    let seen = poll("30 acknowledged events", || async {
+        let events = all_events(&server, &token, &run_id).await;
+        (events.len() >= 30).then_some(events)
+    })
+    .await;
+
+    server.child.kill().unwrap(); // SIGKILL: no shutdown path runs.
+    server.child.wait().unwrap();
+    assert!(
+        !muster_agents::process::group_members(pgid).is_empty(),
+        "the agent's group outlives the killed server (else this test proves nothing)"
+    );
+
+    let server = serve(&db, &data_dir, &logs).await;
+    let run_path = format!("/api/v1/runs/{run_id}");
+    let run = poll("the run to be marked interrupted", || async {
+        let run = get(&server, &token, &run_path).await;
+        (run["status"] == "interrupted").then_some(run)
+    })
+    .await;
+    assert_eq!(run["failure_reason"], "runner_lost", "{run}");
+    let now = all_events(&server, &token, &run_id).await;
+    for event in &seen {
+        let seq = event["seq"].as_i64().unwrap();
+        let kept = now.iter().find(|e| e["seq"].as_i64() == Some(seq));
+        assert_eq!(
+            kept,
+            Some(event),
+            "acknowledged event {seq} survived the crash"
+        );
+    }
+    poll("the orphaned agent group to be gone", || async {
+        muster_agents::process::group_members(pgid)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    // The work it did is kept on its branch, its diff logged last, and a person decides on a retry.
+    let branch = format!("muster/{}-r1", issue.key);
+    assert_eq!(run["branch"], branch.as_str());
+    let files = git(&repo, &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(files.lines().any(|f| f == "WIP.md"), "{files}");
+    let last = now.last().unwrap();
+    assert_eq!(last["kind"], "diff", "{last}");
+    assert!(
+        last["payload"]["stat"].as_str().unwrap().contains("WIP.md"),
+        "{last}"
+    );
+    let inbox = inbox_of(&db, ws.id, user.id).await;
+    assert!(
+        inbox.iter().any(|i| i.kind == InboxKind::RunInterrupted
+            && i.run_id.map(|r| r.to_string()) == Some(run_id.clone())),
+        "{inbox:?}"
+    );
+    let runs = get(&server, &token, &runs_path).await;
+    assert_eq!(
+        runs.as_array().unwrap().len(),
+        1,
+        "a run that changed files is not re-queued: {runs}"
+    );
+    stop(server);
+}
+
+/// The inbox, read straight from the store.
+async fn inbox_of(db: &TestDb, ws: WorkspaceId, user: UserId) -> Vec<InboxItem> {
+    let store = db.store().await;
+    let inbox = store.list_inbox(ws, user).await.unwrap();
+    store.close().await;
+    inbox
+}
+
+/// Stops the server gracefully (SIGTERM) and waits for it.
+fn stop(mut server: Server) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status();
+    let _ = server.child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_nine_mid_run_sqlite() {
+    kill_nine_mid_run(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_nine_mid_run_postgres() {
+    kill_nine_mid_run(Backend::Postgres).await;
+}

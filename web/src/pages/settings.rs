@@ -1,0 +1,76 @@
+//! `GET /w/{slug}/settings`: workspace settings for owners and admins — the git repository runs work in.
+
+use maud::{Markup, html};
+
+use crate::layout::{page, page_head, workspace_url};
+use crate::partials::form::{Form, csrf};
+use crate::views::SettingsView;
+
+/// The settings page: the repository form (POST `/w/{slug}/settings`, field `repo_path`).
+pub fn settings(v: &SettingsView) -> Markup {
+    let f = Form::new("settings", &v.errors);
+    let body = html! {
+        (page_head("Settings", Some(v.workspace_name.as_str()), html! {}))
+        @if v.saved { p.notice role="status" { "Saved." } }
+        section.panel aria-labelledby="repo-h" {
+            h2 #repo-h { "Repository" }
+            p.muted {
+                "With a repository, each run works in its own git worktree on a branch "
+                code { "muster/<KEY>-r<attempt>" }
+                " made from the repository's current commit; its changes are committed on that branch and shown as a diff. "
+                "Without one, each run gets an empty folder."
+            }
+            p {
+                "Now: "
+                @match &v.repo_path {
+                    Some(path) => { code #repo-current { (path) } }
+                    None => { span #repo-current.muted { "no repository" } }
+                }
+            }
+            form method="post" action={ (workspace_url(&v.nav)) "/settings" } {
+                (csrf(&v.nav.csrf))
+                (f.form_errors())
+                (f.field(
+                    "Repository path",
+                    "repo_path",
+                    Some("Absolute path on the server's machine of a git repository with at least one commit. Leave empty to clear."),
+                    f.input("repo_path", "text", &v.repo_input),
+                ))
+                button.btn.btn-primary type="submit" { "Save" }
+            }
+        }
+    };
+    page("Settings", Some(&v.nav), body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::{Nav, NavItem};
+
+    #[test]
+    fn shows_the_repository_and_errors_with_the_input_kept() {
+        let mut v = SettingsView {
+            nav: Nav {
+                csrf: "tok".into(),
+                workspace_slug: "acme".into(),
+                active: NavItem::Settings,
+                ..Default::default()
+            },
+            workspace_name: "Acme".into(),
+            repo_path: Some("/src/acme".into()),
+            repo_input: "/src/acm".into(),
+            ..Default::default()
+        };
+        v.errors.insert(
+            "repo_path".into(),
+            vec!["/src/acm does not exist on the server".into()],
+        );
+        let html = settings(&v).into_string();
+        assert!(html.contains(r#"action="/w/acme/settings""#), "{html}");
+        assert!(html.contains("/src/acme</code>"), "{html}");
+        assert!(html.contains(r#"value="/src/acm""#), "{html}");
+        assert!(html.contains("does not exist on the server"), "{html}");
+        assert!(html.contains(r#"value="tok""#), "{html}");
+    }
+}
