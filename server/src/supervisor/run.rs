@@ -223,9 +223,11 @@ async fn load(state: &AppState, run: &Run) -> crate::store::Result<(Issue, Agent
     Ok((issue, agent))
 }
 
-/// A `todo` issue goes to `in_progress` when its run starts.
+/// A `todo` issue goes to `in_progress` when its run starts; either way the board hears that the run is
+/// now running (its card's run indicator changes even when the issue does not move).
 async fn mark_in_progress(state: &AppState, issue: &Issue, agent: &Agent) {
     if issue.status != IssueStatus::Todo {
+        finish::announce(state, issue);
         return;
     }
     let actor: Actor = CommentAuthor::Agent(agent.id);
