@@ -83,6 +83,13 @@ pub enum AgentEvent {
         /// The final answer on success, the reason on failure, when the CLI gives one.
         summary: Option<String>,
     },
+    /// Generation speed reported by a local model server (llama.cpp `timings`).
+    Speed {
+        /// Tokens generated per second in the last turn.
+        tokens_per_second: f64,
+        /// One readable line with the details (tokens generated, prompt speed).
+        detail: String,
+    },
     /// A line no parser understood, kept verbatim.
     Raw {
         /// The line.
@@ -104,6 +111,7 @@ impl AgentEvent {
             Self::Usage(_) => "usage",
             Self::Error { .. } => "error",
             Self::Finished { .. } => "finished",
+            Self::Speed { .. } => "speed",
             Self::Raw { .. } => "raw",
         }
     }

@@ -2,7 +2,7 @@
 //! then streamed turns until the model answers without tool calls, a guard trips or the server fails.
 //!
 //! Events, in order: `Started` (response id and model) on the first chunk; coalesced `Text`/`Thinking` while
-//! streaming; per turn a `Usage` (cost 0) and, from llama.cpp, a `Raw` timings line with tokens/s; per tool
+//! streaming; per turn a `Usage` (cost 0) and, from llama.cpp, a `Speed` event with tokens/s; per tool
 //! call `ToolCall`, the tool's `Command`/`FileChange` events, then `ToolResult`; finally `Finished` (the
 //! answer as summary) or `Error` then `Finished { ok: false }`.
 //!
@@ -275,7 +275,13 @@ fn report(turn: &Turn, sink: &mut dyn EventSink) {
         sink.emit(AgentEvent::Usage(usage));
     }
     if let Some(timings) = &turn.timings {
-        sink.emit(AgentEvent::raw(&timings.describe()));
+        sink.emit(match timings.predicted_per_second {
+            Some(tokens_per_second) => AgentEvent::Speed {
+                tokens_per_second,
+                detail: timings.describe(),
+            },
+            None => AgentEvent::raw(&timings.describe()),
+        });
     }
 }
 

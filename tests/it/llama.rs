@@ -105,7 +105,9 @@ async fn a_streamed_answer_becomes_coalesced_text_usage_timings_and_the_summary(
     assert_eq!(usage[0].cost_usd, Some(0.0));
     assert!(out.events.iter().any(|e| matches!(
         e,
-        AgentEvent::Raw { line } if line.contains(&format!("{TOKENS_PER_SECOND:.1} tokens/s"))
+        AgentEvent::Speed { tokens_per_second, detail }
+            if (*tokens_per_second - TOKENS_PER_SECOND).abs() < 1e-9
+                && detail.contains(&format!("{TOKENS_PER_SECOND:.1} tokens/s"))
     )));
     assert_eq!(
         out.finished(),

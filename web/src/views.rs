@@ -394,6 +394,8 @@ pub struct RunCountersView {
     pub cache_tokens: String,
     /// "$0.0421".
     pub cost: String,
+    /// "110.4": generation speed, for local models that report it.
+    pub tokens_per_second: Option<String>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     /// The elapsed time when rendered ("2m 05s"); ticks on in the browser while running.

@@ -141,6 +141,9 @@ fn counters(id: &str, c: &RunCountersView, swap: bool) -> Markup {
             div { dt { "Output" } dd.counter-output { (c.output_tokens) } }
             div { dt { "Cache" } dd.counter-cache { (c.cache_tokens) } }
             div { dt { "Cost" } dd.counter-cost { (c.cost) } }
+            @if let Some(speed) = &c.tokens_per_second {
+                div { dt { "Tokens/s" } dd.counter-speed { (speed) } }
+            }
             div {
                 dt { "Elapsed" }
                 dd.counter-elapsed.elapsed data-started=[started] data-finished=[finished] { (c.elapsed) }

@@ -49,6 +49,7 @@ pub fn run_page() -> RunPageView {
             output_tokens: "2,113".into(),
             cache_tokens: "48,002".into(),
             cost: "$0.0912".into(),
+            tokens_per_second: None,
             started_at: Some(at(4, 16, 30)),
             finished_at: None,
             elapsed: "1m 12s".into(),

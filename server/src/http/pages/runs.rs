@@ -72,7 +72,7 @@ async fn show(
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
         header: header_view(&slug, &run, &issue, &people),
-        counters: counters_view(&run, &usage),
+        counters: counters_view(&run, &usage, fold.tokens_per_second),
         items,
         diff: diff_view(run.diff_stat.as_deref(), fold.patch.as_deref()),
         last_seq: fold.last_seq,
@@ -160,8 +160,13 @@ pub(super) fn failure_text(reason: FailureReason) -> String {
 }
 
 /// The counters for `usage`, with the run's clock.
-pub(super) fn counters_view(run: &Run, usage: &Usage) -> RunCountersView {
+pub(super) fn counters_view(
+    run: &Run,
+    usage: &Usage,
+    tokens_per_second: Option<f64>,
+) -> RunCountersView {
     RunCountersView {
+        tokens_per_second: tokens_per_second.map(|t| format!("{t:.1}")),
         input_tokens: thousands(usage.input_tokens),
         output_tokens: thousands(usage.output_tokens),
         cache_tokens: thousands(usage.cache_read_tokens + usage.cache_write_tokens),

@@ -121,3 +121,12 @@ fn a_live_frame_appends_swaps_results_and_moves_the_cursor() {
     assert!(html.contains(r#"<span class="run-cursor" id="run-r1-cursor" data-seq="12" hidden hx-swap-oob="outerHTML">"#));
     assert!(!html.contains("run-r1-diff"));
 }
+
+#[test]
+fn a_local_model_run_shows_its_speed_and_others_do_not() {
+    let mut v = samples::run_page();
+    assert!(!run(&v).into_string().contains("Tokens/s"));
+    v.counters.tokens_per_second = Some("110.4".into());
+    let html = run(&v).into_string();
+    assert!(html.contains(r#"<dt>Tokens/s</dt><dd class="counter-speed">110.4</dd>"#));
+}

@@ -44,6 +44,8 @@ pub(super) struct Timeline {
     pub usage: Usage,
     /// The unified diff of the last `diff` event.
     pub patch: Option<String>,
+    /// The last generation speed a local model server reported.
+    pub tokens_per_second: Option<f64>,
     /// The highest seq folded.
     pub last_seq: Seq,
     last_text: Option<String>,
@@ -63,6 +65,7 @@ impl Timeline {
             rates: RateTable::default(),
             usage: Usage::default(),
             patch: None,
+            tokens_per_second: None,
             last_seq: 0,
             last_text: None,
             batch: Batch::default(),
@@ -184,6 +187,14 @@ impl Timeline {
                     ok,
                     summary_html: fresh.map(|s| to_safe_html(&s)),
                 }
+            }
+            AgentEvent::Speed {
+                tokens_per_second,
+                detail,
+            } => {
+                self.tokens_per_second = Some(tokens_per_second);
+                self.batch.usage_changed = true;
+                RunItemKind::Raw { line: detail }
             }
             AgentEvent::Raw { line } => RunItemKind::Raw { line },
         })

@@ -157,3 +157,32 @@ fn long_text_is_cut_and_diff_lines_are_classified() {
     assert_eq!(d.stat.as_deref(), Some(" 1 file changed"));
     assert_eq!(diff_view(Some("  "), None), RunDiffView::default());
 }
+
+#[test]
+fn a_local_model_speed_feeds_the_counter_and_stays_readable_in_the_log() {
+    let mut t = Timeline::new("r".into(), None);
+    assert_eq!(t.tokens_per_second, None);
+    t.push(&ev(
+        1,
+        "speed",
+        json!({"kind": "speed", "tokens_per_second": 98.5, "detail": "llama.cpp timings: 40 tokens generated at 98.5 tokens/s"}),
+    ));
+    t.push(&ev(
+        2,
+        "speed",
+        json!({"kind": "speed", "tokens_per_second": 110.25, "detail": "llama.cpp timings: 12 tokens generated at 110.2 tokens/s"}),
+    ));
+    assert_eq!(t.tokens_per_second, Some(110.25), "the last report wins");
+    let batch = t.take();
+    assert!(batch.usage_changed, "the counters are re-rendered");
+    let lines: Vec<_> = batch
+        .items
+        .iter()
+        .filter_map(|i| match &i.kind {
+            RunItemKind::Raw { line } => Some(line.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[1].contains("110.2 tokens/s"));
+}
