@@ -12,7 +12,7 @@ use muster::skills::parse;
 use muster_agents::process::{self, CappedLines};
 use muster_agents::{PermissionMode, RunSpec, RuntimeKind, adapter_for};
 use muster_tests::model_server::ModelServer;
-use muster_tests::{Backend, TestDb, env_setting, spawn_app};
+use muster_tests::{Backend, TestDb, spawn_app};
 use tokio::io::BufReader;
 
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -77,23 +77,7 @@ async fn built_ins_are_seeded_at_start_postgres() {
 
 /// The `claude` binary, or `None` after a loud skip.
 fn claude() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    dirs.extend(env_setting("MUSTER_AGENT_CLIS_DIR").map(PathBuf::from));
-    dirs.extend(
-        env_setting("HOME")
-            .map(|h| Path::new(&h).join(".cache/muster-agent-clis/node_modules/.bin")),
-    );
-    let found = dirs.iter().map(|d| d.join("claude")).find(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            env_setting("MUSTER_REQUIRE_AGENT_CLIS").is_none_or(|v| v == "0"),
-            "MUSTER_REQUIRE_AGENT_CLIS=1 but `claude` is not installed"
-        );
-        eprintln!(
-            "\n!!! SKIPPING the real-Claude skills test: `claude` was not found (set MUSTER_AGENT_CLIS_DIR).\n"
-        );
-    }
-    found
+    muster_tests::agent_cli("claude", "the real-Claude skills test")
 }
 
 fn running_as_root() -> bool {

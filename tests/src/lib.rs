@@ -221,6 +221,28 @@ pub fn init_tracing() {
     *INIT
 }
 
+/// The pinned npm build of an agent CLI (`claude`, `codex`, `opencode`): looked up in
+/// `MUSTER_AGENT_CLIS_DIR`, then `$HOME/.cache/muster-agent-clis/node_modules/.bin` (where `.ci/run`
+/// installs them). `None`, after a loud message, when it is missing — a failure instead under
+/// `MUSTER_REQUIRE_AGENT_CLIS=1`.
+pub fn agent_cli(name: &str, test: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    dirs.extend(env_setting("MUSTER_AGENT_CLIS_DIR").map(PathBuf::from));
+    dirs.extend(
+        env_setting("HOME")
+            .map(|h| PathBuf::from(h).join(".cache/muster-agent-clis/node_modules/.bin")),
+    );
+    let found = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            env_setting("MUSTER_REQUIRE_AGENT_CLIS").is_none_or(|v| v == "0"),
+            "MUSTER_REQUIRE_AGENT_CLIS=1 but `{name}` is not installed (see .ci/run)"
+        );
+        eprintln!("\n!!! SKIPPING {test}: `{name}` was not found (set MUSTER_AGENT_CLIS_DIR).\n");
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -60,6 +60,18 @@ impl Env {
 
     /// Starts the server (and its runner) on a database already seeded with `ws` and its `owner`.
     pub async fn boot(db: TestDb, store: Arc<dyn Store>, ws: Workspace, owner: UserId) -> Env {
+        Self::boot_with(db, store, ws, owner, |_| {}, test_timing()).await
+    }
+
+    /// [`Env::boot`] with a changed configuration and other clocks.
+    pub async fn boot_with(
+        db: TestDb,
+        store: Arc<dyn Store>,
+        ws: Workspace,
+        owner: UserId,
+        configure: impl FnOnce(&mut muster::config::Config),
+        timing: RunTiming,
+    ) -> Env {
         muster_tests::init_tracing();
         let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
         store
@@ -76,8 +88,9 @@ impl Env {
         store.close().await;
         let mut config = db.config();
         config.embedded_runner = true;
+        configure(&mut config);
         let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(test_timing());
+        app.set_run_timing(timing);
         let addr = app.local_addr().unwrap();
         let state = app.state().clone();
         let shutdown = CancellationToken::new();
