@@ -805,8 +805,11 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
     assert_eq!(again.code, 1);
     assert!(again.stderr.contains("scratch"), "{}", again.stderr);
 
-    // Runtime detection runs locally and reports every kind.
-    let found = h.muster(&["runtime", "detect", "--json"]).await.ok().json();
+    // Runtime detection runs locally and reports every kind, plus the local model servers it probed.
+    let detected = h.muster(&["runtime", "detect", "--json"]).await.ok().json();
+    assert!(detected["model_servers"].is_array(), "{detected}");
+    assert!(detected["local_binaries"].is_array(), "{detected}");
+    let found = &detected["runtimes"];
     let kinds: Vec<&str> = found
         .as_array()
         .unwrap()
@@ -847,7 +850,8 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         ])
         .await
         .ok()
-        .json();
+        .json()["runtimes"]
+        .clone();
     assert_eq!(pinned[0]["status"], "found", "{pinned}");
     assert_eq!(
         (pinned[0]["version"].as_str(), pinned[0]["path"].as_str()),
