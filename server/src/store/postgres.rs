@@ -108,10 +108,15 @@ impl PgStore {
             .await
             .context("cannot LISTEN for other replicas")?;
         let (tx, rx) = tokio::sync::mpsc::channel(LISTEN_BUFFER);
+        // The listener holds one of the pool's connections: give it back as soon as the pool is being
+        // closed, or `close()` would wait for it forever.
+        let pool = self.pool.clone();
         tokio::spawn(async move {
+            let mut closing = std::pin::pin!(pool.close_event());
             loop {
                 let note = tokio::select! {
                     () = tx.closed() => return,
+                    () = &mut closing => return,
                     note = listener.recv() => note,
                 };
                 match note {
