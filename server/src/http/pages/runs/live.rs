@@ -91,6 +91,7 @@ async fn run_socket(state: AppState, page: Page, run: Run, after: Seq, mut socke
         return;
     }
     let mut shown = Shown {
+        synced: false,
         header: header_view(&page.slug, &run, &page.issue, &page.people),
         started_at: run.started_at,
     };
@@ -171,6 +172,9 @@ async fn prime(
 
 /// What the page shows now, to push the header and clock only when they change.
 struct Shown {
+    /// `false` until the first push: the page may have been rendered before the run changed (e.g. a
+    /// cancel's redirect lands before the run has ended), so the first push always carries the header.
+    synced: bool,
     header: RunHeaderView,
     started_at: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -202,7 +206,7 @@ async fn render(
             .unwrap_or_else(|_| run.clone()),
     };
     let header = header_view(&page.slug, &now, &page.issue, &page.people);
-    let header_changed = header != shown.header;
+    let header_changed = !shown.synced || ended.is_some() || header != shown.header;
     let clock_changed = now.started_at != shown.started_at;
     let usage = if now.status.is_terminal() {
         now.usage
@@ -221,6 +225,7 @@ async fn render(
             .map(|r| diff_view(r.diff_stat.as_deref(), fold.patch.as_deref())),
         last_seq: fold.last_seq,
     };
+    shown.synced = true;
     shown.header = header;
     shown.started_at = now.started_at;
     let html = muster_web::pages::run_live_frame(&frame, &page.csrf).into_string();
