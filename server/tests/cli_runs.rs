@@ -75,26 +75,14 @@ impl Harness {
             )
             .await
             .unwrap();
-        let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-        state
-            .store
-            .create_api_token(&NewApiToken {
-                workspace_id: ws.id,
-                user_id: user.id,
-                name: "cli".into(),
-                prefix: secret.prefix,
-                token_hash: secret.hash,
-                run_id: None,
-            })
-            .await
-            .unwrap();
+        let token = muster_tests::mint_token(state.store.as_ref(), ws.id, user.id, "cli").await;
         Harness {
             state,
             addr,
             shutdown,
             handle,
             ws,
-            token: secret.secret,
+            token,
             config: tempfile::tempdir().unwrap(),
             _db: db,
         }

@@ -38,18 +38,7 @@ async fn real_model_run(backend: Backend) {
     muster_tests::init_tracing();
     let store = db.store().await;
     let (owner, ws) = seed_workspace(&store).await;
-    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-    store
-        .create_api_token(&NewApiToken {
-            workspace_id: ws.id,
-            user_id: owner.id,
-            name: "test".to_owned(),
-            prefix: secret.prefix,
-            token_hash: secret.hash,
-            run_id: None,
-        })
-        .await
-        .unwrap();
+    let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
     store.close().await;
     let mut config = db.config();
     config.embedded_runner = true;
@@ -74,7 +63,7 @@ async fn real_model_run(backend: Backend) {
     let api = |method: reqwest::Method, path: &str| {
         reqwest::Client::new()
             .request(method, format!("http://{addr}{path}"))
-            .bearer_auth(&secret.secret)
+            .bearer_auth(&token)
     };
 
     // Detection: the configured server is listed as llama.cpp with its model.

@@ -132,19 +132,7 @@ async fn kill_nine_mid_run(backend: Backend) {
         .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
         .await
         .unwrap();
-    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-    store
-        .create_api_token(&NewApiToken {
-            workspace_id: ws.id,
-            user_id: user.id,
-            name: "crash".to_owned(),
-            prefix: secret.prefix,
-            token_hash: secret.hash,
-            run_id: None,
-        })
-        .await
-        .unwrap();
-    let token = secret.secret;
+    let token = muster_tests::mint_token(store.as_ref(), ws.id, user.id, "crash").await;
     let pids = scratch.path().join("pids");
     let script = scratch.path().join("agent.sh");
     std::fs::write(

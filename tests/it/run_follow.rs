@@ -115,19 +115,7 @@ impl Server {
             )
             .await
             .unwrap();
-        let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-        state
-            .store
-            .create_api_token(&NewApiToken {
-                workspace_id: ws.id,
-                user_id: user.id,
-                name: "follow".into(),
-                prefix: secret.prefix,
-                token_hash: secret.hash,
-                run_id: None,
-            })
-            .await
-            .unwrap();
+        let token = muster_tests::mint_token(state.store.as_ref(), ws.id, user.id, "follow").await;
         let mut new = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude);
         new.max_concurrent_runs = 64;
         let agent = state.store.create_agent(ws.id, &new).await.unwrap();
@@ -138,7 +126,7 @@ impl Server {
             handle,
             ws,
             agent,
-            token: secret.secret,
+            token,
             http: reqwest::Client::new(),
             _db: db,
         })

@@ -221,6 +221,29 @@ pub fn init_tracing() {
     *INIT
 }
 
+/// Mints a personal API token for `user` in `ws` straight in the store (as `muster token create` would)
+/// and returns its secret, for tests that drive the API or the CLI as that person.
+pub async fn mint_token(
+    store: &dyn Store,
+    ws: muster::domain::WorkspaceId,
+    user: muster::domain::UserId,
+    name: &str,
+) -> String {
+    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
+    store
+        .create_api_token(&muster::domain::NewApiToken {
+            workspace_id: ws,
+            user_id: user,
+            name: name.to_owned(),
+            prefix: secret.prefix,
+            token_hash: secret.hash,
+            run_id: None,
+        })
+        .await
+        .expect("store the API token");
+    secret.secret
+}
+
 /// The pinned npm build of an agent CLI (`claude`, `codex`, `opencode`): looked up in
 /// `MUSTER_AGENT_CLIS_DIR`, then `$HOME/.cache/muster-agent-clis/node_modules/.bin` (where `.ci/run`
 /// installs them). `None`, after a loud message, when it is missing — a failure instead under

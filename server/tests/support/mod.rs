@@ -73,18 +73,7 @@ impl Env {
         timing: RunTiming,
     ) -> Env {
         muster_tests::init_tracing();
-        let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-        store
-            .create_api_token(&NewApiToken {
-                workspace_id: ws.id,
-                user_id: owner,
-                name: "test".to_owned(),
-                prefix: secret.prefix,
-                token_hash: secret.hash,
-                run_id: None,
-            })
-            .await
-            .unwrap();
+        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner, "test").await;
         store.close().await;
         let mut config = db.config();
         config.embedded_runner = true;
@@ -101,7 +90,7 @@ impl Env {
             addr,
             ws,
             owner,
-            token: secret.secret,
+            token,
             scripts: tempfile::tempdir().unwrap(),
             shutdown,
             handle,

@@ -22,9 +22,7 @@ mod workspace;
 
 use std::sync::LazyLock;
 
-use muster::domain::{
-    Email, NewApiToken, NewIssue, NewUser, NewWorkspace, Role, UserId, Workspace,
-};
+use muster::domain::{Email, NewIssue, NewUser, NewWorkspace, Role, UserId, Workspace};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, SET_COOKIE};
@@ -223,24 +221,13 @@ impl Env {
 }
 
 async fn person(app: &TestApp, ws: &Workspace, id: UserId, email: &str) -> Person {
-    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
-    app.store
-        .create_api_token(&NewApiToken {
-            workspace_id: ws.id,
-            user_id: id,
-            name: "test".to_owned(),
-            prefix: secret.prefix,
-            token_hash: secret.hash,
-            run_id: None,
-        })
-        .await
-        .unwrap();
+    let token = muster_tests::mint_token(app.store.as_ref(), ws.id, id, "test").await;
     Person {
         id,
         email: email.to_owned(),
         name: email.split('@').next().unwrap().to_owned(),
-        api: Api::new(app, Auth::Bearer(secret.secret.clone())),
-        token: secret.secret,
+        api: Api::new(app, Auth::Bearer(token.clone())),
+        token,
     }
 }
 
