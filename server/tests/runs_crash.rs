@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use muster::domain::*;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{Backend, TestDb, git, git_commit_all};
 use serde_json::{Value, json};
 use support::{poll, seed_workspace};
 
@@ -89,16 +89,6 @@ async fn all_events(server: &Server, token: &str, run: &str) -> Vec<Value> {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
 async fn kill_nine_mid_run(backend: Backend) {
     let Some(db) = TestDb::new(backend).await else {
         return;
@@ -110,19 +100,7 @@ async fn kill_nine_mid_run(backend: Backend) {
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "first",
-        ],
-    );
+    git_commit_all(&repo, "first");
 
     // Seed: owner, token, a repository, an agent that edits a file then prints numbered lines forever
     // and leaves a background child behind.

@@ -6,24 +6,13 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use muster::domain::*;
-use muster_tests::Backend;
+use muster_tests::{Backend, git, git_commit_all};
 use serde_json::json;
 use support::*;
 
 /// Runs git in `dir`, asserting success; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// A repository with one commit (`README.md`, `src/lib.rs`) in `dir`.
 fn repo_in(dir: &Path) -> std::path::PathBuf {
     let repo = dir.join("repo");
@@ -31,19 +20,7 @@ fn repo_in(dir: &Path) -> std::path::PathBuf {
     git(&repo, &["init", "-q", "-b", "main"]);
     std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
     std::fs::write(repo.join("src/lib.rs"), "pub fn one() -> u8 { 1 }\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "first",
-        ],
-    );
+    git_commit_all(&repo, "first");
     repo
 }
 

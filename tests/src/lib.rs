@@ -244,6 +244,34 @@ pub async fn mint_token(
     secret.secret
 }
 
+/// Runs `git` with `args` in `dir`, asserting that it succeeds; returns its stdout.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).expect("git prints UTF-8")
+}
+
+/// Stages everything in the repository at `dir` and commits it with `message`, as a test identity.
+pub fn git_commit_all(dir: &std::path::Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            message,
+        ],
+    );
+}
+
 /// The pinned npm build of an agent CLI (`claude`, `codex`, `opencode`): looked up in
 /// `MUSTER_AGENT_CLIS_DIR`, then `$HOME/.cache/muster-agent-clis/node_modules/.bin` (where `.ci/run`
 /// installs them). `None`, after a loud message, when it is missing — a failure instead under

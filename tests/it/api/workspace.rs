@@ -1,8 +1,6 @@
 //! `/api/v1/workspace`: reading the workspace and setting its git repository, with precise refusals.
 
-use std::path::Path;
-use std::process::Command;
-
+use muster_tests::{git, git_commit_all};
 use serde_json::json;
 
 use super::{Env, api_cases};
@@ -10,15 +8,6 @@ use super::{Env, api_cases};
 api_cases!(workspace_repo_setting);
 
 /// Runs git in `dir`, asserting success.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
 /// Only managers set it; the path must be absolute, exist, be a folder, be a repository and have a
 /// commit; it is stored as the repository's top folder; `null` clears it.
 async fn workspace_repo_setting(t: &Env) {
@@ -53,19 +42,7 @@ async fn workspace_repo_setting(t: &Env) {
             .error_contains(422, "repo_path", needle);
     }
     std::fs::write(repo.join("src/lib.rs"), "// hi\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "first",
-        ],
-    );
+    git_commit_all(&repo, "first");
     t.member
         .api
         .patch("/api/v1/workspace", set(repo.display().to_string()))
