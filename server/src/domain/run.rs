@@ -80,6 +80,29 @@ pub struct Usage {
     pub cost_usd: f64,
 }
 
+impl Usage {
+    /// Adds one `Usage` event's increment; an increment without a cost is priced by `model` from `rates`
+    /// (Codex reports none, OpenCode 0 for unpriced models). The run engine and the run page both count
+    /// this way, so the page's live counters match what the run records.
+    pub fn add_priced(
+        &mut self,
+        u: muster_agents::TokenUsage,
+        model: Option<&str>,
+        rates: &muster_agents::RateTable,
+    ) {
+        let u = match (model, u.cost_usd) {
+            (Some(model), None) => rates.with_cost(model, u),
+            _ => u,
+        };
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.input_tokens += count(u.input);
+        self.output_tokens += count(u.output);
+        self.cache_read_tokens += count(u.cache_read);
+        self.cache_write_tokens += count(u.cache_write);
+        self.cost_usd += u.cost_usd.unwrap_or(0.0);
+    }
+}
+
 /// Input for queueing a run.
 #[derive(Debug, Clone)]
 pub struct NewRun {

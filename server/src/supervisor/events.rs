@@ -152,18 +152,7 @@ impl Tally {
                 }
             }
             AgentEvent::Text { text } => self.last_text = Some(text.clone()),
-            AgentEvent::Usage(u) => {
-                let u = match (&self.model, u.cost_usd) {
-                    (Some(model), None) => rates.with_cost(model, *u),
-                    _ => *u,
-                };
-                let t = &mut self.usage;
-                t.input_tokens += to_i64(u.input);
-                t.output_tokens += to_i64(u.output);
-                t.cache_read_tokens += to_i64(u.cache_read);
-                t.cache_write_tokens += to_i64(u.cache_write);
-                t.cost_usd += u.cost_usd.unwrap_or(0.0);
-            }
+            AgentEvent::Usage(u) => self.usage.add_priced(*u, self.model.as_deref(), rates),
             AgentEvent::Error { class, .. } => self.last_error = Some(*class),
             AgentEvent::Finished { ok, summary } => self.finished = Some((*ok, summary.clone())),
             _ => {}
@@ -184,10 +173,6 @@ impl Tally {
             .or_else(|| self.last_text.clone())
             .filter(|s| !s.trim().is_empty())
     }
-}
-
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

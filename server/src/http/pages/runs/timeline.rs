@@ -218,16 +218,7 @@ impl Timeline {
     }
 
     fn add_usage(&mut self, u: TokenUsage) {
-        let u = match (&self.model, u.cost_usd) {
-            (Some(model), None) => self.rates.with_cost(model, u),
-            _ => u,
-        };
-        let t = &mut self.usage;
-        t.input_tokens += to_i64(u.input);
-        t.output_tokens += to_i64(u.output);
-        t.cache_read_tokens += to_i64(u.cache_read);
-        t.cache_write_tokens += to_i64(u.cache_write);
-        t.cost_usd += u.cost_usd.unwrap_or(0.0);
+        self.usage.add_priced(u, self.model.as_deref(), &self.rates);
         self.batch.usage_changed = true;
     }
 
@@ -244,10 +235,6 @@ impl Timeline {
         };
         format!("run-{}-result-{part}", self.run_id)
     }
-}
-
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// What a tool was asked: a shell command as is, anything else as pretty JSON.
