@@ -1,0 +1,1 @@
+//! Security attacks: headers (see mod.rs).

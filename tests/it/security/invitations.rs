@@ -1,0 +1,1 @@
+//! Security attacks: invitations (see mod.rs).

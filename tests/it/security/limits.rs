@@ -1,0 +1,1 @@
+//! Security attacks: limits (see mod.rs).

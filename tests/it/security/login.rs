@@ -1,0 +1,1 @@
+//! Security attacks: login (see mod.rs).

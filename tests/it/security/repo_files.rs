@@ -1,0 +1,1 @@
+//! Security attacks: repo_files (see mod.rs).

@@ -1,0 +1,1 @@
+//! Security attacks: roles (see mod.rs).

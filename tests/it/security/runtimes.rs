@@ -1,0 +1,1 @@
+//! Security attacks: runtimes (see mod.rs).

@@ -1,0 +1,1 @@
+//! Security attacks: sandbox (see mod.rs).

@@ -1,0 +1,1 @@
+//! Security attacks: secrets (see mod.rs).

@@ -1,0 +1,1 @@
+//! Security attacks: sessions (see mod.rs).

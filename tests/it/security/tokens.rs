@@ -1,0 +1,1 @@
+//! Security attacks: tokens (see mod.rs).
