@@ -300,6 +300,30 @@ async fn roles_and_workspaces_are_enforced_on_pages() {
     let denied = bob
         .post(
             &app,
+            "/w/acme/agents",
+            &[
+                ("_csrf", &bob.csrf),
+                ("name", "mine"),
+                ("kind", "custom"),
+                ("command", "sh"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        denied.status(),
+        StatusCode::FORBIDDEN,
+        "members cannot create agents"
+    );
+    assert!(
+        denied
+            .text()
+            .await
+            .unwrap()
+            .contains("only owners and admins may create agents")
+    );
+    let denied = bob
+        .post(
+            &app,
             "/w/acme/members",
             &[
                 ("_csrf", &bob.csrf),

@@ -219,6 +219,8 @@ pub struct AgentFormView {
     /// POST here to delete (only when `can_delete`).
     pub delete_url: Option<String>,
     pub can_edit: bool,
+    /// Owners and admins: kind, command, extra args, env, base URL and permission mode are editable.
+    pub can_manage_runtime: bool,
     pub name: String,
     pub color: String,
     pub kind: Vec<OptionView>,

@@ -27,6 +27,9 @@ pub enum Error {
     /// 403: signed in, but the role does not allow it.
     #[error("you are not allowed to do this")]
     Forbidden,
+    /// 403 about particular fields: the role may make the request, but not change these fields.
+    #[error("you are not allowed to change these fields")]
+    NotAllowed(BTreeMap<String, Vec<String>>),
     /// 404.
     #[error("not found")]
     NotFound,
@@ -57,6 +60,14 @@ impl Error {
         Error::Invalid(map)
     }
 
+    /// A 403 with messages per field (fields the caller's role may not change).
+    pub fn not_allowed<'a>(fields: impl IntoIterator<Item = (&'a str, String)>) -> Self {
+        match Error::invalid(fields) {
+            Error::Invalid(map) => Error::NotAllowed(map),
+            other => other,
+        }
+    }
+
     /// A 409 about one field.
     pub fn conflict(field: &str, message: impl Into<String>) -> Self {
         Error::Conflict(BTreeMap::from([(field.to_owned(), vec![message.into()])]))
@@ -66,7 +77,7 @@ impl Error {
     pub fn status_code(&self) -> StatusCode {
         match self {
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::Forbidden | Error::CsrfMismatch => StatusCode::FORBIDDEN,
+            Error::Forbidden | Error::CsrfMismatch | Error::NotAllowed(_) => StatusCode::FORBIDDEN,
             Error::Rejected(status, _, _) => *status,
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
@@ -134,7 +145,7 @@ impl IntoResponse for Error {
                     .insert(InternalCause(Arc::new(cause)));
                 response
             }
-            Error::Invalid(fields) | Error::Conflict(fields) => {
+            Error::Invalid(fields) | Error::Conflict(fields) | Error::NotAllowed(fields) => {
                 (status, Json(json!({ "errors": fields }))).into_response()
             }
             Error::Rejected(_, field, message) => {

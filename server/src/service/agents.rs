@@ -1,5 +1,9 @@
 //! Agent profiles: create, edit, delete, with secret env values sealed before they reach the store and
 //! never sent back out.
+//!
+//! Roles: the runtime fields (kind, command, extra args, env and secrets, base URL, permission mode)
+//! decide what runs on the server, so only owners and admins create agents or change those fields;
+//! members may edit the rest. Checked here once, for the pages, the API and the CLI alike.
 
 use serde::{Deserialize, Serialize};
 
@@ -126,6 +130,11 @@ pub fn build_profile(
             &mut p,
         );
     }
+    if base.is_some_and(|b| repointed(b, &out)) {
+        // A secret was given for one destination; it does not follow the agent to another one.
+        out.env
+            .retain(|v| !v.secret || re_entered(input.env.as_deref(), &v.key));
+    }
     if let Err(errors) = out.validate() {
         for e in errors {
             p.add(e.field, e.message);
@@ -171,8 +180,90 @@ fn env_vars(state: &AppState, old: &[EnvVar], input: &[EnvInput], p: &mut Proble
     out
 }
 
-/// Creates an agent.
+/// Whether the agent now runs something else or talks to another server: a new kind, command or base URL.
+fn repointed(old: &NewAgent, new: &NewAgent) -> bool {
+    old.kind != new.kind || old.command != new.command || old.base_url != new.base_url
+}
+
+/// Whether this request gives `key` a new secret value.
+fn re_entered(input: Option<&[EnvInput]>, key: &str) -> bool {
+    input.unwrap_or_default().iter().any(|v| {
+        v.secret && v.key.trim() == key && v.value.as_deref().is_some_and(|v| !v.is_empty())
+    })
+}
+
+/// The fields that decide what runs on the server, and what the 403 says about each. Only owners and
+/// admins set them; members may change everything else (name, colour, model, instructions, limits,
+/// budgets, skills).
+const RUNTIME_FIELDS: &[(&str, &str)] = &[
+    ("kind", "the runtime kind"),
+    ("command", "the command"),
+    ("extra_args", "the extra arguments"),
+    ("env", "the environment and its secrets"),
+    ("base_url", "the base URL"),
+    ("permission_mode", "the permission mode"),
+];
+
+/// The runtime fields that differ between `old` and `new`.
+fn runtime_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
+    let changed = |field: &str| match field {
+        "kind" => old.kind != new.kind,
+        "command" => old.command != new.command,
+        "extra_args" => old.extra_args != new.extra_args,
+        "env" => old.env != new.env,
+        "base_url" => old.base_url != new.base_url,
+        _ => old.permission_mode != new.permission_mode,
+    };
+    RUNTIME_FIELDS
+        .iter()
+        .map(|(field, _)| *field)
+        .filter(|f| changed(f))
+        .collect()
+}
+
+/// Refuses a change of runtime fields by anyone but an owner or admin, naming each field.
+fn check_runtime_changes(
+    caller: &Caller,
+    input: &AgentInput,
+    old: &NewAgent,
+    new: &NewAgent,
+) -> Result<()> {
+    if may_manage_runtime(caller) {
+        return Ok(());
+    }
+    let mut changed = runtime_changes(old, new);
+    if input.env.is_none() {
+        // Secrets dropped by a new kind, command or base URL are a consequence, not the request.
+        changed.retain(|f| *f != "env");
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::not_allowed(changed.into_iter().map(|field| {
+        let what = RUNTIME_FIELDS
+            .iter()
+            .find_map(|(f, what)| (*f == field).then_some(*what))
+            .unwrap_or(field);
+        (field, format!("only owners and admins may change {what}"))
+    })))
+}
+
+/// Whether `caller` may change an agent's runtime fields (the form shows them read-only otherwise).
+pub fn may_manage_runtime(caller: &Caller) -> bool {
+    caller.run.is_none() && caller.role.can_manage()
+}
+
+/// Creates an agent: owners and admins only, since every new agent decides what runs on the server.
 pub async fn create(state: &AppState, caller: &Caller, input: &AgentInput) -> Result<Agent> {
+    if let Some(scope) = &caller.run {
+        return Err(scope.refusal());
+    }
+    if !caller.role.can_manage() {
+        return Err(Error::not_allowed([(
+            "role",
+            "only owners and admins may create agents".to_owned(),
+        )]));
+    }
     let profile = build_profile(state, None, input)?;
     Ok(state.store.create_agent(caller.ws.id, &profile).await?)
 }
@@ -183,7 +274,8 @@ pub async fn by_name(state: &AppState, caller: &Caller, name: &str) -> Result<Ag
     Ok(state.store.get_agent_by_name(caller.ws.id, &name).await?)
 }
 
-/// Edits an agent; absent fields stay, absent secret values stay.
+/// Edits an agent; absent fields stay, absent secret values stay, except that a new kind, command or base
+/// URL drops the secrets not entered again. Members may not change the runtime fields (403 per field).
 pub async fn update(
     state: &AppState,
     caller: &Caller,
@@ -192,6 +284,7 @@ pub async fn update(
 ) -> Result<Agent> {
     let agent = by_name(state, caller, name).await?;
     let profile = build_profile(state, Some(&agent.profile), input)?;
+    check_runtime_changes(caller, input, &agent.profile, &profile)?;
     Ok(state
         .store
         .update_agent(caller.ws.id, agent.id, &profile)

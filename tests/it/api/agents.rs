@@ -13,10 +13,12 @@ api_cases!(
     agent_delete_rules,
 );
 
-/// Create with defaults → list → show → edit → delete.
+/// Create with defaults (an admin) → list → show → edit (a member, the fields that are theirs) → delete.
 async fn agent_lifecycle(t: &Env) {
     let api = &t.member.api;
-    let coder = api
+    let coder = t
+        .admin
+        .api
         .post("/api/v1/agents", json!({"name": "coder", "kind": "claude"}))
         .await
         .expect(201);
@@ -30,7 +32,9 @@ async fn agent_lifecycle(t: &Env) {
     for (k, v) in defaults.as_object().unwrap() {
         assert_eq!(&coder[k], v, "default {k}");
     }
-    let full = api
+    let full = t
+        .admin
+        .api
         .post(
             "/api/v1/agents",
             json!({"name": "reviewer.2", "color": " #A1B2C3 ", "kind": "custom", "model": " gpt-x ",
@@ -126,7 +130,7 @@ async fn agent_lifecycle(t: &Env) {
 
 /// A duplicate name is 409 on `name` (create and rename); the refused rename changes nothing.
 async fn agent_name_conflicts(t: &Env) {
-    let api = &t.member.api;
+    let api = &t.admin.api;
     for name in ["coder", "reviewer"] {
         api.post("/api/v1/agents", json!({"name": name, "kind": "claude"}))
             .await
@@ -168,7 +172,7 @@ async fn agent_name_conflicts(t: &Env) {
 
 /// Each bad field is a 422 on that field, with every problem in one reply; nothing is created.
 async fn agent_field_validation(t: &Env) {
-    let api = &t.member.api;
+    let api = &t.admin.api;
     let ok = json!({"name": "a", "kind": "claude"});
     let with = |k: &str, v: Value| {
         let mut o = ok.clone();
@@ -312,7 +316,7 @@ async fn agent_field_validation(t: &Env) {
 /// Only owners and admins delete agents (403 for a member); an agent with runs is kept (409 on `name`).
 async fn agent_delete_rules(t: &Env) {
     for name in ["coder", "busy"] {
-        t.member
+        t.owner
             .api
             .post("/api/v1/agents", json!({"name": name, "kind": "claude"}))
             .await

@@ -42,6 +42,7 @@ static PASSWORD_HASH: LazyLock<String> =
 macro_rules! api_cases {
     ($($(#[$meta:meta])* $case:ident),+ $(,)?) => {
         /// This module's cases, for the route coverage check.
+        #[allow(dead_code)] // modules outside `api` have no coverage list
         pub const CASES: &[&str] = &[$(stringify!($case)),+];
 
         mod sqlite {$(
@@ -101,8 +102,19 @@ fn new_user(email: &str) -> NewUser {
 impl Env {
     /// A fresh server and fixture on `backend`, or `None` when that backend is unavailable.
     pub async fn start(backend: Backend) -> Option<Env> {
+        Self::start_with(backend, |_| {}).await
+    }
+
+    /// The same fixture on a server whose configuration `configure` adjusts first (say, the embedded
+    /// runner switched on).
+    pub async fn start_with(
+        backend: Backend,
+        configure: impl FnOnce(&mut muster::config::Config),
+    ) -> Option<Env> {
         let db = TestDb::new(backend).await?;
-        let app = spawn_app(db.config()).await;
+        let mut config = db.config();
+        configure(&mut config);
+        let app = spawn_app(config).await;
         let (owner, ws) = app
             .store
             .create_owner_and_workspace(

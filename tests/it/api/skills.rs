@@ -265,8 +265,11 @@ async fn skill_imports(t: &Env) {
 /// Attach (enabled or not), switch, list with agents, detach.
 async fn agent_skill_attachments(t: &Env) {
     let api = &t.member.api;
+    // Owners and admins create agents; a member attaches skills to them.
     for name in ["coder", "reviewer"] {
-        api.post("/api/v1/agents", json!({"name": name, "kind": "claude"}))
+        t.owner
+            .api
+            .post("/api/v1/agents", json!({"name": name, "kind": "claude"}))
             .await
             .expect(201);
     }

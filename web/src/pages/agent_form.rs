@@ -12,11 +12,15 @@ use crate::views::{AgentFormView, EnvVarView};
 /// Empty environment rows offered for new variables.
 const NEW_ENV_ROWS: usize = 3;
 
+/// Why a member sees the runtime fields but cannot change them.
+const RUNTIME_LOCKED: &str = "Only owners and admins may change the runtime and environment: they decide what runs on the server.";
+
 /// Placeholder of a secret whose value is stored.
 const STORED_SECRET: &str = "•••••• (stored; leave empty to keep)";
 
 /// The agent form: POST `action` with every profile field; env rows as repeated `env_key`,
-/// `env_value` and `env_secret` (checkbox whose value is the row index). Read-only when `!can_edit`.
+/// `env_value` and `env_secret` (checkbox whose value is the row index). Read-only when `!can_edit`; the
+/// runtime and environment fieldsets are read-only (and so not sent) when `!can_manage_runtime`.
 pub fn agent_form(v: &AgentFormView) -> Markup {
     let f = Form::new("agent", &v.errors);
     let title = if v.is_new {
@@ -43,16 +47,10 @@ pub fn agent_form(v: &AgentFormView) -> Markup {
                 legend { "Behaviour" }
                 (f.field("Instructions", "instructions", Some("Added to every prompt this agent gets."),
                     f.textarea("instructions", &v.instructions, 6)))
-                div.field-row {
-                    (f.field("Permission mode", "permission_mode", None, f.select("permission_mode", &v.permission_mode)))
-                    (f.field("Command", "command", Some("Only for custom agents, or to override the CLI path."),
-                        f.input("command", "text", &v.command)))
-                    (f.field("Base URL", "base_url", Some("For local or proxied models."), f.input("base_url", "url", &v.base_url)))
-                }
-                (f.field("Extra arguments", "extra_args", Some("One argument per line."), f.textarea("extra_args", &v.extra_args, 3)))
             }
+            fieldset.panel.agent-runtime disabled[!v.can_edit || !v.can_manage_runtime] { (runtime(v, &f)) }
             fieldset.panel disabled[!v.can_edit] { (limits(v, &f)) }
-            fieldset.panel disabled[!v.can_edit] { (env_table(&v.env, &f)) }
+            fieldset.panel.agent-env disabled[!v.can_edit || !v.can_manage_runtime] { (env_table(&v.env, &f)) }
             @if v.can_edit {
                 div.form-actions {
                     button.btn.btn-primary type="submit" { (if v.is_new { "Create agent" } else { "Save agent" }) }
@@ -79,10 +77,27 @@ fn identity(v: &AgentFormView, f: &Form<'_>) -> Markup {
             (f.field("Name", "name", Some("Letters, digits, - _ and . only: it is how you assign issues to this agent, also from the command line."), f.required("name", "text", &v.name)))
             (f.field("Colour", "color", None, f.input("color", "color", &v.color)))
         }
+        (f.field("Model", "model", Some("Empty uses the CLI's default."), f.input("model", "text", &v.model)))
+    }
+}
+
+/// What runs on the server: read-only, with the reason, for anyone but owners and admins.
+fn runtime(v: &AgentFormView, f: &Form<'_>) -> Markup {
+    html! {
+        legend { "Runtime" }
+        @if v.can_edit && !v.can_manage_runtime {
+            p.hint.runtime-locked { (RUNTIME_LOCKED) }
+        }
         div.field-row {
             (f.field("Kind", "kind", None, f.select("kind", &v.kind)))
-            (f.field("Model", "model", Some("Empty uses the CLI's default."), f.input("model", "text", &v.model)))
+            (f.field("Permission mode", "permission_mode", None, f.select("permission_mode", &v.permission_mode)))
         }
+        div.field-row {
+            (f.field("Command", "command", Some("Only for custom agents, or to override the CLI path."),
+                f.input("command", "text", &v.command)))
+            (f.field("Base URL", "base_url", Some("For local or proxied models."), f.input("base_url", "url", &v.base_url)))
+        }
+        (f.field("Extra arguments", "extra_args", Some("One argument per line."), f.textarea("extra_args", &v.extra_args, 3)))
     }
 }
 
@@ -110,7 +125,7 @@ fn env_table(env: &[EnvVarView], f: &Form<'_>) -> Markup {
     let rows = env.iter().chain(std::iter::repeat_n(&blank, NEW_ENV_ROWS));
     html! {
         legend { "Environment" }
-        p.hint { "Passed to the agent's process. Secrets are encrypted at rest, redacted from run output and never shown again." }
+        p.hint { "Passed to the agent's process. Secrets are encrypted at rest, redacted from run output and never shown again. A new kind, command or base URL drops the stored secrets you do not enter again." }
         table.env-table {
             thead { tr { th scope="col" { "Name" } th scope="col" { "Value" } th scope="col" { "Secret" } } }
             tbody {

@@ -15,6 +15,7 @@ pub fn agent_form() -> AgentFormView {
         action: "/w/acme/agents/codex".into(),
         delete_url: Some("/w/acme/agents/codex/delete".into()),
         can_edit: true,
+        can_manage_runtime: true,
         name: "codex".into(),
         color: "#0891b2".into(),
         kind: opts(

@@ -84,6 +84,7 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
             .filter(|_| member.caller.role.can_manage())
             .map(|a| format!("/w/{slug}/agents/{}/delete", a.profile.name.as_str())),
         can_edit: true,
+        can_manage_runtime: svc::may_manage_runtime(&member.caller),
         name: if agent.is_some() {
             p.name.as_str().to_owned()
         } else {
@@ -230,22 +231,25 @@ fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
     if !bad.is_empty() {
         return Err(Error::invalid(bad));
     }
+    // A member's form has the runtime fields disabled, and browsers do not send disabled fields: absent
+    // means "unchanged", never "cleared".
+    let sent = |name: &str| form.has(name).then(|| form.get(name).to_owned());
     Ok(AgentInput {
         name: Some(form.get("name").to_owned()),
         color: filled(form, "color"),
         kind: filled(form, "kind"),
         model: Some(form.get("model").to_owned()),
         instructions: Some(form.get("instructions").to_owned()),
-        env: Some(env_rows(form)),
-        extra_args: Some(form.get("extra_args").lines().map(str::to_owned).collect()),
+        env: form.has("env_key").then(|| env_rows(form)),
+        extra_args: sent("extra_args").map(|a| a.lines().map(str::to_owned).collect()),
         permission_mode: filled(form, "permission_mode"),
         max_concurrent_runs,
         stall_timeout_secs,
         max_retries,
         budget_usd,
         budget_tokens,
-        command: Some(form.get("command").to_owned()),
-        base_url: Some(form.get("base_url").to_owned()),
+        command: sent("command"),
+        base_url: sent("base_url"),
     })
 }
 
@@ -255,6 +259,13 @@ fn filled(form: &UiForm, name: &str) -> Option<String> {
 }
 
 async fn new(member: WsMember) -> PageResult {
+    if !svc::may_manage_runtime(&member.caller) {
+        return Err(Error::not_allowed([(
+            "role",
+            "only owners and admins may create agents".to_owned(),
+        )])
+        .into());
+    }
     let defaults = NewAgent::default();
     Ok(muster_web::pages::agent_form(&form_from_profile(&member, None, &defaults)).into_response())
 }

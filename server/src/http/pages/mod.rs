@@ -102,6 +102,7 @@ impl IntoResponse for PageError {
                 "Your role in this workspace does not allow this.".to_owned(),
             ),
             Error::CsrfMismatch => ("Form expired", self.error.to_string()),
+            Error::NotAllowed(m) => ("Not allowed", messages(m)),
             Error::Invalid(m) | Error::Conflict(m) => ("Cannot do that", messages(m)),
             Error::Rejected(_, field, message) => ("Bad request", format!("{field} {message}")),
             Error::Internal(_) => {

@@ -115,3 +115,20 @@ fn a_missing_runtime_is_said_on_the_profile() {
     v.runtime_warning = None;
     assert!(!agent_form(&v).into_string().contains("runtime-warning"));
 }
+
+#[test]
+fn a_member_sees_the_runtime_read_only_with_the_reason() {
+    let mut v = samples::agent_form();
+    v.can_manage_runtime = false;
+    let html = render(&v);
+    assert!(html.contains(r#"<fieldset class="panel agent-runtime" disabled>"#));
+    assert!(html.contains(r#"<fieldset class="panel agent-env" disabled>"#));
+    assert!(html.contains(RUNTIME_LOCKED));
+    // Still shown (not hidden), and the member's own fields stay editable.
+    assert!(html.contains(r#"id="agent-command" name="command""#));
+    assert!(html.contains(r#"name="env_key" value="OPENAI_API_KEY""#));
+    assert!(html.contains("Save agent"));
+    assert_eq!(html.matches("disabled>").count(), 2, "{html}");
+    let manager = render(&samples::agent_form());
+    assert!(!manager.contains(RUNTIME_LOCKED) && !manager.contains("disabled>"));
+}
