@@ -54,4 +54,6 @@ id_type!(
     InboxItemId,
     /// A line of an issue's activity trail.
     ActivityId,
+    /// A pending invitation of an existing account to a workspace.
+    InvitationId,
 );

@@ -12,8 +12,8 @@ mod workspace;
 
 pub use agent::{Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode};
 pub use ids::{
-    ActivityId, AgentId, CommentId, InboxItemId, IssueId, RunId, RunnerId, SessionId, SkillId,
-    TokenId, UserId, WorkspaceId,
+    ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId, SessionId,
+    SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueFilter, IssueKey,
@@ -25,8 +25,8 @@ pub use run::{
 };
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};
 pub use workspace::{
-    ApiToken, Email, IssuePrefix, Member, NewApiToken, NewSession, NewUser, NewWorkspace, Role,
-    Session, Slug, User, Workspace,
+    ApiToken, Email, Invitation, IssuePrefix, Member, NewApiToken, NewInvitation, NewSession,
+    NewUser, NewWorkspace, Role, Session, Slug, User, Workspace,
 };
 
 /// A value that failed validation at the edge: which field, and a message a person can act on.

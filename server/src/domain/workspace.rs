@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    RunId, SessionId, TokenId, UserId, ValidationError, WorkspaceId, bounded_text, string_enum,
+    InvitationId, RunId, SessionId, TokenId, UserId, ValidationError, WorkspaceId, bounded_text,
+    string_enum,
 };
 
 /// A lowercase identifier: `[a-z0-9-]`, 1–64 characters, not starting or ending with `-`.
@@ -212,6 +213,35 @@ pub struct Member {
     pub user: User,
     pub role: Role,
     pub joined_at: DateTime<Utc>,
+}
+
+/// An existing account asked to join a workspace. The membership exists only once the account accepts;
+/// until then (and after `expires_at`) it grants nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invitation {
+    pub id: InvitationId,
+    pub workspace_id: WorkspaceId,
+    pub workspace_name: String,
+    pub workspace_slug: Slug,
+    /// The invited account.
+    pub user: User,
+    /// The role the account gets on accepting.
+    pub role: Role,
+    /// Who invited (gone when that account was deleted).
+    pub invited_by: Option<UserId>,
+    pub invited_by_name: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Input for inviting an existing account; inviting it again refreshes the pending invitation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewInvitation {
+    pub workspace_id: WorkspaceId,
+    pub user_id: UserId,
+    pub role: Role,
+    pub invited_by: UserId,
+    pub expires_at: DateTime<Utc>,
 }
 
 /// A new browser session; only the hash of its secret is stored.

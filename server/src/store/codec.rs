@@ -12,9 +12,9 @@ use uuid::fmt::Hyphenated;
 
 use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, FailureReason,
-    InboxItemId, InboxKind, IssueId, IssuePrefix, IssueStatus, IssueTitle, PermissionMode,
-    Priority, Role, RunId, RunStatus, RunnerId, SessionId, SkillId, SkillSource, Slug, TokenId,
-    UserId, WorkspaceId,
+    InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle,
+    PermissionMode, Priority, Role, RunId, RunStatus, RunnerId, SessionId, SkillId, SkillSource,
+    Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -61,6 +61,7 @@ uuid_codec!(
     RunId,
     InboxItemId,
     ActivityId,
+    InvitationId,
 );
 
 /// Text columns: encoded with `$as_str`, decoded by `$parse` (validation again on the way out).

@@ -33,6 +33,17 @@ macro_rules! member_select {
         )
     };
 }
+macro_rules! invitation_select {
+    () => {
+        concat!(
+            "select i.invitation_id, i.workspace_id, w.name as workspace_name, w.slug as workspace_slug, i.role, ",
+            "i.invited_by, b.display_name as invited_by_name, i.created_at as invited_at, i.expires_at, ",
+            user_cols!(),
+            " from invitation i join workspace w on w.workspace_id = i.workspace_id ",
+            "join app_user u on u.user_id = i.user_id left join app_user b on b.user_id = i.invited_by"
+        )
+    };
+}
 macro_rules! issue_select { () => { concat!(
     "select i.issue_id, i.workspace_id, w.issue_prefix, i.number, i.title, i.body, i.status, i.priority, ",
     "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.position, i.created_by, ",
@@ -65,8 +76,8 @@ macro_rules! inbox_cols { () => {
     "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at, resolved_at"
 } }
 pub(super) use {
-    agent_cols, comment_cols, inbox_cols, issue_select, member_select, run_cols, skill_cols,
-    token_cols, user_cols, ws_cols,
+    agent_cols, comment_cols, inbox_cols, invitation_select, issue_select, member_select, run_cols,
+    skill_cols, token_cols, user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -225,6 +236,67 @@ macro_rules! impl_store {
                     .bind(ws).bind(user).execute(&mut *tx).await?;
                 if done.rows_affected() == 0 { return Err(Error::NotFound); }
                 tx.commit().await?;
+                Ok(())
+            }
+
+            async fn create_invitation(&self, new: &NewInvitation) -> Result<Invitation> {
+                let mut tx = self.begin_write().await?;
+                let member = sqlx::query_scalar::<$db, UserId>("select user_id from member where workspace_id = $1 and user_id = $2")
+                    .bind(new.workspace_id).bind(new.user_id).fetch_optional(&mut *tx).await?;
+                if member.is_some() { return Err(Error::conflict("member_pkey")); }
+                sqlx::query::<$db>(
+                    "insert into invitation (invitation_id, workspace_id, user_id, role, invited_by, created_at, expires_at) \
+                     values ($1, $2, $3, $4, $5, $6, $7) on conflict (workspace_id, user_id) do update set \
+                     role = excluded.role, invited_by = excluded.invited_by, created_at = excluded.created_at, \
+                     expires_at = excluded.expires_at")
+                    .bind(InvitationId::new()).bind(new.workspace_id).bind(new.user_id).bind(new.role)
+                    .bind(new.invited_by).bind(now()).bind(micros(new.expires_at))
+                    .execute(&mut *tx).await?;
+                let row = sqlx::query_as::<$db, InvitationRow>(concat!(invitation_select!(), " where i.workspace_id = $1 and i.user_id = $2"))
+                    .bind(new.workspace_id).bind(new.user_id).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(row.into())
+            }
+
+            async fn list_invitations(&self, ws: WorkspaceId, now: DateTime<Utc>) -> Result<Vec<Invitation>> {
+                let rows = sqlx::query_as::<$db, InvitationRow>(concat!(invitation_select!(),
+                    " where i.workspace_id = $1 and i.expires_at > $2 order by i.created_at, i.invitation_id"))
+                    .bind(ws).bind(now).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn list_invitations_for_user(&self, user: UserId, now: DateTime<Utc>) -> Result<Vec<Invitation>> {
+                let rows = sqlx::query_as::<$db, InvitationRow>(concat!(invitation_select!(),
+                    " where i.user_id = $1 and i.expires_at > $2 order by i.created_at, i.invitation_id"))
+                    .bind(user).bind(now).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn accept_invitation(&self, id: InvitationId, user: UserId, now: DateTime<Utc>) -> Result<Member> {
+                let mut tx = self.begin_write().await?;
+                let found = sqlx::query_as::<$db, (WorkspaceId, Role)>(
+                    "delete from invitation where invitation_id = $1 and user_id = $2 and expires_at > $3 returning workspace_id, role")
+                    .bind(id).bind(user).bind(now).fetch_optional(&mut *tx).await?;
+                let Some((ws, role)) = found else { return Err(Error::NotFound) };
+                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4) \
+                     on conflict (workspace_id, user_id) do nothing")
+                    .bind(ws).bind(user).bind(role).bind(micros(now))
+                    .execute(&mut *tx).await?;
+                tx.commit().await?;
+                self.get_member(ws, user).await
+            }
+
+            async fn decline_invitation(&self, id: InvitationId, user: UserId) -> Result<()> {
+                let done = sqlx::query::<$db>("delete from invitation where invitation_id = $1 and user_id = $2")
+                    .bind(id).bind(user).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn revoke_invitation(&self, ws: WorkspaceId, id: InvitationId) -> Result<()> {
+                let done = sqlx::query::<$db>("delete from invitation where invitation_id = $1 and workspace_id = $2")
+                    .bind(id).bind(ws).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
                 Ok(())
             }
 

@@ -21,10 +21,11 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{
     Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, Email, InboxItem,
-    Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Member, NewAgent, NewApiToken,
-    NewComment, NewInboxItem, NewIssue, NewRun, NewRunEvent, NewSession, NewSkill, NewUser,
-    NewWorkspace, Role, Run, RunEvent, RunId, RunOutcome, Runner, RunnerId, Seq, Session, Skill,
-    SkillId, Slug, TokenId, User, UserId, Workspace, WorkspaceId,
+    Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus,
+    Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation, NewIssue, NewRun,
+    NewRunEvent, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId,
+    RunOutcome, Runner, RunnerId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId,
+    Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -100,6 +101,7 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "skill.workspace_id, skill.slug" => "skill_workspace_slug_key",
         "skill_file.skill_id, skill_file.path" => "skill_file_pkey",
         "agent_skill.agent_id, agent_skill.skill_id" => "agent_skill_pkey",
+        "invitation.workspace_id, invitation.user_id" => "invitation_workspace_user_key",
         other => return other.to_owned(),
     };
     name.to_owned()
@@ -281,6 +283,35 @@ pub trait Store: Send + Sync + 'static {
     async fn set_member_role(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
     /// Removes a member; refuses (`last_owner`) to remove the last owner.
     async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()>;
+
+    // --- invitations ---
+    /// Invites an existing account, or refreshes (role, inviter, expiry) its pending invitation;
+    /// `member_pkey` when it is already a member.
+    async fn create_invitation(&self, new: &NewInvitation) -> Result<Invitation>;
+    /// A workspace's invitations still pending at `now`, oldest first.
+    async fn list_invitations(
+        &self,
+        ws: WorkspaceId,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Invitation>>;
+    /// The invitations addressed to `user` still pending at `now`, oldest first.
+    async fn list_invitations_for_user(
+        &self,
+        user: UserId,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Invitation>>;
+    /// Accepts `user`'s own pending invitation: the membership is created and the invitation removed,
+    /// atomically. `NotFound` when it is not `user`'s, has expired by `now`, or does not exist.
+    async fn accept_invitation(
+        &self,
+        id: InvitationId,
+        user: UserId,
+        now: DateTime<Utc>,
+    ) -> Result<Member>;
+    /// Declines `user`'s own invitation (`NotFound` when it is not theirs).
+    async fn decline_invitation(&self, id: InvitationId, user: UserId) -> Result<()>;
+    /// Revokes an invitation of workspace `ws` (`NotFound` when it is not that workspace's).
+    async fn revoke_invitation(&self, ws: WorkspaceId, id: InvitationId) -> Result<()>;
 
     // --- issues and comments ---
     /// Creates an issue with the workspace's next number, at the bottom of its column, and records who

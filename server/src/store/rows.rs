@@ -7,10 +7,10 @@ use sqlx::types::Json;
 use crate::domain::{
     Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
     Budget, Comment, CommentAuthor, CommentId, Email, EnvVar, FailureReason, InboxItem,
-    InboxItemId, InboxKind, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label,
-    Member, NewAgent, PermissionMode, Priority, Role, Run, RunEvent, RunId, RunStatus, Runner,
-    RunnerId, Session, SessionId, Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage,
-    User, UserId, Workspace, WorkspaceId,
+    InboxItemId, InboxKind, Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix,
+    IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role, Run,
+    RunEvent, RunId, RunStatus, Runner, RunnerId, Session, SessionId, Skill, SkillFile, SkillId,
+    SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -88,6 +88,38 @@ impl From<MemberRow> for Member {
             user: r.user.into(),
             role: r.role,
             joined_at: r.joined_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct InvitationRow {
+    invitation_id: InvitationId,
+    workspace_id: WorkspaceId,
+    workspace_name: String,
+    workspace_slug: Slug,
+    role: Role,
+    invited_by: Option<UserId>,
+    invited_by_name: Option<String>,
+    invited_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+    #[sqlx(flatten)]
+    user: UserRow,
+}
+
+impl From<InvitationRow> for Invitation {
+    fn from(r: InvitationRow) -> Self {
+        Invitation {
+            id: r.invitation_id,
+            workspace_id: r.workspace_id,
+            workspace_name: r.workspace_name,
+            workspace_slug: r.workspace_slug,
+            user: r.user.into(),
+            role: r.role,
+            invited_by: r.invited_by,
+            invited_by_name: r.invited_by_name,
+            created_at: r.invited_at,
+            expires_at: r.expires_at,
         }
     }
 }
@@ -429,6 +461,12 @@ impl From<InboxReadRow> for super::InboxEntry {
             read_at: r.read_at,
         }
     }
+}
+
+/// `t` truncated to microseconds: what both databases can store exactly.
+pub(super) fn micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    use chrono::{DurationRound, TimeDelta};
+    t.duration_trunc(TimeDelta::microseconds(1)).unwrap_or(t)
 }
 
 /// The current time, truncated to microseconds: what both databases can store exactly.

@@ -5,6 +5,7 @@
 //! halves ran.
 
 mod inbox_read;
+mod invitations;
 mod issues;
 mod people;
 mod runs;
