@@ -49,8 +49,10 @@ pub enum Command {
     Agent(AgentArgs),
     /// Skills: list, show, import, export, attach, detach.
     Skill(SkillArgs),
-    /// Members of the workspace: list, add, role, remove.
+    /// Members of the workspace: list, add, role, remove, pending invitations.
     Member(MemberArgs),
+    /// Invitations to workspaces addressed to you: list, accept, decline.
+    Invitation(InvitationArgs),
     /// Your API tokens: list, create, revoke.
     Token(TokenArgs),
     /// The workspace's settings: show, repo (the git repository runs get worktrees of).
@@ -126,6 +128,15 @@ pub struct MemberArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::team::MemberCommand,
+}
+
+/// `muster invitation …`.
+#[derive(Debug, Args)]
+pub struct InvitationArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::team::InvitationCommand,
 }
 
 /// `muster run …`.
@@ -433,6 +444,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
         Command::Skill(args) => client::skill::run(&args.remote.remote(), args.command).await,
         Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
+        Command::Invitation(args) => {
+            client::team::invitations(&args.remote.remote(), args.command).await
+        }
         Command::Token(args) => client::team::tokens(&args.remote.remote(), args.command).await,
         Command::Workspace(args) => {
             client::workspace::run(&args.remote.remote(), args.command).await

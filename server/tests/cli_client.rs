@@ -757,6 +757,33 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         .await
         .ok();
     assert_eq!(removed.stdout.trim(), "removed grace@example.com");
+    // Grace has an account now: adding her again is an invitation she must accept.
+    let invited = h
+        .muster(&["member", "add", "--email", "grace@example.com"])
+        .await
+        .ok();
+    assert!(
+        invited
+            .stdout
+            .starts_with("invited grace@example.com as member: they join when they accept"),
+        "{}",
+        invited.stdout
+    );
+    let pending = h
+        .muster(&["member", "invitations", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(pending[0]["email"], "grace@example.com");
+    let table = h.muster(&["member", "invitations"]).await.ok();
+    assert!(table.stdout.starts_with("EMAIL") && table.stdout.contains("grace@example.com"));
+    let id = pending[0]["id"].as_str().unwrap();
+    let revoked = h.muster(&["member", "revoke", id]).await.ok();
+    assert_eq!(revoked.stdout.trim(), format!("revoked invitation {id}"));
+    let mine = h.muster(&["invitation", "list"]).await.ok();
+    assert!(mine.stdout.starts_with("WORKSPACE"), "{}", mine.stdout);
+    let unknown = h.muster(&["invitation", "accept", id]).await;
+    assert_eq!(unknown.code, 1, "a revoked invitation cannot be accepted");
 
     // A token made here works, shows up in the list, and stops working once revoked.
     let created = h.muster(&["token", "create", "ci"]).await.ok();

@@ -260,11 +260,44 @@ pub struct MemberRowView {
 pub struct MembersView {
     pub nav: Nav,
     pub members: Vec<MemberRowView>,
+    /// Existing accounts invited and not yet answering (listed for managers only).
+    pub invitations: Vec<PendingInvitationView>,
     pub can_manage: bool,
     pub email: String,
     pub name: String,
     pub role: Vec<OptionView>,
     pub errors: FormErrors,
+}
+
+/// A pending invitation on the members page; POST `revoke_url` to revoke it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingInvitationView {
+    pub email: String,
+    pub name: String,
+    pub role: String,
+    pub expires_at: DateTime<Utc>,
+    pub revoke_url: String,
+}
+
+/// One invitation addressed to the signed-in person: POST `accept_url` or `decline_url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvitationRowView {
+    pub workspace_name: String,
+    pub role: String,
+    pub invited_by: Option<String>,
+    pub expires_at: DateTime<Utc>,
+    pub accept_url: String,
+    pub decline_url: String,
+}
+
+/// `GET /invitations`: the workspaces that invited the signed-in person, to join or decline.
+#[derive(Debug, Clone, Default)]
+pub struct InvitationsView {
+    pub csrf: String,
+    pub user_name: String,
+    pub invitations: Vec<InvitationRowView>,
+    /// Back to the person's first workspace, when they have one.
+    pub home_url: Option<String>,
 }
 
 /// `GET /w/{slug}/settings` (owners and admins): the workspace's git repository, set through POST
@@ -580,6 +613,8 @@ pub struct InboxView {
     pub unread_count: i64,
     /// POST here to mark every item read.
     pub read_all_url: String,
+    /// Invitations to other workspaces waiting for this person's answer (a banner links to them).
+    pub invitations: usize,
 }
 
 /// What one push over a run's live socket changes on the run page: timeline entries to append, tool

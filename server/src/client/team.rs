@@ -11,7 +11,8 @@ use super::{Client, Remote, segment};
 pub enum MemberCommand {
     /// List members (EMAIL, NAME, ROLE, USER ID).
     List,
-    /// Add a member: a new account with an initial password, or an existing account (owners and admins).
+    /// Add a member (owners and admins): a new account with an initial password joins at once; an
+    /// existing account is invited and joins when it accepts (`muster invitation accept`).
     Add {
         /// Their email address.
         #[arg(long)]
@@ -37,6 +38,30 @@ pub enum MemberCommand {
     Remove {
         /// The member's email.
         email: String,
+    },
+    /// List the workspace's pending invitations (EMAIL, ROLE, EXPIRES, ID; owners and admins).
+    Invitations,
+    /// Revoke a pending invitation by id (owners and admins).
+    Revoke {
+        /// The invitation's id (from `muster member invitations`).
+        id: String,
+    },
+}
+
+/// What to do with the invitations addressed to you.
+#[derive(Debug, Subcommand)]
+pub enum InvitationCommand {
+    /// List the workspaces that invited you (WORKSPACE, ROLE, INVITED BY, EXPIRES, ID).
+    List,
+    /// Join the workspace of an invitation.
+    Accept {
+        /// The invitation's id (from `muster invitation list`).
+        id: String,
+    },
+    /// Decline an invitation.
+    Decline {
+        /// The invitation's id.
+        id: String,
     },
 }
 
@@ -123,13 +148,88 @@ pub async fn members(remote: &Remote, command: MemberCommand) -> anyhow::Result<
                 .await?;
             json!({ "removed": email })
         }
+        MemberCommand::Invitations => {
+            let list = client.get("/api/v1/members/invitations").await?;
+            if !remote.json {
+                let rows = rows(&list, &["email", "role", "expires_at", "id"]);
+                print!("{}", table(&["EMAIL", "ROLE", "EXPIRES", "ID"], &rows));
+                return Ok(());
+            }
+            list
+        }
+        MemberCommand::Revoke { id } => {
+            client
+                .delete(&format!("/api/v1/members/invitations/{}", segment(&id)))
+                .await?;
+            json!({ "revoked": id })
+        }
     };
     if remote.json {
         return print_json(&result);
     }
-    match result.get("removed") {
-        Some(email) => println!("removed {}", clean(email.as_str().unwrap_or_default())),
-        None => println!("{} is {}", text(&result, "email"), text(&result, "role")),
+    if let Some(email) = result.get("removed") {
+        println!("removed {}", clean(email.as_str().unwrap_or_default()));
+    } else if let Some(id) = result.get("revoked") {
+        println!(
+            "revoked invitation {}",
+            clean(id.as_str().unwrap_or_default())
+        );
+    } else if result.get("expires_at").is_some() {
+        println!(
+            "invited {} as {}: they join when they accept (until {})",
+            text(&result, "email"),
+            text(&result, "role"),
+            text(&result, "expires_at")
+        );
+    } else {
+        println!("{} is {}", text(&result, "email"), text(&result, "role"));
+    }
+    Ok(())
+}
+
+/// The `keys` of each object of a list, cleaned for a terminal.
+fn rows(list: &Value, keys: &[&str]) -> Vec<Vec<String>> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| keys.iter().map(|k| text(v, k)).collect())
+        .collect()
+}
+
+/// Runs an invitation command.
+pub async fn invitations(remote: &Remote, command: InvitationCommand) -> anyhow::Result<()> {
+    let client = remote.connect()?;
+    let path = |id: &str, action: &str| format!("/api/v1/invitations/{}/{action}", segment(id));
+    let result = match command {
+        InvitationCommand::List => {
+            let list = client.get("/api/v1/invitations").await?;
+            if !remote.json {
+                let rows = rows(
+                    &list,
+                    &["workspace", "role", "invited_by", "expires_at", "id"],
+                );
+                let head = ["WORKSPACE", "ROLE", "INVITED BY", "EXPIRES", "ID"];
+                print!("{}", table(&head, &rows));
+                return Ok(());
+            }
+            list
+        }
+        InvitationCommand::Accept { id } => client.post(&path(&id, "accept"), &json!({})).await?,
+        InvitationCommand::Decline { id } => {
+            client.post(&path(&id, "decline"), &json!({})).await?;
+            json!({ "declined": id })
+        }
+    };
+    if remote.json {
+        return print_json(&result);
+    }
+    match result.get("declined") {
+        Some(id) => println!("declined {}", clean(id.as_str().unwrap_or_default())),
+        None => println!(
+            "joined {} as {}",
+            text(&result, "workspace"),
+            text(&result, "role")
+        ),
     }
     Ok(())
 }

@@ -197,6 +197,33 @@ impl FromRequestParts<AppState> for ApiCaller {
     }
 }
 
+/// A person acting for themselves, in no particular workspace (their invitations): a session (writes need
+/// the CSRF header) or a personal API token. A run's token is refused: an agent never answers for a person.
+#[derive(Debug, Clone)]
+pub struct ApiUser(pub User);
+
+impl FromRequestParts<AppState> for ApiUser {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let current = CurrentUser::from_request_parts(parts, state).await?;
+        if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
+            return Err(run_scope(state, token).await?.refusal());
+        }
+        if current.token.is_none() && parts.method != Method::GET && parts.method != Method::HEAD {
+            let sent = parts
+                .headers
+                .get(CSRF_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            if !auth::constant_time_eq(sent, &current.csrf()) {
+                return Err(Error::CsrfMismatch);
+            }
+        }
+        Ok(ApiUser(current.user))
+    }
+}
+
 /// The scope of a run's token; 401 once the run is no longer live (its token dies with it).
 async fn run_scope(state: &AppState, token: &ApiToken) -> Result<RunScope> {
     let run_id = token.run_id.ok_or(Error::Unauthorized)?;

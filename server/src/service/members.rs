@@ -1,5 +1,6 @@
 //! Members: adding people (email + initial password), changing roles, removing. Owners and admins
-//! manage members; only owners grant or take away ownership; a workspace always keeps one owner.
+//! manage members; only owners grant or take away ownership; a workspace always keeps one owner. An
+//! existing account is never added without its consent: it gets an invitation (see `invitations`).
 
 use serde::Deserialize;
 
@@ -14,14 +15,25 @@ pub struct MemberInput {
     pub email: String,
     /// Display name; defaults to the part of the email before `@`.
     pub name: Option<String>,
-    /// Initial password (at least 8 characters); ignored when the person already has an account.
+    /// Initial password (at least 8 characters) of a new account. Ignored when the email already has an
+    /// account: that account is invited instead, and joins when it accepts.
     pub password: Option<String>,
     /// owner, admin or member (default member).
     pub role: Option<String>,
 }
 
-/// Adds a member: a new account, or an existing one joining this workspace.
-pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Result<Member> {
+/// What adding a member did: a new account joined, or an existing account was invited.
+#[derive(Debug, Clone)]
+pub enum Added {
+    /// A new account was created with the initial password and is a member now.
+    Member(Member),
+    /// The email belongs to an existing account: it joins only when it accepts.
+    Invited(crate::domain::Invitation),
+}
+
+/// Adds a member: a new account with an initial password, or (with its consent) an existing one, which
+/// gets a pending invitation instead of a membership.
+pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Result<Added> {
     caller.require_manager()?;
     let mut p = Problems::default();
     let email = p.take(Email::parse(&input.email));
@@ -37,7 +49,9 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
         return Err(Error::Forbidden);
     }
     match state.store.get_user_by_email(&email).await {
-        Ok(user) => Ok(state.store.add_member(caller.ws.id, user.id, role).await?),
+        Ok(user) => Ok(Added::Invited(
+            super::invitations::invite(state, caller, &user, role).await?,
+        )),
         Err(crate::store::Error::NotFound) => {
             let password = input.password.clone().unwrap_or_default();
             let mut p = Problems::default();
@@ -68,7 +82,9 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
                 display_name: name,
                 password_hash,
             };
-            Ok(state.store.add_new_member(caller.ws.id, &new, role).await?)
+            Ok(Added::Member(
+                state.store.add_new_member(caller.ws.id, &new, role).await?,
+            ))
         }
         Err(e) => Err(e.into()),
     }

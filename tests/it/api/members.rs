@@ -1,5 +1,6 @@
-//! `/api/v1/members`: listing, adding (new or existing accounts), roles and removal, with the rules
-//! that owners and admins manage members, only owners touch ownership, and one owner always stays.
+//! `/api/v1/members`: listing, adding (new accounts at once, existing ones by invitation), roles and
+//! removal, with the rules that owners and admins manage members, only owners touch ownership, and one
+//! owner always stays; and `/api/v1/invitations`.
 
 use muster::domain::Role;
 use serde_json::{Value, json};
@@ -12,6 +13,7 @@ api_cases!(
     member_permissions,
     role_changes_and_last_owner,
     member_removal,
+    invitation_routes,
 );
 
 fn role_of(list: &Value, email: &str) -> Option<String> {
@@ -80,23 +82,98 @@ async fn members_list_and_add(t: &Env) {
         (Some("Ada L"), Some("admin"))
     );
 
-    // Someone with an account elsewhere joins without a password; their old password still works.
+    // Someone with an account elsewhere is invited (202), and joins only by accepting; their beta token
+    // still names beta.
     let (_, beta) = t.other_workspace().await;
-    let joined = t
+    let invited = t
         .admin
         .api
         .post("/api/v1/members", json!({"email": "owner@beta.test"}))
         .await
-        .expect(201);
-    assert_eq!(joined["user_id"], beta.id.to_string());
-    assert_eq!(joined["role"], "member");
+        .expect(202);
+    assert_eq!(
+        (invited["email"].as_str(), invited["role"].as_str()),
+        (Some("owner@beta.test"), Some("member"))
+    );
+    assert_eq!(roles(t).await.as_array().unwrap().len(), 5);
+    beta.api
+        .post(
+            &format!(
+                "/api/v1/invitations/{}/accept",
+                invited["id"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await
+        .expect(200);
     let list = roles(t).await;
     assert_eq!(list.as_array().unwrap().len(), 6);
     assert_eq!(role_of(&list, "owner@beta.test").as_deref(), Some("member"));
-    // Their beta token still names beta.
     assert_eq!(
         beta.api.get("/api/v1/me").await.expect(200)["workspace"],
         "beta"
+    );
+}
+
+/// The invitation routes: the invitee lists, declines or accepts their own; managers list and revoke
+/// their workspace's; unknown or malformed ids are 404. (The attacks are in `security::invitations`.)
+async fn invitation_routes(t: &Env) {
+    let (_, beta) = t.other_workspace().await;
+    let invite = || async {
+        t.owner
+            .api
+            .post(
+                "/api/v1/members",
+                json!({"email": "owner@beta.test", "role": "admin"}),
+            )
+            .await
+            .expect(202)["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let id = invite().await;
+    let mine = beta.api.get("/api/v1/invitations").await.expect(200);
+    assert_eq!(field(&mine, "workspace"), ["alpha"]);
+    assert_eq!(field(&mine, "invited_by"), ["owner"]);
+    let pending = t
+        .admin
+        .api
+        .get("/api/v1/members/invitations")
+        .await
+        .expect(200);
+    assert_eq!(field(&pending, "id"), [id.as_str()]);
+    beta.api
+        .post(&format!("/api/v1/invitations/{id}/decline"), json!({}))
+        .await
+        .expect(204);
+    for bad in ["not-a-uuid", &uuid::Uuid::now_v7().to_string()] {
+        beta.api
+            .post(&format!("/api/v1/invitations/{bad}/accept"), json!({}))
+            .await
+            .error(404, "resource");
+        t.admin
+            .api
+            .delete(&format!("/api/v1/members/invitations/{bad}"))
+            .await
+            .error(404, "resource");
+    }
+    let id = invite().await;
+    t.admin
+        .api
+        .delete(&format!("/api/v1/members/invitations/{id}"))
+        .await
+        .expect(204);
+    let id = invite().await;
+    let joined = beta
+        .api
+        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
+        .await
+        .expect(200);
+    assert_eq!(joined["role"], "admin");
+    assert_eq!(
+        role_of(&roles(t).await, "owner@beta.test").as_deref(),
+        Some("admin")
     );
 }
 
@@ -337,12 +414,31 @@ async fn member_removal(t: &Env) {
         field(&list, "email"),
         ["admin@alpha.test", "member@alpha.test", "co@alpha.test"]
     );
-    // The removed account still exists and can be added back.
+    // The removed account still exists and can be invited back; it is a member again once it accepts.
     let back = co
         .api
         .post("/api/v1/members", json!({"email": "extra@alpha.test"}))
         .await
-        .expect(201);
-    assert_eq!(back["user_id"], extra.id.to_string());
+        .expect(202);
+    assert_eq!(back["email"], "extra@alpha.test");
+    let cookie = t.login("extra@alpha.test", super::PASSWORD).await.unwrap();
+    let session = t.client(super::Auth::Session {
+        csrf: Some(muster::auth::csrf_token(&cookie)),
+        cookie,
+    });
+    let id = back["id"].as_str().unwrap();
+    session
+        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
+        .await
+        .expect(200);
+    assert_eq!(
+        t.app
+            .store
+            .get_member(t.ws.id, extra.id)
+            .await
+            .unwrap()
+            .role,
+        Role::Member
+    );
     extra.api.get("/api/v1/me").await.expect(200);
 }

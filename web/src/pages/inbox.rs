@@ -32,6 +32,12 @@ pub fn inbox(v: &InboxView) -> Markup {
     let body = html! {
         div.inbox-page {
         (page_head("Inbox", Some(&subtitle), actions))
+        @if v.invitations > 0 {
+            p.alert.invitations-banner role="status" {
+                @if v.invitations == 1 { "A workspace invited you. " } @else { (v.invitations) " workspaces invited you. " }
+                a href="/invitations" { "Answer the invitation" @if v.invitations > 1 { "s" } }
+            }
+        }
         @if v.items.is_empty() {
             div.panel.empty-state {
                 @if v.unread_only { "You are all caught up." } @else { "Nothing has needed you yet." }

@@ -5,7 +5,7 @@ use maud::{Markup, html};
 
 use crate::layout::{page, page_head, workspace_url};
 use crate::partials::form::{Form, csrf, options};
-use crate::partials::widgets::PersonChip;
+use crate::partials::widgets::{PersonChip, Timestamp};
 use crate::views::{MemberRowView, MembersView, OptionView};
 
 /// The members page. Managers (`can_manage`) get a role select per row (POST `role_url`, field `role`),
@@ -25,6 +25,7 @@ pub fn members(v: &MembersView) -> Markup {
                 }
             }
         }
+        @if v.can_manage && !v.invitations.is_empty() { (pending(v)) }
         @if v.can_manage { (add_form(v)) }
     };
     page("Members", Some(&v.nav), body)
@@ -79,21 +80,51 @@ fn role_class(role: &str) -> &str {
     }
 }
 
+/// Invited accounts that have not answered yet, each with a revoke button.
+fn pending(v: &MembersView) -> Markup {
+    html! {
+        section.panel.table-panel aria-labelledby="invitations-h" {
+            h2 #invitations-h { "Pending invitations" }
+            table.list {
+                thead { tr {
+                    th scope="col" { "Name" } th scope="col" { "Email" } th scope="col" { "Role" }
+                    th scope="col" { "Expires" } th scope="col" { span.visually-hidden { "Actions" } }
+                } }
+                tbody {
+                    @for i in &v.invitations {
+                        tr {
+                            td { (i.name) } td.muted { (i.email) }
+                            td { span class={ "role role-" (role_class(&i.role)) } { (i.role) } }
+                            td { (Timestamp(i.expires_at)) }
+                            td.actions {
+                                form method="post" action=(i.revoke_url) {
+                                    (csrf(&v.nav.csrf))
+                                    button.btn.btn-small.btn-danger-ghost type="submit" { "Revoke" span.visually-hidden { " " (i.email) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn add_form(v: &MembersView) -> Markup {
     let f = Form::new("member", &v.errors);
     html! {
         section.panel aria-labelledby="add-member-h" {
             h2 #add-member-h { "Add a member" }
-            p.hint { "They sign in with this email and password; ask them to change it." }
+            p.hint { "A new account signs in with this email and password; ask them to change it. An email that already has an account is invited instead: it joins when that person accepts." }
             form.stack method="post" action={ (workspace_url(&v.nav)) "/members" } {
                 (csrf(&v.nav.csrf))
                 (f.form_errors())
                 div.field-row {
                     (f.field("Email", "email", None, f.required("email", "email", &v.email)))
-                    (f.field("Name", "name", None, f.required("name", "text", &v.name)))
+                    (f.field("Name", "name", Some("For a new account."), f.input("name", "text", &v.name)))
                 }
                 div.field-row {
-                    (f.field("Initial password", "password", None, f.required("password", "password", "")))
+                    (f.field("Initial password", "password", Some("For a new account; at least 8 characters."), f.input("password", "password", "")))
                     (f.field("Role", "role", None, f.select("role", &v.role)))
                 }
                 div.form-actions { button.btn.btn-primary type="submit" { "Add member" } }

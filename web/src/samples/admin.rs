@@ -146,6 +146,7 @@ pub fn members() -> MembersView {
                 false,
             ),
         ],
+        invitations: Vec::new(),
         can_manage: true,
         email: "grace@acme.test".into(),
         name: "Grace".into(),

@@ -244,5 +244,6 @@ pub fn inbox() -> InboxView {
         unread_only: false,
         unread_count: 1,
         read_all_url: "/w/acme/inbox/read".into(),
+        invitations: 0,
     }
 }

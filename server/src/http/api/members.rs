@@ -2,6 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -11,7 +12,8 @@ use super::views::{MemberView, TokenView};
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson};
-use crate::service::members::{self as svc, MemberInput};
+use crate::service::invitations::InvitationView;
+use crate::service::members::{self as svc, Added, MemberInput};
 use crate::service::tokens::{self, CreatedToken};
 
 pub(super) fn router() -> Router<AppState> {
@@ -35,16 +37,26 @@ pub(super) async fn list(
     Ok(Json(members.iter().map(MemberView::from).collect()))
 }
 
-/// Adds a member (owners and admins).
+/// Adds a member (owners and admins): a new account with its initial password joins at once (201); an
+/// email that already has an account gets an invitation instead (202), and joins only when it accepts.
 #[utoipa::path(post, path = "/api/v1/members", tag = "members", request_body = MemberInput,
-    responses((status = 201, body = MemberView), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 201, body = MemberView), (status = 202, body = InvitationView, description = "the account exists: it is invited"),
+        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn add(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     AppJson(input): AppJson<MemberInput>,
-) -> Result<(StatusCode, Json<MemberView>)> {
-    let member = svc::add(&state, &caller, &input).await?;
-    Ok((StatusCode::CREATED, Json(MemberView::from(&member))))
+) -> Result<Response> {
+    Ok(match svc::add(&state, &caller, &input).await? {
+        Added::Member(member) => {
+            (StatusCode::CREATED, Json(MemberView::from(&member))).into_response()
+        }
+        Added::Invited(invitation) => (
+            StatusCode::ACCEPTED,
+            Json(InvitationView::from(&invitation)),
+        )
+            .into_response(),
+    })
 }
 
 /// A role change.

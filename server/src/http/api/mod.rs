@@ -4,6 +4,7 @@
 //! `/api/v1/openapi.json` is generated from these handlers, so it cannot drift.
 
 mod agents;
+mod invitations;
 mod issues;
 mod members;
 mod runs;
@@ -34,6 +35,7 @@ pub fn router() -> Router<AppState> {
         .merge(issues::router())
         .merge(agents::router())
         .merge(members::router())
+        .merge(invitations::router())
         .merge(runtimes::router())
         .merge(skills::router())
         .merge(runs::router())
@@ -51,6 +53,7 @@ pub fn router() -> Router<AppState> {
         agents::list, agents::create, agents::show, agents::update, agents::delete,
         members::list, members::add, members::set_role, members::remove,
         members::list_tokens, members::create_token, members::revoke_token,
+        invitations::mine, invitations::accept, invitations::decline, invitations::list, invitations::revoke,
         runtimes::list, runtimes::redetect,
         skills::list, skills::create, skills::import_archive, skills::import_path, skills::show,
         skills::update, skills::delete, skills::export, skills::agent_skills, skills::attach, skills::detach,

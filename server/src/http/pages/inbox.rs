@@ -126,6 +126,9 @@ async fn show(
         items,
         unread_only,
         read_all_url: format!("{base}/read"),
+        invitations: crate::service::invitations::mine(&state, &caller.user)
+            .await?
+            .len(),
     };
     Ok(muster_web::pages::inbox(&view).into_response())
 }

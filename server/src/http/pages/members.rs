@@ -5,7 +5,8 @@ use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use muster_web::views::{
-    FormErrors, MemberRowView, MembersView, NavItem, OptionView, TokenRowView, TokensView,
+    FormErrors, MemberRowView, MembersView, NavItem, OptionView, PendingInvitationView,
+    TokenRowView, TokensView,
 };
 
 use super::views::{People, nav};
@@ -13,6 +14,7 @@ use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{Actor, Role};
 use crate::http::extract::{UiForm, WsMember};
+use crate::service::invitations;
 use crate::service::members::{self as svc, MemberInput};
 use crate::service::tokens;
 
@@ -21,6 +23,10 @@ pub(super) fn router() -> Router<AppState> {
         .route("/w/{slug}/members", get(list).post(add))
         .route("/w/{slug}/members/{user_id}/role", post(set_role))
         .route("/w/{slug}/members/{user_id}/remove", post(remove))
+        .route(
+            "/w/{slug}/members/invitations/{id}/revoke",
+            post(revoke_invitation),
+        )
         .route("/w/{slug}/tokens", get(token_list).post(create_token))
         .route("/w/{slug}/tokens/{id}/revoke", post(revoke_token))
 }
@@ -53,6 +59,21 @@ async fn members_view(state: &AppState, member: &WsMember) -> crate::http::Resul
                 is_self: m.user.id == member.caller.user.id,
             })
             .collect(),
+        invitations: if member.caller.role.can_manage() {
+            invitations::list(state, &member.caller)
+                .await?
+                .iter()
+                .map(|i| PendingInvitationView {
+                    email: i.user.email.as_str().to_owned(),
+                    name: i.user.display_name.clone(),
+                    role: i.role.to_string(),
+                    expires_at: i.expires_at,
+                    revoke_url: format!("/w/{slug}/members/invitations/{}/revoke", i.id),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         can_manage: member.caller.role.can_manage(),
         email: String::new(),
         name: String::new(),
@@ -118,6 +139,16 @@ async fn remove(
             Ok(invalid(muster_web::pages::members(&view)))
         }
     }
+}
+
+async fn revoke_invitation(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, id)): Path<(String, String)>,
+    _form: UiForm,
+) -> PageResult {
+    invitations::revoke(&state, &member.caller, &id).await?;
+    Ok(see_other(&format!("/w/{}/members", member.caller.ws.slug)))
 }
 
 async fn tokens_view(state: &AppState, member: &WsMember) -> crate::http::Result<TokensView> {

@@ -5,6 +5,7 @@
 mod agents;
 mod board;
 mod inbox;
+mod invitations;
 mod issue;
 mod members;
 mod runs;
@@ -35,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .merge(skills::router())
         .merge(runs::router())
         .merge(inbox::router())
+        .merge(invitations::router())
         .merge(settings::router())
         .route("/assets/{version}/{name}", axum::routing::get(asset))
         .layer(axum::middleware::from_fn(login_on_401))

@@ -35,7 +35,8 @@ async fn home(State(state): State<AppState>, user: Result<CurrentUser, Error>) -
     let mine = state.store.list_workspaces_for_user(user.user.id).await?;
     match mine.first() {
         Some((ws, _)) => Ok(see_other(&format!("/w/{}", ws.slug))),
-        None => Err(Error::NotFound.into()),
+        // No workspace (yet): the invitations, if any, are the way in.
+        None => Ok(see_other("/invitations")),
     }
 }
 

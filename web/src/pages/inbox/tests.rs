@@ -42,3 +42,22 @@ fn the_header_shows_the_unread_count_or_loads_it() {
     assert!(html.contains("You are all caught up."));
     assert!(!html.contains("Mark all read"));
 }
+
+#[test]
+fn invitations_to_other_workspaces_show_a_banner() {
+    let mut v = samples::inbox();
+    assert!(!inbox(&v).into_string().contains("invitations-banner"));
+    v.invitations = 1;
+    let html = inbox(&v).into_string();
+    assert!(
+        html.contains("A workspace invited you.")
+            && html.contains(r#"<a href="/invitations">Answer the invitation</a>"#),
+        "{html}"
+    );
+    v.invitations = 2;
+    assert!(
+        inbox(&v)
+            .into_string()
+            .contains("2 workspaces invited you.")
+    );
+}

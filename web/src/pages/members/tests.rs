@@ -1,6 +1,6 @@
 use super::*;
 use crate::samples::{self, err, opts, user};
-use crate::views::NavItem;
+use crate::views::{NavItem, PendingInvitationView};
 
 fn row(name: &str, email: &str, role: &str, is_self: bool) -> MemberRowView {
     MemberRowView {
@@ -20,6 +20,13 @@ fn view(can_manage: bool) -> MembersView {
             row("Ada Lovelace", "ada@acme.test", "admin", true),
             row("Grace Hopper", "grace@acme.test", "member", false),
         ],
+        invitations: vec![PendingInvitationView {
+            email: "grace@elsewhere.test".into(),
+            name: "Grace <H>".into(),
+            role: "admin".into(),
+            expires_at: chrono::DateTime::UNIX_EPOCH,
+            revoke_url: "/w/acme/members/invitations/i1/revoke".into(),
+        }],
         can_manage,
         email: "new@acme.test".into(),
         name: "Newbie".into(),
@@ -66,4 +73,15 @@ fn plain_members_only_read() {
     );
     assert!(html.contains(r#"<span class="role role-member">member</span>"#));
     assert!(html.contains("grace@acme.test"));
+}
+
+#[test]
+fn managers_see_pending_invitations_with_revoke() {
+    let html = members(&view(true)).into_string();
+    assert!(html.contains("Pending invitations"));
+    assert!(html.contains("Grace &lt;H&gt;") && html.contains("grace@elsewhere.test"));
+    assert!(html.contains(r#"<form method="post" action="/w/acme/members/invitations/i1/revoke"><input type="hidden" name="_csrf""#), "{html}");
+    assert!(html.contains("is invited instead: it joins when that person accepts"));
+    let plain = members(&view(false)).into_string();
+    assert!(!plain.contains("Pending invitations") && !plain.contains("/revoke"));
 }
