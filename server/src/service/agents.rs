@@ -28,13 +28,15 @@ pub struct AgentInput {
     pub name: Option<String>,
     /// `#rrggbb`.
     pub color: Option<String>,
-    /// claude, codex, opencode, llama, custom.
+    /// claude, codex, opencode, llama, custom (owners and admins).
     pub kind: Option<String>,
     pub model: Option<String>,
     pub instructions: Option<String>,
+    /// The agent's environment (owners and admins).
     pub env: Option<Vec<EnvInput>>,
+    /// Extra CLI arguments (owners and admins).
     pub extra_args: Option<Vec<String>>,
-    /// read_only, workspace_write, bypass.
+    /// read_only, workspace_write, bypass (owners and admins).
     pub permission_mode: Option<String>,
     pub max_concurrent_runs: Option<i32>,
     pub stall_timeout_secs: Option<i32>,
@@ -43,9 +45,9 @@ pub struct AgentInput {
     pub budget_usd: Option<f64>,
     /// Per-run token budget; 0 or absent for none.
     pub budget_tokens: Option<i64>,
-    /// The command line of a `custom` agent.
+    /// The command line of a `custom` agent (owners and admins).
     pub command: Option<String>,
-    /// A model server URL (local Llama, or a provider proxy for a CLI).
+    /// A model server URL (local Llama, or a provider proxy for a CLI; owners and admins).
     pub base_url: Option<String>,
 }
 

@@ -95,6 +95,20 @@ async fn a_member_cannot_create_an_agent(t: &Env) {
         "member"
     );
 
+    // The API document says so.
+    let doc = t.anon.get("/api/v1/openapi.json").await.expect(200);
+    for method in ["post", "patch"] {
+        let path = if method == "post" {
+            "/api/v1/agents"
+        } else {
+            "/api/v1/agents/{name}"
+        };
+        assert!(
+            doc["paths"][path][method]["responses"]["403"].is_object(),
+            "{method} {path} documents its 403"
+        );
+    }
+
     // Owners and admins still create agents.
     t.owner
         .api

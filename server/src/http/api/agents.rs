@@ -30,9 +30,11 @@ pub(super) async fn list(
     Ok(Json(agents.iter().map(AgentView::from).collect()))
 }
 
-/// Creates an agent.
+/// Creates an agent (owners and admins: an agent decides what runs on the server).
 #[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = AgentInput,
-    responses((status = 201, body = AgentView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 201, body = AgentView),
+        (status = 403, body = ErrorBody, description = "a member: `role` says who may create agents"),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -55,10 +57,14 @@ pub(super) async fn show(
     )))
 }
 
-/// Edits the fields present in the body (absent secret values are kept).
+/// Edits the fields present in the body (absent secret values are kept, unless a new kind, command or
+/// base URL drops them). Only owners and admins change kind, command, extra_args, env, base_url and
+/// permission_mode.
 #[utoipa::path(patch, path = "/api/v1/agents/{name}", tag = "agents", request_body = AgentInput,
     params(("name" = String, Path)),
-    responses((status = 200, body = AgentView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = AgentView),
+        (status = 403, body = ErrorBody, description = "a member changed a runtime field; one message per field"),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
