@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod confined;
 pub mod domain;
 pub mod http;
 pub mod hub;

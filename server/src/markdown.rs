@@ -1,7 +1,62 @@
 //! Markdown to safe HTML: agent- and user-written text is hostile input, so the rendered HTML is passed
 //! through `ammonia` (an allow-list sanitiser) before any page may emit it unescaped.
+//!
+//! Images: a viewer's browser must not fetch what the text's author chose (a tracking pixel tells them
+//! who read the issue, and when). Every image whose source is not an inline raster `data:` image becomes
+//! a plain link to it (its alt text, else its address, as the link text); a second sanitiser pass
+//! checks the result and drops any image source that is still not inline, so a mistake in the rewrite
+//! can only cost the picture, never load it.
+
+use std::sync::LazyLock;
 
 use pulldown_cmark::{Options, Parser, html};
+
+/// The `rel` of every link in rendered text.
+const LINK_REL: &str = "noopener noreferrer nofollow";
+
+/// Inline images kept as images: raster formats only (no SVG), base64-encoded.
+const INLINE_IMAGES: [&str; 4] = [
+    "data:image/png;base64,",
+    "data:image/jpeg;base64,",
+    "data:image/gif;base64,",
+    "data:image/webp;base64,",
+];
+
+/// The first pass: the usual allow-list, plus `data:` kept on image sources only.
+static SANITISER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| sanitiser(false));
+/// The second pass: as the first, and an image source that is not inline is dropped.
+static CHECK: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| sanitiser(true));
+
+fn sanitiser(inline_images_only: bool) -> ammonia::Builder<'static> {
+    let mut b = ammonia::Builder::default();
+    b.link_rel(Some(LINK_REL))
+        .add_url_schemes(["data"])
+        .attribute_filter(move |element, attribute, value| {
+            let is_data = value
+                .trim_start()
+                .get(..5)
+                .is_some_and(|p| p.eq_ignore_ascii_case("data:"));
+            let image_src = element == "img" && attribute == "src";
+            let keep = if image_src {
+                is_inline_image(value) || !(is_data || inline_images_only)
+            } else {
+                !(is_data && matches!(attribute, "href" | "src"))
+            };
+            keep.then(|| value.into())
+        });
+    b
+}
+
+fn is_inline_image(src: &str) -> bool {
+    let src = src.trim();
+    INLINE_IMAGES.iter().any(|p| {
+        src.get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p))
+            && src[p.len()..].bytes().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'\n' | b'\r')
+            })
+    })
+}
 
 /// Renders markdown (GitHub-style tables, strikethrough, task lists) and sanitises the result.
 pub fn to_safe_html(markdown: &str) -> String {
@@ -9,36 +64,105 @@ pub fn to_safe_html(markdown: &str) -> String {
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut raw = String::with_capacity(markdown.len() * 2);
     html::push_html(&mut raw, Parser::new_ext(markdown, options));
-    ammonia::Builder::default()
-        .link_rel(Some("noopener noreferrer nofollow"))
-        .clean(&raw)
-        .to_string()
+    let clean = SANITISER.clean(&raw).to_string();
+    if !clean.contains("<img") {
+        return clean;
+    }
+    CHECK.clean(&images_to_links(&clean)).to_string()
+}
+
+/// Rewrites each `<img>` of sanitised HTML that is not an inline image into a link (or, inside a link,
+/// into its text). Relies on the serialiser's canonical form: outside tags `<` only opens a tag, and
+/// attribute values are double-quoted with `"` escaped.
+fn images_to_links(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    let mut in_link = 0usize;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        let tag_len = tag_length(&rest[lt..]);
+        let tag = &rest[lt..lt + tag_len];
+        rest = &rest[lt + tag_len..];
+        let name = tag_name(tag);
+        match name {
+            "a" => in_link += 1,
+            "/a" => in_link = in_link.saturating_sub(1),
+            _ => {}
+        }
+        if name != "img" {
+            out.push_str(tag);
+            continue;
+        }
+        let attrs = attributes(tag);
+        let get = |n: &str| attrs.iter().find(|(k, _)| *k == n).map(|(_, v)| *v);
+        let src = get("src").unwrap_or("");
+        if is_inline_image(&unescape_quote(src)) {
+            out.push_str(tag);
+            continue;
+        }
+        let text = match get("alt").filter(|a| !a.trim().is_empty()) {
+            Some(alt) => alt,
+            None => src,
+        };
+        let text = text.replace('<', "&lt;").replace('>', "&gt;");
+        if src.is_empty() || in_link > 0 {
+            out.push_str(&text);
+        } else {
+            out.push_str(&format!("<a href=\"{src}\">{text}</a>"));
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The length of the tag at the start of `s` (up to its `>` outside quotes), or all of `s`.
+fn tag_length(s: &str) -> usize {
+    let mut quoted = false;
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '>' if !quoted => return i + 1,
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+/// `img`, `a`, `/a`, … of a tag.
+fn tag_name(tag: &str) -> &str {
+    let inner = tag.trim_start_matches('<');
+    let end = inner
+        .find(|c: char| c.is_whitespace() || c == '>')
+        .unwrap_or(inner.len());
+    &inner[..end]
+}
+
+/// The `name="value"` pairs of a tag, values as they are written (still escaped).
+fn attributes(tag: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = tag
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .trim_end_matches('/');
+    rest = rest.find(char::is_whitespace).map_or("", |i| &rest[i..]);
+    loop {
+        rest = rest.trim_start();
+        let Some(eq) = rest.find('=') else { break };
+        let name = rest[..eq].trim();
+        let after = &rest[eq + 1..];
+        let Some(body) = after.strip_prefix('"') else {
+            break;
+        };
+        let Some(close) = body.find('"') else { break };
+        out.push((name, &body[..close]));
+        rest = &body[close + 1..];
+    }
+    out
+}
+
+fn unescape_quote(value: &str) -> String {
+    value.replace("&quot;", "\"").replace("&amp;", "&")
 }
 
 #[cfg(test)]
-mod tests {
-    use super::to_safe_html;
-
-    #[test]
-    fn renders_markdown_and_strips_scripts() {
-        assert_eq!(
-            to_safe_html("**bold** `code`").trim(),
-            "<p><strong>bold</strong> <code>code</code></p>"
-        );
-        let hostile = to_safe_html(
-            "<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))",
-        );
-        assert!(
-            !hostile.contains("<script") && !hostile.contains("onerror"),
-            "{hostile}"
-        );
-        assert!(!hostile.contains("href=\"javascript:"), "{hostile}");
-        assert!(
-            hostile.contains("<img src=\"x\">"),
-            "harmless HTML stays: {hostile}"
-        );
-        assert!(
-            to_safe_html("[a](https://e.com)").contains("rel=\"noopener noreferrer nofollow\"")
-        );
-    }
-}
+mod tests;

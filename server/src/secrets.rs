@@ -27,7 +27,10 @@ impl SecretBox {
     pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Self> {
         let path = data_dir.join("secret.key");
         let key_hex = match std::fs::read_to_string(&path) {
-            Ok(text) => text.trim().to_owned(),
+            Ok(text) => {
+                make_private(&path)?;
+                text.trim().to_owned()
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut key = [0_u8; 32];
                 rand::rng().fill_bytes(&mut key);
@@ -77,6 +80,22 @@ impl SecretBox {
             .map_err(|_| anyhow::anyhow!("cannot open a sealed value: wrong secret.key?"))?;
         String::from_utf8(plain).context("sealed value is not UTF-8")
     }
+}
+
+/// Tightens an existing key file that others may read to 0600, with a log line.
+fn make_private(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .permissions()
+        .mode()
+        & 0o777;
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private (0600)", path.display()))?;
+        tracing::warn!(file = %path.display(), was = format!("{mode:o}"), "key file was open to other users; now 0600");
+    }
+    Ok(())
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {

@@ -170,10 +170,11 @@ fn materialization_never_touches_repository_skills_and_removes_only_its_own() {
     std::fs::create_dir_all(work.path().join(".claude/skills/theirs")).unwrap();
     let before = tree(work.path());
 
-    let root = skills_root(AgentKind::Claude, work.path(), home.path(), None).unwrap();
+    let root = skills_root(AgentKind::Claude, work.path(), home.path()).unwrap();
     let demo = skill("demo", &[("scripts/run.sh", "echo hi\n")]);
     let other = skill("other", &[]);
     let mut written = write_skills(&root, &[&demo, &other]).unwrap();
+    let root = root.path();
     assert_eq!(
         std::fs::read_to_string(repo_demo.join("SKILL.md")).unwrap(),
         "repo's own"
@@ -209,10 +210,11 @@ fn folders_muster_created_are_removed_when_the_manifest_drops() {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     for kind in [AgentKind::Claude, AgentKind::OpenCode, AgentKind::Codex] {
-        let root = skills_root(kind, work.path(), home.path(), None).unwrap();
+        let root = skills_root(kind, work.path(), home.path()).unwrap();
         let s = skill("demo", &[]);
         {
             let written = write_skills(&root, &[&s]).unwrap();
+            let root = root.path();
             assert!(root.join("demo/SKILL.md").is_file(), "{kind:?}");
             assert!(!written.manifest().is_empty());
         }
@@ -221,16 +223,11 @@ fn folders_muster_created_are_removed_when_the_manifest_drops() {
             "{kind:?} left files behind"
         );
     }
-    let codex = skills_root(
-        AgentKind::Codex,
-        work.path(),
-        home.path(),
-        Some(Path::new("/x/codex")),
-    )
-    .unwrap();
-    assert_eq!(codex, Path::new("/x/codex/skills"));
+    // Codex's folder is always the run's own home: nothing in the agent's env picks it.
+    let codex = skills_root(AgentKind::Codex, work.path(), home.path()).unwrap();
+    assert_eq!(codex.path(), home.path().join(".codex/skills"));
     assert_eq!(
-        skills_root(AgentKind::Llama, work.path(), home.path(), None),
+        skills_root(AgentKind::Llama, work.path(), home.path()),
         None
     );
 }

@@ -192,6 +192,18 @@ fn archive_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
             )
         });
     }
+    // An archive may be reached through a link (it is the caller's own file), but it must be a regular
+    // file: reading a FIFO or a device would never end.
+    let kind = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .file_type();
+    if !kind.is_file() {
+        anyhow::bail!(
+            "{} is {}; give a skill folder or a .zip/.skill archive",
+            path.display(),
+            crate::confined::kind_of(&kind)
+        );
+    }
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 

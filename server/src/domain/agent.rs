@@ -61,6 +61,21 @@ pub struct EnvVar {
     pub secret: bool,
 }
 
+/// Why `key` may not be set in an agent's env, if it is one Muster sets itself for each run: they decide
+/// where the server and the agent write (the run's HOME, its TMPDIR, Codex's home with the skills) and
+/// how the agent reaches Muster (`MUSTER_*`).
+pub fn reserved_env(key: &str) -> Option<&'static str> {
+    match key {
+        "HOME" | "CODEX_HOME" | "TMPDIR" => {
+            Some("is set by Muster for each run (the run's own folder) and cannot be changed")
+        }
+        _ if key.starts_with("MUSTER_") => {
+            Some("MUSTER_* variables are set by Muster for each run and cannot be changed")
+        }
+        _ => None,
+    }
+}
+
 /// Spending limits for one run; `None` means no limit of that kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Budget {
@@ -171,6 +186,8 @@ impl NewAgent {
                     "env",
                     format!("{:?} is not a valid variable name (A-Z, 0-9, _)", var.key),
                 ));
+            } else if let Some(why) = reserved_env(&var.key) {
+                errors.push(ValidationError::new("env", format!("{}: {why}", var.key)));
             }
         }
         if errors.is_empty() {

@@ -10,7 +10,9 @@ mod run;
 mod skill;
 mod workspace;
 
-pub use agent::{Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode};
+pub use agent::{
+    Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode, reserved_env,
+};
 pub use ids::{
     ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId, SessionId,
     SkillId, TokenId, UserId, WorkspaceId,

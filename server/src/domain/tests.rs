@@ -102,6 +102,39 @@ fn agent_profiles_report_every_bad_field() {
 }
 
 #[test]
+fn agent_env_may_not_choose_the_runs_folders() {
+    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Codex);
+    for key in [
+        "CODEX_HOME",
+        "HOME",
+        "TMPDIR",
+        "MUSTER_TOKEN",
+        "OPENAI_API_KEY",
+    ] {
+        a.env.push(EnvVar {
+            key: key.into(),
+            value: "/elsewhere".into(),
+            secret: false,
+        });
+    }
+    let errors: Vec<String> = a
+        .validate()
+        .unwrap_err()
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "env: CODEX_HOME: is set by Muster for each run (the run's own folder) and cannot be changed",
+            "env: HOME: is set by Muster for each run (the run's own folder) and cannot be changed",
+            "env: TMPDIR: is set by Muster for each run (the run's own folder) and cannot be changed",
+            "env: MUSTER_TOKEN: MUSTER_* variables are set by Muster for each run and cannot be changed",
+        ]
+    );
+}
+
+#[test]
 fn failure_reasons_know_what_to_retry() {
     assert!(FailureReason::RateLimit.retryable());
     assert!(!FailureReason::Auth.retryable());

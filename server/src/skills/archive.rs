@@ -1,5 +1,6 @@
 //! Skills in and out of `.zip`/`.skill` archives and folders, with guards against zip bombs, path
-//! traversal and symbolic links. Reading never writes anything; a skill is returned whole or not at all.
+//! traversal, symbolic links and special files (FIFOs, devices, sockets: a folder import reads regular
+//! files only, each opened without following a link). Reading never writes anything; a skill is returned whole or not at all.
 //!
 //! Layout accepted: `SKILL.md` at the root of the archive (or folder), or inside one top-level folder
 //! (`<name>/SKILL.md`, the way Claude's `.skill` files and our exports are laid out).
@@ -151,6 +152,16 @@ fn walk(
             walk(&entry.path(), &rel, depth + 1, out, total)?;
             continue;
         }
+        if !kind.is_file() {
+            // A FIFO would block the read forever, a device would read forever.
+            return Err(vec![Problem::new(
+                rel,
+                format!(
+                    "is {}; only regular files are allowed in a skill",
+                    crate::confined::kind_of(&kind)
+                ),
+            )]);
+        }
         if out.len() > parse::MAX_FILES {
             return Err(vec![Problem::new(
                 "skill",
@@ -171,7 +182,10 @@ fn walk(
                 format!("is more than {MAX_TOTAL_BYTES} bytes in all"),
             )]);
         }
-        let bytes = std::fs::read(entry.path()).map_err(|e| read_err(&rel, e))?;
+        // Opened without following a link or waiting on a FIFO, and checked again once open: the entry
+        // may have been swapped since it was listed.
+        let bytes = crate::confined::read_regular(&entry.path(), MAX_FILE_BYTES as u64)
+            .map_err(|e| vec![Problem::new(&rel, format!("cannot be read ({e})"))])?;
         out.push(RawFile { path: rel, bytes });
     }
     Ok(())

@@ -1,23 +1,31 @@
 //! Handing a run its agent's enabled skills, in the CLI's native discovery folder:
 //! - Claude Code: `<workdir>/.claude/skills/<slug>/`;
-//! - Codex: `$CODEX_HOME/skills/<slug>/` (the per-run home's `.codex`, or the agent's own `CODEX_HOME`);
+//! - Codex: `$CODEX_HOME/skills/<slug>/`, where `CODEX_HOME` is always the per-run home's `.codex` (Muster
+//!   sets it; an agent's env may not);
 //! - OpenCode: `<workdir>/.opencode/skills/<slug>/`;
 //! - custom commands and the local Llama loop have no skills folder: the skills are appended to the brief.
 //!
 //! Invariants: a folder the repository already has is never written into: ours goes to `<slug>-muster`
-//! (and its `name:` follows). Every folder Muster creates is recorded in the [`Materialized`] manifest, and
-//! dropping the manifest removes exactly those (and nothing the agent or the repository put elsewhere).
+//! (and its `name:` follows). Nothing is written or removed through a symbolic link: every path is the
+//! run's workdir or home plus plain components, checked one by one (see [`crate::confined`]); a
+//! repository whose skills folder is a link gets its skills in the brief instead. Every folder Muster
+//! creates is recorded in the [`Materialized`] manifest, and dropping the manifest removes exactly those
+//! (and nothing the agent or the repository put elsewhere, even if the agent swapped a folder for a link).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::parse::{self, SKILL_MD};
+use crate::confined;
 use crate::domain::{AgentKind, Skill};
 
 /// What was written for one run. Dropping it removes what was written, deepest first.
 #[derive(Debug, Default)]
 pub struct Materialized {
-    /// Folders Muster created, in creation order; `true` for a skill folder (wholly ours).
+    /// The folder everything below is relative to (the run's workdir or home).
+    base: PathBuf,
+    /// Folders Muster created, relative to `base`, in creation order; `true` for a skill folder (wholly
+    /// ours).
     created: Vec<(PathBuf, bool)>,
     /// Where each skill went, by slug (a renamed copy shows its new folder).
     pub placed: Vec<(String, PathBuf)>,
@@ -27,13 +35,26 @@ pub struct Materialized {
 
 impl Materialized {
     /// The folders Muster created (the manifest).
-    pub fn manifest(&self) -> Vec<&Path> {
-        self.created.iter().map(|(p, _)| p.as_path()).collect()
+    pub fn manifest(&self) -> Vec<PathBuf> {
+        self.created
+            .iter()
+            .map(|(p, _)| self.base.join(p))
+            .collect()
     }
 
-    /// Removes everything in the manifest now (also done on drop).
+    /// Removes everything in the manifest now (also done on drop). A folder whose path now passes
+    /// through a link (the agent swapped a folder for one) is left alone: removing it would reach
+    /// wherever the link points.
     pub fn cleanup(&mut self) {
-        for (dir, skill) in self.created.drain(..).rev() {
+        for (rel, skill) in self.created.drain(..).rev() {
+            let dir = self.base.join(&rel);
+            if let Err(e) = confined::check_dir(&self.base, &rel) {
+                if !matches!(&e, confined::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+                {
+                    tracing::warn!(dir = %dir.display(), error = %e, "skill folder left in place");
+                }
+                continue;
+            }
             // Skill folders are ours entirely; parent folders we created go only if now empty.
             let removed = if skill {
                 std::fs::remove_dir_all(&dir)
@@ -55,36 +76,51 @@ impl Drop for Materialized {
     }
 }
 
-/// Where `kind` discovers skills for a run with this working directory and home; `None` for kinds that
-/// read skills from the brief.
-pub fn skills_root(
-    kind: AgentKind,
-    workdir: &Path,
-    home: &Path,
-    codex_home: Option<&Path>,
-) -> Option<PathBuf> {
-    match kind {
-        AgentKind::Claude => Some(workdir.join(".claude/skills")),
-        AgentKind::OpenCode => Some(workdir.join(".opencode/skills")),
-        AgentKind::Codex => Some(
-            codex_home
-                .map_or_else(|| home.join(".codex"), Path::to_path_buf)
-                .join("skills"),
-        ),
-        AgentKind::Llama | AgentKind::Custom => None,
+/// Where a CLI discovers skills: a folder `rel` under the run's workdir or home (`base`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillsRoot {
+    pub base: PathBuf,
+    pub rel: PathBuf,
+}
+
+impl SkillsRoot {
+    /// The folder's full path.
+    pub fn path(&self) -> PathBuf {
+        self.base.join(&self.rel)
     }
 }
 
-/// Writes `skills` under `root`, never into a folder that exists already.
-pub fn write_skills(root: &Path, skills: &[&Skill]) -> std::io::Result<Materialized> {
+/// Where `kind` discovers skills for a run with this working directory and home; `None` for kinds that
+/// read skills from the brief. Only the run's own folders decide: nothing in the agent's env does.
+pub fn skills_root(kind: AgentKind, workdir: &Path, home: &Path) -> Option<SkillsRoot> {
+    let (base, rel) = match kind {
+        AgentKind::Claude => (workdir, ".claude/skills"),
+        AgentKind::OpenCode => (workdir, ".opencode/skills"),
+        AgentKind::Codex => (home, ".codex/skills"),
+        AgentKind::Llama | AgentKind::Custom => return None,
+    };
+    Some(SkillsRoot {
+        base: base.to_path_buf(),
+        rel: PathBuf::from(rel),
+    })
+}
+
+/// Writes `skills` under `root`, never into a folder that exists already and never through a link: a
+/// link on the way is [`confined::Error::Link`] (and whatever was written before is removed again).
+pub fn write_skills(root: &SkillsRoot, skills: &[&Skill]) -> Result<Materialized, confined::Error> {
     let mut out = Materialized::default();
+    out.base.clone_from(&root.base);
     if skills.is_empty() {
         return Ok(out);
     }
-    create_parents(root, &mut out)?;
+    let rel_of = |p: &Path| p.strip_prefix(&root.base).unwrap_or(p).to_path_buf();
+    for dir in confined::ensure_dir(&root.base, &root.rel)? {
+        out.created.push((rel_of(&dir), false));
+    }
+    let full = root.path();
     for skill in skills {
         let slug = skill.slug.as_str();
-        let (folder, body) = match free_folder(root, slug) {
+        let (folder, body) = match free_folder(&full, slug) {
             (name, false) => (name, skill.body.clone()),
             (name, true) => {
                 out.notes.push(format!(
@@ -94,42 +130,25 @@ pub fn write_skills(root: &Path, skills: &[&Skill]) -> std::io::Result<Materiali
                 (name, body)
             }
         };
-        let dir = root.join(&folder);
-        std::fs::create_dir(&dir)?;
-        out.created.push((dir.clone(), true));
-        std::fs::write(dir.join(SKILL_MD), body)?;
+        let rel = root.rel.join(&folder);
+        for dir in confined::ensure_dir(&root.base, &rel)? {
+            out.created.push((rel_of(&dir), true));
+        }
+        confined::write_new(&root.base, &rel.join(SKILL_MD), body.as_bytes())?;
         for f in &skill.files {
             // Paths were validated on the way in; check again before touching the disk.
             if parse::check_path(&f.path).is_err() {
                 continue;
             }
-            let path = dir.join(&f.path);
+            let path = rel.join(&f.path);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
+                confined::ensure_dir(&root.base, parent)?;
             }
-            std::fs::write(path, &f.content)?;
+            confined::write_new(&root.base, &path, f.content.as_bytes())?;
         }
-        out.placed.push((slug.to_owned(), dir));
+        out.placed.push((slug.to_owned(), full.join(&folder)));
     }
     Ok(out)
-}
-
-/// Creates `root` and its missing ancestors, recording each one created.
-fn create_parents(root: &Path, out: &mut Materialized) -> std::io::Result<()> {
-    let mut missing = Vec::new();
-    let mut cur = Some(root);
-    while let Some(dir) = cur {
-        if std::fs::symlink_metadata(dir).is_ok() {
-            break;
-        }
-        missing.push(dir.to_path_buf());
-        cur = dir.parent();
-    }
-    for dir in missing.into_iter().rev() {
-        std::fs::create_dir(&dir)?;
-        out.created.push((dir, false));
-    }
-    Ok(())
 }
 
 /// `slug` if free, else `slug-muster`, `slug-muster-2`, …; and whether it was renamed.

@@ -7,7 +7,7 @@ pub mod builtin;
 pub mod materialize;
 pub mod parse;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use materialize::Materialized;
 pub use parse::{ParsedSkill, Problem};
@@ -36,20 +36,27 @@ pub async fn materialize(
         .map(|a| &a.skill)
         .collect();
     let kind = agent.profile.kind;
-    let codex_home = agent
-        .profile
-        .env
-        .iter()
-        .rev()
-        .find(|v| v.key == "CODEX_HOME" && !v.secret)
-        .map(|v| Path::new(&v.value).to_path_buf());
-    let written = match materialize::skills_root(kind, workdir, home, codex_home.as_deref()) {
-        Some(root) => materialize::write_skills(&root, &enabled).map_err(|e| {
-            format!(
-                "cannot write the agent's skills into {}: {e}",
-                root.display()
-            )
-        })?,
+    let written = match materialize::skills_root(kind, workdir, home) {
+        Some(root) => match materialize::write_skills(&root, &enabled) {
+            Ok(written) => written,
+            Err(e @ crate::confined::Error::Link { .. }) => {
+                // A repository may link its skills folder elsewhere; Muster never writes through a
+                // link, so this run reads its skills from the brief.
+                tracing::warn!(error = %e, "skills folder is a link; skills go into the brief");
+                append_to_brief(brief, &enabled).await?;
+                let mut written = Materialized::default();
+                written
+                    .notes
+                    .push(format!("{e}; the skills are in the brief instead"));
+                written
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot write the agent's skills into {}: {e}",
+                    root.path().display()
+                ));
+            }
+        },
         None => {
             append_to_brief(brief, &enabled).await?;
             Materialized::default()
@@ -66,15 +73,30 @@ pub async fn materialize(
     Ok(written)
 }
 
+/// Appends the skills to the brief (a regular file Muster wrote at the top of the workdir), never
+/// through a link.
 async fn append_to_brief(brief: &Path, skills: &[&Skill]) -> Result<(), String> {
     if skills.is_empty() {
         return Ok(());
     }
-    let mut text = tokio::fs::read_to_string(brief)
-        .await
-        .map_err(|e| format!("cannot read the brief to add skills: {e}"))?;
-    text.push_str(&materialize::brief_section(skills));
-    tokio::fs::write(brief, text)
-        .await
-        .map_err(|e| format!("cannot add the skills to the brief: {e}"))
+    let (Some(dir), Some(name)) = (brief.parent(), brief.file_name()) else {
+        return Err(format!("{} is not a file path", brief.display()));
+    };
+    let (dir, name, section) = (
+        dir.to_path_buf(),
+        PathBuf::from(name),
+        materialize::brief_section(skills),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut text = crate::confined::read_regular(&dir.join(&name), MAX_BRIEF_BYTES)
+            .map_err(|e| format!("cannot read the brief to add skills: {e}"))?;
+        text.extend_from_slice(section.as_bytes());
+        crate::confined::replace(&dir, &name, &text)
+            .map_err(|e| format!("cannot add the skills to the brief: {e}"))
+    })
+    .await
+    .map_err(|e| format!("cannot add the skills to the brief: {e}"))?
 }
+
+/// Largest brief read back to add the skills (the issue, its discussion and the instructions).
+const MAX_BRIEF_BYTES: u64 = 16 * 1024 * 1024;

@@ -33,6 +33,7 @@ impl SqliteStore {
     const LABEL_FILTER_CLOSE: &'static str = ")";
 
     pub(super) async fn connect(path: &Path, options: PoolOptions) -> anyhow::Result<Self> {
+        private_files(path)?;
         let connect = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -130,3 +131,34 @@ impl SqliteStore {
 }
 
 impl_store!(SqliteStore, sqlx::Sqlite);
+
+/// Creates the database file 0600 before SQLite does (SQLite would make it 0644; its `-wal` and `-shm`
+/// files then take the database's mode), and tightens an existing database and its `-wal`/`-shm` that
+/// others may read, with a log line.
+fn private_files(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match created {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // A missing folder: let SQLite say so, with the hint it carries.
+        Err(_) => return Ok(()),
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        let Ok(meta) = std::fs::metadata(&file) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("cannot make {} private (0600)", file.display()))?;
+            tracing::warn!(file = %file.display(), was = format!("{mode:o}"), "database file was open to other users; now 0600");
+        }
+    }
+    Ok(())
+}

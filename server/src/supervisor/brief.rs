@@ -1,7 +1,13 @@
 //! The brief an agent works from: the issue, its discussion, the agent's instructions and how to report
 //! back, written as the CLI's native context file (`CLAUDE.md` for Claude Code, `AGENTS.md` otherwise).
+//!
+//! Invariant: the brief (it carries the issue's text) is written as a regular file in the run's workdir
+//! and nowhere else. A repository's own file of that name may be a symbolic link: the link in the
+//! worktree is replaced (git restores it before the work is committed), never written through, and its
+//! text is read only when the link resolves inside the worktree.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use crate::domain::{Agent, AgentKind, Comment, CommentAuthor, Issue};
 
@@ -62,4 +68,66 @@ pub(super) fn prompt(issue: &Issue, kind: AgentKind) -> String {
         issue.title.as_str(),
         file_name(kind)
     )
+}
+
+/// Largest repository context file read into the brief.
+const MAX_OWN_BYTES: u64 = 1024 * 1024;
+
+/// Writes `brief` as the run's context file in `workdir` (after the repository's own text when the
+/// repository `tracked` a file of that name) and returns its path.
+pub(super) async fn write(
+    workdir: &Path,
+    kind: AgentKind,
+    brief: String,
+    tracked: bool,
+) -> Result<PathBuf, String> {
+    let workdir = workdir.to_path_buf();
+    let name = file_name(kind);
+    tokio::task::spawn_blocking(move || {
+        let text = if tracked {
+            format!(
+                "{}\n\n---\n\n{brief}",
+                repository_text(&workdir, name).trim_end()
+            )
+        } else {
+            brief
+        };
+        crate::confined::replace(&workdir, Path::new(name), text.as_bytes())
+            .map_err(|e| format!("cannot write the brief: {e}"))?;
+        Ok(workdir.join(name))
+    })
+    .await
+    .map_err(|e| format!("cannot write the brief: {e}"))?
+}
+
+/// The repository's own `name` in the worktree: its text, read without following a link out of the
+/// worktree (a link elsewhere inside it, like `AGENTS.md -> CLAUDE.md`, is fine).
+fn repository_text(workdir: &Path, name: &str) -> String {
+    let path = workdir.join(name);
+    let target = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let inside = std::fs::canonicalize(workdir).ok();
+            match (std::fs::canonicalize(&path), inside) {
+                (Ok(target), Some(inside)) if target.starts_with(&inside) => target,
+                _ => {
+                    tracing::warn!(
+                        file = name,
+                        "the repository's context file links outside it"
+                    );
+                    return format!(
+                        "(The repository's {name} is a link to a file outside the repository; Muster \
+                         did not read it.)"
+                    );
+                }
+            }
+        }
+        _ => path,
+    };
+    match crate::confined::read_regular(&target, MAX_OWN_BYTES) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the repository's context file");
+            String::new()
+        }
+    }
 }

@@ -97,18 +97,12 @@ async fn finish_prepare(
     let dir = run_dir(state, run);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &agent.profile;
-    let brief_path = workdir.join(brief::file_name(p.kind));
-    let mut text = brief::render(issue, comments, agent);
-    if worktree.as_ref().is_some_and(|t| t.brief_tracked) {
-        // The repository has its own context file: keep it, and add the brief after it.
-        let own = tokio::fs::read_to_string(&brief_path)
-            .await
-            .unwrap_or_default();
-        text = format!("{}\n\n---\n\n{text}", own.trim_end());
-    }
-    tokio::fs::write(&brief_path, text)
+    // The repository's own context file, if any, is kept and the brief added after it.
+    let tracked = worktree.as_ref().is_some_and(|t| t.brief_tracked);
+    let text = brief::render(issue, comments, agent);
+    let brief_path = brief::write(&workdir, p.kind, text, tracked)
         .await
-        .map_err(|e| PrepareError::config(format!("cannot write the brief: {e}")))?;
+        .map_err(PrepareError::config)?;
     let skills = crate::skills::materialize(state, agent, &workdir, &home, &brief_path)
         .await
         .map_err(PrepareError::config)?;
@@ -252,6 +246,11 @@ fn open_env(
     }
     let mut secrets = Vec::new();
     for var in &agent.profile.env {
+        if let Some(why) = crate::domain::reserved_env(&var.key) {
+            // Refused when the agent is saved; one stored before that rule is skipped here.
+            tracing::warn!(key = %var.key, why, "agent env variable ignored");
+            continue;
+        }
         let value = if var.secret {
             let plain = state.secrets.open(&var.value).map_err(|e| {
                 PrepareError::config(format!("cannot open the secret {}: {e:#}", var.key))

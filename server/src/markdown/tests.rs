@@ -1,0 +1,71 @@
+use super::to_safe_html;
+
+#[test]
+fn renders_markdown_and_strips_scripts() {
+    assert_eq!(
+        to_safe_html("**bold** `code`").trim(),
+        "<p><strong>bold</strong> <code>code</code></p>"
+    );
+    let hostile = to_safe_html(
+        "<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))",
+    );
+    assert!(
+        !hostile.contains("<script") && !hostile.contains("onerror"),
+        "{hostile}"
+    );
+    assert!(!hostile.contains("href=\"javascript:"), "{hostile}");
+    assert!(!hostile.contains("<img"), "{hostile}");
+    assert!(to_safe_html("[a](https://e.com)").contains("rel=\"noopener noreferrer nofollow\""));
+}
+
+#[test]
+fn remote_images_become_links() {
+    assert_eq!(
+        to_safe_html("![the chart](https://evil.example/t.png?u=1&v=2)").trim(),
+        "<p><a href=\"https://evil.example/t.png?u=1&amp;v=2\" rel=\"noopener noreferrer nofollow\">the chart</a></p>"
+    );
+    assert_eq!(
+        to_safe_html("<img src=\"https://evil.example/p.gif\" width=1 height=1>").trim(),
+        "<a href=\"https://evil.example/p.gif\" rel=\"noopener noreferrer nofollow\">https://evil.example/p.gif</a>"
+    );
+    // Protocol-relative and relative sources are fetched too: links as well.
+    for src in ["//evil.example/p.gif", "/api/v1/me", "x.png"] {
+        let html = to_safe_html(&format!("![p]({src})"));
+        assert_eq!(
+            html.trim(),
+            format!("<p><a href=\"{src}\" rel=\"noopener noreferrer nofollow\">p</a></p>"),
+        );
+    }
+    // Inside a link (a badge), the image becomes its text; the link stays.
+    let badge = to_safe_html("[![build](https://ci.example/b.svg)](https://ci.example/)");
+    assert_eq!(
+        badge.trim(),
+        "<p><a href=\"https://ci.example/\" rel=\"noopener noreferrer nofollow\">build</a></p>"
+    );
+    // Alt text is text, whatever it holds.
+    let alt =
+        to_safe_html("<img src=\"https://e.example/a\" alt='<script>x</script>\" onclick=\"y'>");
+    assert_eq!(
+        alt.trim(),
+        "<a href=\"https://e.example/a\" rel=\"noopener noreferrer nofollow\">&lt;script&gt;x&lt;/script&gt;\" onclick=\"y</a>"
+    );
+    // An image tag written inside an attribute value is text, not an image.
+    let nested = to_safe_html(
+        "<a href=\"https://e.example/\" title='<img src=\"https://evil.example/t\">'>x</a>",
+    );
+    assert!(!nested.contains("<img src"), "{nested}");
+    assert!(nested.contains(">x</a>"), "{nested}");
+}
+
+#[test]
+fn inline_raster_images_stay_and_other_data_urls_go() {
+    let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==";
+    assert_eq!(
+        to_safe_html(&format!("![dot]({png})")).trim(),
+        format!("<p><img src=\"{png}\" alt=\"dot\"></p>")
+    );
+    let svg = to_safe_html("<img src=\"data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=\" alt=\"logo\">");
+    assert_eq!(svg.trim(), "logo");
+    let page = to_safe_html("[open](data:text/html;base64,PHNjcmlwdD4=)");
+    assert!(!page.contains("data:"), "{page}");
+}
