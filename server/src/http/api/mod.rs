@@ -6,6 +6,7 @@
 mod agents;
 mod issues;
 mod members;
+mod paging;
 mod runs;
 mod runtimes;
 mod skills;
