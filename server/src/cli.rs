@@ -377,6 +377,11 @@ pub struct ServeArgs {
     /// Do not run agents in this process (a board-only replica; runs wait for a runner elsewhere).
     #[arg(long, env = "MUSTER_NO_RUNNER")]
     pub no_runner: bool,
+    /// The most events (output lines, tool calls, …) one run may store; a run that reaches it is stopped
+    /// and fails with reason event_cap.
+    #[arg(long, env = "MUSTER_MAX_EVENTS_PER_RUN", default_value_t = crate::config::DEFAULT_MAX_EVENTS_PER_RUN,
+        value_parser = clap::value_parser!(i64).range(1..))]
+    pub max_events_per_run: i64,
     #[command(flatten)]
     pub runtime_paths: RuntimePaths,
     #[command(flatten)]
@@ -422,6 +427,7 @@ impl ServeArgs {
             embedded_runner: !self.no_runner,
             self_exe: crate::config::default_self_exe(),
             llama_urls: self.runtime_paths.llama_urls(),
+            max_events_per_run: self.max_events_per_run,
         })
     }
 }

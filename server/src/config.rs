@@ -30,6 +30,8 @@ pub struct Config {
     pub self_exe: PathBuf,
     /// Explicitly configured local model servers, as `(source, url)`: probed before the default ports.
     pub llama_urls: Vec<(String, String)>,
+    /// The most events one run may store; a run that reaches it is stopped and fails (`event_cap`).
+    pub max_events_per_run: i64,
 }
 
 impl Config {
@@ -55,9 +57,14 @@ impl Config {
             embedded_runner: true,
             self_exe: default_self_exe(),
             llama_urls: Vec::new(),
+            max_events_per_run: DEFAULT_MAX_EVENTS_PER_RUN,
         }
     }
 }
+
+/// The default of [`Config::max_events_per_run`]: far more than a long real run writes (a few thousand),
+/// small enough that one runaway agent cannot fill the database.
+pub const DEFAULT_MAX_EVENTS_PER_RUN: i64 = 100_000;
 
 /// This process's executable, or `muster` on `PATH` when the platform cannot say.
 pub fn default_self_exe() -> PathBuf {

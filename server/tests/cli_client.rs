@@ -351,6 +351,88 @@ async fn issues_round_trip_through_the_cli() {
     assert!(unassigned["assignee"].is_null());
 }
 
+/// Long lists come a page at a time from the server: `issue list` shows the first 50 and says more match,
+/// `--limit` and `--all` read on across pages, and `issue show` prints every comment.
+#[tokio::test(flavor = "multi_thread")]
+async fn long_issue_and_comment_lists_are_read_page_by_page() {
+    use muster::domain::{CommentAuthor, Email, IssueTitle, NewComment, NewIssue};
+    let h = Harness::start().await;
+    h.logged_in().await;
+    let store = &h.app.store;
+    let user = store
+        .get_user_by_email(&Email::parse(EMAIL).unwrap())
+        .await
+        .unwrap();
+    let (ws, _) = store
+        .list_workspaces_for_user(user.id)
+        .await
+        .unwrap()
+        .remove(0);
+    for n in 1..=230 {
+        let title = IssueTitle::parse(&format!("Issue {n}")).unwrap();
+        store
+            .create_issue(ws.id, &NewIssue::new(title))
+            .await
+            .unwrap();
+    }
+    let first = store
+        .get_issue(ws.id, &muster::domain::IssueKey::parse("MUS-1").unwrap())
+        .await
+        .unwrap();
+    for n in 1..=230 {
+        let body = format!("Comment {n}");
+        let comment = NewComment::parse(CommentAuthor::User(user.id), &body).unwrap();
+        store.add_comment(first.id, &comment).await.unwrap();
+    }
+
+    let page = h.muster(&["issue", "list", "--json"]).await.ok();
+    assert_eq!(page.json().as_array().unwrap().len(), 50);
+    assert_eq!(
+        page.stderr,
+        "… more issues match than the 50 shown; use --all to list them all, or a larger --limit\n"
+    );
+    let table = h.muster(&["issue", "list"]).await.ok();
+    assert_eq!(table.stdout.lines().count(), 51, "a header and 50 rows");
+    let two_pages = h
+        .muster(&["issue", "list", "--limit", "210", "--json"])
+        .await
+        .ok();
+    let keys: Vec<String> = two_pages
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["key"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: Vec<String> = (1..=210).map(|n| format!("MUS-{n}")).collect();
+    assert_eq!(keys, expected, "one column, in board order, nothing twice");
+    let all = h.muster(&["issue", "list", "--all", "--json"]).await.ok();
+    assert_eq!(all.json().as_array().unwrap().len(), 230);
+    assert_eq!(all.stderr, "", "nothing more to say");
+    for bad in [&["--limit", "0"][..], &["--all", "--limit", "5"]] {
+        let args: Vec<&str> = ["issue", "list"].iter().chain(bad).copied().collect();
+        assert_eq!(h.muster(&args).await.code, 2, "{bad:?} is a usage error");
+    }
+
+    let shown = h.muster(&["issue", "show", "MUS-1"]).await.ok().stdout;
+    assert!(shown.contains("comments (230):"), "{shown}");
+    assert!(shown.contains("    Comment 1\n") && shown.contains("    Comment 230\n"));
+    let detail = h
+        .muster(&["issue", "show", "MUS-1", "--json"])
+        .await
+        .ok()
+        .json();
+    let bodies: Vec<&str> = detail["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["body"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (1..=230).map(|n| format!("Comment {n}")).collect();
+    assert_eq!(bodies, expected, "every comment once, oldest first");
+    assert!(detail["comments_next_after"].is_null());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn issue_errors_are_one_line_with_the_right_exit_code() {
     let h = Harness::start().await;

@@ -305,6 +305,29 @@ impl Browser {
         Ok(path)
     }
 
+    /// The browser console's entries since the last call (`{level, message, source, timestamp}`; a
+    /// Content-Security-Policy violation has `source` `"security"`), read from chromedriver's log endpoint.
+    pub async fn console_log(&self) -> Result<Vec<Value>> {
+        let id = self
+            .session_id
+            .as_deref()
+            .context("no WebDriver session to read the console of")?;
+        let url = format!("http://127.0.0.1:{}/session/{id}/se/log", self.port);
+        let reply: Value = reqwest::Client::new()
+            .post(&url)
+            .json(&json!({ "type": "browser" }))
+            .send()
+            .await
+            .with_context(|| format!("ask chromedriver for the console at {url}"))?
+            .json()
+            .await
+            .context("read chromedriver's console entries")?;
+        match reply["value"].as_array() {
+            Some(entries) => Ok(entries.clone()),
+            None => bail!("chromedriver answered no console entries: {reply}"),
+        }
+    }
+
     /// Ends the WebDriver session (closing Chromium), then stops chromedriver.
     pub async fn close(mut self) -> Result<()> {
         let client = self
@@ -412,6 +435,8 @@ fn capabilities(chromium: &Path, profile: &Path) -> Capabilities {
         "goog:chromeOptions".to_owned(),
         json!({ "binary": chromium.display().to_string(), "args": args }),
     );
+    // Keep the console (CSP violations included) for `console_log`.
+    caps.insert("goog:loggingPrefs".to_owned(), json!({ "browser": "ALL" }));
     caps
 }
 

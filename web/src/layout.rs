@@ -7,6 +7,10 @@ use crate::assets;
 use crate::partials::form::csrf;
 use crate::views::{Nav, NavItem};
 
+/// htmx's settings, read from the `htmx-config` meta tag before htmx initialises.
+pub const HTMX_CONFIG: &str =
+    r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false}"#;
+
 /// A full HTML page. With `nav` (signed in) it gets the top bar and a `csrf-token` meta tag that
 /// `app.js` and htmx requests read; without it (login, setup, errors for strangers) a plain centred frame.
 #[expect(
@@ -27,6 +31,9 @@ pub fn page(title: &str, nav: Option<&Nav>, body: Markup) -> Markup {
                 } @else {
                     title { (title) " · Muster" }
                 }
+                // The CSP refuses inline `<style>` and `eval`: htmx must not inject its indicator style
+                // (app.css has it), evaluate `hx-on`/`js:` code or run scripts in swapped HTML.
+                meta name="htmx-config" content=(HTMX_CONFIG);
                 link rel="icon" type="image/svg+xml" href=(assets::url("favicon.svg"));
                 link rel="stylesheet" href=(assets::url("app.css"));
                 script src=(assets::url("htmx.min.js")) defer {}
@@ -156,6 +163,13 @@ mod tests {
         assert!(html.contains(&assets::url("ws.js")));
         assert!(html.contains(&assets::url("app.css")));
         assert!(html.contains("Acme Robotics"));
+        assert!(html.contains(
+            r#"<meta name="htmx-config" content="{&quot;includeIndicatorStyles&quot;:false,&quot;allowEval&quot;:false,&quot;allowScriptTags&quot;:false}">"#
+        ));
+        assert!(
+            !html.contains("<script>") && !html.contains("hx-on"),
+            "no inline script or handler"
+        );
     }
 
     #[test]

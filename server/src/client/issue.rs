@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::output::{self, Person, clean, indent, print_json};
+use super::pages;
 use super::{Client, Remote, not_found_as, segment, shape, text_arg};
 
 /// What to do with issues.
@@ -12,9 +13,10 @@ use super::{Client, Remote, not_found_as, segment, shape, text_arg};
 pub enum IssueCommand {
     /// Create an issue and print its key (e.g. MUS-7) alone on stdout.
     Create(CreateArgs),
-    /// List issues as a table (KEY, STATUS, PRIORITY, ASSIGNEE, TITLE), by column then position.
+    /// List issues as a table (KEY, STATUS, PRIORITY, ASSIGNEE, TITLE), by column then position: the
+    /// first 50 (see --limit and --all).
     List(ListArgs),
-    /// Show an issue: fields, body, comments and activity.
+    /// Show an issue: fields, body, all its comments and activity.
     Show {
         /// Issue key, e.g. MUS-7.
         key: String,
@@ -85,6 +87,12 @@ pub struct ListArgs {
     /// Only issues with this text in the title or body.
     #[arg(long)]
     pub search: Option<String>,
+    /// Show at most this many issues; a note on stderr says when more match.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Show every matching issue, however many (read a page of 200 at a time).
+    #[arg(long, conflicts_with = "limit")]
+    pub all: bool,
 }
 
 /// `muster issue edit` flags.
@@ -259,7 +267,15 @@ async fn list(client: &Client, json: bool, args: &ListArgs) -> anyhow::Result<()
     } else {
         format!("/api/v1/issues?{query}")
     };
-    let issues = client.get(&path).await?;
+    let want = (!args.all).then(|| usize::try_from(args.limit).unwrap_or(usize::MAX));
+    let read = pages::read(client, &path, "issues", None, want).await?;
+    if read.next_after.is_some() {
+        eprintln!(
+            "… more issues match than the {} shown; use --all to list them all, or a larger --limit",
+            read.items.len()
+        );
+    }
+    let issues = Value::Array(read.items);
     if json {
         return print_json(&issues);
     }
@@ -279,7 +295,16 @@ async fn list(client: &Client, json: bool, args: &ListArgs) -> anyhow::Result<()
 async fn show(client: &Client, json: bool, key: &str) -> anyhow::Result<()> {
     let path = format!("/api/v1/issues/{}", segment(key));
     let detail = client.get(&path).await;
-    let detail = detail.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+    let mut detail = detail.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+    // The issue comes with its first comments; read the rest page by page.
+    if let Some(after) = detail["comments_next_after"].as_str().map(str::to_owned) {
+        let path = format!("{path}/comments");
+        let rest = pages::read(client, &path, "comments", Some(after), None).await?;
+        if let Some(comments) = detail["comments"].as_array_mut() {
+            comments.extend(rest.items);
+        }
+        detail["comments_next_after"] = Value::Null;
+    }
     if json {
         return print_json(&detail);
     }

@@ -15,6 +15,7 @@ pub mod config;
 pub mod issue;
 mod login;
 pub mod output;
+mod pages;
 pub mod run;
 pub mod runtime;
 pub mod skill;

@@ -232,6 +232,69 @@ pub struct IssueFilter {
     pub priority: Option<Priority>,
     /// Case-insensitive substring of the title or body.
     pub text: Option<String>,
+    /// Only issues after this one in list order: where the previous page ended.
+    pub after: Option<IssueCursor>,
+    /// At most this many issues; all when `None`.
+    pub limit: Option<i64>,
+}
+
+/// A place in the issue list's order (column, then position, then number), taken from the last issue
+/// of a page. Clients get it as an opaque string, `<status>:<position>:<number>`; an issue moved while a
+/// client pages is listed where it is when its page is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IssueCursor {
+    pub status: IssueStatus,
+    pub position: i64,
+    pub number: i64,
+}
+
+impl IssueCursor {
+    /// The cursor just past `issue`.
+    pub fn after(issue: &Issue) -> Self {
+        Self {
+            status: issue.status,
+            position: issue.position,
+            number: issue.key.number,
+        }
+    }
+
+    /// The column's place in list order (the board's column order, as the store sorts).
+    pub fn column_rank(self) -> i64 {
+        let rank = IssueStatus::ALL.iter().position(|s| *s == self.status);
+        i64::try_from(rank.unwrap_or(IssueStatus::ALL.len())).unwrap_or(i64::MAX)
+    }
+}
+
+impl std::fmt::Display for IssueCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.status, self.position, self.number)
+    }
+}
+
+impl std::str::FromStr for IssueCursor {
+    type Err = ValidationError;
+
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            ValidationError::new(
+                "after",
+                format!(
+                    "{raw:?} is not a cursor of this list; pass the `next_after` of the previous page"
+                ),
+            )
+        };
+        let mut parts = raw.trim().split(':');
+        let (Some(status), Some(position), Some(number), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        Ok(Self {
+            status: status.parse().map_err(|_| bad())?,
+            position: position.parse().map_err(|_| bad())?,
+            number: number.parse().map_err(|_| bad())?,
+        })
+    }
 }
 
 /// An issue as stored.

@@ -18,8 +18,9 @@ pub use ids::{
     SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
-    Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueFilter, IssueKey,
-    IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue, Priority, issue_body_ok,
+    Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,
+    IssueFilter, IssueKey, IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue,
+    Priority, issue_body_ok,
 };
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,

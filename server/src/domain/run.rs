@@ -51,6 +51,7 @@ string_enum!(
         Stalled => "stalled",
         Timeout => "timeout",
         Exit => "exit",
+        EventCap => "event_cap",
     }
 );
 

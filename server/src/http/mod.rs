@@ -3,6 +3,7 @@
 pub mod api;
 mod error;
 pub mod extract;
+pub mod headers;
 mod health;
 pub mod pages;
 
@@ -41,9 +42,10 @@ pub fn router(state: AppState) -> Router {
             }),
         )
         .layer(axum::middleware::from_fn(error::log_internal_errors));
-    traced
+    let all = traced
         .merge(health::router())
         .layer(PropagateRequestIdLayer::new(header.clone()))
         .layer(SetRequestIdLayer::new(header, MakeRequestUuid))
-        .with_state(state)
+        .with_state(state);
+    headers::add_to(all)
 }

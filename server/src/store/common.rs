@@ -359,9 +359,17 @@ macro_rules! impl_store {
                     qb.push(" and (lower(i.title) like ").push_bind(pattern.clone()).push(" escape '\\'")
                         .push(" or lower(i.body) like ").push_bind(pattern).push(" escape '\\')");
                 }
-                qb.push(concat!(
-                    " order by case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
-                    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end, i.position, i.number"));
+                // List order: the board's column order (as `IssueCursor::column_rank`), position, number.
+                const COLUMN_RANK: &str = concat!(
+                    "case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
+                    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end");
+                if let Some(after) = filter.after {
+                    qb.push(" and (").push(COLUMN_RANK).push(", i.position, i.number) > (")
+                        .push_bind(after.column_rank()).push(", ").push_bind(after.position)
+                        .push(", ").push_bind(after.number).push(")");
+                }
+                qb.push(" order by ").push(COLUMN_RANK).push(", i.position, i.number");
+                if let Some(limit) = filter.limit { qb.push(" limit ").push_bind(limit); }
                 let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
             }
@@ -430,6 +438,27 @@ macro_rules! impl_store {
                 let rows = sqlx::query_as::<$db, CommentRow>(concat!(
                     "select ", comment_cols!(), " from comment where issue_id = $1 order by created_at, comment_id"))
                     .bind(issue).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn list_comments_page(&self, issue: IssueId, after: Option<CommentId>, limit: i64) -> Result<Vec<Comment>> {
+                let rows = match after {
+                    None => sqlx::query_as::<$db, CommentRow>(concat!(
+                        "select ", comment_cols!(), " from comment where issue_id = $1 ",
+                        "order by created_at, comment_id limit $2"))
+                        .bind(issue).bind(limit).fetch_all(&self.pool).await?,
+                    Some(after) => {
+                        // A cursor must be a comment of this issue; compared with its stored values.
+                        sqlx::query_scalar::<$db, CommentId>(
+                            "select comment_id from comment where comment_id = $1 and issue_id = $2")
+                            .bind(after).bind(issue).fetch_one(&self.pool).await?;
+                        sqlx::query_as::<$db, CommentRow>(concat!(
+                            "select ", comment_cols!(), " from comment where issue_id = $1 and (created_at, comment_id) > ",
+                            "(select created_at, comment_id from comment where comment_id = $2) ",
+                            "order by created_at, comment_id limit $3"))
+                            .bind(issue).bind(after).bind(limit).fetch_all(&self.pool).await?
+                    }
+                };
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 

@@ -20,10 +20,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, Email, InboxItem,
-    Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus,
-    Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation, NewIssue, NewRun,
-    NewRunEvent, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, CommentId, Email,
+    InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
+    IssueStatus, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation, NewIssue,
+    NewRun, NewRunEvent, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId,
     RunOutcome, Runner, RunnerId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId,
     Workspace, WorkspaceId,
 };
@@ -321,7 +321,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
     /// An issue by id.
     async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue>;
-    /// Issues matching `filter`, by status column then position.
+    /// Issues matching `filter`, by status column then position (then number), after `filter.after` and
+    /// at most `filter.limit` of them.
     async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
     /// Changes the fields set in `patch`, recording one activity line per field that really changed.
     async fn update_issue(
@@ -345,6 +346,14 @@ pub trait Store: Send + Sync + 'static {
     async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment>;
     /// An issue's comments, oldest first.
     async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>>;
+    /// Up to `limit` of an issue's comments, oldest first, after the comment `after` (from the first when
+    /// `None`). `NotFound` when `after` is not a comment of this issue.
+    async fn list_comments_page(
+        &self,
+        issue: IssueId,
+        after: Option<CommentId>,
+        limit: i64,
+    ) -> Result<Vec<Comment>>;
 
     /// An issue's activity trail, oldest first.
     async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>>;

@@ -28,6 +28,8 @@ pub(super) struct EventLog {
     pending: Vec<NewRunEvent>,
     first_pending: Option<Instant>,
     secrets: Vec<String>,
+    /// The most events stored for the run (see [`EventLog::set_cap`]).
+    cap: Seq,
 }
 
 impl EventLog {
@@ -40,6 +42,7 @@ impl EventLog {
             pending: Vec::new(),
             first_pending: None,
             secrets,
+            cap: Seq::MAX,
         }
     }
 
@@ -50,6 +53,7 @@ impl EventLog {
         secrets: Vec<String>,
     ) -> store::Result<Self> {
         let mut log = Self::new(run_id, secrets);
+        log.set_cap(state.config.max_events_per_run);
         loop {
             let page = state
                 .store
@@ -87,6 +91,7 @@ impl EventLog {
     /// Commits pending events, then tells the run's subscribers. On error the batch is kept for the next
     /// try (the append is idempotent on `(run_id, seq)`).
     pub(super) async fn flush(&mut self, state: &AppState) -> store::Result<()> {
+        self.keep_within_cap();
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -105,6 +110,37 @@ impl EventLog {
         );
         Ok(())
     }
+}
+
+impl EventLog {
+    /// Stores at most `cap` events for the run: the `cap`-th becomes the notice of the cap (so the log
+    /// says why it ends), later ones are dropped. The watch loop stops the run once [`EventLog::capped`].
+    pub(super) fn set_cap(&mut self, cap: Seq) {
+        self.cap = cap.max(1);
+    }
+
+    /// Whether the run has produced as many events as its cap allows.
+    pub(super) fn capped(&self) -> bool {
+        self.next_seq > self.cap
+    }
+
+    /// Drops pending events past the cap and turns the one at the cap into its notice.
+    fn keep_within_cap(&mut self) {
+        let cap = self.cap;
+        self.pending.retain(|e| e.seq <= cap);
+        if let Some(last) = self.pending.last_mut().filter(|e| e.seq == cap) {
+            last.kind = "error".to_owned();
+            last.payload = serde_json::json!({ "message": cap_message(cap) });
+        }
+        if self.pending.is_empty() {
+            self.first_pending = None;
+        }
+    }
+}
+
+/// Why a run that reached its event cap was stopped: its last event, its failure summary.
+pub(super) fn cap_message(cap: Seq) -> String {
+    format!("stopped: the run reached the cap of {cap} events")
 }
 
 /// Replaces every secret value inside the strings of `value`.

@@ -22,6 +22,8 @@ pub(super) enum Stop {
     Stalled,
     OverBudget,
     Auth,
+    /// The run produced as many events as a run may keep (the cap).
+    EventCap(crate::domain::Seq),
 }
 
 /// How the supervision of a run ended.
@@ -71,6 +73,7 @@ fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
             Stop::Stalled => (RunStatus::TimedOut, *code, Some(FailureReason::Stalled)),
             Stop::OverBudget => (RunStatus::Failed, *code, Some(FailureReason::OverBudget)),
             Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
+            Stop::EventCap(_) => (RunStatus::Failed, *code, Some(FailureReason::EventCap)),
         },
         Ending::LeaseLost | Ending::Orphaned => (
             RunStatus::Interrupted,
@@ -80,6 +83,7 @@ fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
     };
     let summary = match ending {
         Ending::NotStarted(_, message) => Some(message.clone()),
+        Ending::Stopped(Stop::EventCap(cap), _) => Some(super::events::cap_message(*cap)),
         _ => tally.summary(),
     };
     RunOutcome {

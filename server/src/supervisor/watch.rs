@@ -2,7 +2,7 @@
 //! (lease renewal), the stall watchdog and the batch flush timer.
 //!
 //! Guards: an auth-classified error stops the run at once (CLIs otherwise retry a 401 for minutes); usage
-//! past the agent's budget stops it gracefully; no output for the stall timeout flags the run `stalled`
+//! past the agent's budget stops it gracefully; reaching the event cap stops it; no output for the stall timeout flags the run `stalled`
 //! (store, inbox, board) and a second timeout stops it; any output clears the flag.
 
 use std::time::Duration;
@@ -64,6 +64,7 @@ pub(super) async fn watch(
     let mut last_output = Instant::now();
     let mut stalled = false;
     let mut open = true;
+    log.set_cap(ctx.state.config.max_events_per_run);
     loop {
         let due = log.due();
         tokio::select! {
@@ -83,6 +84,9 @@ pub(super) async fn watch(
                 }
                 if let Some(end) = take_line(ctx, line, log, tally, &rates) {
                     return end;
+                }
+                if log.capped() {
+                    return Ending::Stopped(Stop::EventCap(ctx.state.config.max_events_per_run), None);
                 }
                 if log.must_flush() {
                     flush(ctx, log).await;

@@ -225,7 +225,7 @@ async fn other_workspace_issues_are_not_found(t: &Env) {
     );
     assert!(theirs["comments"].as_array().unwrap().is_empty());
     let their_list = beta_owner.api.get("/api/v1/issues").await.expect(200);
-    assert_eq!(super::titles(&their_list), ["Beta's secret plan"]);
+    assert_eq!(super::titles(&their_list["issues"]), ["Beta's secret plan"]);
     beta_owner
         .api
         .get("/api/v1/issues/ALP-1")

@@ -55,7 +55,8 @@ async fn issue_lifecycle(t: &Env) {
     assert_eq!(second["priority"], "none");
 
     let list = api.get("/api/v1/issues").await.expect(200);
-    assert_eq!(field(&list, "key"), ["ALP-1", "ALP-2"]);
+    assert_eq!(field(&list["issues"], "key"), ["ALP-1", "ALP-2"]);
+    assert_eq!(list["next_after"], Value::Null, "the only page");
 
     let shown = api.get("/api/v1/issues/alp-1").await.expect(200);
     assert_eq!(shown["key"], "ALP-1", "keys are case-insensitive");
@@ -65,6 +66,7 @@ async fn issue_lifecycle(t: &Env) {
     assert_eq!(shown["activity"][0]["actor"]["name"], "member");
     assert_eq!(shown["activity"][0]["detail"]["status"], "backlog");
     assert_eq!(shown["comments"], json!([]));
+    assert_eq!(shown["comments_next_after"], Value::Null);
 
     // Edit: only the fields sent change.
     let edited = api
@@ -155,11 +157,14 @@ async fn issue_lifecycle(t: &Env) {
         .post("/api/v1/issues/ALP-1/comments", json!({"body": "Thanks"}))
         .await
         .expect(201);
-    let list = api.get("/api/v1/issues/ALP-1/comments").await.expect(200);
-    assert_eq!(field(&list, "body"), ["Fixed in **main**.", "Thanks"]);
+    let page = api.get("/api/v1/issues/ALP-1/comments").await.expect(200);
+    assert_eq!(page["next_after"], Value::Null, "the only page");
+    let list = &page["comments"];
+    assert_eq!(field(list, "body"), ["Fixed in **main**.", "Thanks"]);
     assert_eq!(list[0]["id"], c["id"]);
     let detail = api.get("/api/v1/issues/ALP-1").await.expect(200);
-    assert_eq!(detail["comments"], list);
+    assert_eq!(&detail["comments"], list);
+    assert_eq!(detail["comments_next_after"], Value::Null);
 }
 
 /// The list filters: status (comma-separated), assignee, label, priority and text; bad filter values
@@ -180,7 +185,7 @@ async fn issue_list_filters(t: &Env) {
         titles(
             &api.get(&format!("/api/v1/issues?{query}"))
                 .await
-                .expect(200),
+                .expect(200)["issues"],
         )
     };
     assert_eq!(q("").await.len(), 3);
@@ -222,7 +227,8 @@ async fn move_reorders_columns(t: &Env) {
             .await
             .expect(201);
     }
-    let todo = || async { titles(&api.get("/api/v1/issues?status=todo").await.expect(200)) };
+    let todo =
+        || async { titles(&api.get("/api/v1/issues?status=todo").await.expect(200)["issues"]) };
     assert_eq!(todo().await, ["one", "two", "three"]);
     let moved = api
         .post(
@@ -245,7 +251,7 @@ async fn move_reorders_columns(t: &Env) {
         .expect(200);
     assert_eq!(todo().await, ["two", "three"]);
     let list = api.get("/api/v1/issues?status=todo").await.expect(200);
-    let positions: Vec<i64> = list
+    let positions: Vec<i64> = list["issues"]
         .as_array()
         .unwrap()
         .iter()
@@ -299,7 +305,7 @@ async fn comments(t: &Env) {
         .rejected(422, "missing field `body`");
     assert_eq!(
         api.get("/api/v1/issues/ALP-1/comments").await.expect(200),
-        json!([])
+        json!({"comments": [], "next_after": null})
     );
     let body = "  line one\n\n<script>alert(1)</script>  ";
     let c = api
@@ -307,8 +313,8 @@ async fn comments(t: &Env) {
         .await
         .expect(201);
     assert_eq!(c["body"], body);
-    let list = api.get("/api/v1/issues/ALP-1/comments").await.expect(200);
-    assert_eq!(field(&list, "body"), [body]);
+    let list = &api.get("/api/v1/issues/ALP-1/comments").await.expect(200)["comments"];
+    assert_eq!(field(list, "body"), [body]);
     assert_eq!(list[0]["author"]["name"], "member");
 }
 

@@ -221,7 +221,9 @@ impl Env {
 
     /// The titles of the workspace's issues, as the API lists them.
     pub async fn issue_titles(&self) -> Vec<String> {
-        titles(&self.owner.api.get("/api/v1/issues").await.expect(200))
+        let page = self.owner.api.get("/api/v1/issues").await.expect(200);
+        assert_eq!(page["next_after"], Value::Null, "one page holds them all");
+        titles(&page["issues"])
     }
 
     /// Shuts the server down cleanly, then drops the database.

@@ -15,6 +15,8 @@ store_cases!(
     issue_updates,
     moves_reorder_columns,
     comments,
+    issue_list_pages,
+    comment_pages,
 );
 
 async fn issues_are_numbered_per_workspace(store: Arc<dyn Store>) {
@@ -456,6 +458,129 @@ async fn activity_trail(store: Arc<dyn Store>) {
     assert!(
         store
             .list_activity(IssueId::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Paging the issue list: pages of `limit` after a cursor, in board order (column, position, number),
+/// add up to the whole list with nothing twice, filters included.
+async fn issue_list_pages(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let statuses = [
+        IssueStatus::Done,
+        IssueStatus::Todo,
+        IssueStatus::Cancelled,
+        IssueStatus::Backlog,
+        IssueStatus::Todo,
+        IssueStatus::Blocked,
+        IssueStatus::InReview,
+        IssueStatus::Todo,
+        IssueStatus::InProgress,
+        IssueStatus::Backlog,
+        IssueStatus::Todo,
+    ];
+    for (n, status) in statuses.iter().enumerate() {
+        issue(&store, f.ws.id, &format!("i{n}"), *status).await;
+    }
+    // Position order differs from number order in one column.
+    let last_todo = IssueKey::parse("MUS-11").unwrap();
+    store
+        .move_issue(
+            f.ws.id,
+            &last_todo,
+            IssueStatus::Todo,
+            Some(0),
+            Actor::System,
+        )
+        .await
+        .unwrap();
+    let numbers = |v: &[Issue]| v.iter().map(|i| i.key.number).collect::<Vec<_>>();
+    let page = |filter: IssueFilter| {
+        let store = store.clone();
+        async move { store.list_issues(f.ws.id, &filter).await.unwrap() }
+    };
+    let whole = page(IssueFilter::default()).await;
+    assert_eq!(numbers(&whole), [4, 10, 11, 2, 5, 8, 9, 7, 1, 6, 3]);
+    for (limit, statuses) in [
+        (1, vec![]),
+        (3, vec![]),
+        (4, vec![IssueStatus::Todo, IssueStatus::Done]),
+    ] {
+        let wanted = page(IssueFilter {
+            statuses: statuses.clone(),
+            ..Default::default()
+        })
+        .await;
+        let (mut read, mut after) = (Vec::new(), None);
+        loop {
+            let got = page(IssueFilter {
+                statuses: statuses.clone(),
+                after,
+                limit: Some(limit),
+                ..Default::default()
+            })
+            .await;
+            assert!(got.len() <= usize::try_from(limit).unwrap());
+            let Some(last) = got.last() else { break };
+            after = Some(IssueCursor::after(last));
+            read.extend(got);
+        }
+        assert_eq!(
+            numbers(&read),
+            numbers(&wanted),
+            "limit {limit} {statuses:?}"
+        );
+    }
+    // Cursors survive their text form.
+    let cursor = IssueCursor::after(&whole[4]);
+    assert_eq!(cursor.to_string().parse::<IssueCursor>().unwrap(), cursor);
+    let rest = page(IssueFilter {
+        after: Some(cursor),
+        limit: Some(100),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(rest, whole[5..].to_vec());
+    for bad in ["", "todo", "todo:1", "nope:1:2", "todo:x:2", "todo:1:2:3"] {
+        assert!(bad.parse::<IssueCursor>().is_err(), "{bad:?}");
+    }
+}
+
+/// Paging an issue's comments: oldest first, after a comment of that issue; any other cursor is
+/// `NotFound`.
+async fn comment_pages(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let i = issue(&store, f.ws.id, "Talk", IssueStatus::Todo).await;
+    let other = issue(&store, f.ws.id, "Elsewhere", IssueStatus::Todo).await;
+    let say = |issue: IssueId, body: String| {
+        let store = store.clone();
+        async move {
+            let new = NewComment::parse(CommentAuthor::System, &body).unwrap();
+            store.add_comment(issue, &new).await.unwrap()
+        }
+    };
+    let mut all = Vec::new();
+    for n in 0..7 {
+        all.push(say(i.id, format!("c{n}")).await);
+    }
+    let foreign = say(other.id, "elsewhere".to_owned()).await;
+    assert_eq!(store.list_comments(i.id).await.unwrap(), all);
+    let page = |after: Option<CommentId>, limit: i64| {
+        let store = store.clone();
+        async move { store.list_comments_page(i.id, after, limit).await }
+    };
+    assert_eq!(page(None, 100).await.unwrap(), all);
+    assert_eq!(page(None, 3).await.unwrap(), all[..3].to_vec());
+    assert_eq!(page(Some(all[2].id), 3).await.unwrap(), all[3..6].to_vec());
+    assert_eq!(page(Some(all[5].id), 3).await.unwrap(), all[6..].to_vec());
+    assert!(page(Some(all[6].id), 3).await.unwrap().is_empty());
+    assert_not_found(page(Some(foreign.id), 3).await);
+    assert_not_found(page(Some(CommentId::new()), 3).await);
+    assert!(
+        store
+            .list_comments_page(IssueId::new(), None, 3)
             .await
             .unwrap()
             .is_empty()

@@ -4,12 +4,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::ErrorBody;
+use super::paging::{self, DEFAULT_LIMIT};
 use super::views::{CommentView, IssueDetail, IssueView, Names};
 use crate::app::AppState;
-use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
+use crate::domain::{CommentId, IssueCursor, IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson};
 use crate::service::issues::{self as svc, IssueInput};
@@ -36,17 +37,40 @@ pub(super) struct ListQuery {
     priority: Option<String>,
     /// Text in the title or body.
     q: Option<String>,
+    /// Issues per page, 1 to 200 (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
+    limit: Option<String>,
+    /// Where the previous page ended: its `next_after`, as given (opaque).
+    after: Option<String>,
 }
 
-/// Lists issues.
+/// A page of the issue list.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct IssuePage {
+    issues: Vec<IssueView>,
+    /// Pass as `after` for the next page; null on the last page.
+    next_after: Option<String>,
+}
+
+/// Lists issues by column then position, a page at a time: follow `next_after` until it is null.
 #[utoipa::path(get, path = "/api/v1/issues", tag = "issues", params(ListQuery),
-    responses((status = 200, body = [IssueView]), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = IssuePage), (status = 400, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Vec<IssueView>>> {
-    let mut filter = IssueFilter::default();
+) -> Result<Json<IssuePage>> {
+    let limit = paging::limit(q.limit.as_deref())?;
+    let after = q.after.as_deref().filter(|a| !a.trim().is_empty());
+    let mut filter = IssueFilter {
+        after: after
+            .map(|a| a.parse::<IssueCursor>())
+            .transpose()
+            .map_err(|e| paging::bad_request("after", e.message))?,
+        limit: Some(limit + 1),
+        ..IssueFilter::default()
+    };
     if let Some(statuses) = q.status.as_deref().filter(|s| !s.is_empty()) {
         filter.statuses = statuses
             .split(',')
@@ -69,11 +93,13 @@ pub(super) async fn list(
         .map(str::parse::<Priority>)
         .transpose()?;
     filter.text = q.q;
-    let issues = state.store.list_issues(caller.ws.id, &filter).await?;
+    let mut issues = state.store.list_issues(caller.ws.id, &filter).await?;
+    let next_after = paging::cut(&mut issues, limit, |i| IssueCursor::after(i).to_string());
     let names = Names::load(&state, caller.ws.id).await?;
-    Ok(Json(
-        issues.iter().map(|i| IssueView::new(i, &names)).collect(),
-    ))
+    Ok(Json(IssuePage {
+        issues: issues.iter().map(|i| IssueView::new(i, &names)).collect(),
+        next_after,
+    }))
 }
 
 /// Creates an issue.
@@ -89,7 +115,7 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, Json(IssueView::new(&issue, &names))))
 }
 
-/// One issue with its comments and activity.
+/// One issue with its first page of comments (see `comments_next_after`) and its activity.
 #[utoipa::path(get, path = "/api/v1/issues/{key}", tag = "issues",
     params(("key" = String, Path, description = "Issue key, e.g. MUS-42")),
     responses((status = 200, body = IssueDetail), (status = 404, body = ErrorBody)))]
@@ -102,10 +128,16 @@ pub(super) async fn show(
         .store
         .get_issue(caller.ws.id, &svc::parse_key(&key)?)
         .await?;
-    let comments = state.store.list_comments(issue.id).await?;
+    let mut comments = state
+        .store
+        .list_comments_page(issue.id, None, DEFAULT_LIMIT + 1)
+        .await?;
+    let next = paging::cut(&mut comments, DEFAULT_LIMIT, |c| c.id.to_string());
     let activity = state.store.list_activity(issue.id).await?;
     let names = Names::load(&state, caller.ws.id).await?;
-    Ok(Json(IssueDetail::new(&issue, &comments, &activity, &names)))
+    let mut detail = IssueDetail::new(&issue, &comments, &activity, &names);
+    detail.comments_next_after = next;
+    Ok(Json(detail))
 }
 
 /// Edits the fields present in the body.
@@ -153,27 +185,71 @@ pub(super) async fn move_issue(
     Ok(Json(IssueView::new(&issue, &names)))
 }
 
-/// An issue's comments, oldest first.
+/// Where a page of comments starts and how long it is.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct CommentsQuery {
+    /// Comments per page, 1 to 200 (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
+    limit: Option<String>,
+    /// The id of the last comment you have (a page's `next_after`); the page starts after it.
+    #[param(value_type = Option<uuid::Uuid>)]
+    after: Option<String>,
+}
+
+/// A page of an issue's comments.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct CommentPage {
+    comments: Vec<CommentView>,
+    /// Pass as `after` for the next page; null on the last page.
+    next_after: Option<String>,
+}
+
+/// An issue's comments, oldest first, a page at a time: follow `next_after` until it is null.
 #[utoipa::path(get, path = "/api/v1/issues/{key}/comments", tag = "issues",
-    params(("key" = String, Path, description = "Issue key")),
-    responses((status = 200, body = [CommentView]), (status = 404, body = ErrorBody)))]
+    params(("key" = String, Path, description = "Issue key"), CommentsQuery),
+    responses((status = 200, body = CommentPage), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
 pub(super) async fn list_comments(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(key): Path<String>,
-) -> Result<Json<Vec<CommentView>>> {
+    Query(q): Query<CommentsQuery>,
+) -> Result<Json<CommentPage>> {
+    let limit = paging::limit(q.limit.as_deref())?;
+    let after = match q.after.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+        Some(raw) => Some(raw.parse::<CommentId>().map_err(|_| {
+            paging::bad_request(
+                "after",
+                format!("{raw:?} is not a comment id (pass the `next_after` of the previous page)"),
+            )
+        })?),
+        None => None,
+    };
     let issue = state
         .store
         .get_issue(caller.ws.id, &svc::parse_key(&key)?)
         .await?;
-    let comments = state.store.list_comments(issue.id).await?;
+    let page = state
+        .store
+        .list_comments_page(issue.id, after, limit + 1)
+        .await;
+    let mut comments = match (page, after) {
+        (Err(crate::store::Error::NotFound), Some(id)) => {
+            let message = format!("{id} is not a comment on {}", issue.key);
+            return Err(paging::bad_request("after", message));
+        }
+        (page, _) => page?,
+    };
+    let next_after = paging::cut(&mut comments, limit, |c| c.id.to_string());
     let names = Names::load(&state, caller.ws.id).await?;
-    Ok(Json(
-        comments
+    Ok(Json(CommentPage {
+        comments: comments
             .iter()
             .map(|c| CommentView::new(c, &names))
             .collect(),
-    ))
+        next_after,
+    }))
 }
 
 /// A new comment.

@@ -7,6 +7,7 @@ mod agents;
 mod invitations;
 mod issues;
 mod members;
+mod paging;
 mod runs;
 mod runtimes;
 mod skills;

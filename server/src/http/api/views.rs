@@ -157,7 +157,10 @@ pub struct ActivityView {
 pub struct IssueDetail {
     #[serde(flatten)]
     pub issue: IssueView,
+    /// The first comments, oldest first (at most 50).
     pub comments: Vec<CommentView>,
+    /// When more comments follow: pass as `after` to `GET /api/v1/issues/{key}/comments` for the rest.
+    pub comments_next_after: Option<String>,
     pub activity: Vec<ActivityView>,
 }
 
@@ -170,6 +173,7 @@ impl IssueDetail {
                 .iter()
                 .map(|c| CommentView::new(c, names))
                 .collect(),
+            comments_next_after: None,
             activity: activity
                 .iter()
                 .map(|a| ActivityView {

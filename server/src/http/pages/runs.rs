@@ -131,7 +131,13 @@ pub(super) fn header_view(
         attempt: run.attempt,
         status: run.status.to_string(),
         stalled_at: run.stalled_at.filter(|_| !run.status.is_terminal()),
-        failure: run.failure_reason.map(failure_text),
+        failure: run
+            .failure_reason
+            .map(|reason| match (reason, &run.summary) {
+                // The summary of a capped run names its cap.
+                (FailureReason::EventCap, Some(why)) => format!("{why} ({reason})"),
+                _ => failure_text(reason),
+            }),
         exit_code: run.exit_code.filter(|_| run.failure_reason.is_some()),
         branch: run.branch.clone(),
         created_at: Some(run.created_at),
@@ -155,6 +161,7 @@ pub(super) fn failure_text(reason: FailureReason) -> String {
         FailureReason::Stalled => "it stayed silent past its stall timeout and was stopped",
         FailureReason::Timeout => "it ran out of time",
         FailureReason::Exit => "the agent exited with an error",
+        FailureReason::EventCap => "it reached the cap of events per run and was stopped",
     };
     format!("{text} ({reason})")
 }
