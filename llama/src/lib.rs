@@ -56,7 +56,7 @@ fn userinfo_span(url: &str) -> Option<(usize, usize)> {
     authority.rfind('@').map(|at| (start, start + at))
 }
 
-/// A short, single-line excerpt of `text` for error messages (server bodies may be huge or binary).
+/// A short, single-line excerpt of an error text (never of a server's body: those are not shown).
 pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max_chars {
