@@ -652,3 +652,32 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_model_server_shaped_errors_are_shown_and_only_their_message() {
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds\nthe context","type":"invalid_request_error"}}"#;
+        assert_eq!(
+            error_detail(llama).as_deref(),
+            Some("the request exceeds the context")
+        );
+        assert_eq!(
+            error_detail(r#"{"error":"model 'x' not found"}"#).as_deref(),
+            Some("model 'x' not found")
+        );
+        for other in [
+            r#"{"error":{"message":"no type or code"}}"#,
+            r#"{"message":"internal"}"#,
+            r#"{"error":{"reason":"x","type":"y"}}"#,
+            "<html>502</html>",
+            "plain text",
+        ] {
+            assert_eq!(error_detail(other), None, "{other}");
+        }
+        let long = format!(r#"{{"error":"{}"}}"#, "a".repeat(500));
+        assert_eq!(error_detail(&long).map(|d| d.len()), Some(DETAIL_CHARS));
+    }
+}

@@ -424,6 +424,27 @@ mod tests {
     }
 
     #[test]
+    fn only_names_and_versions_that_look_like_them_are_reported() {
+        for name in [
+            "llama3.2:1b",
+            "hf.co/org/model:Q4_K_M",
+            "smollm2-135m-q8_0.gguf",
+        ] {
+            assert_eq!(sane_name(name).as_deref(), Some(name));
+        }
+        for bad in ["", "a b", "<script>", "x\ny", &"m".repeat(201)] {
+            assert_eq!(sane_name(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            sane_version("b4567-abc1234").as_deref(),
+            Some("b4567-abc1234")
+        );
+        assert_eq!(sane_version("0.5.7").as_deref(), Some("0.5.7"));
+        assert_eq!(sane_version("1.0 (internal: secret)"), None);
+        assert_eq!(sane_version(&"1".repeat(65)), None);
+    }
+
+    #[test]
     fn default_candidates_are_loopback_and_implicit() {
         let c = default_candidates();
         assert_eq!(c.len(), 4);
