@@ -153,9 +153,8 @@ fn failure(message: impl Into<String>, class: Option<ErrorClass>) -> TurnError {
 }
 
 async fn run_inner(settings: &Settings, sink: &mut dyn EventSink) -> Result<String, TurnError> {
-    let http = reqwest::Client::builder()
-        .connect_timeout(settings.connect_timeout)
-        .build()
+    // No redirects: the base URL names the one server the loop talks to.
+    let http = crate::probe::client(settings.connect_timeout)
         .map_err(|e| failure(format!("cannot build an HTTP client: {e}"), None))?;
     let root = crate::server_root(&settings.base_url);
     let model = match &settings.model {
@@ -333,7 +332,9 @@ async fn first_model(http: &reqwest::Client, root: &str) -> String {
             .json()
             .await
             .ok()?;
-        v.pointer("/data/0/id")?.as_str().map(str::to_owned)
+        v.pointer("/data/0/id")?
+            .as_str()
+            .and_then(crate::probe::sane_name)
     };
     listed.await.unwrap_or_else(|| "default".to_owned())
 }

@@ -7,6 +7,10 @@
 //! completion); an HTML page or another content type (an error naming it); a malformed chunk (logged as
 //! `Raw`, skipped; too many end the turn); a close before `finish_reason`/`[DONE]` (an error); silence
 //! longer than the idle timeout (an error); endless output past the character cap (an error).
+//!
+//! Errors never quote what the server sent (the base URL may point at any service): they give the status,
+//! the content type, and at most the message of an OpenAI- or Ollama-shaped JSON error, validated
+//! ([`error_detail`]); the server's URL is named without credentials. The client follows no redirects.
 
 use std::time::Duration;
 
@@ -17,15 +21,14 @@ use tokio::time::Instant;
 
 use crate::agent::EventSink;
 use crate::coalesce::Coalescer;
-use crate::excerpt;
 use crate::sse::{Decoder, Item};
 
 /// Most malformed chunks tolerated in one turn before it is abandoned.
 pub const MAX_MALFORMED_CHUNKS: usize = 20;
 /// Most bytes of an error body read to explain a failure.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-/// Characters of a server's answer quoted in an error.
-const QUOTE_CHARS: usize = 200;
+/// Most characters of a JSON error's message shown in an error.
+const DETAIL_CHARS: usize = 200;
 
 /// How to reach the server and the stream guards.
 #[derive(Debug, Clone)]
@@ -265,20 +268,20 @@ impl Reader<'_> {
                     self.chunk(chunk)
                 }
                 Err(e) => self.malformed(&format!(
-                    "malformed chunk from the model server ({e}): {}",
-                    excerpt(&data, QUOTE_CHARS)
+                    "malformed chunk from the model server ({} error at line {} column {}, {} bytes)",
+                    json_error_kind(&e),
+                    e.line(),
+                    e.column(),
+                    data.len()
                 )),
             },
             Item::Other(line) if !self.seen_data && looks_like_html(&line) => Err(TurnError::new(
-                format!(
-                    "the model server answered with an HTML page, not an event stream: {}",
-                    excerpt(&line, QUOTE_CHARS)
-                ),
+                "the model server answered with an HTML page, not an event stream",
                 Some(ErrorClass::Config),
             )),
             Item::Other(line) => self.malformed(&format!(
-                "unexpected line from the model server: {}",
-                excerpt(&line, QUOTE_CHARS)
+                "unexpected line from the model server ({} bytes, not an event-stream field)",
+                line.len()
             )),
             Item::TooLong => {
                 self.malformed("the model server sent an over-long line; it was dropped")
@@ -425,6 +428,16 @@ impl Reader<'_> {
     }
 }
 
+/// What kind of JSON error `e` is, without the values serde quotes in its message.
+fn json_error_kind(e: &serde_json::Error) -> &'static str {
+    match e.classify() {
+        serde_json::error::Category::Io => "read",
+        serde_json::error::Category::Syntax => "syntax",
+        serde_json::error::Category::Data => "shape",
+        serde_json::error::Category::Eof => "truncated",
+    }
+}
+
 fn looks_like_html(line: &str) -> bool {
     let l = line.trim_start().to_ascii_lowercase();
     l.starts_with("<!doctype") || l.starts_with("<html") || l.starts_with('<')
@@ -448,8 +461,8 @@ pub async fn stream_turn(
             TurnError::new(
                 format!(
                     "cannot reach the model server at {}: {}",
-                    endpoint.url,
-                    error_chain(&e)
+                    crate::without_credentials(&endpoint.url),
+                    error_chain(&e.without_url())
                 ),
                 Some(ErrorClass::Network),
             )
@@ -463,17 +476,12 @@ pub async fn stream_turn(
         .to_ascii_lowercase();
     if !status.is_success() {
         let body = read_capped(response, endpoint.idle_timeout).await;
-        let detail = serde_json::from_str::<Value>(&body)
-            .ok()
-            .and_then(|v| {
-                v.pointer("/error/message")
-                    .or_else(|| v.get("error"))
-                    .or_else(|| v.get("message"))
-                    .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
-            })
-            .unwrap_or_else(|| excerpt(&body, QUOTE_CHARS));
+        let message = match error_detail(&body) {
+            Some(detail) => format!("the model server answered {status}: {detail}"),
+            None => format!("the model server answered {status}"),
+        };
         return Err(TurnError {
-            message: format!("the model server answered {status}: {detail}"),
+            message,
             status: Some(status.as_u16()),
             class: Some(ErrorClass::from_status(status.as_u16())),
         });
@@ -498,17 +506,20 @@ pub async fn stream_turn(
         return Ok(reader.finish());
     }
     if !content_type.starts_with("text/event-stream") {
-        let body = read_capped(response, endpoint.idle_timeout).await;
-        let shown = if content_type.is_empty() {
+        let mime = content_type.split(';').next().unwrap_or("").trim();
+        let shown = if mime.is_empty() {
             "no content type"
+        } else if mime.len() <= 100
+            && mime
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/.+-".contains(c))
+        {
+            mime
         } else {
-            &content_type
+            "an unusual content type"
         };
         return Err(TurnError::new(
-            format!(
-                "the model server answered {shown}, not an event stream: {}",
-                excerpt(&body, QUOTE_CHARS)
-            ),
+            format!("the model server answered {shown}, not an event stream"),
             Some(ErrorClass::Config),
         ));
     }
@@ -556,7 +567,10 @@ async fn read_items(
             Err(_) => reader.emit_due(std::time::Instant::now()),
             Ok(Err(e)) => {
                 return Err(TurnError::new(
-                    format!("the model server broke off the stream: {}", error_chain(&e)),
+                    format!(
+                        "the model server broke off the stream: {}",
+                        error_chain(&e.without_url())
+                    ),
                     Some(ErrorClass::Network),
                 ));
             }
@@ -602,7 +616,32 @@ async fn read_capped(mut response: reqwest::Response, timeout: Duration) -> Stri
     String::from_utf8_lossy(&body).into_owned()
 }
 
-/// An error with its sources, one line (reqwest's own message hides the cause).
+/// The message of a JSON error body, when it has the shape model servers use — OpenAI / llama.cpp
+/// `{"error": {"message": …, "type" or "code": …}}` or Ollama `{"error": "…"}` — cut to one line of at
+/// most [`DETAIL_CHARS`] printable characters. Anything else in the body is never shown.
+pub fn error_detail(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let error = v.get("error")?;
+    let message = match error {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) if o.contains_key("type") || o.contains_key("code") => {
+            o.get("message")?.as_str()?
+        }
+        _ => return None,
+    };
+    let flat: String = message
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(DETAIL_CHARS)
+        .collect();
+    (!flat.is_empty()).then_some(flat)
+}
+
+/// An error with its sources, one line (reqwest's own message hides the cause). Give it reqwest errors
+/// `without_url()`: a URL may carry credentials.
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
@@ -612,4 +651,33 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_model_server_shaped_errors_are_shown_and_only_their_message() {
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds\nthe context","type":"invalid_request_error"}}"#;
+        assert_eq!(
+            error_detail(llama).as_deref(),
+            Some("the request exceeds the context")
+        );
+        assert_eq!(
+            error_detail(r#"{"error":"model 'x' not found"}"#).as_deref(),
+            Some("model 'x' not found")
+        );
+        for other in [
+            r#"{"error":{"message":"no type or code"}}"#,
+            r#"{"message":"internal"}"#,
+            r#"{"error":{"reason":"x","type":"y"}}"#,
+            "<html>502</html>",
+            "plain text",
+        ] {
+            assert_eq!(error_detail(other), None, "{other}");
+        }
+        let long = format!(r#"{{"error":"{}"}}"#, "a".repeat(500));
+        assert_eq!(error_detail(&long).map(|d| d.len()), Some(DETAIL_CHARS));
+    }
 }

@@ -33,7 +33,30 @@ pub fn server_root(base: &str) -> String {
         .to_owned()
 }
 
-/// A short, single-line excerpt of `text` for error messages (server bodies may be huge or binary).
+/// `url` without the `user:pass@` part of its authority: how a model server's URL is shown (in probe
+/// results, errors and pages), so that credentials in a base URL never travel further than the request.
+pub fn without_credentials(url: &str) -> String {
+    match userinfo_span(url) {
+        Some((start, at)) => format!("{}{}", &url[..start], &url[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The `user:pass` (or `token`) before the `@` of `url`'s authority, if it has one.
+pub fn credentials(url: &str) -> Option<&str> {
+    userinfo_span(url).map(|(start, at)| &url[start..at])
+}
+
+/// Where the userinfo of `url` starts and the index of the `@` that ends it. The authority ends at the
+/// first `/`, `?` or `#` after `scheme://`; its last `@` ends the userinfo.
+fn userinfo_span(url: &str) -> Option<(usize, usize)> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    authority.rfind('@').map(|at| (start, start + at))
+}
+
+/// A short, single-line excerpt of an error text (never of a server's body: those are not shown).
 pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max_chars {
@@ -55,5 +78,17 @@ mod tests {
         assert_eq!(server_root("http://h/proxy/v1"), "http://h/proxy");
         assert_eq!(excerpt("a\n  b   c", 10), "a b c");
         assert_eq!(excerpt("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn credentials_are_split_off_urls() {
+        let url = "http://user:pass@127.0.0.1:8080/v1?x=a@b";
+        assert_eq!(without_credentials(url), "http://127.0.0.1:8080/v1?x=a@b");
+        assert_eq!(credentials(url), Some("user:pass"));
+        assert_eq!(without_credentials("https://tok@h"), "https://h");
+        assert_eq!(credentials("https://a@b@h/"), Some("a@b"));
+        assert_eq!(without_credentials("http://h:1/a@b"), "http://h:1/a@b");
+        assert_eq!(credentials("http://h:1/a@b"), None);
+        assert_eq!(without_credentials("not a url"), "not a url");
     }
 }

@@ -6,6 +6,11 @@
 //! llama.cpp (llama-server, llamafile, xllamacpp); `/api/version` with a `version` means Ollama; anything else
 //! that lists `/v1/models` is a generic OpenAI-compatible server. Explicit URLs are always reported (with why
 //! they are unusable); a default port is reported only when a model server answers there.
+//!
+//! A base URL may point anywhere, so a probe is treated as a request to an unknown host: redirects are
+//! never followed, bodies are read only as JSON and capped, and what is reported is only status codes and
+//! the fields read from the documents above after validation ([`sane_name`], [`sane_version`]) — never a
+//! response body. URLs are reported without their credentials ([`crate::without_credentials`]).
 
 use std::time::Duration;
 
@@ -13,10 +18,14 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use crate::{chat::error_chain, excerpt, server_root};
+use crate::{excerpt, server_root, without_credentials};
 
 /// How long each probe request may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(300);
+/// Most bytes of a probe's answer read (a `/v1/models` list of a few hundred models fits).
+const MAX_PROBE_BODY: usize = 256 * 1024;
+/// Most model names reported for one server.
+const MAX_MODELS: usize = 100;
 
 /// The loopback ports local model servers use by default, with who uses them.
 pub const DEFAULT_PORTS: [(u16, &str); 4] = [
@@ -102,7 +111,7 @@ impl Candidate {
 /// What a probe found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelServer {
-    /// The server root (no trailing `/v1`).
+    /// The server root (no trailing `/v1`), without credentials.
     pub url: String,
     /// Where the URL came from.
     pub source: String,
@@ -157,7 +166,7 @@ pub fn ollama_host_url(value: &str) -> String {
 /// Probes every candidate concurrently (duplicates by server root are probed once, the first source wins)
 /// and returns what was found, in candidate order.
 pub async fn scan(candidates: Vec<Candidate>, timeout: Duration) -> Vec<ModelServer> {
-    let Ok(http) = reqwest::Client::builder().connect_timeout(timeout).build() else {
+    let Ok(http) = client(timeout) else {
         return Vec::new();
     };
     let mut seen = Vec::new();
@@ -181,24 +190,91 @@ pub async fn scan(candidates: Vec<Candidate>, timeout: Duration) -> Vec<ModelSer
     found.into_iter().map(|(_, s)| s).collect()
 }
 
+/// The HTTP client for probes: no redirects (a redirect is reported as its status, never followed).
+pub fn client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+}
+
 /// One GET's outcome: status, whether the `Server` header says llama.cpp, and the JSON body if any.
 type Answer = Result<(u16, bool, Option<Value>), String>;
 
 async fn get(http: &reqwest::Client, url: String, timeout: Duration) -> Answer {
-    let response = http
+    let mut response = http
         .get(url)
         .timeout(timeout)
         .send()
         .await
-        .map_err(|e| error_chain(&e))?;
+        .map_err(|e| failure(&e))?;
     let status = response.status().as_u16();
     let llama = response
         .headers()
         .get(reqwest::header::SERVER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.to_ascii_lowercase().contains("llama.cpp"));
-    let body = response.json::<Value>().await.ok();
-    Ok((status, llama, body))
+    let mut body = Vec::new();
+    let read = async {
+        while let Ok(Some(bytes)) = response.chunk().await {
+            body.extend_from_slice(&bytes);
+            if body.len() > MAX_PROBE_BODY {
+                return false;
+            }
+        }
+        true
+    };
+    let whole = tokio::time::timeout(timeout, read).await.unwrap_or(false);
+    let json = whole
+        .then(|| serde_json::from_slice::<Value>(&body).ok())
+        .flatten();
+    Ok((status, llama, json))
+}
+
+/// Why a request failed, in words that name neither the URL (it may carry credentials) nor anything the
+/// other side sent.
+fn failure(e: &reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else {
+        "request failed"
+    };
+    // The sources below reqwest's own message are the transport's (connection refused, DNS, TLS); the
+    // top-level message would repeat the URL.
+    let mut detail = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail.push(s.to_string());
+        source = s.source();
+    }
+    match detail.last() {
+        Some(cause) => format!("{what}: {cause}"),
+        None => what.to_owned(),
+    }
+}
+
+/// A model name as a server lists it, if it looks like one: 1–200 characters of letters, digits and
+/// `._:/@+-` (`llama3.2:1b`, `hf.co/org/model:Q4_K_M`, `smollm2-135m-q8_0.gguf`).
+pub fn sane_name(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:/@+-".contains(c));
+    ok.then(|| name.to_owned())
+}
+
+/// A version or build as a server reports it, if it looks like one: 1–64 characters of letters, digits
+/// and `._+-` (`0.5.7`, `b4567-abc1234`).
+pub fn sane_version(version: &str) -> Option<String> {
+    let ok = !version.is_empty()
+        && version.len() <= 64
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+    ok.then(|| version.to_owned())
 }
 
 /// Probes one server; `None` for a default port where no model server answers.
@@ -208,13 +284,14 @@ pub async fn probe(
     timeout: Duration,
 ) -> Option<ModelServer> {
     let root = server_root(&candidate.url);
+    let shown = without_credentials(&root);
     let (props, version, models) = tokio::join!(
         get(http, format!("{root}/props"), timeout),
         get(http, format!("{root}/api/version"), timeout),
         get(http, format!("{root}/v1/models"), timeout),
     );
     let mut server = ModelServer {
-        url: root.clone(),
+        url: shown.clone(),
         source: candidate.source.clone(),
         kind: None,
         status: ServerStatus::Ready,
@@ -226,7 +303,7 @@ pub async fn probe(
     };
     if let (Err(e), Err(_), Err(_)) = (&props, &version, &models) {
         server.status = ServerStatus::Unreachable;
-        server.reason = Some(format!("nothing answered at {root}: {}", excerpt(e, 160)));
+        server.reason = Some(format!("nothing answered at {shown}: {}", excerpt(e, 160)));
         return candidate.explicit.then_some(server);
     }
     let header_says_llama = [&props, &version, &models]
@@ -251,7 +328,7 @@ pub async fn probe(
         && let Some(v) = body.get("version").and_then(Value::as_str)
     {
         server.kind = Some(ServerKind::Ollama);
-        server.version = Some(v.to_owned());
+        server.version = sane_version(v);
         if let Ok((200, _, Some(tags))) = get(http, format!("{root}/api/tags"), timeout).await {
             server.models = names(&tags, "/models", "name");
         }
@@ -275,8 +352,17 @@ pub async fn probe(
             return None;
         }
         server.status = ServerStatus::Unrecognized;
+        let codes: Vec<String> = [&props, &version, &models]
+            .iter()
+            .map(|a| match a {
+                Ok((status, _, _)) => status.to_string(),
+                Err(_) => "no answer".to_owned(),
+            })
+            .collect();
         server.reason = Some(format!(
-            "{root} answered, but not as a model server (no /props, /api/version or /v1/models)"
+            "{shown} answered, but not as a model server (/props, /api/version, /v1/models: HTTP {}; \
+             redirects are not followed)",
+            codes.join(", ")
         ));
     } else if server.status == ServerStatus::Ready && server.models.is_empty() {
         server.reason = Some("the server lists no models".to_owned());
@@ -288,14 +374,14 @@ fn read_props(server: &mut ModelServer, doc: &Value) {
     server.version = doc
         .get("build_info")
         .and_then(Value::as_str)
-        .map(str::to_owned);
+        .and_then(sane_version);
     let alias = doc.get("model_alias").and_then(Value::as_str);
     let file = doc
         .get("model_path")
         .and_then(Value::as_str)
         .and_then(|p| p.rsplit('/').next());
-    if let Some(model) = alias.filter(|a| !a.is_empty()).or(file) {
-        server.models.push(model.to_owned());
+    if let Some(model) = alias.filter(|a| !a.is_empty()).or(file).and_then(sane_name) {
+        server.models.push(model);
     }
     server.context_size = doc
         .pointer("/default_generation_settings/n_ctx")
@@ -312,7 +398,8 @@ fn names(doc: &Value, list: &str, field: &str) -> Vec<String> {
             items
                 .iter()
                 .filter_map(|m| m.get(field).and_then(Value::as_str))
-                .map(str::to_owned)
+                .filter_map(sane_name)
+                .take(MAX_MODELS)
                 .collect()
         })
         .unwrap_or_default()
@@ -334,6 +421,27 @@ mod tests {
             ollama_host_url("https://models.example"),
             "https://models.example:11434"
         );
+    }
+
+    #[test]
+    fn only_names_and_versions_that_look_like_them_are_reported() {
+        for name in [
+            "llama3.2:1b",
+            "hf.co/org/model:Q4_K_M",
+            "smollm2-135m-q8_0.gguf",
+        ] {
+            assert_eq!(sane_name(name).as_deref(), Some(name));
+        }
+        for bad in ["", "a b", "<script>", "x\ny", &"m".repeat(201)] {
+            assert_eq!(sane_name(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            sane_version("b4567-abc1234").as_deref(),
+            Some("b4567-abc1234")
+        );
+        assert_eq!(sane_version("0.5.7").as_deref(), Some("0.5.7"));
+        assert_eq!(sane_version("1.0 (internal: secret)"), None);
+        assert_eq!(sane_version(&"1".repeat(65)), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod domain;
 pub mod http;
 pub mod hub;
 pub mod markdown;
+pub mod redact;
 pub mod secrets;
 pub mod service;
 pub mod skills;

@@ -435,10 +435,25 @@ async fn the_runtimes_page_lists_each_cli_and_redetects() {
     assert!(
         html.contains("Installed") || html.contains("Not installed") || html.contains("Broken")
     );
-    let forged = bob.post(&app, "/w/acme/runtimes/detect", &[]).await;
-    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
-    let redetect = bob
+    // Re-detecting starts processes: a member sees the cached result, without the button.
+    assert!(!html.contains("/w/acme/runtimes/detect"));
+    let refused = bob
         .post(&app, "/w/acme/runtimes/detect", &[("_csrf", &bob.csrf)])
+        .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let ada = sign_in(&app, "ada@acme.test").await;
+    assert!(
+        ada.get(&app, "/w/acme/runtimes")
+            .await
+            .text()
+            .await
+            .unwrap()
+            .contains(r#"action="/w/acme/runtimes/detect""#)
+    );
+    let forged = ada.post(&app, "/w/acme/runtimes/detect", &[]).await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let redetect = ada
+        .post(&app, "/w/acme/runtimes/detect", &[("_csrf", &ada.csrf)])
         .await;
     assert_eq!(redetect.status(), StatusCode::SEE_OTHER);
     assert_eq!(redetect.headers()["location"], "/w/acme/runtimes");

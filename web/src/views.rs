@@ -398,6 +398,10 @@ pub struct RuntimesView {
     pub probed_ports: String,
     /// llama.cpp / Ollama / llamafile binaries found on `PATH`.
     pub local_binaries: Vec<RuntimeRowView>,
+    /// Whether the viewer may re-detect (owners and admins); others see the cached result only.
+    pub can_redetect: bool,
+    /// Why the page shows the cached result after a re-detect was asked for (asked again too soon).
+    pub note: Option<String>,
 }
 
 /// One local model server on the Runtimes page.

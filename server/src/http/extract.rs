@@ -11,7 +11,7 @@ use super::{Error, Result};
 use crate::app::AppState;
 use crate::auth;
 use crate::domain::{ApiToken, RunStatus, Slug, User};
-use crate::service::{Caller, RunScope};
+use crate::service::{Caller, RunScope, RunSecret};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "muster_session";
@@ -108,7 +108,7 @@ impl FromRequestParts<AppState> for WsMember {
         let current = CurrentUser::from_request_parts(parts, state).await?;
         if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
             // Pages are for people: a run's token gets the same refusal as on the API.
-            return Err(run_scope(state, token).await?.refusal());
+            return Err(run_scope(state, token, parts).await?.refusal());
         }
         let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
             .await
@@ -145,7 +145,7 @@ impl FromRequestParts<AppState> for ApiCaller {
         let current = CurrentUser::from_request_parts(parts, state).await?;
         let run = match current.token.as_ref().filter(|t| t.run_id.is_some()) {
             Some(token) => {
-                let scope = run_scope(state, token).await?;
+                let scope = run_scope(state, token, parts).await?;
                 if !run_may(parts, &scope) {
                     return Err(scope.refusal());
                 }
@@ -225,7 +225,7 @@ impl FromRequestParts<AppState> for ApiUser {
 }
 
 /// The scope of a run's token; 401 once the run is no longer live (its token dies with it).
-async fn run_scope(state: &AppState, token: &ApiToken) -> Result<RunScope> {
+async fn run_scope(state: &AppState, token: &ApiToken, parts: &Parts) -> Result<RunScope> {
     let run_id = token.run_id.ok_or(Error::Unauthorized)?;
     let run = match state.store.get_run(run_id).await {
         Err(crate::store::Error::NotFound) => return Err(Error::Unauthorized),
@@ -240,7 +240,20 @@ async fn run_scope(state: &AppState, token: &ApiToken) -> Result<RunScope> {
         agent_id: run.agent_id,
         issue_id: issue.id,
         issue_key: issue.key,
+        // What the agent sent, so that what it writes can be cleaned of it.
+        token: RunSecret(bearer(parts).unwrap_or_default().to_owned()),
     })
+}
+
+/// The bearer token of the request, as sent.
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
 }
 
 /// Whether a run's token may call this route: read the workspace's people and agents, and read, comment

@@ -359,7 +359,11 @@ impl From<&Agent> for AgentView {
             budget_usd: usd,
             budget_tokens: tokens,
             command: p.command.clone(),
-            base_url: p.base_url.clone(),
+            // Never with credentials: the owners' and admins' edit form is the only place they show.
+            base_url: p
+                .base_url
+                .as_deref()
+                .map(crate::redact::without_credentials),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }

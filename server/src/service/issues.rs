@@ -9,6 +9,7 @@ use crate::domain::{
     NewIssue, Priority, ValidationError,
 };
 use crate::http::{Error, Result};
+use crate::redact::Redactor;
 
 /// Raw issue fields as typed by a person or sent by a program. `None` leaves a field unset (create) or
 /// unchanged (edit).
@@ -223,7 +224,15 @@ pub async fn comment(
     body: &str,
 ) -> Result<Comment> {
     let issue = state.store.get_issue(caller.ws.id, key).await?;
-    let mut new = NewComment::parse(caller.actor(), body)?;
+    let body = match &caller.run {
+        Some(scope) => {
+            // An agent writes with its run's token: its secrets and that token never reach the issue.
+            let agent = state.store.get_agent(caller.ws.id, scope.agent_id).await?;
+            Redactor::for_agent(&state.secrets, &agent, Some(&scope.token.0)).text(body)
+        }
+        None => body.to_owned(),
+    };
+    let mut new = NewComment::parse(caller.actor(), &body)?;
     new.run_id = caller.run.as_ref().map(|scope| scope.run_id);
     let comment = state.store.add_comment(issue.id, &new).await?;
     announce(state, caller, key);

@@ -32,6 +32,18 @@ pub struct RunScope {
     pub agent_id: crate::domain::AgentId,
     pub issue_id: crate::domain::IssueId,
     pub issue_key: crate::domain::IssueKey,
+    /// The run's token as the agent sent it: redacted from what the agent writes.
+    pub token: RunSecret,
+}
+
+/// A run token's plain value; never shown by `Debug`.
+#[derive(Clone, Default)]
+pub struct RunSecret(pub String);
+
+impl std::fmt::Debug for RunSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunSecret([redacted])")
+    }
 }
 
 impl RunScope {

@@ -4,9 +4,16 @@
 //! Local models are scanned separately ([`RuntimeCache::local_models`]): the explicitly configured servers
 //! (agent profiles' base URLs, `MUSTER_LLAMA_URL`, `OLLAMA_HOST`, `LLAMA_API_BASE`), then the usual loopback
 //! ports, each probe with a short timeout, plus the llama.cpp / Ollama binaries on `PATH` with versions.
+//!
+//! Invariants: the CLI detection is the machine's and shared by every workspace; a local-model scan
+//! includes one workspace's agents' base URLs and is cached, and shown, for that workspace only.
+//! Re-detecting spawns processes and sends requests, so it is for owners and admins, at most once per
+//! [`REDETECT_EVERY`] per workspace, and the machine's CLIs are probed again at most that often overall.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use muster_agents::{Detection, RuntimeKind};
@@ -16,6 +23,7 @@ use tokio::sync::RwLock;
 
 use crate::app::AppState;
 use crate::domain::{AgentKind, WorkspaceId};
+use crate::service::Caller;
 
 /// The kinds probed: the three CLIs and local llama.cpp binaries (custom commands are per agent).
 pub const PROBED: [RuntimeKind; 4] = [
@@ -25,15 +33,28 @@ pub const PROBED: [RuntimeKind; 4] = [
     RuntimeKind::Llama,
 ];
 
+/// The shortest time between two re-detections of one workspace (and between two probes of the CLIs).
+pub const REDETECT_EVERY: Duration = Duration::from_secs(10);
+
 /// When a detection ran, and what it found.
 pub type Detected = (DateTime<Utc>, Vec<Detection>);
 
-/// The last detection, shared by the pages and API.
+/// A re-detect asked for too soon after the last one: how long until the next is allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooSoon(pub Duration);
+
+/// The last detections, shared by the pages and API: the machine's CLIs, and each workspace's local-model
+/// scan.
 #[derive(Clone, Default)]
 pub struct RuntimeCache {
     last: Arc<RwLock<Option<Detected>>>,
     overrides: Arc<Vec<(RuntimeKind, PathBuf)>>,
-    local: Arc<RwLock<Option<LocalModels>>>,
+    /// One scan per workspace: it probes (and shows) that workspace's agents' base URLs.
+    local: Arc<RwLock<HashMap<WorkspaceId, LocalModels>>>,
+    /// When each workspace last re-detected (entries older than [`REDETECT_EVERY`] are dropped).
+    redetected: Arc<Mutex<HashMap<WorkspaceId, Instant>>>,
+    /// When a re-detect last probed the CLIs.
+    machine_redetected: Arc<Mutex<Option<Instant>>>,
 }
 
 /// What the last local-model scan found, and when.
@@ -80,14 +101,74 @@ pub async fn local_model_urls(state: &AppState, ws: WorkspaceId) -> Vec<(String,
     urls
 }
 
+/// What a workspace's member sees: the cached CLI detection and the workspace's cached local-model scan
+/// (each made now if there is none yet).
+pub async fn cached(state: &AppState, ws: WorkspaceId) -> (Detected, LocalModels) {
+    let urls = local_model_urls(state, ws).await;
+    tokio::join!(state.runtimes.get(), state.runtimes.local_models(ws, &urls))
+}
+
+/// Detects again for the caller's workspace: owners and admins only (403 otherwise), and `Ok(Err)` when
+/// the workspace re-detected less than [`REDETECT_EVERY`] ago.
+pub async fn redetect(
+    state: &AppState,
+    caller: &Caller,
+) -> crate::http::Result<Result<(Detected, LocalModels), TooSoon>> {
+    caller.require_manager()?;
+    if let Err(wait) = state.runtimes.claim_redetect(caller.ws.id) {
+        return Ok(Err(wait));
+    }
+    let urls = local_model_urls(state, caller.ws.id).await;
+    Ok(Ok(tokio::join!(
+        state.runtimes.redetect_machine(),
+        state.runtimes.scan_local_models(caller.ws.id, &urls)
+    )))
+}
+
 impl RuntimeCache {
     /// A cache that probes `overrides` instead of `PATH` for the kinds they name.
     pub fn new(overrides: Vec<(RuntimeKind, PathBuf)>) -> Self {
         RuntimeCache {
-            last: Arc::default(),
             overrides: Arc::new(overrides),
-            local: Arc::default(),
+            ..RuntimeCache::default()
         }
+    }
+
+    /// Records a re-detect of `ws` now, unless it had one less than [`REDETECT_EVERY`] ago.
+    pub fn claim_redetect(&self, ws: WorkspaceId) -> Result<(), TooSoon> {
+        let now = Instant::now();
+        let mut last = self
+            .redetected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        last.retain(|_, at| now.duration_since(*at) < REDETECT_EVERY);
+        if let Some(at) = last.get(&ws) {
+            return Err(TooSoon(
+                REDETECT_EVERY.saturating_sub(now.duration_since(*at)),
+            ));
+        }
+        last.insert(ws, now);
+        Ok(())
+    }
+
+    /// Detects the CLIs again, unless a re-detect (of any workspace) did less than [`REDETECT_EVERY`] ago:
+    /// however many workspaces re-detect, the CLIs are started at most that often.
+    pub async fn redetect_machine(&self) -> Detected {
+        let fresh = {
+            let mut last = self
+                .machine_redetected
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let fresh = last.is_some_and(|at| at.elapsed() < REDETECT_EVERY);
+            if !fresh {
+                *last = Some(Instant::now());
+            }
+            fresh
+        };
+        if fresh {
+            return self.get().await;
+        }
+        self.detect().await
     }
 
     /// Probes every kind concurrently and stores the result.
@@ -115,18 +196,27 @@ impl RuntimeCache {
         self.detect().await
     }
 
-    /// The cached local-model scan, scanning `explicit` and the default ports now if there is none yet.
-    pub async fn local_models(&self, explicit: &[(String, String)]) -> LocalModels {
-        if let Some(found) = self.local.read().await.clone() {
+    /// The cached local-model scan of `ws`, scanning `explicit` (the workspace's URLs) and the default
+    /// ports now if there is none yet.
+    pub async fn local_models(
+        &self,
+        ws: WorkspaceId,
+        explicit: &[(String, String)],
+    ) -> LocalModels {
+        if let Some(found) = self.local.read().await.get(&ws).cloned() {
             return found;
         }
-        self.scan_local_models(explicit).await
+        self.scan_local_models(ws, explicit).await
     }
 
-    /// Scans for local models now and caches the result.
-    pub async fn scan_local_models(&self, explicit: &[(String, String)]) -> LocalModels {
+    /// Scans for `ws`'s local models now and caches the result for `ws` alone.
+    pub async fn scan_local_models(
+        &self,
+        ws: WorkspaceId,
+        explicit: &[(String, String)],
+    ) -> LocalModels {
         let found = scan_local(explicit).await;
-        *self.local.write().await = Some(found.clone());
+        self.local.write().await.insert(ws, found.clone());
         found
     }
 }

@@ -1,4 +1,4 @@
-//! A run's event log on the way out: numbering (seq from 1), redaction of secret values, small batches
+//! A run's event log on the way out: numbering (seq from 1), redaction (`crate::redact`), small batches
 //! (flushed at [`FLUSH_COUNT`] events or [`FLUSH_AFTER`] after the first pending one), commit, then publish.
 //! Also the running tally (usage, session, summary, last error) the finish step needs.
 
@@ -12,36 +12,32 @@ use tokio::time::Instant;
 use crate::app::AppState;
 use crate::domain::{NewRunEvent, RunId, Seq, Usage};
 use crate::hub::{LiveEvent, Topic};
+use crate::redact::Redactor;
 use crate::store;
 
 /// Pending events that trigger an immediate flush.
 pub(super) const FLUSH_COUNT: usize = 32;
 /// Longest time an event waits in the batch before it is committed.
 pub(super) const FLUSH_AFTER: Duration = Duration::from_millis(100);
-/// What a secret value is replaced with in stored events.
-const REDACTED: &str = "[redacted]";
-
 /// Numbers, redacts and batches a run's events.
 pub(super) struct EventLog {
     run_id: RunId,
     next_seq: Seq,
     pending: Vec<NewRunEvent>,
     first_pending: Option<Instant>,
-    secrets: Vec<String>,
+    redactor: Redactor,
     /// The most events stored for the run (see [`EventLog::set_cap`]).
     cap: Seq,
 }
 
 impl EventLog {
-    pub(super) fn new(run_id: RunId, mut secrets: Vec<String>) -> Self {
-        // Longest first, so a secret containing another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    pub(super) fn new(run_id: RunId, redactor: Redactor) -> Self {
         Self {
             run_id,
             next_seq: 1,
             pending: Vec::new(),
             first_pending: None,
-            secrets,
+            redactor,
             cap: Seq::MAX,
         }
     }
@@ -50,9 +46,9 @@ impl EventLog {
     pub(super) async fn resume(
         state: &AppState,
         run_id: RunId,
-        secrets: Vec<String>,
+        redactor: Redactor,
     ) -> store::Result<Self> {
-        let mut log = Self::new(run_id, secrets);
+        let mut log = Self::new(run_id, redactor);
         log.set_cap(state.config.max_events_per_run);
         loop {
             let page = state
@@ -68,7 +64,7 @@ impl EventLog {
 
     /// Queues one event; the caller flushes when [`EventLog::must_flush`] says so or at [`EventLog::due`].
     pub(super) fn push(&mut self, kind: &str, mut payload: Value) {
-        redact(&mut payload, &self.secrets);
+        self.redactor.json(&mut payload);
         self.pending.push(NewRunEvent {
             seq: self.next_seq,
             at: Utc::now(),
@@ -143,22 +139,6 @@ pub(super) fn cap_message(cap: Seq) -> String {
     format!("stopped: the run reached the cap of {cap} events")
 }
 
-/// Replaces every secret value inside the strings of `value`.
-fn redact(value: &mut Value, secrets: &[String]) {
-    match value {
-        Value::String(s) => {
-            for secret in secrets {
-                if s.contains(secret.as_str()) {
-                    *s = s.replace(secret.as_str(), REDACTED);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact(v, secrets)),
-        Value::Object(map) => map.values_mut().for_each(|v| redact(v, secrets)),
-        _ => {}
-    }
-}
-
 /// What a run has said so far that decides how it ends.
 #[derive(Debug, Default)]
 pub(super) struct Tally {
@@ -208,21 +188,5 @@ impl Tally {
             .and_then(|(_, s)| s.clone())
             .or_else(|| self.last_text.clone())
             .filter(|s| !s.trim().is_empty())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_redacted_everywhere_in_a_payload() {
-        let mut v =
-            serde_json::json!({"line": "key=abc123 and abc1234", "n": [ "abc123" ], "k": 3});
-        redact(&mut v, &["abc1234".to_owned(), "abc123".to_owned()]);
-        assert_eq!(
-            v,
-            serde_json::json!({"line": "key=[redacted] and [redacted]", "n": ["[redacted]"], "k": 3})
-        );
     }
 }

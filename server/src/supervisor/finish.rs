@@ -1,6 +1,7 @@
 //! How a run ends: the outcome recorded with `finish_run`, then what follows for the issue — in review with
 //! the agent's summary as a comment on success; a retry with backoff for a retryable failure with attempts
-//! left; otherwise back to `todo` with an inbox item.
+//! left; otherwise back to `todo` with an inbox item. Every text recorded here (summary, diff stat, failure
+//! message, inbox item, comment) has passed the run's redactor.
 
 use chrono::Utc;
 
@@ -11,6 +12,7 @@ use crate::domain::{
     NewRun, Run, RunOutcome, RunStatus, Usage,
 };
 use crate::hub::{LiveEvent, Topic};
+use crate::redact::Redactor;
 use crate::store;
 use muster_agents::ErrorClass;
 
@@ -51,8 +53,8 @@ impl Ending {
     }
 }
 
-/// The recorded outcome of an ending.
-fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
+/// The recorded outcome of an ending, its texts redacted.
+fn outcome(ending: &Ending, tally: &Tally, redactor: &Redactor) -> RunOutcome {
     let (status, exit_code, failure_reason) = match ending {
         Ending::NotStarted(reason, _) => (RunStatus::Failed, None, Some(*reason)),
         Ending::Exited(code) => {
@@ -91,9 +93,9 @@ fn outcome(ending: &Ending, tally: &Tally) -> RunOutcome {
         exit_code,
         failure_reason,
         usage: tally.usage,
-        summary,
-        diff_stat: tally.diff_stat.clone(),
-        session_id: tally.session_id.clone(),
+        summary: redactor.opt(summary.as_deref()),
+        diff_stat: redactor.opt(tally.diff_stat.as_deref()),
+        session_id: redactor.opt(tally.session_id.as_deref()),
     }
 }
 
@@ -109,7 +111,7 @@ fn classify(tally: &Tally) -> FailureReason {
     }
 }
 
-/// Records how the run ended and moves the issue on.
+/// Records how the run ended and moves the issue on; `redactor` hides the run's secrets in what is kept.
 #[tracing::instrument(skip_all, fields(run.id = %run.id))]
 pub(super) async fn conclude(
     state: &AppState,
@@ -118,8 +120,9 @@ pub(super) async fn conclude(
     agent: &Agent,
     ending: Ending,
     tally: Tally,
+    redactor: &Redactor,
 ) {
-    let outcome = outcome(&ending, &tally);
+    let outcome = outcome(&ending, &tally, redactor);
     let finished = match state.store.finish_run(run.id, &outcome).await {
         Ok(finished) => finished,
         Err(e) => {
@@ -136,7 +139,7 @@ pub(super) async fn conclude(
         RunStatus::Interrupted => {
             after_interruption(state, &finished, issue, Some(agent), tally.changed).await
         }
-        _ => failed(state, &finished, issue, agent).await,
+        _ => failed(state, &finished, issue, agent, redactor).await,
     };
     if let Err(e) = followed {
         tracing::warn!(error = %e, "cannot update the issue after the run");
@@ -147,7 +150,8 @@ pub(super) async fn conclude(
 
 /// Finishes a run whose issue or agent cannot be read (deleted meanwhile).
 pub(super) async fn conclude_unloaded(state: &AppState, run: &Run, ending: Ending) {
-    let outcome = outcome(&ending, &Tally::default());
+    // Nothing the agent said is kept (there is no tally), so there is nothing of its to redact.
+    let outcome = outcome(&ending, &Tally::default(), &Redactor::default());
     if let Err(e) = state.store.finish_run(run.id, &outcome).await {
         tracing::warn!(error = %e, "cannot record the run's end");
     }
@@ -172,7 +176,13 @@ async fn succeeded(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) ->
     .await
 }
 
-async fn failed(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
+async fn failed(
+    state: &AppState,
+    run: &Run,
+    issue: &Issue,
+    agent: &Agent,
+    redactor: &Redactor,
+) -> store::Result<()> {
     let reason = run.failure_reason.unwrap_or(FailureReason::Exit);
     if reason.retryable() && run.attempt <= agent.profile.max_retries {
         let exponent = u32::try_from(run.attempt - 1).unwrap_or(0).min(16);
@@ -204,7 +214,7 @@ async fn failed(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> st
             .map(|s| format!(": {}", s.chars().take(300).collect::<String>()))
             .unwrap_or_default()
     );
-    inbox(state, run, issue, kind, message).await
+    inbox(state, run, issue, kind, redactor.text(&message)).await
 }
 
 /// After an interruption (a stopped or lost runner): a run that had not changed its worktree yet is

@@ -17,7 +17,8 @@ use crate::domain::{Agent, AgentKind, Comment, FailureReason, Issue, NewApiToken
 pub(super) struct Prepared {
     pub launch: LaunchSpec,
     pub adapter: Box<dyn Adapter>,
-    /// Plain values of the agent's secret variables and the run's token, redacted from every stored event.
+    /// Plain values of the agent's secret variables, its base URL's credentials and the run's token: what
+    /// the run's redactor hides.
     pub secrets: Vec<String>,
     pub workdir: PathBuf,
     /// The run's git worktree, when the workspace has a repository.
@@ -139,6 +140,7 @@ async fn finish_prepare(
         resume_session: None,
         running_as_root: running_as_root(),
     };
+    secrets.extend(crate::redact::url_credentials(spec.base_url.as_deref()));
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
@@ -216,18 +218,6 @@ async fn run_token(state: &AppState, run: &Run) -> Result<String, PrepareError> 
         .await
         .map_err(|e| PrepareError::config(format!("cannot create the run's token: {e}")))?;
     Ok(secret.secret)
-}
-
-/// The plain values of the agent's secret variables (those that can be opened), for redaction.
-pub(super) fn secret_values(state: &AppState, agent: &Agent) -> Vec<String> {
-    agent
-        .profile
-        .env
-        .iter()
-        .filter(|v| v.secret)
-        .filter_map(|v| state.secrets.open(&v.value).ok())
-        .filter(|plain| !plain.is_empty())
-        .collect()
 }
 
 /// The profile's variables with secrets opened, plus the run's own (`MUSTER_*`).

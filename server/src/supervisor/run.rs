@@ -20,6 +20,7 @@ use crate::app::AppState;
 use crate::domain::{
     Actor, Agent, CommentAuthor, FailureReason, Issue, IssueStatus, Run, RunnerId,
 };
+use crate::redact::Redactor;
 
 /// How many output lines may wait for the supervisor before the readers (and so the child) block.
 const LINE_BUFFER: usize = 256;
@@ -46,7 +47,9 @@ pub(super) async fn supervise(
         Ok(launched) => launched,
         Err(ending) => {
             revoke_token(&state, &run).await;
-            finish::conclude(&state, &run, &issue, &agent, ending, Tally::default()).await;
+            let redactor = Redactor::for_agent(&state.secrets, &agent, None);
+            let tally = Tally::default();
+            finish::conclude(&state, &run, &issue, &agent, ending, tally, &redactor).await;
             return;
         }
     };
@@ -81,14 +84,15 @@ pub(super) async fn supervise(
         stop: &stop,
     };
     let worktree = prepared.worktree;
+    let redactor = Redactor::new(&prepared.secrets);
     let (ending, tally) =
-        run_child(&ctx, &mut child, pid, prepared.secrets, worktree.as_ref()).await;
+        run_child(&ctx, &mut child, pid, redactor.clone(), worktree.as_ref()).await;
     revoke_token(&state, &run).await;
     if matches!(ending, Ending::LeaseLost) {
         tracing::warn!("lease lost; the run was stopped and is left to its new owner");
         return;
     }
-    finish::conclude(&state, &run, &issue, &agent, ending, tally).await;
+    finish::conclude(&state, &run, &issue, &agent, ending, tally, &redactor).await;
 }
 
 /// Revokes the run's token (it also stops working once the run is no longer live).
@@ -150,11 +154,11 @@ async fn run_child(
     ctx: &Watch<'_>,
     child: &mut Child,
     pid: Option<i32>,
-    secrets: Vec<String>,
+    redactor: Redactor,
     worktree: Option<&Worktree>,
 ) -> (Ending, Tally) {
     let mut lines = read_lines(child);
-    let mut log = EventLog::new(ctx.run.id, secrets);
+    let mut log = EventLog::new(ctx.run.id, redactor);
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
         model: ctx.agent.profile.model.clone(),

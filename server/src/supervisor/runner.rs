@@ -17,6 +17,7 @@ use super::events::{EventLog, Tally};
 use super::{finish, git, prepare, run};
 use crate::app::AppState;
 use crate::domain::{Run, Runner};
+use crate::redact::Redactor;
 
 /// The embedded runner's name in the runner table.
 pub const EMBEDDED_RUNNER: &str = "embedded";
@@ -158,14 +159,10 @@ async fn recover(state: &AppState, runner: &Runner) {
             }
         };
         let mut tally = Tally::default();
+        // The run's token is gone with the server that made it; the agent's secrets are still known.
+        let redactor = Redactor::for_agent(&state.secrets, &agent, None);
         if let Some(tree) = git::recorded(&prepare::run_dir(state, &run)).await {
-            let mut log = match EventLog::resume(
-                state,
-                run.id,
-                prepare::secret_values(state, &agent),
-            )
-            .await
-            {
+            let mut log = match EventLog::resume(state, run.id, redactor.clone()).await {
                 Ok(log) => log,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the interrupted run's log");
@@ -180,7 +177,8 @@ async fn recover(state: &AppState, runner: &Runner) {
             tally.diff_stat = stat;
             tally.changed = changed;
         }
-        finish::conclude(state, &run, &issue, &agent, finish::Ending::Orphaned, tally).await;
+        let ending = finish::Ending::Orphaned;
+        finish::conclude(state, &run, &issue, &agent, ending, tally, &redactor).await;
     }
 }
 

@@ -29,8 +29,14 @@ async fn runtimes_are_listed_and_redetected(t: &Env) {
     // Cached: asking again gives the same detection time; re-detecting gives a newer one.
     let again = t.member.api.get("/api/v1/runtimes").await.expect(200);
     assert_eq!(again["detected_at"], first["detected_at"]);
+    // Re-detecting starts processes: owners and admins only; members keep the cached result.
+    t.member
+        .api
+        .post("/api/v1/runtimes/detect", serde_json::json!({}))
+        .await
+        .error(403, "auth");
     let fresh = t
-        .member
+        .admin
         .api
         .post("/api/v1/runtimes/detect", serde_json::json!({}))
         .await

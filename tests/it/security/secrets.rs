@@ -1,1 +1,390 @@
-//! Security attacks: secrets (see mod.rs).
+//! Secrets never leave (issue 11, "Members read other people's secrets"). The attack: an owner's agent
+//! with a secret variable `API_KEY` runs a command that prints the secret plainly, reversed, base64'd (both
+//! alphabets, and inside a longer line), as hex, writes it into a file of its worktree, prints its run
+//! token, posts it all as a comment with `muster issue comment` and its run token, and puts it in its
+//! final summary; a second agent fails with the secret in its error. Before, the summary, the comment, the
+//! issue page and every encoding showed it. Now the secret, each encoding and the run token appear
+//! nowhere: not in the events (API), the run, the summary comment, the agent's comment, the issue page,
+//! the run page, the inbox — while the honest parts of the same output are all there.
+//!
+//! Real server, real run engine, real `custom` agent processes, the real `muster` CLI; both backends.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use muster::domain::*;
+use muster::store::Store;
+use muster::supervisor::RunTiming;
+use muster_tests::{Backend, TestDb};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// The owner's secret: long enough for every encoding to be looked for.
+const SECRET: &str = "sk-live-Q7f3x9KpL2mZ8vW4";
+/// The longest a run may take here.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_leak_its_secret_through_its_output_sqlite() {
+    leak_attempt(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_leak_its_secret_through_its_output_postgres() {
+    leak_attempt(Backend::Postgres).await;
+}
+
+/// The `muster` binary next to this test binary (`cargo test --workspace` builds it; after
+/// `cargo test -p muster-tests`, build it with `cargo build -p muster`).
+fn muster_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("muster");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p muster`",
+        bin.display()
+    );
+    bin
+}
+
+/// Every form of the secret the attack prints, as the shell commands compute them.
+fn forms() -> Vec<(&'static str, String)> {
+    let reversed: String = SECRET.chars().rev().collect();
+    vec![
+        ("plain", SECRET.to_owned()),
+        ("reversed", reversed),
+        ("base64", STANDARD.encode(SECRET)),
+        (
+            "base64 inside a line",
+            // `echo "API_KEY=$API_KEY" | base64`: the secret starts 8 bytes in (alignment 2).
+            STANDARD.encode(format!("API_KEY={SECRET}\n"))[11..40].to_owned(),
+        ),
+        ("url-safe base64", URL_SAFE_NO_PAD.encode(SECRET)),
+        ("hex", muster::auth::hex(SECRET.as_bytes())),
+    ]
+}
+
+/// Asserts that no form of the secret and no run token is in `text` (`what` names where).
+fn assert_clean(what: &str, text: &str) {
+    for (name, form) in forms() {
+        assert!(
+            !text.contains(&form),
+            "the {name} secret is in {what}: {text}"
+        );
+    }
+    // Run tokens are `mst_` and 64 hex digits; none may show (the owner's own token never does either).
+    let kind = format!("{}_", muster::service::tokens::TOKEN_KIND);
+    for (i, _) in text.match_indices(&kind) {
+        let rest = &text[i + kind.len()..];
+        let hex = rest.chars().take_while(char::is_ascii_hexdigit).count();
+        assert!(hex < 64, "a token is in {what}: {text}");
+    }
+}
+
+struct World {
+    _db: TestDb,
+    addr: std::net::SocketAddr,
+    store: Arc<dyn Store>,
+    ws: Workspace,
+    owner_token: String,
+    scripts: tempfile::TempDir,
+    shutdown: CancellationToken,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl World {
+    async fn start(backend: Backend) -> Option<World> {
+        let db = TestDb::new(backend).await?;
+        let store = db.store().await;
+        let (owner, ws) = store
+            .create_owner_and_workspace(
+                &NewUser {
+                    email: Email::parse("owner@secrets.test").unwrap(),
+                    display_name: "owner".into(),
+                    password_hash: "unused".into(),
+                },
+                &NewWorkspace::parse("Secrets", "secrets", "SEC").unwrap(),
+            )
+            .await
+            .unwrap();
+        let owner_token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
+        let scripts = tempfile::tempdir().unwrap();
+        let repo = scripts.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        muster_tests::git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
+        muster_tests::git_commit_all(&repo, "first");
+        store
+            .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
+            .await
+            .unwrap();
+        store.close().await;
+        let mut config = db.config();
+        config.embedded_runner = true;
+        let mut app = muster::app::build(config).await.unwrap();
+        app.set_run_timing(RunTiming {
+            int_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            ..RunTiming::default()
+        });
+        let addr = app.local_addr().unwrap();
+        let store = app.state().store.clone();
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        Some(World {
+            _db: db,
+            addr,
+            store,
+            ws,
+            owner_token,
+            scripts,
+            shutdown,
+            handle,
+        })
+    }
+
+    /// Sends a request as the owner and returns status and body text.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, String) {
+        let mut req = reqwest::Client::new()
+            .request(method, format!("http://{}{path}", self.addr))
+            .bearer_auth(&self.owner_token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    async fn get_ok(&self, path: &str) -> String {
+        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {text}");
+        text
+    }
+
+    /// The owner creates a `custom` agent running `script`, with the secret `API_KEY`.
+    async fn agent(&self, name: &str, script: &Path) {
+        let body = json!({
+            "name": name,
+            "kind": "custom",
+            "command": script.display().to_string(),
+            "max_retries": 0,
+            "env": [{ "key": "API_KEY", "value": SECRET, "secret": true }],
+        });
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/api/v1/agents", Some(body))
+            .await;
+        assert_eq!(status, 201, "{text}");
+        assert!(!text.contains(SECRET), "{text}");
+    }
+
+    /// An issue assigned to `agent` (in todo, so it starts a run); returns its key.
+    async fn assign(&self, title: &str, agent: &str) -> String {
+        let body = json!({ "title": title, "status": "todo", "assignee": agent });
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
+            .await;
+        assert_eq!(status, 201, "{text}");
+        serde_json::from_str::<Value>(&text).unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The issue's run once it and its follow-up (comment, inbox) are done.
+    async fn finished(&self, key: &str, settled: IssueStatus) -> Run {
+        let key = IssueKey::parse(key).unwrap();
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let issue = self.store.get_issue(self.ws.id, &key).await.unwrap();
+            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
+            if let Some(run) = runs.last()
+                && run.status.is_terminal()
+                && issue.status == settled
+            {
+                return run.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the run on {key} did not finish: {runs:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The owner's inbox once it holds an item about `run`.
+    async fn inbox_with(&self, run: RunId) -> Vec<InboxItem> {
+        let owner = self.store.list_members(self.ws.id).await.unwrap()[0]
+            .user
+            .id;
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let inbox = self.store.list_inbox(self.ws.id, owner).await.unwrap();
+            if inbox.iter().any(|i| i.run_id == Some(run)) {
+                return inbox;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no inbox item: {inbox:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.handle.await.unwrap().unwrap();
+    }
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+async fn leak_attempt(backend: Backend) {
+    let Some(w) = World::start(backend).await else {
+        return;
+    };
+    let muster = muster_bin();
+    let leaker = script(
+        w.scripts.path(),
+        "leak.sh",
+        &format!(
+            r#"cat >/dev/null
+k="$API_KEY"
+echo "plain: $k"
+echo "reversed: $(printf %s "$k" | rev)"
+echo "base64: $(printf %s "$k" | base64 -w0)"
+echo "line: $(echo "API_KEY=$k" | base64 -w0)"
+echo "url-safe: $(printf %s "$k" | base64 -w0 | tr '+/' '-_' | tr -d '=')"
+echo "hex: $(printf %s "$k" | od -An -tx1 | tr -d ' \n')"
+echo "digest: $(printf %s "$k" | sha256sum | cut -d' ' -f1)"
+echo "my token: $MUSTER_TOKEN" >&2
+echo "$k" > leaked.txt
+echo "honest work" > notes.md
+'{muster}' issue comment "$MUSTER_ISSUE" "agent says $k and $(printf %s "$k" | rev) and $(printf %s "$k" | base64 -w0) with $MUSTER_TOKEN" || exit 3
+printf '{{"type":"result","subtype":"success","is_error":false,"result":"summary: %s %s done"}}\n' "$k" "$(printf %s "$k" | base64 -w0)"
+"#,
+            muster = muster.display()
+        ),
+    );
+    let failer = script(
+        w.scripts.path(),
+        "fail.sh",
+        r#"cat >/dev/null
+printf '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"cannot use key %s (%s)"}\n' "$API_KEY" "$(printf %s "$API_KEY" | rev)"
+exit 1"#,
+    );
+    w.agent("leaker", &leaker).await;
+    w.agent("failer", &failer).await;
+    let leaked_key = w.assign("Leak it", "leaker").await;
+    let failed_key = w.assign("Fail with it", "failer").await;
+    let run = w.finished(&leaked_key, IssueStatus::InReview).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
+    let failed = w.finished(&failed_key, IssueStatus::Todo).await;
+    assert_eq!(failed.status, RunStatus::Failed, "{failed:?}");
+    let inbox = w.inbox_with(failed.id).await;
+
+    // Everything the owner can read about both runs.
+    let slug = w.ws.slug.as_str().to_owned();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (key, run) in [(&leaked_key, &run), (&failed_key, &failed)] {
+        for path in [
+            format!("/api/v1/runs/{}/events", run.id),
+            format!("/api/v1/runs/{}", run.id),
+            format!("/api/v1/issues/{key}/comments"),
+            format!("/api/v1/issues/{key}"),
+            format!("/w/{slug}/issues/{key}"),
+            format!("/w/{slug}/runs/{}", run.id),
+        ] {
+            let text = w.get_ok(&path).await;
+            seen.push((path, text));
+        }
+    }
+    seen.push((
+        format!("/w/{slug}/inbox"),
+        w.get_ok(&format!("/w/{slug}/inbox")).await,
+    ));
+    seen.push(("the inbox".into(), format!("{inbox:?}")));
+    for (what, text) in &seen {
+        assert_clean(what, text);
+    }
+
+    // The honest parts are all there: each line (with the secret replaced), proof that the agent had
+    // the secret (a digest is not an encoding the redactor can undo), its comment, its work, its summary.
+    let events = &seen[0].1;
+    for line in [
+        "plain: [redacted]",
+        "reversed: [redacted]",
+        "base64: [redacted]",
+        "url-safe: [redacted]",
+        "hex: [redacted]",
+        "my token: [redacted]",
+    ] {
+        assert!(events.contains(line), "{line:?} not in {events}");
+    }
+    let digest = muster::auth::hash_secret(SECRET);
+    assert!(events.contains(&format!("digest: {digest}")), "{events}");
+    let diff: Vec<Value> = serde_json::from_str::<Value>(events).unwrap()["events"]
+        .as_array()
+        .map(|e| e.iter().filter(|e| e["kind"] == "diff").cloned().collect())
+        .unwrap_or_default();
+    let patch = diff
+        .first()
+        .and_then(|d| d["payload"]["patch"].as_str())
+        .unwrap_or_else(|| panic!("no diff event in {events}"));
+    assert!(patch.contains("+honest work"), "{patch}");
+    assert!(patch.contains("+[redacted]"), "{patch}");
+    let comments = &seen[2].1;
+    assert!(
+        comments.contains("agent says [redacted] and [redacted] and [redacted] with [redacted]"),
+        "{comments}"
+    );
+    assert!(
+        comments.contains("summary: [redacted] [redacted] done"),
+        "{comments}"
+    );
+    let run_json: Value = serde_json::from_str(&seen[1].1).unwrap();
+    assert_eq!(run_json["summary"], "summary: [redacted] [redacted] done");
+    let failed_events = &seen[6].1;
+    assert!(
+        failed_events.contains("cannot use key [redacted] ([redacted])"),
+        "{failed_events}"
+    );
+    let item = inbox
+        .iter()
+        .find(|i| i.run_id == Some(failed.id))
+        .unwrap_or_else(|| panic!("no inbox item for the failed run: {inbox:?}"));
+    assert!(
+        item.message
+            .contains("cannot use key [redacted] ([redacted])"),
+        "{}",
+        item.message
+    );
+    // The agent's comment is the agent's, and a person's comment is kept as written.
+    let (status, text) = w
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/issues/{leaked_key}/comments"),
+            Some(json!({ "body": format!("my own note mentions {SECRET}") })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED.as_u16(), "{text}");
+    assert!(
+        text.contains(SECRET),
+        "a person's own words are not rewritten: {text}"
+    );
+    w.stop().await;
+}

@@ -11,13 +11,16 @@ use crate::views::{ModelServerRowView, RuntimeRowView, RuntimesView};
 /// The runtimes page.
 pub fn runtimes(v: &RuntimesView) -> Markup {
     let actions = html! {
-        form method="post" action=(v.redetect_url) {
-            (csrf(&v.nav.csrf))
-            button.btn.btn-primary type="submit" { "Re-detect" }
+        @if v.can_redetect {
+            form method="post" action=(v.redetect_url) {
+                (csrf(&v.nav.csrf))
+                button.btn.btn-primary type="submit" { "Re-detect" }
+            }
         }
     };
     let body = html! {
         (page_head("Runtimes", Some("Agent CLIs found on the machine this server runs on."), actions))
+        @if let Some(note) = &v.note { p #redetect-note .alert role="status" { (note) } }
         @if let Some(at) = v.detected_at {
             p.muted { "Detected " (Timestamp(at)) "." }
         }
@@ -167,6 +170,7 @@ mod tests {
             detected_at: None,
             redetect_url: "/w/acme/runtimes/detect".into(),
             probed_ports: "8080, 11434".into(),
+            can_redetect: true,
             ..Default::default()
         };
         let html = runtimes(&v).into_string();
@@ -226,5 +230,18 @@ mod tests {
         assert!(
             html.contains("/usr/local/bin/llama-server") && html.contains("context 2048 tokens")
         );
+    }
+
+    #[test]
+    fn members_get_no_redetect_button_and_a_throttled_redetect_says_why() {
+        let v = RuntimesView {
+            redetect_url: "/w/acme/runtimes/detect".into(),
+            note: Some("Re-detected less than 10 s ago <now>.".into()),
+            ..Default::default()
+        };
+        let html = runtimes(&v).into_string();
+        assert!(!html.contains("/w/acme/runtimes/detect") && !html.contains("Re-detect<"));
+        assert!(html.contains(r#"id="redetect-note""#));
+        assert!(html.contains("Re-detected less than 10 s ago &lt;now&gt;."));
     }
 }

@@ -2,14 +2,17 @@
 //! page.
 
 use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
+use super::ErrorBody;
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::ApiCaller;
-use crate::service::runtimes::{LocalModels, install_hint, label, local_model_urls};
+use crate::service::runtimes::{self as svc, LocalModels, TooSoon, install_hint, label};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -111,27 +114,46 @@ fn runtime_view(d: &muster_agents::Detection) -> RuntimeView {
     }
 }
 
-/// The last detection (cached; detected now if there is none yet).
+/// The last detection (cached; detected now if there is none yet). The local model servers are this
+/// workspace's: its agents' base URLs (without credentials), the server's configured ones and the default
+/// loopback ports.
 #[utoipa::path(get, path = "/api/v1/runtimes", tag = "runtimes", responses((status = 200, body = RuntimesView)))]
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
 ) -> Result<Json<RuntimesView>> {
-    let urls = local_model_urls(&state, caller.ws.id).await;
-    let (found, local) = tokio::join!(state.runtimes.get(), state.runtimes.local_models(&urls));
+    let (found, local) = svc::cached(&state, caller.ws.id).await;
     Ok(Json(view(found, &local)))
 }
 
-/// Detects again, now.
-#[utoipa::path(post, path = "/api/v1/runtimes/detect", tag = "runtimes", responses((status = 200, body = RuntimesView)))]
+/// Detects again, now: owners and admins only, at most once every 10 s per workspace (429 with
+/// `Retry-After` in seconds otherwise).
+#[utoipa::path(post, path = "/api/v1/runtimes/detect", tag = "runtimes", responses(
+    (status = 200, body = RuntimesView),
+    (status = 403, body = ErrorBody, description = "not an owner or admin"),
+    (status = 429, body = ErrorBody, description = "re-detected less than 10 s ago; see Retry-After",
+        headers(("Retry-After" = u64, description = "seconds until a re-detect is allowed")))))]
 pub(super) async fn redetect(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-) -> Result<Json<RuntimesView>> {
-    let urls = local_model_urls(&state, caller.ws.id).await;
-    let (found, local) = tokio::join!(
-        state.runtimes.detect(),
-        state.runtimes.scan_local_models(&urls)
+) -> Result<Response> {
+    match svc::redetect(&state, &caller).await? {
+        Ok((found, local)) => Ok(Json(view(found, &local)).into_response()),
+        Err(TooSoon(wait)) => Ok(too_soon(wait)),
+    }
+}
+
+/// The 429 of a re-detect asked for too soon.
+fn too_soon(wait: std::time::Duration) -> Response {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let message = format!(
+        "re-detected less than {} s ago; try again in {secs} s",
+        svc::REDETECT_EVERY.as_secs()
     );
-    Ok(Json(view(found, &local)))
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, secs.max(1).to_string())],
+        Json(serde_json::json!({ "errors": { "runtimes": [message] } })),
+    )
+        .into_response()
 }

@@ -14,6 +14,7 @@ use crate::app::AppState;
 use crate::domain::{Agent, AgentKind, NewAgent, PermissionMode};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
+use crate::redact::without_credentials;
 use crate::service::agents::{self as svc, AgentInput, EnvInput};
 
 pub(super) fn router() -> Router<AppState> {
@@ -120,7 +121,18 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
         budget_usd: p.budget.usd.map(|u| u.to_string()).unwrap_or_default(),
         budget_tokens: p.budget.tokens.map(|t| t.to_string()).unwrap_or_default(),
         command: opt(p.command.clone()),
-        base_url: opt(p.base_url.clone()),
+        // Credentials in the URL are for the owners and admins who edit it; members see it without them.
+        base_url: p
+            .base_url
+            .as_deref()
+            .map(|url| {
+                if member.caller.role.can_manage() {
+                    url.to_owned()
+                } else {
+                    without_credentials(url)
+                }
+            })
+            .unwrap_or_default(),
         errors: Default::default(),
         runtime_warning: None,
     }
@@ -308,7 +320,10 @@ async fn update(
 ) -> PageResult {
     let agent = svc::by_name(&state, &member.caller, &name).await?;
     let result = match agent_input(&form) {
-        Ok(input) => svc::update(&state, &member.caller, &name, &input).await,
+        Ok(mut input) => {
+            keep_hidden_credentials(&member, &agent, &mut input);
+            svc::update(&state, &member.caller, &name, &input).await
+        }
         Err(e) => Err(e),
     };
     match result {
@@ -322,6 +337,18 @@ async fn update(
             view.errors = form_errors(e)?;
             Ok(invalid(muster_web::pages::agent_form(&view)))
         }
+    }
+}
+
+/// A member's form shows the base URL without its credentials; sent back as shown, it is unchanged.
+fn keep_hidden_credentials(member: &WsMember, agent: &Agent, input: &mut AgentInput) {
+    if member.caller.role.can_manage() {
+        return;
+    }
+    if let Some(stored) = agent.profile.base_url.as_deref()
+        && input.base_url.as_deref() == Some(without_credentials(stored).as_str())
+    {
+        input.base_url = Some(stored.to_owned());
     }
 }
 

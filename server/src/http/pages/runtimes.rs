@@ -1,5 +1,6 @@
 //! The Runtimes page: detected agent CLIs with versions, reasons, install hints, the local model servers and
-//! binaries, and a re-detect button. Both detections are cached; only the button (or the first visit) probes.
+//! binaries, and a re-detect button (owners and admins). Both detections are cached; only the button (or
+//! the first visit) probes, and a press within 10 s of the last shows the cached result with a note.
 
 use axum::Router;
 use axum::extract::State;
@@ -13,7 +14,7 @@ use super::views::nav;
 use super::{PageResult, see_other};
 use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
-use crate::service::runtimes::{install_hint, label, local_model_urls};
+use crate::service::runtimes::{self as svc, Detected, LocalModels, TooSoon, install_hint, label};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -22,9 +23,16 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
-    let urls = local_model_urls(&state, member.caller.ws.id).await;
-    let ((at, found), local) =
-        tokio::join!(state.runtimes.get(), state.runtimes.local_models(&urls));
+    let (found, local) = svc::cached(&state, member.caller.ws.id).await;
+    Ok(render(&member, found, &local, None))
+}
+
+fn render(
+    member: &WsMember,
+    (at, found): Detected,
+    local: &LocalModels,
+    note: Option<String>,
+) -> axum::response::Response {
     let ports: Vec<String> = DEFAULT_PORTS.iter().map(|(p, _)| p.to_string()).collect();
     let view = RuntimesView {
         nav: nav(&member.caller, &member.csrf, NavItem::Runtimes),
@@ -34,8 +42,10 @@ async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
         model_servers: local.servers.iter().map(server_row).collect(),
         probed_ports: ports.join(", "),
         local_binaries: local.binaries.iter().map(runtime_row).collect(),
+        can_redetect: member.caller.role.can_manage(),
+        note,
     };
-    Ok(muster_web::pages::runtimes(&view).into_response())
+    muster_web::pages::runtimes(&view).into_response()
 }
 
 fn runtime_row(d: &Detection) -> RuntimeRowView {
@@ -78,10 +88,16 @@ fn server_row(s: &ModelServer) -> ModelServerRowView {
 
 async fn redetect(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
     let _ = form;
-    let urls = local_model_urls(&state, member.caller.ws.id).await;
-    tokio::join!(
-        state.runtimes.detect(),
-        state.runtimes.scan_local_models(&urls)
-    );
-    Ok(see_other(&format!("/w/{}/runtimes", member.caller.ws.slug)))
+    match svc::redetect(&state, &member.caller).await? {
+        Ok(_) => Ok(see_other(&format!("/w/{}/runtimes", member.caller.ws.slug))),
+        Err(TooSoon(wait)) => {
+            let (found, local) = svc::cached(&state, member.caller.ws.id).await;
+            let note = format!(
+                "Re-detected less than {} s ago: this is the last result. Try again in {} s.",
+                svc::REDETECT_EVERY.as_secs(),
+                wait.as_secs().max(1)
+            );
+            Ok(render(&member, found, &local, Some(note)))
+        }
+    }
 }
