@@ -208,7 +208,7 @@ impl FromRequestParts<AppState> for ApiUser {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let current = CurrentUser::from_request_parts(parts, state).await?;
         if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
-            return Err(run_scope(state, token).await?.refusal());
+            return Err(run_scope(state, token, parts).await?.refusal());
         }
         if current.token.is_none() && parts.method != Method::GET && parts.method != Method::HEAD {
             let sent = parts
