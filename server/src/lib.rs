@@ -11,6 +11,7 @@ pub mod domain;
 pub mod http;
 pub mod hub;
 pub mod markdown;
+pub mod sandbox;
 pub mod secrets;
 pub mod service;
 pub mod skills;

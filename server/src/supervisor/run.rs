@@ -81,8 +81,15 @@ pub(super) async fn supervise(
         stop: &stop,
     };
     let worktree = prepared.worktree;
-    let (ending, tally) =
-        run_child(&ctx, &mut child, pid, prepared.secrets, worktree.as_ref()).await;
+    let (ending, tally) = run_child(
+        &ctx,
+        &mut child,
+        pid,
+        prepared.secrets,
+        worktree.as_ref(),
+        prepared.sandbox,
+    )
+    .await;
     revoke_token(&state, &run).await;
     if matches!(ending, Ending::LeaseLost) {
         tracing::warn!("lease lost; the run was stopped and is left to its new owner");
@@ -152,9 +159,12 @@ async fn run_child(
     pid: Option<i32>,
     secrets: Vec<String>,
     worktree: Option<&Worktree>,
+    sandbox: serde_json::Value,
 ) -> (Ending, Tally) {
     let mut lines = read_lines(child);
     let mut log = EventLog::new(ctx.run.id, secrets);
+    // The first event: what the agent may reach (shown as one block on the run page).
+    log.push("sandbox", sandbox);
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
         model: ctx.agent.profile.model.clone(),

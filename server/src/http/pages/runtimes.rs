@@ -26,8 +26,11 @@ async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
     let ((at, found), local) =
         tokio::join!(state.runtimes.get(), state.runtimes.local_models(&urls));
     let ports: Vec<String> = DEFAULT_PORTS.iter().map(|(p, _)| p.to_string()).collect();
+    let sandbox = crate::sandbox::mode(&state.config);
     let view = RuntimesView {
         nav: nav(&member.caller, &member.csrf, NavItem::Runtimes),
+        sandboxed: matches!(sandbox, crate::sandbox::Mode::Sandboxed { .. }),
+        sandbox: sandbox.describe(),
         runtimes: found.iter().map(runtime_row).collect(),
         detected_at: Some(at),
         redetect_url: format!("/w/{}/runtimes/detect", member.caller.ws.slug),
