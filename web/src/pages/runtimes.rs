@@ -177,7 +177,7 @@ mod tests {
         assert!(html.contains(r#"<form method="post" action="/w/acme/runtimes/detect">"#));
         assert!(html.contains(r#"name="_csrf" value="tok""#));
         assert!(html.contains(
-            r#"<p id="sandbox-mode" class="warning"><strong>Agent sandbox: </strong>agents refused: the kernel has no Landlock</p>"#
+            r#"<p class="warning" id="sandbox-mode"><strong>Agent sandbox: </strong>agents refused: the kernel has no Landlock</p>"#
         ));
         assert!(
             html.contains(r#"id="runtime-claude""#)
