@@ -36,7 +36,7 @@ fn new_command(program: impl AsRef<OsStr>) -> Command {
 /// The server's own `PATH`, the one variable children inherit (STYLE F34), so that `#!/usr/bin/env
 /// node` launchers and the shells agents start keep working.
 #[allow(clippy::disallowed_methods)] // PATH is process state, not configuration.
-fn inherited_path() -> Option<std::ffi::OsString> {
+pub fn inherited_path() -> Option<std::ffi::OsString> {
     std::env::var_os("PATH")
 }
 

@@ -4,7 +4,8 @@
 //!
 //! The loop ([`agent::run`]) streams each turn (`stream: true`), coalesces token deltas into readable
 //! [`AgentEvent::Text`] chunks ([`coalesce`]), records usage at zero cost and llama.cpp's `timings`, and, when
-//! the model takes tools, runs a small tool set confined to the run's working directory ([`tools`]). It
+//! the model takes tools, runs a small tool set on the run's working directory ([`tools`]; the file tools check
+//! their paths, `run_command` is a plain shell confined only by the run engine's sandbox). It
 //! writes one [`AgentEvent`] JSON line per event, which the llama adapter in `muster-agents` reads back, so
 //! the run engine's guards (stall, budget, cancel, timeouts, the durable log) apply unchanged.
 //!

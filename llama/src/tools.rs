@@ -1,10 +1,17 @@
-//! The tool set offered to a local model: `list_dir`, `read_file`, `write_file`, `run_command`, all confined to
-//! the run's working directory.
+//! The tool set offered to a local model: `list_dir`, `read_file`, `write_file`, `run_command`.
 //!
-//! Confinement: a path is relative to the working directory; absolute paths and `..` components are
-//! refused, and the path as resolved on disk (symlinks followed, or for a new file its nearest existing
-//! parent) must lie inside the canonical working directory. A refusal is an error *result* the model sees,
-//! never a failure of the run. Writes and commands are offered only when the permission mode allows writing.
+//! Path checks: the three file tools take a path relative to the working directory; absolute paths and
+//! `..` components are refused, and the path as resolved on disk (symlinks followed, or for a new file its
+//! nearest existing parent) must lie inside the canonical working directory. A refusal is an error *result*
+//! the model sees, never a failure of the run. Writes and commands are offered only when the permission mode
+//! allows writing.
+//!
+//! `run_command` is a plain `sh -c` in the working directory: these path checks do not (and cannot) hold
+//! a shell command. What confines it, and the file tools too, is the sandbox the run engine starts the
+//! whole `muster llama-loop` process in (Muster's `sandbox` module: Landlock and no capabilities), which
+//! every child inherits: the run's worktree, HOME and TMPDIR are writable, system folders readable, the
+//! data folder and other runs out of reach. Run outside Muster's runner (or on a server that allows
+//! unsandboxed agents on a kernel without Landlock), the command has the rights of whoever started it.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;

@@ -63,6 +63,9 @@ pub enum Command {
     Runtime {
         #[command(flatten)]
         paths: RuntimePaths,
+        /// Report the agent sandbox mode as `muster serve` with this flag would run it.
+        #[arg(long, env = "MUSTER_ALLOW_UNSANDBOXED_AGENTS", global = true)]
+        allow_unsandboxed_agents: bool,
         #[command(subcommand)]
         command: client::runtime::RuntimeCommand,
     },
@@ -72,6 +75,24 @@ pub enum Command {
     /// and reads one event per line from its stdout. The user prompt is read from stdin.
     #[command(hide = true)]
     LlamaLoop(LlamaLoopArgs),
+    /// Internal: the exec step every agent starts as. Applies the sandbox policy (JSON, computed by the
+    /// runner) to this process, drops every capability, then executes PROGRAM. `main` runs it before any
+    /// thread exists.
+    #[command(hide = true)]
+    SandboxExec(SandboxExecArgs),
+}
+
+/// `muster sandbox-exec` options (set by the runner).
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// The policy: JSON of `sandbox::Policy`.
+    #[arg(long)]
+    pub policy: String,
+    /// The program to execute inside the sandbox.
+    pub program: std::ffi::OsString,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<std::ffi::OsString>,
 }
 
 /// How the client commands reach a Muster server. Flags and variables override `muster login`'s file.
@@ -382,6 +403,26 @@ pub struct ServeArgs {
     #[arg(long, env = "MUSTER_MAX_EVENTS_PER_RUN", default_value_t = crate::config::DEFAULT_MAX_EVENTS_PER_RUN,
         value_parser = clap::value_parser!(i64).range(1..))]
     pub max_events_per_run: i64,
+    /// Folder of the runs' work folders (worktree, HOME, TMPDIR), kept out of the data folder
+    /// [default: $XDG_CACHE_HOME/muster/runs, e.g. ~/.cache/muster/runs].
+    #[arg(long, env = "MUSTER_RUNS_DIR")]
+    pub runs_dir: Option<PathBuf>,
+    /// Run agents without a sandbox when the kernel has no (or too old a) Landlock; without this flag such
+    /// runs fail with the reason instead of starting.
+    #[arg(long, env = "MUSTER_ALLOW_UNSANDBOXED_AGENTS")]
+    pub allow_unsandboxed_agents: bool,
+    /// TCP ports a sandboxed agent may connect to, besides Muster's own API port and its model endpoint's
+    /// port (comma-separated).
+    #[arg(long, env = "MUSTER_AGENT_PORTS", value_delimiter = ',', default_values_t = crate::sandbox::DEFAULT_PORTS)]
+    pub agent_ports: Vec<u16>,
+    /// Folders every sandboxed agent may also read and write, besides its own run's (comma-separated;
+    /// e.g. a shared build cache). None may contain the data or runs directory.
+    #[arg(
+        long = "agent-rw-path",
+        env = "MUSTER_AGENT_RW_PATHS",
+        value_delimiter = ','
+    )]
+    pub agent_rw_paths: Vec<PathBuf>,
     #[command(flatten)]
     pub runtime_paths: RuntimePaths,
     #[command(flatten)]
@@ -416,8 +457,24 @@ impl ServeArgs {
     /// The server configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let (data_dir, database_url, pool) = self.db.resolve()?;
+        let runs_dir = match &self.runs_dir {
+            Some(dir) => dir.clone(),
+            None => dirs::cache_dir()
+                .map(|d| d.join("muster").join("runs"))
+                .context("cannot find a cache directory for this user; pass --runs-dir or set MUSTER_RUNS_DIR")?,
+        };
+        anyhow::ensure!(
+            !runs_dir.starts_with(&data_dir) && !data_dir.starts_with(&runs_dir),
+            "--runs-dir {} must be outside the data directory {} (agents may use the runs folder)",
+            runs_dir.display(),
+            data_dir.display()
+        );
         Ok(Config {
             addr: self.addr,
+            runs_dir,
+            allow_unsandboxed_agents: self.allow_unsandboxed_agents,
+            agent_ports: self.agent_ports.clone(),
+            agent_rw_paths: self.agent_rw_paths.clone(),
             data_dir,
             database_url,
             pool,
@@ -458,10 +515,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             client::workspace::run(&args.remote.remote(), args.command).await
         }
         Command::Run(args) => client::run::run(&args.remote.remote(), args.command).await,
-        Command::Runtime { paths, command } => {
-            client::runtime::run(command, paths.overrides(), paths.llama_urls()).await
+        Command::Runtime {
+            paths,
+            allow_unsandboxed_agents,
+            command,
+        } => {
+            let sandbox =
+                crate::sandbox::decide(crate::sandbox::detect(), allow_unsandboxed_agents);
+            client::runtime::run(command, paths.overrides(), paths.llama_urls(), sandbox).await
         }
         Command::LlamaLoop(args) => crate::client::runtime::llama_loop(args, child_env()).await,
+        Command::SandboxExec(args) => {
+            // `main` runs it before the async runtime exists; here it would be on a runtime thread.
+            anyhow::bail!(
+                "{} must run before any thread is started; got {:?}",
+                crate::sandbox::exec::SUBCOMMAND,
+                args.program
+            )
+        }
         Command::Admin(AdminArgs {
             command: AdminCommand::Bootstrap(args),
         }) => {

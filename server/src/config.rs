@@ -11,8 +11,11 @@ use crate::store::{DatabaseUrl, PoolOptions};
 pub struct Config {
     /// Where the HTTP server listens.
     pub addr: SocketAddr,
-    /// Where Muster keeps its files (the SQLite database, run work directories, keys).
+    /// Where Muster keeps its files (the SQLite database, keys).
     pub data_dir: PathBuf,
+    /// Where runs keep their folders (worktree, HOME, TMPDIR), outside the data folder so that a sandboxed
+    /// agent, which may use its own run's folders, is nowhere near the data.
+    pub runs_dir: PathBuf,
     /// Which database to use.
     pub database_url: DatabaseUrl,
     /// Database pool limits.
@@ -32,6 +35,12 @@ pub struct Config {
     pub llama_urls: Vec<(String, String)>,
     /// The most events one run may store; a run that reaches it is stopped and fails (`event_cap`).
     pub max_events_per_run: i64,
+    /// Run agents without a sandbox when the kernel cannot sandbox them (otherwise such runs fail).
+    pub allow_unsandboxed_agents: bool,
+    /// TCP ports a sandboxed agent may connect to besides Muster's API port and its model endpoint's.
+    pub agent_ports: Vec<u16>,
+    /// Folders every sandboxed agent may also read and write (e.g. a shared build cache).
+    pub agent_rw_paths: Vec<PathBuf>,
 }
 
 impl Config {
@@ -44,9 +53,13 @@ impl Config {
 }
 
 impl Config {
-    /// A configuration on SQLite in `data_dir`, listening on an ephemeral loopback port.
+    /// A configuration on SQLite in `data_dir`, listening on an ephemeral loopback port, with runs in
+    /// `<data_dir>.runs` (beside the data folder, not in it).
     pub fn for_data_dir(data_dir: PathBuf) -> Self {
+        let mut runs = data_dir.clone().into_os_string();
+        runs.push(".runs");
         Self {
+            runs_dir: PathBuf::from(runs),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             database_url: DatabaseUrl::Sqlite(data_dir.join("muster.db")),
             data_dir,
@@ -58,6 +71,9 @@ impl Config {
             self_exe: default_self_exe(),
             llama_urls: Vec::new(),
             max_events_per_run: DEFAULT_MAX_EVENTS_PER_RUN,
+            allow_unsandboxed_agents: false,
+            agent_ports: crate::sandbox::DEFAULT_PORTS.to_vec(),
+            agent_rw_paths: Vec::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod http;
 pub mod hub;
 pub mod markdown;
 pub mod redact;
+pub mod sandbox;
 pub mod secrets;
 pub mod service;
 pub mod skills;

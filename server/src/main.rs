@@ -9,6 +9,13 @@ use muster::cli::Cli;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let muster::cli::Command::SandboxExec(args) = &cli.command {
+        // The agent's exec step: still single-threaded (no runtime, no logging thread), so the sandbox
+        // covers the whole process that becomes the agent. Returns only on failure.
+        let e = muster::sandbox::exec::run(&args.policy, &args.program, &args.args);
+        eprintln!("error: {e}");
+        return ExitCode::from(126);
+    }
     muster::telemetry::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -22,6 +22,7 @@ struct Server {
 
 /// Starts `muster serve` on `db` (data under `data_dir`), and waits until it answers.
 async fn serve(db: &TestDb, data_dir: &Path, logs: &Path) -> Server {
+    let scratch = logs.parent().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -41,6 +42,11 @@ async fn serve(db: &TestDb, data_dir: &Path, logs: &Path) -> Server {
         .arg("--data-dir")
         .arg(data_dir)
         .args(["--database-url", &url])
+        .arg("--runs-dir")
+        .arg(db.dir.path().join("runs"))
+        // The agent records its pids in the scratch folder (its one folder outside the run).
+        .arg("--agent-rw-path")
+        .arg(scratch)
         .env_remove("MUSTER_NO_RUNNER")
         .env("RUST_LOG", "muster=debug")
         .stdin(Stdio::null())

@@ -103,6 +103,11 @@ async fn a_real_claude_code_run_gets_its_enabled_skill_and_lands_in_review() {
         };
         let events = env.store.run_events_since(run.id, 0, 1000).await.unwrap();
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        // It ran inside the sandbox (wherever the kernel has one, as CI's does).
+        assert_eq!(kinds.first(), Some(&"sandbox"), "{backend:?}: {kinds:?}");
+        if let muster::sandbox::Mode::Sandboxed { abi } = muster::sandbox::mode(&env.state.config) {
+            assert_eq!(events[0].payload["abi"], abi, "{}", events[0].payload);
+        }
         assert_eq!(
             run.status,
             RunStatus::Succeeded,

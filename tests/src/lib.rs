@@ -105,6 +105,10 @@ impl TestDb {
     pub fn config(&self) -> Config {
         let mut config = Config::for_data_dir(self.dir.path().join("data"));
         config.database_url = self.url.clone();
+        // Runs keep their folders outside the data folder, as in production.
+        config.runs_dir = self.dir.path().join("runs");
+        // Agents start through the `muster` binary's sandbox exec step (the test executable has none).
+        config.self_exe = muster_bin();
         // Tests that are not about runs must not have agents acting on their issues behind their back;
         // run tests switch the embedded runner back on.
         config.embedded_runner = false;
@@ -154,6 +158,17 @@ pub fn replace_database(url: &str, name: &str) -> String {
         Some(q) => format!("{base}/{name}?{q}"),
         None => format!("{base}/{name}"),
     }
+}
+
+/// The `muster` binary of this build, beside the test executable's `deps` folder (`cargo test --workspace`
+/// builds it; alone, `cargo build -p muster` does). Runs start every agent through its `sandbox-exec` step.
+pub fn muster_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let mut dir = exe.parent().expect("a folder").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir.join("muster")
 }
 
 /// A running server on an ephemeral port.

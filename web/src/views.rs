@@ -389,6 +389,11 @@ pub struct RuntimeRowView {
 #[derive(Debug, Clone, Default)]
 pub struct RuntimesView {
     pub nav: Nav,
+    /// How agents run here: sandboxed (with the kernel's Landlock ABI), unsandboxed by the operator's
+    /// choice, or refused; one sentence.
+    pub sandbox: String,
+    /// Whether agents run sandboxed (else the sentence is shown as a warning).
+    pub sandboxed: bool,
     pub runtimes: Vec<RuntimeRowView>,
     pub detected_at: Option<DateTime<Utc>>,
     pub redetect_url: String,
@@ -525,6 +530,8 @@ pub enum RunItemKind {
     Raw { line: String },
     /// The run engine changed the run's state (`stalled`, `running`).
     Status { status: String },
+    /// What the agent may reach: the sandbox mode, then one line per allowed path and the ports.
+    Sandbox { lines: Vec<String> },
     /// The turn ended; the summary is rendered markdown.
     Finished {
         ok: bool,

@@ -297,6 +297,14 @@ fn print_event(event: &Value, json: bool) -> anyhow::Result<()> {
 
 /// `#12 text: Looking at the tests` — the seq, the kind and what the event says, on one line.
 fn event_line(seq: i64, kind: &str, p: &Value) -> String {
+    if kind == "sandbox" {
+        // One block: the mode, then one indented line per rule and the ports.
+        let lines: Vec<String> = crate::sandbox::event_lines(p)
+            .iter()
+            .map(|l| clean(l))
+            .collect();
+        return format!("#{seq} sandbox: {}", lines.join("\n    "));
+    }
     let s = |field: &str| p[field].as_str().unwrap_or_default().to_owned();
     let content = match kind {
         "text" | "thinking" => s("text"),

@@ -24,17 +24,21 @@ pub enum RuntimeCommand {
 }
 
 /// Runs a runtime command (locally: no server needed). `llama_urls` are the explicitly configured model
-/// servers, as `(source, url)`.
+/// servers, as `(source, url)`; `sandbox` is the agent sandbox mode a server here would run agents in.
 pub async fn run(
     command: RuntimeCommand,
     overrides: Vec<(muster_agents::RuntimeKind, std::path::PathBuf)>,
     llama_urls: Vec<(String, String)>,
+    sandbox: crate::sandbox::Mode,
 ) -> anyhow::Result<()> {
     let RuntimeCommand::Detect { json } = command;
     let cache = RuntimeCache::new(overrides);
     let ((_, found), local) = tokio::join!(cache.detect(), scan_local(&llama_urls));
     if json {
+        let mut mode = serde_json::to_value(&sandbox)?;
+        mode["description"] = sandbox.describe().into();
         return print_json(&serde_json::json!({
+            "sandbox": mode,
             "runtimes": found,
             "model_servers": local.servers,
             "local_binaries": local.binaries,
@@ -62,6 +66,7 @@ pub async fn run(
             ]
         })
         .collect();
+    println!("Agent sandbox: {}\n", sandbox.describe());
     print!(
         "{}",
         table(&["RUNTIME", "STATUS", "VERSION", "PATH", "NOTE"], &rows)

@@ -34,6 +34,12 @@ pub struct Worktree {
     pub brief: String,
     /// Whether the repository tracks a file of that name at `base` (it is then restored, not deleted).
     pub brief_tracked: bool,
+    /// The worktree's own git folder (`R/.git/worktrees/<name>`), read when it was created.
+    #[serde(default)]
+    pub git_dir: Option<PathBuf>,
+    /// The repository's git folder the worktree shares (`R/.git`), read when it was created.
+    #[serde(default)]
+    pub git_common_dir: Option<PathBuf>,
 }
 
 /// What a run changed, against its base.
@@ -51,28 +57,63 @@ impl Diff {
     }
 }
 
-/// Runs `git args…` in `cwd`; stdout on success, else a message with git's stderr.
+/// Settings every git command of the server runs with: a worktree is the agent's, so hooks or an
+/// fsmonitor it planted (in the worktree's config or anywhere git reads one) must never run outside the
+/// sandbox.
+const SAFE_CONFIG: [&str; 4] = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+];
+
+/// Runs `git args…` in `cwd` (with [`SAFE_CONFIG`]); stdout on success, else a message with git's stderr.
 pub async fn git(cwd: &Path, args: &[&str]) -> Result<String, String> {
-    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    git_with(cwd, args, &[]).await
+}
+
+/// Runs `git args…` in the run's worktree with its git folders named explicitly (`GIT_DIR`,
+/// `GIT_COMMON_DIR`, `GIT_WORK_TREE`), so that neither `W/.git` nor the worktree's `commondir` file, which
+/// the agent can rewrite, decides which repository and config the server's git uses.
+async fn git_in(tree: &Worktree, args: &[&str]) -> Result<String, String> {
+    let (Some(admin), Some(common)) = (&tree.git_dir, &tree.git_common_dir) else {
+        return git(&tree.path, args).await; // Recorded before these were kept.
+    };
     let env = [
+        ("GIT_DIR", admin.as_path()),
+        ("GIT_COMMON_DIR", common.as_path()),
+        ("GIT_WORK_TREE", tree.path.as_path()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.display().to_string()));
+    git_with(&tree.path, args, &env).await
+}
+
+async fn git_with(cwd: &Path, args: &[&str], extra: &[(String, String)]) -> Result<String, String> {
+    let shown = args.join(" ");
+    let args: Vec<String> = SAFE_CONFIG
+        .iter()
+        .chain(args)
+        .map(|a| (*a).to_owned())
+        .collect();
+    let mut env = vec![
         ("GIT_TERMINAL_PROMPT".to_owned(), "0".to_owned()),
         ("LC_ALL".to_owned(), "C".to_owned()),
     ];
+    env.extend_from_slice(extra);
     let out = muster_agents::process::run_captured("git", &args, cwd, &env, GIT_TIMEOUT)
         .await
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound if cwd.is_dir() => {
                 "git is not installed (not found on PATH)".to_owned()
             }
-            _ => format!("git {} failed: {e}", args.join(" ")),
+            _ => format!("git {shown} failed: {e}"),
         })?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     Err(format!(
-        "git {} failed ({}): {}",
-        args.join(" "),
+        "git {shown} failed ({}): {}",
         out.status,
         stderr.trim()
     ))
@@ -162,6 +203,18 @@ pub async fn create(
     let tracked = git(repo, &["cat-file", "-e", &format!("{base}:{brief}")])
         .await
         .is_ok();
+    let dirs = git(
+        &path,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+        ],
+    )
+    .await?;
+    let mut dirs = dirs.lines().map(|d| PathBuf::from(d.trim()));
+    let (git_dir, git_common_dir) = (dirs.next(), dirs.next());
     let tree = Worktree {
         repo: repo.to_path_buf(),
         path,
@@ -169,6 +222,8 @@ pub async fn create(
         base,
         brief: brief.to_owned(),
         brief_tracked: tracked,
+        git_dir,
+        git_common_dir,
     };
     let json = serde_json::to_vec_pretty(&tree).map_err(|e| e.to_string())?;
     tokio::fs::write(run_dir.join(STATE_FILE), json)
@@ -208,13 +263,33 @@ pub fn agent_env(run_dir: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// The git identity of an agent's own commits (its per-run HOME has no `~/.gitconfig`); the profile's
+/// variables, applied later, may replace it.
+pub fn agent_identity(agent_name: &str) -> Vec<(String, String)> {
+    let name = format!("{agent_name} (muster)");
+    ["AUTHOR", "COMMITTER"]
+        .into_iter()
+        .flat_map(|who| {
+            [
+                (format!("GIT_{who}_NAME"), name.clone()),
+                (format!("GIT_{who}_EMAIL"), "muster@localhost".to_owned()),
+            ]
+        })
+        .collect()
+}
+
+/// The exclude file handed to the agent's git, which the sandbox lets the agent read.
+pub fn exclude_file(run_dir: &Path) -> PathBuf {
+    run_dir.join(EXCLUDE_FILE)
+}
+
 /// Commits everything the agent left (changes, new files, deletions; not the brief) on the run's branch
 /// and returns the diff against the base.
 pub async fn commit_work(tree: &Worktree, message: &str, author: &str) -> Result<Diff, String> {
     let wt = tree.path.as_path();
     let brief = wt.join(&tree.brief);
     if tree.brief_tracked {
-        git(wt, &["checkout", &tree.base, "--", &tree.brief]).await?;
+        git_in(tree, &["checkout", &tree.base, "--", &tree.brief]).await?;
     } else if let Err(e) = tokio::fs::remove_file(&brief).await
         && e.kind() != std::io::ErrorKind::NotFound
     {
@@ -224,12 +299,14 @@ pub async fn commit_work(tree: &Worktree, message: &str, author: &str) -> Result
         Some(run_dir) => format!("core.excludesFile={}", run_dir.join(EXCLUDE_FILE).display()),
         None => "core.excludesFile=".to_owned(),
     };
-    git(wt, &["-c", &exclude, "add", "-A"]).await?;
-    let staged = git(wt, &["diff", "--cached", "--quiet"]).await.is_err();
+    git_in(tree, &["-c", &exclude, "add", "-A"]).await?;
+    let staged = git_in(tree, &["diff", "--cached", "--quiet"])
+        .await
+        .is_err();
     if staged {
         let name = format!("user.name={author}");
-        git(
-            wt,
+        git_in(
+            tree,
             &[
                 "-c",
                 &name,
@@ -251,14 +328,13 @@ pub async fn commit_work(tree: &Worktree, message: &str, author: &str) -> Result
 
 /// The branch's diff against its base: stat and unified patch (capped at [`MAX_PATCH_BYTES`]).
 pub async fn diff(tree: &Worktree) -> Result<Diff, String> {
-    let wt = tree.path.as_path();
     let range = format!("{}..HEAD", tree.base);
-    let stat = git(
-        wt,
+    let stat = git_in(
+        tree,
         &["diff", "--no-color", "--no-ext-diff", "--stat", &range],
     )
     .await?;
-    let mut patch = git(wt, &["diff", "--no-color", "--no-ext-diff", &range]).await?;
+    let mut patch = git_in(tree, &["diff", "--no-color", "--no-ext-diff", &range]).await?;
     let truncated = patch.len() > MAX_PATCH_BYTES;
     if truncated {
         let mut cut = MAX_PATCH_BYTES;

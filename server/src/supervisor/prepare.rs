@@ -1,12 +1,16 @@
-//! Preparing a claimed run: its work directory (a git worktree when the workspace has a repository) and
-//! HOME under `<data_dir>/runs/<run_id>/`, the brief, the run's token (`MUSTER_URL`, `MUSTER_TOKEN`,
+//! Preparing a claimed run: its work directory (a git worktree when the workspace has a repository), HOME
+//! and TMPDIR under `<runs_dir>/<run_id>/` (outside the data folder), the brief, the run's token (`MUSTER_URL`, `MUSTER_TOKEN`,
 //! `MUSTER_ISSUE` let the agent use `muster issue …` on its issue), the [`RunSpec`] built from the agent
-//! profile (secrets opened here and nowhere else), and the launch spec.
+//! profile (secrets opened here and nowhere else), and the launch spec, which starts the agent through the
+//! sandbox's exec step (`crate::sandbox`) unless the operator allowed unsandboxed agents on a kernel that
+//! cannot sandbox them.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use muster_agents::{Adapter, CustomAdapter, CustomFormat, LaunchSpec, RunSpec, RuntimeKind};
+use muster_agents::{
+    Adapter, CustomAdapter, CustomFormat, LaunchSpec, PermissionMode, RunSpec, RuntimeKind,
+};
 
 use super::brief;
 use super::git::{self, Worktree};
@@ -29,6 +33,8 @@ pub(super) struct Prepared {
         reason = "held until the run ends for its Drop, which removes the skills"
     )]
     pub skills: crate::skills::Materialized,
+    /// The `sandbox` event's payload (the mode, and the rules and ports when sandboxed).
+    pub sandbox: serde_json::Value,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -52,7 +58,7 @@ type EnvVars = Vec<(String, String)>;
 
 /// Where a run keeps its files.
 pub(super) fn run_dir(state: &AppState, run: &Run) -> PathBuf {
-    state.config.data_dir.join("runs").join(run.id.to_string())
+    state.config.runs_dir.join(run.id.to_string())
 }
 
 /// The branch a run works on: `muster/<KEY>-r<attempt>`.
@@ -71,10 +77,12 @@ pub(super) async fn prepare(
     agent: &Agent,
 ) -> Result<Prepared, PrepareError> {
     let dir = run_dir(state, run);
-    let home = dir.join("home");
-    tokio::fs::create_dir_all(&home)
-        .await
-        .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", home.display())))?;
+    for sub in ["home", "tmp"] {
+        let path = dir.join(sub);
+        tokio::fs::create_dir_all(&path)
+            .await
+            .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", path.display())))?;
+    }
     let worktree = work_dir(state, run, issue, agent, &dir).await?;
     match finish_prepare(state, run, issue, comments, agent, worktree.clone()).await {
         Ok(prepared) => Ok(prepared),
@@ -113,6 +121,8 @@ async fn finish_prepare(
     secrets.push(token);
     if worktree.is_some() {
         env.extend(git::agent_env(&dir));
+        let identity = git::agent_identity(p.name.as_str());
+        env.splice(0..0, identity);
     }
     let kind: RuntimeKind = p
         .kind
@@ -120,6 +130,14 @@ async fn finish_prepare(
         .parse()
         .map_err(|e| PrepareError::config(format!("{e}")))?;
     let (binary, extra_args, adapter) = program(state, agent, kind).await?;
+    let mode = crate::sandbox::mode(&state.config);
+    if let crate::sandbox::Mode::Refused { reason } = &mode {
+        return Err(PrepareError::config(format!(
+            "agents cannot start on this server: {reason}; the operator can start it with --allow-unsandboxed-agents"
+        )));
+    }
+    let sandboxed = matches!(mode, crate::sandbox::Mode::Sandboxed { .. });
+    let permission_mode: PermissionMode = p.permission_mode.as_str().parse().unwrap_or_default();
     let spec = RunSpec {
         binary,
         prompt: brief::prompt(issue, p.kind),
@@ -133,7 +151,13 @@ async fn finish_prepare(
         }),
         api_key: None,
         extra_args,
-        permission_mode: p.permission_mode.as_str().parse().unwrap_or_default(),
+        // Codex's own sandbox (bubblewrap) cannot run inside Landlock; ours confines it instead (a
+        // read-only profile gets a read-only worktree there).
+        permission_mode: if sandboxed && kind == RuntimeKind::Codex {
+            PermissionMode::Bypass
+        } else {
+            permission_mode
+        },
         env,
         workdir: workdir.clone(),
         home_dir: home,
@@ -144,6 +168,14 @@ async fn finish_prepare(
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
+    let (launch, sandbox) = confine(
+        state,
+        &mode,
+        launch,
+        &dir,
+        agent,
+        permission_mode == PermissionMode::ReadOnly,
+    )?;
     Ok(Prepared {
         launch,
         adapter,
@@ -151,7 +183,79 @@ async fn finish_prepare(
         workdir,
         worktree,
         skills,
+        sandbox,
     })
+}
+
+/// Puts the launch inside the sandbox (when the mode says so) and returns it with the `sandbox` event's
+/// payload. A program that cannot be found is a missing CLI, reported before the exec step would.
+fn confine(
+    state: &AppState,
+    mode: &crate::sandbox::Mode,
+    launch: LaunchSpec,
+    dir: &Path,
+    agent: &Agent,
+    read_only: bool,
+) -> Result<(LaunchSpec, serde_json::Value), PrepareError> {
+    use crate::sandbox::{self, Mode};
+    let Mode::Sandboxed { abi } = mode else {
+        return Ok((launch, sandbox::event_payload(mode, None)));
+    };
+    let search_path = muster_agents::process::inherited_path();
+    let cwd = launch.cwd.clone();
+    if which::which_in(&launch.program, search_path.as_ref(), &cwd).is_err() {
+        return Err(PrepareError {
+            reason: FailureReason::MissingCli,
+            message: format!("{} is not installed", launch.program.display()),
+        });
+    }
+    let mut ports = state.config.agent_ports.clone();
+    ports.extend(
+        state
+            .api_url()
+            .as_deref()
+            .and_then(sandbox::policy::url_port),
+    );
+    ports.extend(
+        launch
+            .env_value("MUSTER_URL")
+            .and_then(sandbox::policy::url_port),
+    );
+    ports.extend(
+        agent
+            .profile
+            .base_url
+            .as_deref()
+            .or_else(|| state.config.llama_urls.first().map(|(_, u)| u.as_str()))
+            .and_then(sandbox::policy::url_port),
+    );
+    let (home, tmp) = (dir.join("home"), dir.join("tmp"));
+    let runs_dir = &state.config.runs_dir;
+    let protected = [state.config.data_dir.as_path(), runs_dir.as_path()];
+    let custom = (agent.profile.kind == AgentKind::Custom)
+        .then_some(agent.profile.command.as_deref())
+        .flatten();
+    let facts = sandbox::policy::RunFacts {
+        workdir: &cwd,
+        home: &home,
+        tmp: &tmp,
+        read_only,
+        program: &launch.program,
+        custom_command: custom,
+        protected: &protected,
+        abi: *abi,
+        connect_ports: ports,
+        search_path: search_path.as_deref(),
+        extra_rw: &state.config.agent_rw_paths,
+        extra_read: &[git::exclude_file(dir)],
+        muster: &state.config.self_exe,
+    };
+    let policy = sandbox::policy::for_run(&facts)
+        .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
+    let payload = sandbox::event_payload(mode, Some(&policy));
+    let launch = sandbox::wrap(launch, &policy, &state.config.self_exe, &home, &tmp)
+        .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
+    Ok((launch, payload))
 }
 
 /// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,

@@ -85,8 +85,15 @@ pub(super) async fn supervise(
     };
     let worktree = prepared.worktree;
     let redactor = Redactor::new(&prepared.secrets);
-    let (ending, tally) =
-        run_child(&ctx, &mut child, pid, redactor.clone(), worktree.as_ref()).await;
+    let (ending, tally) = run_child(
+        &ctx,
+        &mut child,
+        pid,
+        redactor.clone(),
+        worktree.as_ref(),
+        prepared.sandbox,
+    )
+    .await;
     revoke_token(&state, &run).await;
     if matches!(ending, Ending::LeaseLost) {
         tracing::warn!("lease lost; the run was stopped and is left to its new owner");
@@ -156,9 +163,12 @@ async fn run_child(
     pid: Option<i32>,
     redactor: Redactor,
     worktree: Option<&Worktree>,
+    sandbox: serde_json::Value,
 ) -> (Ending, Tally) {
     let mut lines = read_lines(child);
     let mut log = EventLog::new(ctx.run.id, redactor);
+    // The first event: what the agent may reach (shown as one block on the run page).
+    log.push("sandbox", sandbox);
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
         model: ctx.agent.profile.model.clone(),

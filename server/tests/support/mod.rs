@@ -75,8 +75,12 @@ impl Env {
         muster_tests::init_tracing();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner, "test").await;
         store.close().await;
+        let scripts = tempfile::tempdir().unwrap();
         let mut config = db.config();
         config.embedded_runner = true;
+        // The stand-in agents leave their findings (pids, outputs) beside their scripts: the one folder
+        // outside its run that the sandbox lets them write, as an operator's `--agent-rw-path` would.
+        config.agent_rw_paths = vec![scripts.path().to_path_buf()];
         configure(&mut config);
         let mut app = muster::app::build(config).await.unwrap();
         app.set_run_timing(timing);
@@ -91,7 +95,7 @@ impl Env {
             ws,
             owner,
             token,
-            scripts: tempfile::tempdir().unwrap(),
+            scripts,
             shutdown,
             handle,
             db,

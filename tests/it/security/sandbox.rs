@@ -1,1 +1,445 @@
-//! Security attacks: sandbox (see mod.rs).
+//! Security attacks: the sandbox around every agent process (issue 11, item 1).
+//!
+//! The attack: a `custom` agent (a member's, or any agent a hostile issue body talks into it) ran with the
+//! server's rights: it read `<data-dir>/secret.key`, rewrote the database, and could signal the server.
+//! Now every agent starts through `muster sandbox-exec` (Landlock + no capabilities). Here a real agent —
+//! a shell script run by the real run engine, on both backends — tries each escape; every attempt must
+//! fail with the exact EACCES/EPERM text the tool prints, the server's files must be untouched, and in the
+//! same run the agent still commits in its worktree and reaches a loopback HTTP server on an allowed port.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use muster::domain::*;
+use muster::store::{DatabaseUrl, Store};
+use muster::supervisor::RunTiming;
+use muster_tests::model_server::ModelServer;
+use muster_tests::{Backend, TestDb, git, git_commit_all};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// The longest a run may take here.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Whether this kernel can sandbox agents; the attacks are only meaningful where it can (CI's kernel can:
+/// the test then fails rather than skips if it cannot, see `sandbox_is_in_force`).
+fn sandboxed() -> bool {
+    matches!(
+        muster::sandbox::decide(muster::sandbox::detect(), false),
+        muster::sandbox::Mode::Sandboxed { .. }
+    )
+}
+
+struct World {
+    db: TestDb,
+    store: Arc<dyn Store>,
+    ws: Workspace,
+    token: String,
+    addr: std::net::SocketAddr,
+    shutdown: CancellationToken,
+    data_dir: PathBuf,
+    runs_dir: PathBuf,
+    /// Holds the agent's script (a folder of its own, beside nothing of the server's).
+    scripts: tempfile::TempDir,
+    /// Holds the repository R.
+    repo_dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn start(backend: Backend) -> Option<World> {
+        let db = TestDb::new(backend).await?;
+        let store = db.store().await;
+        let (owner, ws) = store
+            .create_owner_and_workspace(
+                &NewUser {
+                    email: Email::parse("owner@sandbox.test").unwrap(),
+                    display_name: "owner".to_owned(),
+                    password_hash: "unused".to_owned(),
+                },
+                &NewWorkspace::parse("Sandbox", "sandbox", "SBX").unwrap(),
+            )
+            .await
+            .unwrap();
+        let repo_dir = tempfile::tempdir().unwrap();
+        let repo = repo_dir.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
+        git_commit_all(&repo, "first");
+        store
+            .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
+            .await
+            .unwrap();
+        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
+        store.close().await;
+        muster_tests::init_tracing();
+        let mut config = db.config();
+        config.embedded_runner = true;
+        let (data_dir, runs_dir) = (config.data_dir.clone(), config.runs_dir.clone());
+        let mut app = muster::app::build(config).await.unwrap();
+        app.set_run_timing(RunTiming {
+            idle_tick: Duration::from_millis(200),
+            int_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            ..RunTiming::default()
+        });
+        let addr = app.local_addr().unwrap();
+        let store = app.state().store.clone();
+        let shutdown = CancellationToken::new();
+        tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        Some(World {
+            db,
+            store,
+            ws,
+            token,
+            addr,
+            shutdown,
+            data_dir,
+            runs_dir,
+            scripts: tempfile::tempdir().unwrap(),
+            repo_dir,
+        })
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.repo_dir.path().join("repo")
+    }
+
+    /// A custom agent whose command is `body` as an executable script, pointed at `base_url`.
+    async fn agent(&self, body: &str, base_url: &str) -> Agent {
+        use std::os::unix::fs::PermissionsExt as _;
+        let script = self.scripts.path().join("agent.sh");
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut new = NewAgent::new(AgentName::parse("intruder").unwrap(), AgentKind::Custom);
+        new.command = Some(script.display().to_string());
+        new.base_url = Some(base_url.to_owned());
+        new.max_retries = 0;
+        self.store.create_agent(self.ws.id, &new).await.unwrap()
+    }
+
+    /// Assigns `agent` to a new issue through the API and waits for the run to end.
+    async fn run(&self, agent: &Agent) -> (Issue, Run) {
+        let mut new = NewIssue::new(IssueTitle::parse("Escape").unwrap());
+        new.status = IssueStatus::Todo;
+        let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
+        let resp = reqwest::Client::new()
+            .patch(format!("http://{}/api/v1/issues/{}", self.addr, issue.key))
+            .bearer_auth(&self.token)
+            .json(&json!({ "assignee": agent.profile.name.as_str() }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+        let started = tokio::time::Instant::now();
+        loop {
+            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
+            if let Some(run) = runs.into_iter().find(|r| r.status.is_terminal()) {
+                return (issue, run);
+            }
+            assert!(started.elapsed() < DEADLINE, "the run did not finish");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn events(&self, run: RunId) -> Vec<RunEvent> {
+        self.store.run_events_since(run, 0, 1000).await.unwrap()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The agent: every escape, each line `name: <what the tool printed>` in `attack.log`, which it then
+/// commits; then the allowed loopback HTTP request.
+#[allow(clippy::too_many_arguments)]
+fn attack_script(
+    data_dir: &Path,
+    db_file: Option<&Path>,
+    other_run: &Path,
+    server_pid: u32,
+    repo: &Path,
+    tmp_marker: &Path,
+    model_url: &str,
+) -> String {
+    let db = db_file.map_or_else(String::new, |f| {
+        format!("try read_db cat '{}'\n", f.display())
+    });
+    format!(
+        r#"cat >/dev/null
+log="$PWD/attack.log"
+try() {{ name=$1; shift; if out=$("$@" 2>&1); then echo "$name: ALLOWED $out"; else echo "$name: $out"; fi >> "$log"; }}
+try read_key cat '{data}/secret.key'
+{db}try list_data ls '{data}'
+try other_run cat '{other}/home/notes.txt'
+try environ cat /proc/{pid}/environ
+try write_tmp sh -c 'echo x > {marker}'
+try write_repo sh -c 'echo x > {repo}/planted'
+try plant_hook sh -c 'echo x > {repo}/.git/hooks/post-commit'
+try write_parent sh -c 'echo x > ../escaped'
+echo precious > moveme
+try rename_out mv moveme {marker}.moved
+try kill_server sh -c 'kill -0 {pid}'
+try postgres bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432'
+try raw_socket /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)'
+echo "fds: $(ls -l /proc/$$/fd | tail -n +2 | sed 's/.*[0-9] \([0-9]*\) -> /\1 -> /' | tr '\n' ';')" >> "$log"
+echo "model: $(curl -s -o /dev/null -w '%{{http_code}}' '{model}/')" >> "$log"
+echo "api: $(curl -s -o /dev/null -w '%{{http_code}}' "$MUSTER_URL/healthz")" >> "$log"
+git add attack.log moveme && git commit -q -m 'what the sandbox refused' || exit 7
+echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"#,
+        data = data_dir.display(),
+        other = other_run.display(),
+        pid = server_pid,
+        repo = repo.display(),
+        marker = tmp_marker.display(),
+        model = model_url,
+    )
+}
+
+async fn an_agent_cannot_leave_its_run(backend: Backend) {
+    if !sandboxed() {
+        eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
+        return;
+    }
+    let Some(w) = World::start(backend).await else {
+        return;
+    };
+    let model = ModelServer::start().await.unwrap();
+    // Another run's folder, with something in it.
+    let other_run = w.runs_dir.join(uuid::Uuid::new_v4().to_string());
+    std::fs::create_dir_all(other_run.join("home")).unwrap();
+    std::fs::write(other_run.join("home/notes.txt"), "another run's notes").unwrap();
+    let key_before = std::fs::read(w.data_dir.join("secret.key")).unwrap();
+    let db_file = match &w.db.url {
+        DatabaseUrl::Sqlite(path) => Some(path.clone()),
+        DatabaseUrl::Postgres(_) => None,
+    };
+    let marker = std::env::temp_dir().join(format!("muster-escape-{}", uuid::Uuid::new_v4()));
+    let pid = std::process::id();
+    let script = attack_script(
+        &w.data_dir,
+        db_file.as_deref(),
+        &other_run,
+        pid,
+        &w.repo(),
+        &marker,
+        model.base_url(),
+    );
+    let agent = w.agent(&script, model.base_url()).await;
+    let (issue, run) = w.run(&agent).await;
+    let events = w.events(run.id).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{events:#?}");
+
+    // The first event says what the agent could reach.
+    let first = &events[0];
+    assert_eq!(first.kind, "sandbox", "{events:#?}");
+    let work = run.worktree.clone().unwrap();
+    let rules = first.payload["paths"].as_array().unwrap();
+    assert!(
+        rules.contains(&json!({ "path": work, "access": "read-write" })),
+        "{rules:?}"
+    );
+    assert!(
+        rules.contains(&json!({ "path": "/dev/null", "access": "read-write (file)" })),
+        "{rules:?}"
+    );
+    let ports: Vec<u64> = first.payload["connect_ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    let model_port = u64::from(muster::sandbox::policy::url_port(model.base_url()).unwrap());
+    let mut expected = vec![80, 443, u64::from(w.addr.port()), model_port];
+    expected.sort_unstable();
+    expected.dedup();
+    assert_eq!(ports, expected, "no database port");
+
+    // What the agent saw, committed on its branch by the agent itself.
+    let branch = run.branch.clone().unwrap();
+    let log = git(&w.repo(), &["show", &format!("{branch}:attack.log")]);
+    let said = |name: &str| -> String {
+        log.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
+            .to_owned()
+    };
+    let data = w.data_dir.display();
+    assert_eq!(
+        said("read_key"),
+        format!("cat: {data}/secret.key: Permission denied")
+    );
+    if let Some(db) = &db_file {
+        assert_eq!(
+            said("read_db"),
+            format!("cat: {}: Permission denied", db.display())
+        );
+    }
+    assert_eq!(
+        said("list_data"),
+        format!("ls: cannot open directory '{data}': Permission denied")
+    );
+    assert_eq!(
+        said("other_run"),
+        format!(
+            "cat: {}/home/notes.txt: Permission denied",
+            other_run.display()
+        )
+    );
+    assert_eq!(
+        said("environ"),
+        format!("cat: /proc/{pid}/environ: Permission denied")
+    );
+    assert_eq!(
+        said("write_tmp"),
+        format!(
+            "sh: 1: cannot create {}: Permission denied",
+            marker.display()
+        )
+    );
+    let repo = w.repo();
+    assert_eq!(
+        said("write_repo"),
+        format!(
+            "sh: 1: cannot create {}/planted: Permission denied",
+            repo.display()
+        )
+    );
+    assert_eq!(
+        said("plant_hook"),
+        format!(
+            "sh: 1: cannot create {}/.git/hooks/post-commit: Permission denied",
+            repo.display()
+        )
+    );
+    assert_eq!(
+        said("write_parent"),
+        "sh: 1: cannot create ../escaped: Permission denied"
+    );
+    assert_eq!(
+        said("rename_out"),
+        format!(
+            "mv: cannot move 'moveme' to '{}.moved': Permission denied",
+            marker.display()
+        )
+    );
+    assert_eq!(said("kill_server"), "sh: 1: kill: Operation not permitted");
+    assert_eq!(said("postgres"), "bash: connect: Permission denied");
+    assert!(
+        log.contains("/dev/tcp/127.0.0.1/5432: Permission denied\n"),
+        "{log}"
+    );
+    assert!(
+        log.contains("PermissionError: [Errno 1] Operation not permitted"),
+        "raw sockets need a capability the agent no longer has: {log}"
+    );
+    // Only the standard streams (pipes, /dev/null) and the shell's own script reach the agent: no
+    // database, key or socket of the server (every server handle is close-on-exec).
+    let fds = said("fds");
+    let targets: Vec<&str> = fds
+        .split(';')
+        .filter(|f| !f.is_empty())
+        .map(|f| f.split_once(" -> ").unwrap().1)
+        .collect();
+    assert!(targets.len() >= 3, "{fds}");
+    for target in targets {
+        assert!(
+            target.starts_with("pipe:") || target == "/dev/null" || target.ends_with("/agent.sh"),
+            "an inherited descriptor: {target} in {fds}"
+        );
+    }
+    // The honest part of the same run: the allowed ports answer, the commit is on the branch.
+    assert_eq!(said("model"), "200", "{log}");
+    assert_eq!(said("api"), "200", "{log}");
+    assert!(
+        model.requests().iter().any(|r| r.route() == "/"),
+        "the model server saw the agent"
+    );
+    let subjects = git(&repo, &["log", "--format=%s", &branch]);
+    assert!(
+        subjects.lines().any(|s| s == "what the sandbox refused"),
+        "{subjects}"
+    );
+    assert_eq!(
+        git(&repo, &["show", &format!("{branch}:moveme")]),
+        "precious\n",
+        "the file the agent could not move out is still its work"
+    );
+
+    // The server is untouched.
+    assert_eq!(
+        std::fs::read(w.data_dir.join("secret.key")).unwrap(),
+        key_before
+    );
+    assert!(!marker.exists() && !Path::new(&format!("{}.moved", marker.display())).exists());
+    assert!(!repo.join("planted").exists());
+    assert!(!repo.join(".git/hooks/post-commit").exists());
+    assert!(!w.runs_dir.join(run.id.to_string()).join("escaped").exists());
+    let again = w.store.get_issue_by_id(issue.id).await.unwrap();
+    assert_eq!(again.key, issue.key, "the database still answers");
+    let me = reqwest::Client::new()
+        .get(format!("http://{}/api/v1/me", w.addr))
+        .bearer_auth(&w.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), 200);
+    let me: serde_json::Value = me.json().await.unwrap();
+    assert_eq!(me["role"], "owner", "{me}");
+}
+
+#[tokio::test]
+async fn an_agent_cannot_leave_its_run_sqlite() {
+    an_agent_cannot_leave_its_run(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn an_agent_cannot_leave_its_run_postgres() {
+    an_agent_cannot_leave_its_run(Backend::Postgres).await;
+}
+
+/// On CI's kernel the sandbox must be in force (else the attacks above would silently skip).
+#[test]
+fn sandbox_is_in_force() {
+    if muster_tests::env_setting("MUSTER_REQUIRE_SANDBOX").is_some() {
+        assert!(
+            sandboxed(),
+            "MUSTER_REQUIRE_SANDBOX=1 but this kernel cannot sandbox agents"
+        );
+    }
+}
+
+/// Where the kernel cannot sandbox, a run fails with the reason instead of starting the agent unsandboxed
+/// (the decision itself is unit-tested in `muster::sandbox`; here the exec step refuses a policy whose ABI
+/// the kernel lacks rather than running the program without it).
+#[test]
+fn the_exec_step_refuses_what_the_kernel_cannot_enforce() {
+    let Some(abi) = muster::sandbox::detect() else {
+        return;
+    };
+    if abi >= 10 {
+        return; // No ABI above what this build knows to ask for.
+    }
+    let policy = muster::sandbox::Policy {
+        abi: abi + 1,
+        paths: Vec::new(),
+        connect_ports: Vec::new(),
+    };
+    let out = std::process::Command::new(muster_tests::muster_bin())
+        .args([
+            "sandbox-exec",
+            "--policy",
+            &serde_json::to_string(&policy).unwrap(),
+            "--",
+            "/usr/bin/true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: sandbox: "), "{stderr}");
+}

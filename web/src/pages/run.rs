@@ -234,6 +234,13 @@ fn timeline_item(item: &RunItemView) -> Markup {
             "ev ev-error",
             html! { span.ev-label { "Error" } div.error-text { (message) } },
         ),
+        RunItemKind::Sandbox { lines } => (
+            "ev ev-sandbox",
+            html! {
+                div.ev-head { span.ev-label { "Sandbox" } }
+                pre.sandbox-rules { @for l in lines { (l) "\n" } }
+            },
+        ),
         RunItemKind::Stderr { line } => ("ev ev-stderr", html! { (line) }),
         RunItemKind::Raw { line } => ("ev ev-raw", html! { (line) }),
         RunItemKind::Status { status } => (

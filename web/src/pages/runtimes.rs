@@ -21,6 +21,9 @@ pub fn runtimes(v: &RuntimesView) -> Markup {
     let body = html! {
         (page_head("Runtimes", Some("Agent CLIs found on the machine this server runs on."), actions))
         @if let Some(note) = &v.note { p #redetect-note .alert role="status" { (note) } }
+        p #sandbox-mode .(if v.sandboxed { "muted" } else { "warning" }) {
+            strong { "Agent sandbox: " } (v.sandbox)
+        }
         @if let Some(at) = v.detected_at {
             p.muted { "Detected " (Timestamp(at)) "." }
         }
@@ -141,6 +144,7 @@ mod tests {
     #[test]
     fn shows_each_runtime_with_reason_hint_and_a_csrf_protected_redetect() {
         let v = RuntimesView {
+            sandbox: "agents refused: the kernel has no Landlock".into(),
             nav: Nav {
                 csrf: "tok".into(),
                 workspace_slug: "acme".into(),
@@ -176,6 +180,9 @@ mod tests {
         let html = runtimes(&v).into_string();
         assert!(html.contains(r#"<form method="post" action="/w/acme/runtimes/detect">"#));
         assert!(html.contains(r#"name="_csrf" value="tok""#));
+        assert!(html.contains(
+            r#"<p class="warning" id="sandbox-mode"><strong>Agent sandbox: </strong>agents refused: the kernel has no Landlock</p>"#
+        ));
         assert!(
             html.contains(r#"id="runtime-claude""#)
                 && html.contains("2.1.197")

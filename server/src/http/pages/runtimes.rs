@@ -34,8 +34,11 @@ fn render(
     note: Option<String>,
 ) -> axum::response::Response {
     let ports: Vec<String> = DEFAULT_PORTS.iter().map(|(p, _)| p.to_string()).collect();
+    let sandbox = crate::sandbox::mode(&state.config);
     let view = RuntimesView {
         nav: nav(&member.caller, &member.csrf, NavItem::Runtimes),
+        sandboxed: matches!(sandbox, crate::sandbox::Mode::Sandboxed { .. }),
+        sandbox: sandbox.describe(),
         runtimes: found.iter().map(runtime_row).collect(),
         detected_at: Some(at),
         redetect_url: format!("/w/{}/runtimes/detect", member.caller.ws.slug),

@@ -97,6 +97,9 @@ impl Timeline {
                 self.patch = Some(line("patch"));
                 return;
             }
+            "sandbox" => RunItemKind::Sandbox {
+                lines: crate::sandbox::event_lines(&e.payload),
+            },
             _ => match serde_json::from_value::<AgentEvent>(e.payload.clone()) {
                 Ok(event) => match self.agent_event(event) {
                     Some(kind) => kind,

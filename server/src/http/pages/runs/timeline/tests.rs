@@ -186,3 +186,34 @@ fn a_local_model_speed_feeds_the_counter_and_stays_readable_in_the_log() {
     assert_eq!(lines.len(), 2);
     assert!(lines[1].contains("110.2 tokens/s"));
 }
+
+#[test]
+fn the_sandbox_event_is_one_block_of_readable_lines() {
+    let policy = crate::sandbox::Policy {
+        abi: 7,
+        paths: vec![crate::sandbox::PathRule {
+            path: "/runs/r/work".into(),
+            access: crate::sandbox::Access::ReadWrite,
+        }],
+        connect_ports: vec![80, 443, 7777],
+    };
+    let mode = crate::sandbox::Mode::Sandboxed { abi: 7 };
+    let mut t = Timeline::new("r".into(), None);
+    t.push(&ev(
+        1,
+        "sandbox",
+        crate::sandbox::event_payload(&mode, Some(&policy)),
+    ));
+    let batch = t.take();
+    assert_eq!(
+        batch.items[0].kind,
+        RunItemKind::Sandbox {
+            lines: vec![
+                "sandboxed: every agent runs inside a Landlock sandbox (kernel ABI 7)".to_owned(),
+                "Landlock ABI 7; no capabilities; no_new_privs".to_owned(),
+                "read-write             /runs/r/work".to_owned(),
+                "TCP connect only to ports 80, 443, 7777".to_owned(),
+            ]
+        }
+    );
+}

@@ -1,0 +1,207 @@
+//! The sandbox around every agent process (Linux Landlock), shared by every runner and every kind of agent.
+//!
+//! - [`detect`] asks the kernel which Landlock ABI it has (by creating, never enforcing, a ruleset that
+//!   needs each version's rights), once per process;
+//! - [`decide`] turns that and the operator's `--allow-unsandboxed-agents` into the [`Mode`] in force,
+//!   shown on the Runtimes page and by `muster runtime detect`;
+//! - [`policy`] computes what one run's agent may reach;
+//! - [`wrap`] makes the launch go through the exec step ([`exec`]: `muster sandbox-exec --policy <json> --
+//!   PROGRAM ARGS…`), which applies the policy in the child itself and then `exec`s the agent. The policy
+//!   travels as that argument (it holds paths and ports, no secret); after `exec` the agent's command
+//!   line replaces it.
+//!
+//! Where the kernel lacks what the sandbox relies on, agents do not start (the run fails with the reason)
+//! unless the operator chose to run them unsandboxed.
+
+pub mod exec;
+pub mod policy;
+
+use std::sync::OnceLock;
+
+use landlock::{
+    Access as _, AccessFs, AccessNet, CompatLevel, Compatible as _, Ruleset, RulesetAttr as _,
+    Scope,
+};
+use serde::Serialize;
+
+pub use policy::{Access, PathRule, Policy};
+
+/// The Landlock ABI the sandbox relies on: file-system rights including `refer`, `truncate` and device
+/// ioctls, TCP connect rules (ABI 4), and signal and abstract-unix-socket scoping (ABI 6), without which an
+/// agent could signal the server.
+pub const REQUIRED_ABI: u8 = 6;
+
+/// Ports agents may always connect to besides Muster's API and their model endpoint (hosted model APIs).
+pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
+
+/// How agents run on this server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Mode {
+    /// Every agent runs inside the Landlock sandbox.
+    Sandboxed { abi: u8 },
+    /// The kernel cannot sandbox agents and the operator allowed them to run without it.
+    Unsandboxed { reason: String },
+    /// The kernel cannot sandbox agents: runs fail instead of starting.
+    Refused { reason: String },
+}
+
+impl Mode {
+    /// One line for people: the Runtimes page and `muster runtime detect`.
+    pub fn describe(&self) -> String {
+        match self {
+            Mode::Sandboxed { abi } => {
+                format!("sandboxed: every agent runs inside a Landlock sandbox (kernel ABI {abi})")
+            }
+            Mode::Unsandboxed { reason } => format!(
+                "unsandboxed by the operator's choice (--allow-unsandboxed-agents): {reason}"
+            ),
+            Mode::Refused { reason } => format!(
+                "agents refused: {reason}; start the server with --allow-unsandboxed-agents to run them without a sandbox"
+            ),
+        }
+    }
+}
+
+/// The kernel's Landlock ABI version, `None` without Landlock. Detected once per process.
+pub fn detect() -> Option<u8> {
+    static ABI: OnceLock<Option<u8>> = OnceLock::new();
+    *ABI.get_or_init(probe)
+}
+
+/// The highest ABI for which a ruleset handling all of that version's rights can be created.
+fn probe() -> Option<u8> {
+    (1..=10u8).rev().find(|v| {
+        let Some(abi) = exec::abi(*v) else {
+            return false;
+        };
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi));
+        if *v >= 4 {
+            ruleset = ruleset.and_then(|r| r.handle_access(AccessNet::ConnectTcp));
+        }
+        if *v >= 6 {
+            ruleset = ruleset.and_then(|r| r.scope(Scope::from_all(abi)));
+        }
+        ruleset.and_then(|r| r.create()).is_ok()
+    })
+}
+
+/// The mode in force for a kernel ABI (`None`: no Landlock) and the operator's choice.
+pub fn decide(abi: Option<u8>, allow_unsandboxed: bool) -> Mode {
+    let reason = match abi {
+        Some(abi) if abi >= REQUIRED_ABI => return Mode::Sandboxed { abi },
+        Some(abi) => format!(
+            "the kernel's Landlock ABI is {abi}; the sandbox needs ABI {REQUIRED_ABI} (Linux 6.12 or later)"
+        ),
+        None => "the kernel has no Landlock (Linux 6.12 or later with Landlock enabled is needed)"
+            .to_owned(),
+    };
+    if allow_unsandboxed {
+        Mode::Unsandboxed { reason }
+    } else {
+        Mode::Refused { reason }
+    }
+}
+
+/// The mode of this server.
+pub fn mode(config: &crate::config::Config) -> Mode {
+    decide(detect(), config.allow_unsandboxed_agents)
+}
+
+/// Makes `launch` start through the exec step with `policy`: `<muster> sandbox-exec --policy <json> --
+/// PROGRAM ARGS…`, with `HOME` and `TMPDIR` set last (so a profile's variables cannot move them).
+pub fn wrap(
+    mut launch: muster_agents::LaunchSpec,
+    policy: &Policy,
+    self_exe: &std::path::Path,
+    home: &std::path::Path,
+    tmp: &std::path::Path,
+) -> Result<muster_agents::LaunchSpec, String> {
+    let json = serde_json::to_string(policy).map_err(|e| e.to_string())?;
+    let mut args = vec![
+        exec::SUBCOMMAND.to_owned(),
+        "--policy".to_owned(),
+        json,
+        "--".to_owned(),
+        launch.program.display().to_string(),
+    ];
+    args.append(&mut launch.args);
+    launch.args = args;
+    launch.program = self_exe.to_path_buf();
+    launch.env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
+    launch
+        .env
+        .push(("HOME".to_owned(), home.display().to_string()));
+    launch
+        .env
+        .push(("TMPDIR".to_owned(), tmp.display().to_string()));
+    Ok(launch)
+}
+
+/// The `sandbox` event's payload: the mode, and the rules and ports when sandboxed, for the run page and
+/// `muster run logs`.
+pub fn event_payload(mode: &Mode, policy: Option<&Policy>) -> serde_json::Value {
+    let mut payload = serde_json::json!({ "mode": mode.describe() });
+    if let Some(policy) = policy {
+        payload["abi"] = policy.abi.into();
+        payload["paths"] = policy
+            .paths
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "path": r.path.display().to_string(),
+                    "access": r.access.label(),
+                })
+            })
+            .collect();
+        payload["connect_ports"] = policy.connect_ports.clone().into();
+    }
+    payload
+}
+
+/// The `sandbox` event's payload as readable lines (one per rule, then the ports).
+pub fn event_lines(payload: &serde_json::Value) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(mode) = payload["mode"].as_str() {
+        lines.push(mode.to_owned());
+    }
+    if let Some(abi) = payload["abi"].as_u64() {
+        lines.push(format!("Landlock ABI {abi}; no capabilities; no_new_privs"));
+    }
+    for rule in payload["paths"].as_array().into_iter().flatten() {
+        lines.push(format!(
+            "{:<22} {}",
+            rule["access"].as_str().unwrap_or_default(),
+            rule["path"].as_str().unwrap_or_default()
+        ));
+    }
+    if let Some(ports) = payload["connect_ports"].as_array() {
+        let ports: Vec<String> = ports.iter().map(ToString::to_string).collect();
+        lines.push(format!("TCP connect only to ports {}", ports.join(", ")));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_without_what_we_need_refuses_agents_unless_the_operator_allows_them() {
+        assert_eq!(decide(Some(7), false), Mode::Sandboxed { abi: 7 });
+        assert_eq!(decide(Some(7), true), Mode::Sandboxed { abi: 7 });
+        let refused = decide(None, false);
+        assert!(matches!(refused, Mode::Refused { .. }));
+        assert_eq!(
+            refused.describe(),
+            "agents refused: the kernel has no Landlock (Linux 6.12 or later with Landlock enabled is needed); start the server with --allow-unsandboxed-agents to run them without a sandbox"
+        );
+        assert!(matches!(decide(Some(5), false), Mode::Refused { .. }));
+        assert_eq!(
+            decide(Some(5), true).describe(),
+            "unsandboxed by the operator's choice (--allow-unsandboxed-agents): the kernel's Landlock ABI is 5; the sandbox needs ABI 6 (Linux 6.12 or later)"
+        );
+    }
+}
