@@ -1,14 +1,15 @@
 //! `/api/v1/agents`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 
 use super::ErrorBody;
+use super::doc::path::AgentNameParam;
 use crate::app::AppState;
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::service::agents::{self as svc, AgentInput, AgentView};
 
 pub(super) fn router() -> Router<AppState> {
@@ -32,7 +33,9 @@ pub(super) async fn list(
 
 /// Creates an agent.
 #[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = AgentInput,
-    responses((status = 201, body = AgentView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 201, body = AgentView), (status = 403, body = ErrorBody,
+        description = "A member set a field only owners and admins may set"),
+        (status = 409, body = ErrorBody)))]
 pub(super) async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -43,12 +46,12 @@ pub(super) async fn create(
 }
 
 /// One agent.
-#[utoipa::path(get, path = "/api/v1/agents/{name}", tag = "agents", params(("name" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/agents/{name}", tag = "agents", params(AgentNameParam),
     responses((status = 200, body = AgentView), (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> Result<Json<AgentView>> {
     Ok(Json(AgentView::from(
         &svc::by_name(&state, &caller, &name).await?,
@@ -57,12 +60,14 @@ pub(super) async fn show(
 
 /// Edits the fields present in the body (absent secret values are kept).
 #[utoipa::path(patch, path = "/api/v1/agents/{name}", tag = "agents", request_body = AgentInput,
-    params(("name" = String, Path)),
-    responses((status = 200, body = AgentView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    params(AgentNameParam),
+    responses((status = 200, body = AgentView), (status = 403, body = ErrorBody,
+        description = "A member changed a field only owners and admins may change"),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     AppJson(input): AppJson<AgentInput>,
 ) -> Result<Json<AgentView>> {
     Ok(Json(AgentView::from(
@@ -71,12 +76,12 @@ pub(super) async fn update(
 }
 
 /// Deletes an agent (owners and admins; refused while it has runs).
-#[utoipa::path(delete, path = "/api/v1/agents/{name}", tag = "agents", params(("name" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/agents/{name}", tag = "agents", params(AgentNameParam),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn delete(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> Result<StatusCode> {
     svc::delete(&state, &caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)

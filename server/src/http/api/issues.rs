@@ -1,17 +1,18 @@
 //! `/api/v1/issues`.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::ErrorBody;
+use super::doc::path::IssueKeyParam;
 use super::views::{CommentView, IssueDetail, IssueView, Names};
 use crate::app::AppState;
 use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::issues::{self as svc, IssueInput};
 
 pub(super) fn router() -> Router<AppState> {
@@ -27,12 +28,17 @@ pub(super) fn router() -> Router<AppState> {
 
 /// Filters for the issue list.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
-    /// Comma-separated statuses.
+    /// Only these statuses, comma-separated.
+    #[param(value_type = Option<Vec<IssueStatus>>, style = Form, explode = false)]
     status: Option<String>,
     /// Agent name, member email or name.
     assignee: Option<String>,
+    /// Only issues with this label.
+    #[param(max_length = 50, pattern = "^[^,]*$")]
     label: Option<String>,
+    #[param(value_type = Option<Priority>)]
     priority: Option<String>,
     /// Text in the title or body.
     q: Option<String>,
@@ -44,7 +50,7 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Query(q): Query<ListQuery>,
+    AppQuery(q): AppQuery<ListQuery>,
 ) -> Result<Json<Vec<IssueView>>> {
     let mut filter = IssueFilter::default();
     if let Some(statuses) = q.status.as_deref().filter(|s| !s.is_empty()) {
@@ -91,12 +97,12 @@ pub(super) async fn create(
 
 /// One issue with its comments and activity.
 #[utoipa::path(get, path = "/api/v1/issues/{key}", tag = "issues",
-    params(("key" = String, Path, description = "Issue key, e.g. MUS-42")),
+    params(IssueKeyParam),
     responses((status = 200, body = IssueDetail), (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
 ) -> Result<Json<IssueDetail>> {
     let issue = state
         .store
@@ -110,12 +116,12 @@ pub(super) async fn show(
 
 /// Edits the fields present in the body.
 #[utoipa::path(patch, path = "/api/v1/issues/{key}", tag = "issues", request_body = IssueInput,
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 200, body = IssueView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
     AppJson(input): AppJson<IssueInput>,
 ) -> Result<Json<IssueView>> {
     let issue = svc::update(&state, &caller, &svc::parse_key(&key)?, &input).await?;
@@ -126,19 +132,22 @@ pub(super) async fn update(
 /// Where to move an issue.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct MoveInput {
+    #[schema(value_type = IssueStatus)]
     status: String,
-    /// 0-based position in the target column; the end when absent.
-    index: Option<usize>,
+    /// 0-based position in the target column; the end when absent or past the end.
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[schema(format = Int64, minimum = 0, maximum = 4294967295_u32)]
+    index: Option<u32>,
 }
 
 /// Moves an issue to a column and position.
 #[utoipa::path(post, path = "/api/v1/issues/{key}/move", tag = "issues", request_body = MoveInput,
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 200, body = IssueView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn move_issue(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
     AppJson(input): AppJson<MoveInput>,
 ) -> Result<Json<IssueView>> {
     let issue = svc::move_to(
@@ -146,7 +155,7 @@ pub(super) async fn move_issue(
         &caller,
         &svc::parse_key(&key)?,
         &input.status,
-        input.index,
+        input.index.map(|i| i as usize),
     )
     .await?;
     let names = Names::load(&state, caller.ws.id).await?;
@@ -155,12 +164,12 @@ pub(super) async fn move_issue(
 
 /// An issue's comments, oldest first.
 #[utoipa::path(get, path = "/api/v1/issues/{key}/comments", tag = "issues",
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 200, body = [CommentView]), (status = 404, body = ErrorBody)))]
 pub(super) async fn list_comments(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
 ) -> Result<Json<Vec<CommentView>>> {
     let issue = state
         .store
@@ -179,18 +188,19 @@ pub(super) async fn list_comments(
 /// A new comment.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct CommentInput {
-    /// Markdown, not empty.
+    /// Markdown, not blank, at most 1 MiB.
+    #[schema(min_length = 1, pattern = r"\S")]
     body: String,
 }
 
 /// Comments on an issue.
 #[utoipa::path(post, path = "/api/v1/issues/{key}/comments", tag = "issues", request_body = CommentInput,
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 201, body = CommentView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn comment(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
     AppJson(input): AppJson<CommentInput>,
 ) -> Result<(StatusCode, Json<CommentView>)> {
     let comment = svc::comment(&state, &caller, &svc::parse_key(&key)?, &input.body).await?;

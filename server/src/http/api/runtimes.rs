@@ -6,6 +6,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
+use super::ErrorBody;
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::ApiCaller;
@@ -123,7 +124,10 @@ pub(super) async fn list(
 }
 
 /// Detects again, now.
-#[utoipa::path(post, path = "/api/v1/runtimes/detect", tag = "runtimes", responses((status = 200, body = RuntimesView)))]
+#[utoipa::path(post, path = "/api/v1/runtimes/detect", tag = "runtimes",
+    responses((status = 200, body = RuntimesView), (status = 429, body = ErrorBody,
+        description = "Detected too recently; `Retry-After` says when to ask again",
+        headers(("Retry-After" = u64, description = "Seconds to wait")))))]
 pub(super) async fn redetect(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
