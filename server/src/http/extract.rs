@@ -357,6 +357,28 @@ impl FromRequest<AppState> for UiForm {
 #[from_request(via(axum::Json), rejection(Error))]
 pub struct AppJson<T>(pub T);
 
+/// Query strings with our error format on rejection (400, `query`).
+#[derive(Debug, Clone, Copy, Default, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(Error))]
+pub struct AppQuery<T>(pub T);
+
+impl From<axum::extract::rejection::QueryRejection> for Error {
+    fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {
+        Error::Rejected(rejection.status(), "query", rejection.body_text())
+    }
+}
+
+/// Path parameters with our error format on rejection (400, `path`), e.g. for bytes that are not UTF-8.
+#[derive(Debug, Clone, Copy, Default, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(Error))]
+pub struct AppPath<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for Error {
+    fn from(rejection: axum::extract::rejection::PathRejection) -> Self {
+        Error::Rejected(rejection.status(), "path", rejection.body_text())
+    }
+}
+
 impl From<axum::extract::rejection::JsonRejection> for Error {
     fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
         Error::Rejected(rejection.status(), "body", rejection.body_text())
@@ -378,4 +400,32 @@ impl<S: Send + Sync> FromRequestParts<S> for HxRequest {
             parts.headers.get("hx-request").is_some_and(|v| v == "true"),
         ))
     }
+}
+
+/// Deserializes an optional whole number that may arrive as an integral float (`3.0`): JSON Schema's
+/// `integer` includes such numbers, so the API takes them as the document promises. A fraction or a value
+/// out of the target's range is refused with a message naming it.
+pub fn whole_number<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    use serde::Deserialize as _;
+    use serde::de::Error as _;
+    let Some(n) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && (-9.0e18..9.0e18).contains(f))
+            .map(|f| f as i64)
+    });
+    let Some(whole) = whole else {
+        return Err(D::Error::custom(format!(
+            "expected a whole number, got {n}"
+        )));
+    };
+    T::try_from(whole)
+        .map(Some)
+        .map_err(|_| D::Error::custom(format!("{n} is out of range")))
 }

@@ -12,13 +12,17 @@ use crate::http::{Error, Result};
 /// A new member as typed by an admin.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct MemberInput {
+    /// One `@` with text on both sides, no spaces.
+    #[schema(max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s]+\s*$")]
     pub email: String,
-    /// Display name; defaults to the part of the email before `@`.
+    /// Display name (at most 100 characters); defaults to the part of the email before `@`.
     pub name: Option<String>,
-    /// Initial password (at least 8 characters) of a new account. Ignored when the email already has an
+    /// Initial password (8 to 1024 characters) of a new account. Ignored when the email already has an
     /// account: that account is invited instead, and joins when it accepts.
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: Option<String>,
-    /// owner, admin or member (default member).
+    /// Default member.
+    #[schema(value_type = Option<crate::domain::Role>)]
     pub role: Option<String>,
 }
 
