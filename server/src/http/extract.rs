@@ -119,6 +119,9 @@ impl FromRequestParts<AppState> for WsMember {
             .ok_or(Error::NotFound)?;
         let ws = state.store.get_workspace_by_slug(&slug).await?;
         let member = state.store.get_member(ws.id, current.user.id).await?;
+        if let Some(token) = &current.token {
+            token_for(token, &ws)?;
+        }
         let csrf = current.csrf();
         Ok(WsMember {
             caller: Caller {
@@ -154,7 +157,15 @@ impl FromRequestParts<AppState> for ApiCaller {
             None => None,
         };
         let ws = match &current.token {
-            Some(token) => state.store.get_workspace(token.workspace_id).await?,
+            Some(token) => {
+                let ws = state.store.get_workspace(token.workspace_id).await?;
+                if let Some(wanted) = parts.headers.get("x-muster-workspace")
+                    && wanted.to_str().ok() != Some(ws.slug.as_str())
+                {
+                    return Err(wrong_workspace(&ws));
+                }
+                ws
+            }
             None => {
                 if parts.method != Method::GET && parts.method != Method::HEAD {
                     let sent = parts
@@ -222,6 +233,47 @@ impl FromRequestParts<AppState> for ApiUser {
         }
         Ok(ApiUser(current.user))
     }
+}
+
+/// Refuses a token made for another workspace than `ws` (403).
+fn token_for(token: &ApiToken, ws: &crate::domain::Workspace) -> Result<()> {
+    if token.workspace_id == ws.id {
+        Ok(())
+    } else {
+        Err(Error::Rejected(
+            StatusCode::FORBIDDEN,
+            "token",
+            format!(
+                "this token was made for another workspace and cannot be used in {}",
+                ws.slug
+            ),
+        ))
+    }
+}
+
+/// The 403 for a token sent to another workspace than its own (named by `x-muster-workspace`).
+fn wrong_workspace(own: &crate::domain::Workspace) -> Error {
+    Error::Rejected(
+        StatusCode::FORBIDDEN,
+        "token",
+        format!(
+            "this token belongs to workspace {} and cannot act in another one",
+            own.slug
+        ),
+    )
+}
+
+/// SHA-256 of the credential the request carries (bearer token first, else session cookie), as the
+/// store keeps it: names the session or token a live connection belongs to.
+pub fn credential_hash(headers: &HeaderMap) -> Option<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    bearer
+        .or_else(|| cookie(headers, SESSION_COOKIE))
+        .map(auth::hash_secret)
 }
 
 /// The scope of a run's token; 401 once the run is no longer live (its token dies with it).

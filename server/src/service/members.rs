@@ -94,12 +94,9 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
     }
 }
 
-/// Hashes a password off the async threads.
+/// Hashes a password off the async threads, within the server's bound on concurrent hashing.
 pub async fn hash(password: String) -> Result<String> {
-    tokio::task::spawn_blocking(move || crate::auth::hash_password(&password))
-        .await
-        .map_err(|e| Error::Internal(anyhow::Error::new(e)))?
-        .map_err(Error::Internal)
+    crate::auth::hash(password).await.map_err(Error::Internal)
 }
 
 /// Changes a member's role.
@@ -128,7 +125,11 @@ pub async fn remove(state: &AppState, caller: &Caller, user: UserId) -> Result<(
     if target.role == Role::Owner && caller.role != Role::Owner {
         return Err(Error::Forbidden);
     }
-    Ok(state.store.remove_member(caller.ws.id, user).await?)
+    state.store.remove_member(caller.ws.id, user).await?;
+    // Their open boards, run pages and event streams of this workspace end now; their requests are
+    // refused from here on (no longer a member).
+    state.live.end_member(caller.ws.id, user);
+    Ok(())
 }
 
 /// Parses a user id from a URL.

@@ -20,7 +20,7 @@ use super::doc::path::{IssueKeyParam, RunIdParam};
 use super::views::{Names, RunEventView, RunView};
 use crate::app::AppState;
 use crate::domain::{IssueId, Run, RunId, RunStatus, Seq};
-use crate::http::extract::{ApiCaller, AppPath, AppQuery};
+use crate::http::extract::{ApiCaller, AppPath, AppQuery, credential_hash};
 use crate::http::{Error, Result};
 use crate::service::runs::{self as svc, FollowItem, RunListInput};
 use crate::service::{Caller, issues};
@@ -247,7 +247,8 @@ pub(super) struct StreamQuery {
     params(RunIdParam, StreamQuery,
         ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "The last seq received, on reconnect")),
     responses((status = 200, content_type = "text/event-stream", description = "Server-Sent Events"),
-        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "Too many live connections open")))]
 pub(super) async fn stream(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -267,10 +268,15 @@ pub(super) async fn stream(
         after = after.max(cursor("last-event-id", raw)?);
     }
     svc::get(&state, &caller, id).await?;
+    let guard = state
+        .live
+        .open(caller.user.id, caller.ws.id, credential_hash(&headers))?;
     let events = svc::follow(&state, id, after).then(move |item| {
         let (state, caller) = (state.clone(), caller.clone());
         async move { Ok(sse_event(&state, &caller, item).await) }
     });
+    // Ends (the response completes) when the session signs out or the person leaves the workspace.
+    let events = guard.guard(events);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
