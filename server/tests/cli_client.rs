@@ -976,7 +976,9 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
     );
     let table = h.muster(&["runtime", "detect"]).await.ok();
     assert!(
-        table.stdout.starts_with("RUNTIME") && table.stdout.contains("Claude Code"),
+        table.stdout.starts_with("Agent sandbox: ")
+            && table.stdout.contains("\n\nRUNTIME ")
+            && table.stdout.contains("Claude Code"),
         "{}",
         table.stdout
     );

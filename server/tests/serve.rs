@@ -166,8 +166,10 @@ fn assert_one_line_error(output: &Output, expected: &str) {
 
 #[test]
 fn bad_configuration_is_one_clear_line() {
+    // A data dir Muster creates itself (0700): an existing one open to others adds a warning line.
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().to_str().unwrap();
+    let data_dir = dir.path().join("data");
+    let data = data_dir.to_str().unwrap();
     assert_one_line_error(
         &run(&[
             "serve",

@@ -118,19 +118,6 @@ fn strings(items: &[Value], field: &str) -> Vec<String> {
         .collect()
 }
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(muster_tests::Backend::Sqlite).await }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(muster_tests::Backend::Postgres).await }
-        )+}
-    };
-}
-
 both_backends!(
     the_issue_list_comes_in_pages,
     comments_come_in_pages,

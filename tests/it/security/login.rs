@@ -20,23 +20,6 @@ use reqwest::redirect::Policy;
 
 pub(super) const PASSWORD: &str = "correct-horse";
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Sqlite).await;
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Postgres).await;
-            }
-        )+}
-    };
-}
-
 both_backends!(
     a_burst_of_logins_gets_429_with_retry_after_and_no_5xx,
     concurrent_password_checks_keep_memory_bounded,

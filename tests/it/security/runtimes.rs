@@ -34,23 +34,6 @@ const MARKER: &str = "internal secret: XYZZY-4242 <do not show>";
 const B_PASSWORD: &str = "pa55word-of-beta";
 const PASSWORD: &str = "correct-horse";
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Sqlite).await;
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Postgres).await;
-            }
-        )+}
-    };
-}
-
 both_backends!(
     one_workspace_never_sees_another_workspaces_model_servers,
     probes_and_the_llama_loop_never_echo_bodies_nor_follow_redirects,

@@ -26,23 +26,6 @@ const DEADLINE: Duration = Duration::from_secs(10);
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Sqlite).await;
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Postgres).await;
-            }
-        )+}
-    };
-}
-
 both_backends!(
     signing_out_ends_the_sessions_live_connections,
     removing_a_member_ends_their_access_to_the_workspace_at_once,

@@ -8,23 +8,6 @@ use reqwest::StatusCode;
 
 use super::sessions::Team;
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Sqlite).await;
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(muster_tests::Backend::Postgres).await;
-            }
-        )+}
-    };
-}
-
 both_backends!(a_token_works_only_in_its_own_workspace);
 
 const REFUSAL: &str = "this token was made for another workspace and cannot be used in other";

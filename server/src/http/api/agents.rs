@@ -34,7 +34,7 @@ pub(super) async fn list(
 /// Creates an agent (owners and admins: an agent decides what runs on the server).
 #[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = AgentInput,
     responses((status = 201, body = AgentView),
-        (status = 403, body = ErrorBody, description = "a member: `role` says who may create agents"),
+        (status = 403, body = ErrorBody, description = "a member: only owners and admins may create agents"),
         (status = 409, body = ErrorBody)))]
 pub(super) async fn create(
     State(state): State<AppState>,
@@ -64,7 +64,7 @@ pub(super) async fn show(
 #[utoipa::path(patch, path = "/api/v1/agents/{name}", tag = "agents", request_body = AgentInput,
     params(AgentNameParam),
     responses((status = 200, body = AgentView),
-        (status = 403, body = ErrorBody, description = "a member changed a runtime field; one message per field"),
+        (status = 403, body = ErrorBody, description = "a member changed a field only owners and admins may change; one message per field"),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,

@@ -153,6 +153,14 @@ pub mod path {
         pub user_id: uuid::Uuid,
     }
 
+    /// `{id}`: an invitation id.
+    #[derive(utoipa::IntoParams)]
+    #[into_params(parameter_in = Path)]
+    pub struct InvitationIdParam {
+        /// Invitation id (UUID), as listed by `GET /api/v1/invitations` or `GET /api/v1/members/invitations`.
+        pub id: uuid::Uuid,
+    }
+
     /// `{name}`: an agent's name.
     #[derive(utoipa::IntoParams)]
     #[into_params(parameter_in = Path)]

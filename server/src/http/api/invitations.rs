@@ -1,16 +1,17 @@
 //! `/api/v1/invitations`: the caller's own invitations, accepted or declined by them alone; and
 //! `/api/v1/members/invitations`: a workspace's pending invitations, for its owners and admins.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
 use super::ErrorBody;
+use super::doc::path::InvitationIdParam;
 use crate::app::AppState;
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, ApiUser};
+use crate::http::extract::{ApiCaller, ApiUser, AppPath};
 use crate::service::invitations::{self as svc, InvitationView};
 
 pub(super) fn router() -> Router<AppState> {
@@ -44,12 +45,12 @@ pub(super) struct JoinedView {
 
 /// Accepts one of the caller's invitations: only now is the caller a member. Another person's
 /// invitation, or an expired one, is 404.
-#[utoipa::path(post, path = "/api/v1/invitations/{id}/accept", tag = "invitations", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/invitations/{id}/accept", tag = "invitations", params(InvitationIdParam),
     responses((status = 200, body = JoinedView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn accept(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<Json<JoinedView>> {
     let member = svc::accept(&state, &user, &id).await?;
     let ws = state.store.get_workspace(member.workspace_id).await?;
@@ -61,12 +62,12 @@ pub(super) async fn accept(
 }
 
 /// Declines one of the caller's invitations.
-#[utoipa::path(post, path = "/api/v1/invitations/{id}/decline", tag = "invitations", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/invitations/{id}/decline", tag = "invitations", params(InvitationIdParam),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn decline(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<StatusCode> {
     svc::decline(&state, &user, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -84,12 +85,12 @@ pub(super) async fn list(
 }
 
 /// Revokes a pending invitation (owners and admins).
-#[utoipa::path(delete, path = "/api/v1/members/invitations/{id}", tag = "members", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/members/invitations/{id}", tag = "members", params(InvitationIdParam),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn revoke(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<StatusCode> {
     svc::revoke(&state, &caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -47,6 +47,9 @@ pub(super) struct ListQuery {
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
     limit: Option<String>,
     /// Where the previous page ended: its `next_after`, as given (opaque).
+    #[param(
+        pattern = r"^(backlog|todo|in_progress|in_review|done|blocked|cancelled):-?[0-9]{1,18}:[0-9]{1,18}$"
+    )]
     after: Option<String>,
 }
 
