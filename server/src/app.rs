@@ -36,6 +36,10 @@ pub struct AppState {
     /// The address the HTTP listener is bound to (set by [`build`]); runs reach the API here when no
     /// public URL is configured.
     pub bound_addr: Option<std::net::SocketAddr>,
+    /// Sign-in rate limits (per client address, per account).
+    pub login_throttle: Arc<crate::throttle::LoginThrottle>,
+    /// Open live connections: capped per person, ended at sign-out and removal from a workspace.
+    pub live: crate::live::LiveConnections,
 }
 
 impl AppState {
@@ -48,7 +52,10 @@ impl AppState {
             None
         };
         let runtimes = RuntimeCache::new(config.runtime_paths.clone());
+        crate::auth::warm_up().await;
         Ok(AppState {
+            login_throttle: Arc::new(crate::throttle::LoginThrottle::new(config.login_limits)),
+            live: crate::live::LiveConnections::new(config.live_connections_per_user),
             store,
             config: Arc::new(config),
             hub: Hub::default(),
@@ -134,6 +141,8 @@ impl Application {
                 runner_stop.clone(),
             ))
         });
+        // The peer address reaches handlers as `ConnectInfo`: sign-in limits are per client address.
+        let router = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.cancelled().await;

@@ -423,6 +423,18 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub agent_rw_paths: Vec<PathBuf>,
+    /// Sign-in attempts allowed per minute from one client address (then 429 with Retry-After).
+    #[arg(long, env = "MUSTER_LOGIN_PER_IP_PER_MINUTE", default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub login_per_ip_per_minute: u32,
+    /// Sign-in attempts allowed per 15 minutes on one account (then 429 with Retry-After).
+    #[arg(long, env = "MUSTER_LOGIN_PER_ACCOUNT_PER_15_MINUTES", default_value_t = 5,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub login_per_account_per_15_minutes: u32,
+    /// Most live connections (board and run WebSockets, run event streams) one person may hold open.
+    #[arg(long, env = "MUSTER_LIVE_CONNECTIONS_PER_USER", default_value_t = 32,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub live_connections_per_user: u32,
     #[command(flatten)]
     pub runtime_paths: RuntimePaths,
     #[command(flatten)]
@@ -485,6 +497,12 @@ impl ServeArgs {
             self_exe: crate::config::default_self_exe(),
             llama_urls: self.runtime_paths.llama_urls(),
             max_events_per_run: self.max_events_per_run,
+            login_limits: crate::config::LoginLimits {
+                per_ip_per_minute: self.login_per_ip_per_minute,
+                per_account_per_15_minutes: self.login_per_account_per_15_minutes,
+            },
+            live_connections_per_user: usize::try_from(self.live_connections_per_user)
+                .unwrap_or(usize::MAX),
         })
     }
 }

@@ -41,7 +41,33 @@ pub struct Config {
     pub agent_ports: Vec<u16>,
     /// Folders every sandboxed agent may also read and write (e.g. a shared build cache).
     pub agent_rw_paths: Vec<PathBuf>,
+    /// How often people may try to sign in.
+    pub login_limits: LoginLimits,
+    /// Most live connections (board and run page WebSockets, run event streams) one person may hold open.
+    pub live_connections_per_user: usize,
 }
+
+/// Sign-in rate limits: past them `POST /login` answers 429 with `Retry-After`, before any password is
+/// checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginLimits {
+    /// Attempts per minute from one client address (the TCP peer).
+    pub per_ip_per_minute: u32,
+    /// Attempts per 15 minutes on one account (by the email typed, known or not).
+    pub per_account_per_15_minutes: u32,
+}
+
+impl Default for LoginLimits {
+    fn default() -> Self {
+        Self {
+            per_ip_per_minute: 10,
+            per_account_per_15_minutes: 5,
+        }
+    }
+}
+
+/// Default for [`Config::live_connections_per_user`].
+pub const LIVE_CONNECTIONS_PER_USER: usize = 32;
 
 impl Config {
     /// Whether cookies must be `Secure` (served over https).
@@ -74,6 +100,8 @@ impl Config {
             allow_unsandboxed_agents: false,
             agent_ports: crate::sandbox::DEFAULT_PORTS.to_vec(),
             agent_rw_paths: Vec::new(),
+            login_limits: LoginLimits::default(),
+            live_connections_per_user: LIVE_CONNECTIONS_PER_USER,
         }
     }
 }

@@ -103,6 +103,18 @@ macro_rules! string_enum {
         impl From<$name> for &'static str {
             fn from(v: $name) -> &'static str { v.as_str() }
         }
+
+        // The OpenAPI schema: a string that is one of these names.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
     };
 }
 pub(crate) use string_enum;

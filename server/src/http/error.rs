@@ -45,6 +45,9 @@ pub enum Error {
     /// A malformed or oversized request: status, field, message.
     #[error("{1} {2}")]
     Rejected(StatusCode, &'static str, String),
+    /// 429: over a rate limit or cap: field, message, and the seconds to wait (`Retry-After`) if known.
+    #[error("{1}")]
+    TooManyRequests(&'static str, String, Option<u64>),
     /// 500: logged with its cause chain, never shown.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -79,6 +82,7 @@ impl Error {
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::Forbidden | Error::CsrfMismatch | Error::NotAllowed(_) => StatusCode::FORBIDDEN,
             Error::Rejected(status, _, _) => *status,
+            Error::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -150,6 +154,16 @@ impl IntoResponse for Error {
             }
             Error::Rejected(_, field, message) => {
                 (status, Json(json!({ "errors": { field: [message] } }))).into_response()
+            }
+            Error::TooManyRequests(field, message, retry_after) => {
+                let mut response =
+                    (status, Json(json!({ "errors": { field: [message] } }))).into_response();
+                if let Some(secs) = retry_after {
+                    response
+                        .headers_mut()
+                        .insert(axum::http::header::RETRY_AFTER, secs.into());
+                }
+                response
             }
             other => {
                 let field = match other {

@@ -119,6 +119,9 @@ impl FromRequestParts<AppState> for WsMember {
             .ok_or(Error::NotFound)?;
         let ws = state.store.get_workspace_by_slug(&slug).await?;
         let member = state.store.get_member(ws.id, current.user.id).await?;
+        if let Some(token) = &current.token {
+            token_for(token, &ws)?;
+        }
         let csrf = current.csrf();
         Ok(WsMember {
             caller: Caller {
@@ -154,7 +157,15 @@ impl FromRequestParts<AppState> for ApiCaller {
             None => None,
         };
         let ws = match &current.token {
-            Some(token) => state.store.get_workspace(token.workspace_id).await?,
+            Some(token) => {
+                let ws = state.store.get_workspace(token.workspace_id).await?;
+                if let Some(wanted) = parts.headers.get("x-muster-workspace")
+                    && wanted.to_str().ok() != Some(ws.slug.as_str())
+                {
+                    return Err(wrong_workspace(&ws));
+                }
+                ws
+            }
             None => {
                 if parts.method != Method::GET && parts.method != Method::HEAD {
                     let sent = parts
@@ -222,6 +233,47 @@ impl FromRequestParts<AppState> for ApiUser {
         }
         Ok(ApiUser(current.user))
     }
+}
+
+/// Refuses a token made for another workspace than `ws` (403).
+fn token_for(token: &ApiToken, ws: &crate::domain::Workspace) -> Result<()> {
+    if token.workspace_id == ws.id {
+        Ok(())
+    } else {
+        Err(Error::Rejected(
+            StatusCode::FORBIDDEN,
+            "token",
+            format!(
+                "this token was made for another workspace and cannot be used in {}",
+                ws.slug
+            ),
+        ))
+    }
+}
+
+/// The 403 for a token sent to another workspace than its own (named by `x-muster-workspace`).
+fn wrong_workspace(own: &crate::domain::Workspace) -> Error {
+    Error::Rejected(
+        StatusCode::FORBIDDEN,
+        "token",
+        format!(
+            "this token belongs to workspace {} and cannot act in another one",
+            own.slug
+        ),
+    )
+}
+
+/// SHA-256 of the credential the request carries (bearer token first, else session cookie), as the
+/// store keeps it: names the session or token a live connection belongs to.
+pub fn credential_hash(headers: &HeaderMap) -> Option<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    bearer
+        .or_else(|| cookie(headers, SESSION_COOKIE))
+        .map(auth::hash_secret)
 }
 
 /// The scope of a run's token; 401 once the run is no longer live (its token dies with it).
@@ -357,6 +409,28 @@ impl FromRequest<AppState> for UiForm {
 #[from_request(via(axum::Json), rejection(Error))]
 pub struct AppJson<T>(pub T);
 
+/// Query strings with our error format on rejection (400, `query`).
+#[derive(Debug, Clone, Copy, Default, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(Error))]
+pub struct AppQuery<T>(pub T);
+
+impl From<axum::extract::rejection::QueryRejection> for Error {
+    fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {
+        Error::Rejected(rejection.status(), "query", rejection.body_text())
+    }
+}
+
+/// Path parameters with our error format on rejection (400, `path`), e.g. for bytes that are not UTF-8.
+#[derive(Debug, Clone, Copy, Default, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(Error))]
+pub struct AppPath<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for Error {
+    fn from(rejection: axum::extract::rejection::PathRejection) -> Self {
+        Error::Rejected(rejection.status(), "path", rejection.body_text())
+    }
+}
+
 impl From<axum::extract::rejection::JsonRejection> for Error {
     fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
         Error::Rejected(rejection.status(), "body", rejection.body_text())
@@ -378,4 +452,32 @@ impl<S: Send + Sync> FromRequestParts<S> for HxRequest {
             parts.headers.get("hx-request").is_some_and(|v| v == "true"),
         ))
     }
+}
+
+/// Deserializes an optional whole number that may arrive as an integral float (`3.0`): JSON Schema's
+/// `integer` includes such numbers, so the API takes them as the document promises. A fraction or a value
+/// out of the target's range is refused with a message naming it.
+pub fn whole_number<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    use serde::Deserialize as _;
+    use serde::de::Error as _;
+    let Some(n) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && (-9.0e18..9.0e18).contains(f))
+            .map(|f| f as i64)
+    });
+    let Some(whole) = whole else {
+        return Err(D::Error::custom(format!(
+            "expected a whole number, got {n}"
+        )));
+    };
+    T::try_from(whole)
+        .map(Some)
+        .map_err(|_| D::Error::custom(format!("{n} is out of range")))
 }

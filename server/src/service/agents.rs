@@ -15,6 +15,9 @@ use crate::http::{Error, Result};
 /// One environment variable as sent in. A secret with no value keeps the stored one.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct EnvInput {
+    /// A variable name (A-Z, a-z, 0-9, `_`, not starting with a digit); an entry with a blank key is
+    /// skipped.
+    #[schema(pattern = r"^\s*([A-Za-z_][A-Za-z0-9_]*)?\s*$")]
     pub key: String,
     /// For secrets: write-only; omit to keep the stored value.
     pub value: Option<String>,
@@ -25,10 +28,14 @@ pub struct EnvInput {
 /// Raw agent fields. On create, missing fields take defaults; on edit, they stay as they are.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct AgentInput {
+    /// 1 to 64 letters, digits, `-`, `_` and `.`.
+    #[schema(pattern = r"^\s*[A-Za-z0-9._-]{1,64}\s*$")]
     pub name: Option<String>,
     /// `#rrggbb`.
+    #[schema(pattern = r"^\s*#[0-9A-Fa-f]{6}\s*$")]
     pub color: Option<String>,
     /// claude, codex, opencode, llama, custom (owners and admins).
+    #[schema(value_type = Option<crate::domain::AgentKind>)]
     pub kind: Option<String>,
     pub model: Option<String>,
     pub instructions: Option<String>,
@@ -37,13 +44,26 @@ pub struct AgentInput {
     /// Extra CLI arguments (owners and admins).
     pub extra_args: Option<Vec<String>>,
     /// read_only, workspace_write, bypass (owners and admins).
+    #[schema(value_type = Option<crate::domain::PermissionMode>)]
     pub permission_mode: Option<String>,
+    /// Runs of this agent at once.
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[schema(minimum = 1, maximum = 32)]
     pub max_concurrent_runs: Option<i32>,
+    /// Seconds without output before a run is flagged stalled.
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[schema(minimum = 10, maximum = 86400)]
     pub stall_timeout_secs: Option<i32>,
+    /// Automatic retries of a run that failed for a retryable reason.
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[schema(minimum = 0, maximum = 10)]
     pub max_retries: Option<i32>,
     /// Per-run budget in USD; 0 or absent for none.
+    #[schema(minimum = 0)]
     pub budget_usd: Option<f64>,
     /// Per-run token budget; 0 or absent for none.
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[schema(minimum = 0)]
     pub budget_tokens: Option<i64>,
     /// The command line of a `custom` agent (owners and admins).
     pub command: Option<String>,

@@ -15,16 +15,19 @@ use crate::redact::Redactor;
 /// unchanged (edit).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct IssueInput {
-    /// 1–500 characters.
+    /// 1–500 characters, not blank.
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
     pub title: Option<String>,
-    /// Markdown.
+    /// Markdown, at most 1 MiB.
     pub body: Option<String>,
-    /// backlog, todo, in_progress, in_review, done, blocked, cancelled.
+    #[schema(value_type = Option<IssueStatus>)]
     pub status: Option<String>,
-    /// none, urgent, high, medium, low.
+    #[schema(value_type = Option<Priority>)]
     pub priority: Option<String>,
-    /// An agent name, a member's email or name, `agent:<id>`, `user:<id>`, or "" for nobody.
+    /// An agent name, a member's email or name, `agent:<id>`, `user:<id>`, or "" / `none` for nobody.
     pub assignee: Option<String>,
+    /// At most 20, each 1–50 characters without `,`.
+    #[schema(max_items = 20)]
     pub labels: Option<Vec<String>>,
 }
 

@@ -12,13 +12,17 @@ use crate::http::{Error, Result};
 /// A new member as typed by an admin.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct MemberInput {
+    /// One `@` with text on both sides, no spaces.
+    #[schema(max_length = 254, pattern = r"^\s*[^@\s]+@[^@\s]+\s*$")]
     pub email: String,
-    /// Display name; defaults to the part of the email before `@`.
+    /// Display name (at most 100 characters); defaults to the part of the email before `@`.
     pub name: Option<String>,
-    /// Initial password (at least 8 characters) of a new account. Ignored when the email already has an
+    /// Initial password (8 to 1024 characters) of a new account. Ignored when the email already has an
     /// account: that account is invited instead, and joins when it accepts.
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: Option<String>,
-    /// owner, admin or member (default member).
+    /// Default member.
+    #[schema(value_type = Option<crate::domain::Role>)]
     pub role: Option<String>,
 }
 
@@ -90,12 +94,9 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
     }
 }
 
-/// Hashes a password off the async threads.
+/// Hashes a password off the async threads, within the server's bound on concurrent hashing.
 pub async fn hash(password: String) -> Result<String> {
-    tokio::task::spawn_blocking(move || crate::auth::hash_password(&password))
-        .await
-        .map_err(|e| Error::Internal(anyhow::Error::new(e)))?
-        .map_err(Error::Internal)
+    crate::auth::hash(password).await.map_err(Error::Internal)
 }
 
 /// Changes a member's role.
@@ -124,7 +125,11 @@ pub async fn remove(state: &AppState, caller: &Caller, user: UserId) -> Result<(
     if target.role == Role::Owner && caller.role != Role::Owner {
         return Err(Error::Forbidden);
     }
-    Ok(state.store.remove_member(caller.ws.id, user).await?)
+    state.store.remove_member(caller.ws.id, user).await?;
+    // Their open boards, run pages and event streams of this workspace end now; their requests are
+    // refused from here on (no longer a member).
+    state.live.end_member(caller.ws.id, user);
+    Ok(())
 }
 
 /// Parses a user id from a URL.

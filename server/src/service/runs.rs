@@ -45,13 +45,16 @@ pub const FOLLOW_POLL: Duration = Duration::from_secs(2);
 #[into_params(parameter_in = Query)]
 pub struct RunListInput {
     /// Only runs on this issue (key, e.g. MUS-42).
+    #[param(pattern = r"^\s*([A-Za-z]{2,10}-0*[1-9][0-9]{0,17})?\s*$")]
     pub issue: Option<String>,
-    /// Only these statuses, comma-separated: queued, claimed, running, succeeded, failed, cancelled,
-    /// timed_out, interrupted.
+    /// Only these statuses, comma-separated.
+    #[param(value_type = Option<Vec<RunStatus>>, style = Form, explode = false)]
     pub status: Option<String>,
     /// Only runs of the agent with this name.
+    #[param(pattern = r"^\s*([A-Za-z0-9._-]{1,64})?\s*$")]
     pub agent: Option<String>,
-    /// How many runs, newest first: 1 to 500 (default 50).
+    /// How many runs, newest first (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
 }
 

@@ -24,6 +24,7 @@ pub struct FileInput {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct SkillInput {
     /// The whole SKILL.md: YAML front matter (`name`, `description`, any other keys) and markdown.
+    #[schema(min_length = 1, pattern = r"^\ufeff?---")]
     pub skill_md: String,
     /// Supporting files; on edit, absent means "keep the current ones".
     pub files: Option<Vec<FileInput>>,
@@ -32,6 +33,8 @@ pub struct SkillInput {
 /// A folder on the server to import (owners and admins).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ImportPathInput {
+    /// An absolute path on the server: a skill folder, or a folder of skill folders.
+    #[schema(min_length = 1, pattern = r"^\s*/")]
     pub path: String,
 }
 

@@ -275,7 +275,7 @@ async fn agent_field_validation(t: &Env) {
         .await
         .rejected(
             422,
-            "max_retries: invalid type: string \"three\", expected i32",
+            "max_retries: invalid type: string \"three\", expected a JSON number",
         );
     let reply = api
         .post(

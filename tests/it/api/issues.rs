@@ -273,7 +273,7 @@ async fn move_reorders_columns(t: &Env) {
         json!({"status": "done", "index": -1}),
     )
     .await
-    .rejected(422, "index: invalid value");
+    .rejected(422, "index: -1 is out of range");
     assert_eq!(
         todo().await,
         ["two", "three"],

@@ -271,7 +271,14 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
-api_cases!(openapi_document_is_public, every_route_is_listed_and_tested);
+api_cases!(
+    openapi_document_is_public,
+    every_route_is_listed_and_tested,
+    parameters_are_typed,
+    every_operation_documents_its_errors,
+    bodies_are_typed,
+    the_document_s_promises_hold,
+);
 
 async fn document(t: &Env) -> Value {
     t.anon.get("/api/v1/openapi.json").await.expect(200)
@@ -362,4 +369,318 @@ async fn every_route_is_listed_and_tested(t: &Env) {
             );
         }
     }
+}
+
+/// Query, path and header parameters that carry numbers: always `integer` in the document.
+const INTEGER_PARAMS: &[&str] = &[
+    "limit",
+    "after",
+    "before",
+    "seq",
+    "attempt",
+    "index",
+    "offset",
+    "Last-Event-ID",
+];
+/// Parameters and body fields that name one of a fixed set of values: an `enum` (or an array of one).
+const ENUM_NAMES: &[&str] = &["status", "kind", "role", "priority", "permission_mode"];
+/// Path parameters that are UUIDs.
+const UUID_PARAMS: &[&str] = &["id", "user_id"];
+
+/// Every operation of the document: (method, path, operation).
+fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                out.push((method.clone(), path.clone(), op));
+            }
+        }
+    }
+    out
+}
+
+/// A schema with `$ref`s to components followed.
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(r) => resolve(
+            doc,
+            &doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")],
+        ),
+        None => schema,
+    }
+}
+
+/// The schema's `type`, whether written as one name or as a list with "null".
+fn types(schema: &Value) -> Vec<&str> {
+    match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a schema is an enum, an array of an enum, or a nullable wrapper of one.
+fn is_enum(doc: &Value, schema: &Value) -> bool {
+    let schema = resolve(doc, schema);
+    if schema["enum"].is_array() {
+        return true;
+    }
+    if types(schema).contains(&"array") {
+        return is_enum(doc, &schema["items"]);
+    }
+    ["oneOf", "anyOf", "allOf"].iter().any(|k| {
+        schema[*k].as_array().is_some_and(|parts| {
+            parts
+                .iter()
+                .filter(|p| types(resolve(doc, p)) != ["null"])
+                .all(|p| is_enum(doc, p))
+        })
+    })
+}
+
+/// `limit`, `after` and friends are integers with a lower bound; `status`, `kind`, `role` are enums; ids
+/// are UUIDs; issue keys, agent names and skill slugs have their pattern. So a generated request that
+/// fits the document is one the server takes.
+async fn parameters_are_typed(t: &Env) {
+    let doc = document(t).await;
+    let mut seen = BTreeSet::new();
+    for (method, path, op) in operations(&doc) {
+        for param in op["parameters"].as_array().into_iter().flatten() {
+            let name = param["name"].as_str().unwrap();
+            let schema = resolve(&doc, &param["schema"]);
+            let at = format!("{method} {path} parameter {name}: {schema}");
+            if INTEGER_PARAMS.contains(&name) {
+                assert!(types(schema).contains(&"integer"), "{at} is not an integer");
+                assert!(schema["minimum"].is_number(), "{at} has no minimum");
+                seen.insert(name);
+            }
+            if ENUM_NAMES.contains(&name) {
+                assert!(is_enum(&doc, schema), "{at} is not an enum");
+                if types(schema).contains(&"array") {
+                    assert_eq!(param["style"], "form", "{at}: comma-separated");
+                    assert_eq!(param["explode"], false, "{at}: comma-separated");
+                }
+                seen.insert(name);
+            }
+            if param["in"] == "path" {
+                assert_eq!(param["required"], true, "{at}");
+                if UUID_PARAMS.contains(&name) {
+                    assert_eq!(schema["format"], "uuid", "{at} is not a UUID");
+                } else {
+                    assert!(schema["pattern"].is_string(), "{at} has no pattern");
+                }
+            }
+        }
+    }
+    for name in ["limit", "after", "Last-Event-ID", "status"] {
+        assert!(seen.contains(name), "no parameter {name} was checked");
+    }
+}
+
+/// Every authenticated operation documents 401 and 403; one with parameters or a body documents 400;
+/// one with a body documents 413, 415 and 422; every one documents 500; and every error's body is the
+/// shared `ErrorBody`.
+async fn every_operation_documents_its_errors(t: &Env) {
+    let doc = document(t).await;
+    for (method, path, op) in operations(&doc) {
+        let responses = op["responses"].as_object().unwrap();
+        let has = |status: &str| responses.contains_key(status);
+        let at = format!("{method} {path}");
+        let public = op["security"] == serde_json::json!([{}]);
+        if !public {
+            for status in ["401", "403"] {
+                assert!(has(status), "{at} does not document {status}");
+            }
+        }
+        let has_params = op["parameters"].as_array().is_some_and(|p| !p.is_empty());
+        let has_body = op["requestBody"].is_object();
+        if has_params || has_body {
+            assert!(has("400"), "{at} takes input but does not document 400");
+        }
+        if has_body {
+            for status in ["413", "415", "422"] {
+                assert!(
+                    has(status),
+                    "{at} takes a body but does not document {status}"
+                );
+            }
+        }
+        assert!(has("500"), "{at} does not document 500");
+        for (status, response) in responses {
+            if status.starts_with('4') || status.starts_with('5') {
+                assert_eq!(
+                    response["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/ErrorBody",
+                    "{at} {status} is not an ErrorBody"
+                );
+            }
+        }
+    }
+    let redetect = &doc["paths"]["/api/v1/runtimes/detect"]["post"]["responses"];
+    assert!(redetect["429"].is_object(), "re-detect documents 429");
+    for (method, path) in [
+        ("post", "/api/v1/agents"),
+        ("patch", "/api/v1/agents/{name}"),
+    ] {
+        assert!(
+            doc["paths"][path][method]["responses"]["403"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("owners and admins"),
+            "{method} {path} says why a member gets 403"
+        );
+    }
+}
+
+/// Request bodies: enum fields are enums, numbers the server reads as whole numbers are integers with
+/// their range, required strings cannot be empty, create bodies require what create needs, and the
+/// archive upload is binary.
+async fn bodies_are_typed(t: &Env) {
+    let doc = document(t).await;
+    for (method, path, op) in operations(&doc) {
+        let Some(content) = op["requestBody"]["content"].as_object() else {
+            continue;
+        };
+        for (media, body) in content {
+            let schema = resolve(&doc, &body["schema"]);
+            let at = format!("{method} {path} {media}");
+            if media != "application/json" {
+                assert_eq!(schema["type"], "string", "{at}");
+                assert_eq!(schema["format"], "binary", "{at}");
+                continue;
+            }
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            for (name, field) in schema["properties"].as_object().unwrap() {
+                let field = resolve(&doc, field);
+                if ENUM_NAMES.contains(&name.as_str()) {
+                    assert!(
+                        is_enum(&doc, field),
+                        "{at} field {name} is not an enum: {field}"
+                    );
+                }
+                if required.contains(&name.as_str())
+                    && types(field) == ["string"]
+                    && !field["enum"].is_array()
+                {
+                    assert!(
+                        field["minLength"].as_u64() >= Some(1) || field["pattern"].is_string(),
+                        "{at} requires {name} but lets it be empty: {field}"
+                    );
+                }
+            }
+        }
+    }
+    let schemas = &doc["components"]["schemas"];
+    for (field, min, max) in [
+        ("max_retries", 0, Some(10)),
+        ("max_concurrent_runs", 1, Some(32)),
+        ("stall_timeout_secs", 10, Some(86400)),
+        ("budget_tokens", 0, None),
+    ] {
+        let f = &schemas["AgentInput"]["properties"][field];
+        assert!(types(f).contains(&"integer"), "AgentInput.{field}: {f}");
+        assert_eq!(f["minimum"], min, "AgentInput.{field}: {f}");
+        if let Some(max) = max {
+            assert_eq!(f["maximum"], max, "AgentInput.{field}: {f}");
+        }
+    }
+    for (path, schema, fields) in [
+        ("/api/v1/issues", "NewIssue", &["title"][..]),
+        ("/api/v1/agents", "NewAgent", &["name", "kind"][..]),
+    ] {
+        assert_eq!(
+            doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+            format!("#/components/schemas/{schema}"),
+            "POST {path} documents its own create body"
+        );
+        assert_eq!(
+            schemas[schema]["required"],
+            serde_json::json!(fields),
+            "{schema}"
+        );
+    }
+    let import = &doc["paths"]["/api/v1/skills/import"]["post"]["requestBody"]["content"];
+    assert!(import["application/zip"].is_object(), "{import}");
+}
+
+/// What the document promises, the server does: a whole number sent as `2.0` is taken, a fraction is
+/// refused naming the field; malformed JSON is 400, a wrong content type 415, an unreadable query 400,
+/// each with the shared error body; the archive upload refuses anything but a zip content type.
+async fn the_document_s_promises_hold(t: &Env) {
+    let api = &t.owner.api;
+    let agent = api
+        .post(
+            "/api/v1/agents",
+            serde_json::json!({"name": "floaty", "kind": "claude", "max_retries": 2.0,
+                               "max_concurrent_runs": 3, "budget_tokens": 1000.0}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(agent["max_retries"], 2, "{agent}");
+    assert_eq!(agent["max_concurrent_runs"], 3, "{agent}");
+    let reply = api
+        .patch(
+            "/api/v1/agents/floaty",
+            serde_json::json!({"max_retries": 2.5}),
+        )
+        .await;
+    reply.rejected(422, "max_retries: expected a whole number, got 2.5");
+    let reply = api
+        .patch(
+            "/api/v1/agents/floaty",
+            serde_json::json!({"max_retries": 1e30}),
+        )
+        .await;
+    reply.rejected(422, "max_retries: expected a whole number");
+    let reply = api
+        .patch(
+            "/api/v1/agents/floaty",
+            serde_json::json!({"max_retries": 4294967296_u64}),
+        )
+        .await;
+    reply.rejected(422, "max_retries: 4294967296 is out of range");
+
+    let reply = api
+        .send(
+            reqwest::Method::POST,
+            "/api/v1/issues",
+            Some(("application/json", b"{\"title\": ".to_vec())),
+        )
+        .await;
+    reply.error(400, "body");
+    let reply = api
+        .send(
+            reqwest::Method::POST,
+            "/api/v1/issues",
+            Some(("text/plain", br#"{"title": "x"}"#.to_vec())),
+        )
+        .await;
+    reply.error(415, "body");
+    let reply = api.get("/api/v1/issues?status=todo&status=done").await;
+    reply.error(400, "query");
+    let reply = api.get("/api/v1/issues?status=todo,done").await;
+    assert_eq!(reply.expect(200), serde_json::json!([]));
+
+    let reply = api
+        .send(
+            reqwest::Method::POST,
+            "/api/v1/skills/import",
+            Some(("text/plain", b"PK".to_vec())),
+        )
+        .await;
+    reply.error_contains(415, "body", "must be sent as application/zip");
+    let reply = api
+        .send(
+            reqwest::Method::POST,
+            "/api/v1/skills/import",
+            Some(("application/zip", b"not a zip".to_vec())),
+        )
+        .await;
+    assert_eq!(reply.status.as_u16(), 422, "{}", reply.body);
 }

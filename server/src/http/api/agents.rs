@@ -1,14 +1,15 @@
 //! `/api/v1/agents`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 
 use super::ErrorBody;
+use super::doc::path::AgentNameParam;
 use crate::app::AppState;
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::service::agents::{self as svc, AgentInput, AgentView};
 
 pub(super) fn router() -> Router<AppState> {
@@ -34,7 +35,7 @@ pub(super) async fn list(
 #[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = AgentInput,
     responses((status = 201, body = AgentView),
         (status = 403, body = ErrorBody, description = "a member: `role` says who may create agents"),
-        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 409, body = ErrorBody)))]
 pub(super) async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -45,12 +46,12 @@ pub(super) async fn create(
 }
 
 /// One agent.
-#[utoipa::path(get, path = "/api/v1/agents/{name}", tag = "agents", params(("name" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/agents/{name}", tag = "agents", params(AgentNameParam),
     responses((status = 200, body = AgentView), (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> Result<Json<AgentView>> {
     Ok(Json(AgentView::from(
         &svc::by_name(&state, &caller, &name).await?,
@@ -61,14 +62,14 @@ pub(super) async fn show(
 /// base URL drops them). Only owners and admins change kind, command, extra_args, env, base_url and
 /// permission_mode.
 #[utoipa::path(patch, path = "/api/v1/agents/{name}", tag = "agents", request_body = AgentInput,
-    params(("name" = String, Path)),
+    params(AgentNameParam),
     responses((status = 200, body = AgentView),
         (status = 403, body = ErrorBody, description = "a member changed a runtime field; one message per field"),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     AppJson(input): AppJson<AgentInput>,
 ) -> Result<Json<AgentView>> {
     Ok(Json(AgentView::from(
@@ -77,12 +78,12 @@ pub(super) async fn update(
 }
 
 /// Deletes an agent (owners and admins; refused while it has runs).
-#[utoipa::path(delete, path = "/api/v1/agents/{name}", tag = "agents", params(("name" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/agents/{name}", tag = "agents", params(AgentNameParam),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn delete(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> Result<StatusCode> {
     svc::delete(&state, &caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -1,18 +1,19 @@
 //! `/api/v1/issues`.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::ErrorBody;
+use super::doc::path::IssueKeyParam;
 use super::paging::{self, DEFAULT_LIMIT};
 use super::views::{CommentView, IssueDetail, IssueView, Names};
 use crate::app::AppState;
 use crate::domain::{CommentId, IssueCursor, IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::issues::{self as svc, IssueInput};
 
 pub(super) fn router() -> Router<AppState> {
@@ -28,12 +29,17 @@ pub(super) fn router() -> Router<AppState> {
 
 /// Filters for the issue list.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
-    /// Comma-separated statuses.
+    /// Only these statuses, comma-separated.
+    #[param(value_type = Option<Vec<IssueStatus>>, style = Form, explode = false)]
     status: Option<String>,
     /// Agent name, member email or name.
     assignee: Option<String>,
+    /// Only issues with this label.
+    #[param(max_length = 50, pattern = "^[^,]*$")]
     label: Option<String>,
+    #[param(value_type = Option<Priority>)]
     priority: Option<String>,
     /// Text in the title or body.
     q: Option<String>,
@@ -59,7 +65,7 @@ pub(super) struct IssuePage {
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Query(q): Query<ListQuery>,
+    AppQuery(q): AppQuery<ListQuery>,
 ) -> Result<Json<IssuePage>> {
     let limit = paging::limit(q.limit.as_deref())?;
     let after = q.after.as_deref().filter(|a| !a.trim().is_empty());
@@ -117,12 +123,12 @@ pub(super) async fn create(
 
 /// One issue with its first page of comments (see `comments_next_after`) and its activity.
 #[utoipa::path(get, path = "/api/v1/issues/{key}", tag = "issues",
-    params(("key" = String, Path, description = "Issue key, e.g. MUS-42")),
+    params(IssueKeyParam),
     responses((status = 200, body = IssueDetail), (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
 ) -> Result<Json<IssueDetail>> {
     let issue = state
         .store
@@ -142,12 +148,12 @@ pub(super) async fn show(
 
 /// Edits the fields present in the body.
 #[utoipa::path(patch, path = "/api/v1/issues/{key}", tag = "issues", request_body = IssueInput,
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 200, body = IssueView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
     AppJson(input): AppJson<IssueInput>,
 ) -> Result<Json<IssueView>> {
     let issue = svc::update(&state, &caller, &svc::parse_key(&key)?, &input).await?;
@@ -158,19 +164,22 @@ pub(super) async fn update(
 /// Where to move an issue.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct MoveInput {
+    #[schema(value_type = IssueStatus)]
     status: String,
-    /// 0-based position in the target column; the end when absent.
-    index: Option<usize>,
+    /// 0-based position in the target column; the end when absent or past the end.
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[schema(format = Int64, minimum = 0, maximum = 4294967295_u32)]
+    index: Option<u32>,
 }
 
 /// Moves an issue to a column and position.
 #[utoipa::path(post, path = "/api/v1/issues/{key}/move", tag = "issues", request_body = MoveInput,
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 200, body = IssueView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn move_issue(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
     AppJson(input): AppJson<MoveInput>,
 ) -> Result<Json<IssueView>> {
     let issue = svc::move_to(
@@ -178,7 +187,7 @@ pub(super) async fn move_issue(
         &caller,
         &svc::parse_key(&key)?,
         &input.status,
-        input.index,
+        input.index.map(|i| i as usize),
     )
     .await?;
     let names = Names::load(&state, caller.ws.id).await?;
@@ -207,14 +216,14 @@ pub(super) struct CommentPage {
 
 /// An issue's comments, oldest first, a page at a time: follow `next_after` until it is null.
 #[utoipa::path(get, path = "/api/v1/issues/{key}/comments", tag = "issues",
-    params(("key" = String, Path, description = "Issue key"), CommentsQuery),
+    params(IssueKeyParam, CommentsQuery),
     responses((status = 200, body = CommentPage), (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody)))]
 pub(super) async fn list_comments(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
-    Query(q): Query<CommentsQuery>,
+    AppPath(key): AppPath<String>,
+    AppQuery(q): AppQuery<CommentsQuery>,
 ) -> Result<Json<CommentPage>> {
     let limit = paging::limit(q.limit.as_deref())?;
     let after = match q.after.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
@@ -255,18 +264,19 @@ pub(super) async fn list_comments(
 /// A new comment.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct CommentInput {
-    /// Markdown, not empty.
+    /// Markdown, not blank, at most 1 MiB.
+    #[schema(min_length = 1, pattern = r"\S")]
     body: String,
 }
 
 /// Comments on an issue.
 #[utoipa::path(post, path = "/api/v1/issues/{key}/comments", tag = "issues", request_body = CommentInput,
-    params(("key" = String, Path, description = "Issue key")),
+    params(IssueKeyParam),
     responses((status = 201, body = CommentView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn comment(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
+    AppPath(key): AppPath<String>,
     AppJson(input): AppJson<CommentInput>,
 ) -> Result<(StatusCode, Json<CommentView>)> {
     let comment = svc::comment(&state, &caller, &svc::parse_key(&key)?, &input.body).await?;

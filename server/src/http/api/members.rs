@@ -1,6 +1,6 @@
 //! `/api/v1/members` and `/api/v1/tokens`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
@@ -8,10 +8,11 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::ErrorBody;
+use super::doc::path::{TokenIdParam, UserIdParam};
 use super::views::{MemberView, TokenView};
 use crate::app::AppState;
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::service::invitations::InvitationView;
 use crate::service::members::{self as svc, Added, MemberInput};
 use crate::service::tokens::{self, CreatedToken};
@@ -62,18 +63,18 @@ pub(super) async fn add(
 /// A role change.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct RoleInput {
-    /// owner, admin or member.
+    #[schema(value_type = crate::domain::Role)]
     role: String,
 }
 
 /// Changes a member's role (owners and admins; only owners touch ownership; one owner always stays).
 #[utoipa::path(patch, path = "/api/v1/members/{user_id}", tag = "members", request_body = RoleInput,
-    params(("user_id" = String, Path)),
+    params(UserIdParam),
     responses((status = 200, body = MemberView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn set_role(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(user_id): Path<String>,
+    AppPath(user_id): AppPath<String>,
     AppJson(input): AppJson<RoleInput>,
 ) -> Result<Json<MemberView>> {
     let member = svc::set_role(&state, &caller, svc::parse_user_id(&user_id)?, &input.role).await?;
@@ -81,12 +82,12 @@ pub(super) async fn set_role(
 }
 
 /// Removes a member.
-#[utoipa::path(delete, path = "/api/v1/members/{user_id}", tag = "members", params(("user_id" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/members/{user_id}", tag = "members", params(UserIdParam),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn remove(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(user_id): Path<String>,
+    AppPath(user_id): AppPath<String>,
 ) -> Result<StatusCode> {
     svc::remove(&state, &caller, svc::parse_user_id(&user_id)?).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -105,6 +106,8 @@ pub(super) async fn list_tokens(
 /// A new token's name.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct TokenInput {
+    /// 1 to 100 characters, not blank.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
     name: String,
 }
 
@@ -123,12 +126,12 @@ pub(super) async fn create_token(
 }
 
 /// Revokes one of the caller's tokens.
-#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", params(TokenIdParam),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 pub(super) async fn revoke_token(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<StatusCode> {
     tokens::revoke(&state, &caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)

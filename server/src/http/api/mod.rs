@@ -4,6 +4,7 @@
 //! `/api/v1/openapi.json` is generated from these handlers, so it cannot drift.
 
 mod agents;
+pub mod doc;
 mod invitations;
 mod issues;
 mod members;
@@ -17,10 +18,10 @@ mod workspace;
 use axum::routing::get;
 use axum::{Json, Router};
 use utoipa::OpenApi;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use super::extract::ApiCaller;
 use crate::app::AppState;
+use doc::{CommonResponses, RequiredOnCreate};
 
 pub(crate) use skills::zip_response;
 pub use views::{
@@ -43,6 +44,17 @@ pub fn router() -> Router<AppState> {
         .merge(workspace::router())
 }
 
+/// Create bodies that require fields their edit twin leaves optional.
+const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
+    ("/api/v1/issues", "IssueInput", "NewIssue", &["title"]),
+    (
+        "/api/v1/agents",
+        "AgentInput",
+        "NewAgent",
+        &["name", "kind"],
+    ),
+]);
+
 /// The OpenAPI 3 document.
 #[derive(OpenApi)]
 #[openapi(
@@ -61,29 +73,22 @@ pub fn router() -> Router<AppState> {
         runs::list, runs::show, runs::events, runs::stream, runs::cancel, runs::retry, runs::issue_runs,
         workspace::show, workspace::update,
     ),
-    components(schemas(ErrorBody)),
-    modifiers(&BearerAuth),
+    // Enums that parameters name only through `value_type`, which does not register them.
+    components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,
+        crate::domain::Priority)),
+    modifiers(&CommonResponses, &CREATE_BODIES),
     security(("bearer" = [])),
 )]
 pub struct ApiDoc;
-
-struct BearerAuth;
-
-impl utoipa::Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
-    }
-}
 
 /// Every 4xx and 5xx body: messages per field.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     #[schema(example = json!({"title": ["must not be empty"]}))]
     pub errors: std::collections::BTreeMap<String, Vec<String>>,
+    /// Only on a 500: the id to find the logged cause by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
@@ -91,8 +96,7 @@ async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 }
 
 /// Who the caller is and in which workspace.
-#[utoipa::path(get, path = "/api/v1/me", tag = "me",
-    responses((status = 200, body = MeView), (status = 401, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/me", tag = "me", responses((status = 200, body = MeView)))]
 async fn me(ApiCaller(caller): ApiCaller) -> Json<MeView> {
     Json(MeView::from(&caller))
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::{get, post};
@@ -16,10 +16,11 @@ use futures_util::{Stream, StreamExt as _};
 use serde::{Deserialize, Serialize};
 
 use super::ErrorBody;
+use super::doc::path::{IssueKeyParam, RunIdParam};
 use super::views::{Names, RunEventView, RunView};
 use crate::app::AppState;
-use crate::domain::{IssueId, Run, RunId, Seq};
-use crate::http::extract::ApiCaller;
+use crate::domain::{IssueId, Run, RunId, RunStatus, Seq};
+use crate::http::extract::{ApiCaller, AppPath, AppQuery, credential_hash};
 use crate::http::{Error, Result};
 use crate::service::runs::{self as svc, FollowItem, RunListInput};
 use crate::service::{Caller, issues};
@@ -103,7 +104,7 @@ async fn view(state: &AppState, caller: &Caller, run: &Run) -> Result<RunView> {
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Query(q): Query<RunListInput>,
+    AppQuery(q): AppQuery<RunListInput>,
 ) -> Result<Json<Vec<RunView>>> {
     let runs = svc::list(&state, &caller, &q).await?;
     Ok(Json(views(&state, &caller, &runs).await?))
@@ -114,20 +115,22 @@ pub(super) async fn list(
 #[into_params(parameter_in = Query)]
 pub(super) struct IssueRunsQuery {
     /// Only these statuses, comma-separated.
+    #[param(value_type = Option<Vec<RunStatus>>, style = Form, explode = false)]
     status: Option<String>,
-    /// How many runs, newest first: 1 to 500 (default 50).
+    /// How many runs, newest first (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 500)]
     limit: Option<String>,
 }
 
 /// An issue's runs, newest first.
 #[utoipa::path(get, path = "/api/v1/issues/{key}/runs", tag = "runs", params(
-        ("key" = String, Path, description = "Issue key, e.g. MUS-42"), IssueRunsQuery),
+        IssueKeyParam, IssueRunsQuery),
     responses((status = 200, body = [RunView]), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn issue_runs(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(key): Path<String>,
-    Query(q): Query<IssueRunsQuery>,
+    AppPath(key): AppPath<String>,
+    AppQuery(q): AppQuery<IssueRunsQuery>,
 ) -> Result<Json<Vec<RunView>>> {
     let issue = state
         .store
@@ -145,12 +148,12 @@ pub(super) async fn issue_runs(
 
 /// One run.
 #[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs",
-    params(("id" = String, Path, description = "Run id (UUID)")),
+    params(RunIdParam),
     responses((status = 200, body = RunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<Json<RunView>> {
     let run = svc::get(&state, &caller, run_id(&id)?).await?;
     Ok(Json(view(&state, &caller, &run).await?))
@@ -161,8 +164,10 @@ pub(super) async fn show(
 #[into_params(parameter_in = Query)]
 pub(super) struct EventsQuery {
     /// Only events with a seq greater than this (default 0: from the start).
+    #[param(value_type = Option<i64>, minimum = 0)]
     after: Option<String>,
-    /// Events per page: 1 to 1000 (default 200).
+    /// Events per page (default 200).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
@@ -180,14 +185,14 @@ pub(super) struct EventsPage {
 
 /// A page of a run's event log, after a cursor.
 #[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "runs",
-    params(("id" = String, Path, description = "Run id (UUID)"), EventsQuery),
+    params(RunIdParam, EventsQuery),
     responses((status = 200, body = EventsPage), (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn events(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
-    Query(q): Query<EventsQuery>,
+    AppPath(id): AppPath<String>,
+    AppQuery(q): AppQuery<EventsQuery>,
 ) -> Result<Json<EventsPage>> {
     let id = run_id(&id)?;
     let after = q.after.as_deref().map(|a| cursor("after", a)).transpose();
@@ -230,6 +235,7 @@ fn page_limit(raw: &str) -> Result<i64> {
 pub(super) struct StreamQuery {
     /// Only events with a seq greater than this (default 0). A `Last-Event-ID` header, as an
     /// `EventSource` sends when it reconnects, wins when it is further on.
+    #[param(value_type = Option<i64>, minimum = 0)]
     after: Option<String>,
 }
 
@@ -238,15 +244,16 @@ pub(super) struct StreamQuery {
 /// ended and everything is sent. A `stream_error` event (`{"errors": {"stream": [..]}}`) ends the stream
 /// early; reconnect from the last seq received. Idle streams get a keep-alive comment every 15 s.
 #[utoipa::path(get, path = "/api/v1/runs/{id}/events/stream", tag = "runs",
-    params(("id" = String, Path, description = "Run id (UUID)"), StreamQuery,
-        ("Last-Event-ID" = Option<String>, Header, description = "The last seq received, on reconnect")),
+    params(RunIdParam, StreamQuery,
+        ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "The last seq received, on reconnect")),
     responses((status = 200, content_type = "text/event-stream", description = "Server-Sent Events"),
-        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "Too many live connections open")))]
 pub(super) async fn stream(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
-    Query(q): Query<StreamQuery>,
+    AppPath(id): AppPath<String>,
+    AppQuery(q): AppQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = run_id(&id)?;
@@ -261,10 +268,15 @@ pub(super) async fn stream(
         after = after.max(cursor("last-event-id", raw)?);
     }
     svc::get(&state, &caller, id).await?;
+    let guard = state
+        .live
+        .open(caller.user.id, caller.ws.id, credential_hash(&headers))?;
     let events = svc::follow(&state, id, after).then(move |item| {
         let (state, caller) = (state.clone(), caller.clone());
         async move { Ok(sse_event(&state, &caller, item).await) }
     });
+    // Ends (the response completes) when the session signs out or the person leaves the workspace.
+    let events = guard.guard(events);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
@@ -293,13 +305,13 @@ fn stream_error(message: &str) -> Event {
 /// Cancels a run: a queued one ends at once, a live one is stopped (its whole process group) and ends
 /// `cancelled` shortly. Returns the run as it stands.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs",
-    params(("id" = String, Path, description = "Run id (UUID)")),
+    params(RunIdParam),
     responses((status = 200, body = RunView), (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn cancel(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<Json<RunView>> {
     let run = svc::cancel(&state, &caller, run_id(&id)?).await?;
     Ok(Json(view(&state, &caller, &run).await?))
@@ -307,13 +319,13 @@ pub(super) async fn cancel(
 
 /// Queues the next attempt of a run that ended failed, cancelled, timed out or interrupted.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/retry", tag = "runs",
-    params(("id" = String, Path, description = "Run id (UUID)")),
+    params(RunIdParam),
     responses((status = 201, body = RunView), (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(super) async fn retry(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<(StatusCode, Json<RunView>)> {
     let run = svc::retry(&state, &caller, run_id(&id)?).await?;
     Ok((

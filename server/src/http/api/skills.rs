@@ -1,16 +1,18 @@
 //! `/api/v1/skills` and `/api/v1/agents/{name}/skills`.
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{StatusCode, header};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 
 use super::ErrorBody;
+use super::doc::path::{AgentNameParam, SkillSlugParam};
 use crate::app::AppState;
-use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson};
+use crate::http::extract::{ApiCaller, AppJson, AppPath};
+use crate::http::{Error, Result};
 use crate::service::skills::{
     self as svc, AgentSkillView, AttachInput, ImportPathInput, SkillInput, SkillView,
 };
@@ -68,15 +70,43 @@ pub(super) async fn create(
     ))
 }
 
-/// Imports a `.zip`/`.skill` archive sent as the request body.
+/// A `.zip`/`.skill` archive's bytes, as the request body.
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)] // Only its OpenAPI description is used.
+struct ZipBody(Vec<u8>);
+
+/// Content types the archive upload takes.
+const ZIP_TYPES: &[&str] = &["application/zip", "application/octet-stream"];
+
+/// Imports a `.zip`/`.skill` archive sent as the request body (`Content-Type: application/zip`).
 #[utoipa::path(post, path = "/api/v1/skills/import", tag = "skills",
-    request_body(content = Vec<u8>, content_type = "application/zip"),
+    request_body(description = "The archive's bytes, at most 2 MiB; another content type is answered 415",
+        content((inline(ZipBody) = "application/zip"), (inline(ZipBody) = "application/octet-stream"))),
     responses((status = 201, body = SkillView), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn import_archive(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    body: Bytes,
+    headers: HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<SkillView>)> {
+    let sent = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase());
+    if !sent.as_deref().is_some_and(|t| ZIP_TYPES.contains(&t)) {
+        return Err(Error::Rejected(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "body",
+            format!(
+                "must be sent as {} (got {})",
+                ZIP_TYPES.join(" or "),
+                sent.as_deref().unwrap_or("no Content-Type")
+            ),
+        ));
+    }
+    let body = body.map_err(|r| Error::Rejected(r.status(), "body", r.body_text()))?;
     let skill = svc::import_archive(&state, &caller, &body).await?;
     Ok((
         StatusCode::CREATED,
@@ -100,24 +130,24 @@ pub(super) async fn import_path(
 }
 
 /// One skill.
-#[utoipa::path(get, path = "/api/v1/skills/{slug}", tag = "skills", params(("slug" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/skills/{slug}", tag = "skills", params(SkillSlugParam),
     responses((status = 200, body = SkillView), (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(slug): Path<String>,
+    AppPath(slug): AppPath<String>,
 ) -> Result<Json<SkillView>> {
     view(&state, &caller, &slug).await
 }
 
 /// Replaces a skill's SKILL.md (and files when given); its name must stay.
 #[utoipa::path(put, path = "/api/v1/skills/{slug}", tag = "skills", request_body = SkillInput,
-    params(("slug" = String, Path)),
+    params(SkillSlugParam),
     responses((status = 200, body = SkillView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(slug): Path<String>,
+    AppPath(slug): AppPath<String>,
     AppJson(input): AppJson<SkillInput>,
 ) -> Result<Json<SkillView>> {
     svc::update(&state, &caller, &slug, &input).await?;
@@ -125,24 +155,24 @@ pub(super) async fn update(
 }
 
 /// Deletes a skill (owners and admins).
-#[utoipa::path(delete, path = "/api/v1/skills/{slug}", tag = "skills", params(("slug" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/skills/{slug}", tag = "skills", params(SkillSlugParam),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn delete(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(slug): Path<String>,
+    AppPath(slug): AppPath<String>,
 ) -> Result<StatusCode> {
     svc::delete(&state, &caller, &slug).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// The skill as a `.zip` (`<slug>/SKILL.md` and its files).
-#[utoipa::path(get, path = "/api/v1/skills/{slug}/export", tag = "skills", params(("slug" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/skills/{slug}/export", tag = "skills", params(SkillSlugParam),
     responses((status = 200, content_type = "application/zip", body = Vec<u8>), (status = 404, body = ErrorBody)))]
 pub(super) async fn export(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(slug): Path<String>,
+    AppPath(slug): AppPath<String>,
 ) -> Result<impl IntoResponse> {
     let (name, bytes) = svc::export(&state, &caller, &slug).await?;
     Ok(zip_response(&name, bytes))
@@ -164,12 +194,12 @@ pub(crate) fn zip_response(name: &str, bytes: Vec<u8>) -> axum::response::Respon
 }
 
 /// The skills attached to an agent, with their switches.
-#[utoipa::path(get, path = "/api/v1/agents/{name}/skills", tag = "skills", params(("name" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/agents/{name}/skills", tag = "skills", params(AgentNameParam),
     responses((status = 200, body = [AgentSkillView]), (status = 404, body = ErrorBody)))]
 pub(super) async fn agent_skills(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> Result<Json<Vec<AgentSkillView>>> {
     let list = svc::of_agent(&state, &caller, &name).await?;
     Ok(Json(list.iter().map(AgentSkillView::from).collect()))
@@ -177,12 +207,12 @@ pub(super) async fn agent_skills(
 
 /// Attaches a skill to an agent, or sets its switch (`{"enabled": false}` keeps it attached but off).
 #[utoipa::path(put, path = "/api/v1/agents/{name}/skills/{slug}", tag = "skills", request_body = AttachInput,
-    params(("name" = String, Path), ("slug" = String, Path)),
+    params(AgentNameParam, SkillSlugParam),
     responses((status = 200, body = [AgentSkillView]), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn attach(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((name, slug)): Path<(String, String)>,
+    AppPath((name, slug)): AppPath<(String, String)>,
     AppJson(input): AppJson<AttachInput>,
 ) -> Result<Json<Vec<AgentSkillView>>> {
     let list = svc::attach(&state, &caller, &name, &slug, input.enabled).await?;
@@ -191,12 +221,12 @@ pub(super) async fn attach(
 
 /// Detaches a skill from an agent.
 #[utoipa::path(delete, path = "/api/v1/agents/{name}/skills/{slug}", tag = "skills",
-    params(("name" = String, Path), ("slug" = String, Path)),
+    params(AgentNameParam, SkillSlugParam),
     responses((status = 200, body = [AgentSkillView]), (status = 404, body = ErrorBody)))]
 pub(super) async fn detach(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((name, slug)): Path<(String, String)>,
+    AppPath((name, slug)): AppPath<(String, String)>,
 ) -> Result<Json<Vec<AgentSkillView>>> {
     let list = svc::detach(&state, &caller, &name, &slug).await?;
     Ok(Json(list.iter().map(AgentSkillView::from).collect()))

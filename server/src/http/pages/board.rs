@@ -22,8 +22,9 @@ use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Error;
-use crate::http::extract::{HxRequest, UiForm, WsMember};
+use crate::http::extract::{HxRequest, UiForm, WsMember, credential_hash};
 use crate::hub::Topic;
+use crate::live::LiveGuard;
 use crate::service::Caller;
 use crate::service::issues as svc;
 
@@ -248,14 +249,28 @@ async fn live(
     if !same_origin(&headers) {
         return Err(Error::Forbidden.into());
     }
+    let guard = state
+        .live
+        .open(
+            member.caller.user.id,
+            member.caller.ws.id,
+            credential_hash(&headers),
+        )
+        .map_err(Error::from)?;
     Ok(upgrade
-        .on_upgrade(move |socket| board_socket(state, member.caller, query, socket))
+        .on_upgrade(move |socket| board_socket(state, member.caller, query, socket, guard))
         .into_response())
 }
 
 /// Pushes the re-rendered columns after every board change. Subscribes before rendering anything, so no
 /// change is missed; a lagging socket simply re-renders (the board is read from the store each time).
-async fn board_socket(state: AppState, caller: Caller, query: BoardQuery, mut socket: WebSocket) {
+async fn board_socket(
+    state: AppState,
+    caller: Caller,
+    query: BoardQuery,
+    mut socket: WebSocket,
+    guard: LiveGuard,
+) {
     let mut events = state.hub.subscribe(Topic::Board(caller.ws.id));
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
@@ -286,7 +301,19 @@ async fn board_socket(state: AppState, caller: Caller, query: BoardQuery, mut so
                 }
             }
             () = state.shutdown.cancelled() => break,
+            () = guard.stopped() => {
+                let _ = socket.send(Message::Close(Some(ended_frame()))).await;
+                break;
+            }
         }
+    }
+}
+
+/// The close frame of a socket whose session ended or whose person left the workspace.
+pub(super) fn ended_frame() -> axum::extract::ws::CloseFrame {
+    axum::extract::ws::CloseFrame {
+        code: axum::extract::ws::close_code::POLICY,
+        reason: "signed out, or no longer a member of this workspace".into(),
     }
 }
 

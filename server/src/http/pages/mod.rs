@@ -106,7 +106,29 @@ impl IntoResponse for PageError {
             Error::CsrfMismatch => ("Form expired", self.error.to_string()),
             Error::NotAllowed(m) => ("Not allowed", messages(m)),
             Error::Invalid(m) | Error::Conflict(m) => ("Cannot do that", messages(m)),
-            Error::Rejected(_, field, message) => ("Bad request", format!("{field} {message}")),
+            Error::Rejected(status, field, message) => (
+                if *status == StatusCode::FORBIDDEN {
+                    "Not allowed"
+                } else {
+                    "Bad request"
+                },
+                format!("{field} {message}"),
+            ),
+            Error::TooManyRequests(_, message, retry_after) => {
+                let view = ErrorPageView {
+                    status: status.as_u16(),
+                    title: "Too many requests".into(),
+                    message: message.clone(),
+                    back_url: "/".into(),
+                };
+                let mut response = (status, muster_web::pages::error(&view, None)).into_response();
+                if let Some(secs) = retry_after {
+                    response
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, (*secs).into());
+                }
+                return response;
+            }
             Error::Internal(_) => {
                 // Keep the cause for the logging middleware; show only a generic page.
                 let mut response = self.error.into_response();

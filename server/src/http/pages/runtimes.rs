@@ -24,10 +24,11 @@ pub(super) fn router() -> Router<AppState> {
 
 async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
     let (found, local) = svc::cached(&state, member.caller.ws.id).await;
-    Ok(render(&member, found, &local, None))
+    Ok(render(&state, &member, found, &local, None))
 }
 
 fn render(
+    state: &AppState,
     member: &WsMember,
     (at, found): Detected,
     local: &LocalModels,
@@ -100,7 +101,7 @@ async fn redetect(State(state): State<AppState>, member: WsMember, form: UiForm)
                 svc::REDETECT_EVERY.as_secs(),
                 wait.as_secs().max(1)
             );
-            Ok(render(&member, found, &local, Some(note)))
+            Ok(render(&state, &member, found, &local, Some(note)))
         }
     }
 }

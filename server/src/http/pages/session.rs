@@ -1,8 +1,8 @@
 //! Signing in and out, and the first-run setup that creates the owner and the workspace.
 
 use axum::Router;
-use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use muster_web::views::{LoginView, SetupView};
@@ -33,7 +33,8 @@ async fn home(State(state): State<AppState>, user: Result<CurrentUser, Error>) -
         return Ok(see_other("/login"));
     };
     let mine = state.store.list_workspaces_for_user(user.user.id).await?;
-    match mine.first() {
+    let own = user.token.as_ref().map(|t| t.workspace_id);
+    match mine.iter().find(|(ws, _)| own.is_none_or(|id| id == ws.id)) {
         Some((ws, _)) => Ok(see_other(&format!("/w/{}", ws.slug))),
         // No workspace (yet): the invitations, if any, are the way in.
         None => Ok(see_other("/invitations")),
@@ -157,23 +158,34 @@ struct NextQuery {
 
 async fn login_page(Query(q): Query<NextQuery>) -> Response {
     muster_web::pages::login(&LoginView {
-        next: q.next.unwrap_or_default(),
+        next: safe_next(q.next.as_deref().unwrap_or_default()).to_owned(),
         ..Default::default()
     })
     .into_response()
 }
 
-/// Only same-site paths may follow a login (no open redirects).
+/// Only a same-origin path may follow a login (no open redirects, nothing that breaks the `Location`
+/// header): one leading `/` (not `//` nor `/\`), then printable ASCII only — no backslash, no control
+/// character, no space. Anything else becomes `/`.
 fn safe_next(next: &str) -> &str {
-    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
-        next
-    } else {
-        "/"
-    }
+    let same_origin_path = next.starts_with('/')
+        && !next.starts_with("//")
+        && next.len() <= 2048
+        && next.chars().all(|c| c.is_ascii_graphic() && c != '\\');
+    if same_origin_path { next } else { "/" }
+}
+
+/// The client's address: the TCP peer (no proxy header is trusted). Unknown only without a listener
+/// (then every such caller shares one limit).
+fn client_ip(parts: &axum::http::request::Parts) -> std::net::IpAddr {
+    parts
+        .extensions
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |c| c.0.ip())
 }
 
 async fn login(State(state): State<AppState>, req: Request) -> PageResult {
-    let (_, pairs) = form_pairs(req, &state).await?;
+    let (parts, pairs) = form_pairs(req, &state).await?;
     let get = |k: &str| {
         pairs
             .iter()
@@ -181,6 +193,26 @@ async fn login(State(state): State<AppState>, req: Request) -> PageResult {
             .map_or(String::new(), |(_, v)| v.clone())
     };
     let (email, password, next) = (get("email"), get("password"), get("next"));
+    let next = safe_next(&next).to_owned();
+    let refused = |status, message: String| {
+        let view = LoginView {
+            email: email.clone(),
+            next: next.clone(),
+            errors: [("form".to_owned(), vec![message])].into(),
+        };
+        (status, muster_web::pages::login(&view)).into_response()
+    };
+    if let Err(wait) = state.login_throttle.attempt(client_ip(&parts), &email) {
+        let secs = crate::throttle::retry_after_secs(wait);
+        let mut response = refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many sign-in attempts; try again in {secs} seconds"),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return Ok(response);
+    }
     let user = match Email::parse(&email) {
         Ok(e) => match state.store.get_user_by_email(&e).await {
             Ok(u) => Some(u),
@@ -189,31 +221,15 @@ async fn login(State(state): State<AppState>, req: Request) -> PageResult {
         },
         Err(_) => None,
     };
+    // An unknown email costs the same verification as a known one, and gets the same answer.
     let phc = user.as_ref().map(|u| u.password_hash.clone());
-    let ok = tokio::task::spawn_blocking(move || {
-        phc.is_some_and(|h| auth::verify_password(&password, &h))
-    })
-    .await
-    .unwrap_or(false);
+    let ok = auth::verify(password, phc).await;
     match user.filter(|_| ok) {
-        Some(user) => start_session(&state, user.id, safe_next(&next)).await,
-        None => {
-            let errors = [(
-                "form".to_owned(),
-                vec!["wrong email or password".to_owned()],
-            )]
-            .into();
-            let view = LoginView {
-                email,
-                next,
-                errors,
-            };
-            Ok((
-                axum::http::StatusCode::UNAUTHORIZED,
-                muster_web::pages::login(&view),
-            )
-                .into_response())
-        }
+        Some(user) => start_session(&state, user.id, &next).await,
+        None => Ok(refused(
+            StatusCode::UNAUTHORIZED,
+            "wrong email or password".to_owned(),
+        )),
     }
 }
 
@@ -253,10 +269,10 @@ async fn logout(
 ) -> PageResult {
     let _ = form;
     if let Some(secret) = crate::http::extract::cookie(&headers, SESSION_COOKIE) {
-        state
-            .store
-            .delete_session(&auth::hash_secret(secret))
-            .await?;
+        let hash = auth::hash_secret(secret);
+        state.store.delete_session(&hash).await?;
+        // The session's open sockets and streams end with it.
+        state.live.end_credential(&hash);
     }
     let mut response = see_other("/login");
     response.headers_mut().append(

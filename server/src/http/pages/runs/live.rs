@@ -22,10 +22,11 @@ use super::{READ_PAGE, agent_model, counters_view, header_view, parse_run_id};
 use crate::app::AppState;
 use crate::domain::{Issue, Run, Seq};
 use crate::http::Error;
-use crate::http::extract::WsMember;
+use crate::http::extract::{WsMember, credential_hash};
 use crate::http::pages::PageResult;
-use crate::http::pages::board::same_origin;
+use crate::http::pages::board::{ended_frame, same_origin};
 use crate::http::pages::views::People;
+use crate::live::LiveGuard;
 use crate::service::runs::{self as svc, FollowItem};
 
 /// Most events rendered into one push; more that are ready go in the next one.
@@ -61,8 +62,16 @@ pub(in crate::http::pages) async fn live(
         issue,
     };
     let after = query.after.max(0);
+    let guard = state
+        .live
+        .open(
+            member.caller.user.id,
+            member.caller.ws.id,
+            credential_hash(&headers),
+        )
+        .map_err(Error::from)?;
     Ok(upgrade
-        .on_upgrade(move |socket| run_socket(state, page, run, after, socket))
+        .on_upgrade(move |socket| run_socket(state, page, run, after, socket, guard))
         .into_response())
 }
 
@@ -83,7 +92,14 @@ enum Push {
     Failed(String),
 }
 
-async fn run_socket(state: AppState, page: Page, run: Run, after: Seq, mut socket: WebSocket) {
+async fn run_socket(
+    state: AppState,
+    page: Page,
+    run: Run,
+    after: Seq,
+    mut socket: WebSocket,
+    guard: LiveGuard,
+) {
     let mut fold = Timeline::new(run.id.to_string(), agent_model(&page.people, &run));
     if let Err(e) = prime(&state, &mut fold, &run, after).await {
         tracing::warn!(error = %e, run.id = %run.id, "cannot read the run's log for its socket");
@@ -129,6 +145,10 @@ async fn run_socket(state: AppState, page: Page, run: Run, after: Seq, mut socke
                 if socket.send(Message::Ping(Vec::new().into())).await.is_err() {
                     break;
                 }
+            }
+            () = guard.stopped() => {
+                let _ = socket.send(Message::Close(Some(ended_frame()))).await;
+                break;
             }
         }
     }
