@@ -213,6 +213,19 @@ async fn run(
     prompt: &str,
     env: &[(&str, &str)],
 ) -> Outcome {
+    run_in(cli, binary, server, prompt, env, None).await
+}
+
+/// [`run`], in `workdir` when given, and then through `muster sandbox-exec` with the policy the run
+/// engine would give it (Landlock, no capabilities, the seccomp filter), TCP only to the model server.
+async fn run_in(
+    cli: &Cli,
+    binary: &Path,
+    server: &ModelServer,
+    prompt: &str,
+    env: &[(&str, &str)],
+    sandboxed_in: Option<&Path>,
+) -> Outcome {
     let mut env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -226,7 +239,8 @@ async fn run(
         ));
     }
     let home = tempfile::tempdir().unwrap();
-    let workdir = tempfile::tempdir().unwrap();
+    let own_workdir = tempfile::tempdir().unwrap();
+    let workdir = sandboxed_in.unwrap_or(own_workdir.path());
     let spec = RunSpec {
         binary: binary.to_path_buf(),
         prompt: prompt.to_owned(),
@@ -234,14 +248,18 @@ async fn run(
         base_url: Some(format!("{}{}", server.base_url(), cli.base_path)),
         api_key: Some(FAKE_KEY.to_owned()),
         permission_mode: PermissionMode::Bypass,
-        workdir: workdir.path().to_path_buf(),
+        workdir: workdir.to_path_buf(),
         home_dir: home.path().to_path_buf(),
         running_as_root: running_as_root(),
         env,
         ..RunSpec::default()
     };
     let adapter = adapter_for(cli.kind);
-    let launch = adapter.command(&spec).unwrap();
+    let mut launch = adapter.command(&spec).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    if sandboxed_in.is_some() {
+        launch = sandbox(launch, server, workdir, home.path(), tmp.path());
+    }
     let before = server.requests().len();
     let started = Instant::now();
     let mut child = process::spawn(&launch).await.unwrap();
@@ -285,6 +303,84 @@ async fn run(
         outcome.report()
     );
     outcome
+}
+
+/// `launch` wrapped as the run engine wraps it (see `supervisor::prepare`).
+fn sandbox(
+    launch: muster_agents::LaunchSpec,
+    server: &ModelServer,
+    workdir: &Path,
+    home: &Path,
+    tmp: &Path,
+) -> muster_agents::LaunchSpec {
+    let abi = muster::sandbox::detect().expect("this kernel has no Landlock");
+    let muster = muster_tests::muster_bin();
+    let search_path = process::inherited_path();
+    let facts = muster::sandbox::policy::RunFacts {
+        workdir,
+        home,
+        tmp,
+        read_only: false,
+        program: &launch.program,
+        custom_command: None,
+        protected: &[],
+        abi,
+        connect_ports: muster::sandbox::policy::url_port(server.base_url())
+            .into_iter()
+            .collect(),
+        search_path: search_path.as_deref(),
+        extra_rw: &[],
+        extra_read: &[],
+        muster: &muster,
+    };
+    let policy = muster::sandbox::policy::for_run(&facts).unwrap();
+    muster::sandbox::wrap(launch, &policy, &muster, home, tmp).unwrap()
+}
+
+/// Inside the sandbox (with its seccomp filter refusing unix sockets), a shell tool call that commits in
+/// the worktree: the command runs, the commit is made.
+async fn sandboxed_commit_scenario(cli: &Cli, binary: &Path, server: &ModelServer) {
+    let work = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    let command = format!(
+        "{COMMAND} && echo sandboxed > done.txt && git add done.txt && \
+         git -c user.name=agent -c user.email=agent@muster.test commit -q -m sandboxed-commit; \
+         /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -n 1"
+    );
+    let prompt = format!("Run the command for Muster. CMD={command}");
+    let out = run_in(cli, binary, server, &prompt, &[], Some(work.path())).await;
+    let report = out.report();
+    assert!(out.status.success(), "{report}");
+    let result = out.events.iter().find_map(|e| match e {
+        AgentEvent::ToolResult {
+            output, is_error, ..
+        } => Some((
+            output.contains(COMMAND_OUTPUT),
+            output.contains("PermissionError: [Errno 13] Permission denied"),
+            *is_error,
+        )),
+        _ => None,
+    });
+    assert_eq!(
+        result,
+        Some((true, true, false)),
+        "the command ran, a unix socket was refused\n{report}"
+    );
+    assert_eq!(
+        git(&["log", "--format=%s", "main"]),
+        "sandboxed-commit\n",
+        "{report}"
+    );
+    assert_eq!(out.model_requests(cli).len(), 2, "{report}");
 }
 
 /// Detection of the real binary reports it found with the pinned version.
@@ -450,6 +546,9 @@ async fn prove(cli: &Cli) {
     text_scenario(cli, &binary, &server).await;
     command_scenario(cli, &binary, &server).await;
     auth_error_scenario(cli, &binary, &server).await;
+    if muster::sandbox::detect().is_some_and(|abi| abi >= muster::sandbox::REQUIRED_ABI) {
+        sandboxed_commit_scenario(cli, &binary, &server).await;
+    }
 }
 
 #[tokio::test]

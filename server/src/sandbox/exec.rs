@@ -12,7 +12,14 @@
 //! 4. every capability is dropped (bounding, ambient, inheritable, effective, permitted) and checked to be
 //!    gone, so that even as uid 0 the agent cannot read another process's `/proc/<pid>/environ`, open raw
 //!    sockets or override file permissions;
-//! 5. the program is `exec`ed: same pid, same environment (HOME and TMPDIR are the run's, set by the
+//! 5. a seccomp filter makes `socket(2)` with domain `AF_UNIX` fail with `EACCES` (Landlock before ABI 9
+//!    does not govern connecting to a path-named unix socket, such as PostgreSQL's in `/run/postgresql`,
+//!    and file permissions do not stop uid 0), and with it the two other ways to such a socket:
+//!    `socketpair(2)` of `AF_UNIX` datagram sockets (which could `sendto` a path; stream and seqpacket
+//!    pairs, which node and Bun use for child stdio, stay allowed) and `io_uring_setup(2)` (an io_uring
+//!    can create sockets without the `socket` system call). Other architectures' system calls (32-bit
+//!    on x86_64) kill the process;
+//! 6. the program is `exec`ed: same pid, same environment (HOME and TMPDIR are the run's, set by the
 //!    runner), same standard streams; every other descriptor of the server is close-on-exec.
 
 use std::ffi::OsString;
@@ -22,6 +29,11 @@ use caps::CapSet;
 use landlock::{
     ABI, Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, NetPort,
     PathBeneath, PathFd, Ruleset, RulesetAttr as _, RulesetCreatedAttr as _, RulesetStatus, Scope,
+};
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
 };
 
 use super::policy::{Access, Policy};
@@ -42,7 +54,7 @@ pub fn run(policy_json: &str, program: &OsString, args: &[OsString]) -> String {
     format!("cannot execute {}: {e}", program.to_string_lossy())
 }
 
-/// Steps 1–4: the Landlock domain, `no_new_privs`, no capabilities.
+/// Steps 1–5: the Landlock domain, `no_new_privs`, no capabilities, no unix sockets.
 pub fn restrict(policy: &Policy) -> Result<(), String> {
     let abi = abi(policy.abi)
         .ok_or_else(|| format!("Landlock ABI {} is not supported by this build", policy.abi))?;
@@ -87,7 +99,68 @@ pub fn restrict(policy: &Policy) -> Result<(), String> {
             status.ruleset, status.no_new_privs
         ));
     }
-    drop_capabilities()
+    drop_capabilities()?;
+    refuse_unix_sockets()
+}
+
+/// Step 5: the seccomp filter (installed after `no_new_privs`, which `restrict_self` set; it stays in
+/// force across `exec` and in every child).
+fn refuse_unix_sockets() -> Result<(), String> {
+    let filter = unix_socket_filter()?;
+    seccompiler::apply_filter(&filter)
+        .map_err(|e| format!("sandbox: installing the seccomp filter: {e}"))
+}
+
+/// The filter of step 5 for this build's architecture (x86_64, aarch64 or riscv64; others are refused).
+pub fn unix_socket_filter() -> Result<BpfProgram, String> {
+    fn fail(e: impl std::fmt::Display) -> String {
+        format!("sandbox: building the seccomp filter: {e}")
+    }
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
+        format!(
+            "sandbox: no seccomp filter for the {} architecture: agents cannot be sandboxed here",
+            std::env::consts::ARCH
+        )
+    })?;
+    let arg = |index: u8, op: SeccompCmpOp, value: libc::c_int| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64).map_err(fail)
+    };
+    let unix_socket =
+        SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_UNIX)?]).map_err(fail)?;
+    // The type argument also carries SOCK_CLOEXEC and SOCK_NONBLOCK: compare its low 4 bits.
+    let unix_datagram_pair = SeccompRule::new(vec![
+        arg(0, SeccompCmpOp::Eq, libc::AF_UNIX)?,
+        arg(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM)?,
+    ])
+    .map_err(fail)?;
+    let mut rules = std::collections::BTreeMap::new();
+    for offset in syscall_tables() {
+        rules.insert(offset + libc::SYS_socket, vec![unix_socket.clone()]);
+        rules.insert(
+            offset + libc::SYS_socketpair,
+            vec![unix_datagram_pair.clone()],
+        );
+        // No condition: every call.
+        rules.insert(offset + libc::SYS_io_uring_setup, vec![]);
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        arch,
+    )
+    .map_err(fail)?;
+    BpfProgram::try_from(filter).map_err(fail)
+}
+
+/// The offsets of the system-call tables of this architecture's audit arch: on x86_64 also the x32 ABI's
+/// (the same numbers with bit 30 set, reachable from a 64-bit process when the kernel has it).
+fn syscall_tables() -> Vec<i64> {
+    if cfg!(target_arch = "x86_64") {
+        vec![0, 0x4000_0000]
+    } else {
+        vec![0]
+    }
 }
 
 /// The rights of one rule at `abi`.

@@ -157,6 +157,8 @@ pub fn event_payload(mode: &Mode, policy: Option<&Policy>) -> serde_json::Value 
             })
             .collect();
         payload["connect_ports"] = policy.connect_ports.clone().into();
+        // The exec step's seccomp filter, applied to every sandboxed agent.
+        payload["unix_sockets"] = "refused".into();
     }
     payload
 }
@@ -169,6 +171,12 @@ pub fn event_lines(payload: &serde_json::Value) -> Vec<String> {
     }
     if let Some(abi) = payload["abi"].as_u64() {
         lines.push(format!("Landlock ABI {abi}; no capabilities; no_new_privs"));
+    }
+    if payload["unix_sockets"] == "refused" {
+        lines.push(
+            "unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)"
+                .to_owned(),
+        );
     }
     for rule in payload["paths"].as_array().into_iter().flatten() {
         lines.push(format!(

@@ -443,3 +443,106 @@ fn the_exec_step_refuses_what_the_kernel_cannot_enforce() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("error: sandbox: "), "{stderr}");
 }
+
+/// The agent of the unix-socket attack: each attempt's output on a line `name: …` in `unix.log`, which
+/// it commits; then the allowed loopback HTTP request and a stream socketpair (what node and Bun use for
+/// child stdio).
+fn unix_socket_script(listener: &Path, model_url: &str) -> String {
+    format!(
+        r#"cat >/dev/null
+log="$PWD/unix.log"
+try() {{ name=$1; shift; if out=$("$@" 2>&1); then echo "$name: ALLOWED $out"; else echo "$name: $(echo "$out" | tail -n 1)"; fi >> "$log"; }}
+py=/usr/bin/python3
+try postgres_socket $py -c 'import socket; socket.socket(socket.AF_UNIX).connect("/run/postgresql/.s.PGSQL.5432")'
+try test_socket $py -c 'import socket; socket.socket(socket.AF_UNIX).connect("{listener}")'
+try socat socat - UNIX-CONNECT:{listener}
+try datagram_pair $py -c 'import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)'
+try stream_pair $py -c 'import socket; a, b = socket.socketpair(); a.send(b"pair ok"); print(b.recv(7).decode())'
+echo "model: $(curl -s -o /dev/null -w '%{{http_code}}' '{model}/')" >> "$log"
+git add unix.log && git commit -q -m 'no unix sockets' || exit 7
+echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"#,
+        listener = listener.display(),
+        model = model_url,
+    )
+}
+
+/// Landlock (ABI < 9) does not govern connecting to a unix socket with a path, and PostgreSQL trusts local
+/// connections: the exec step's seccomp filter refuses `socket(AF_UNIX)` (and `AF_UNIX` datagram
+/// socketpairs, which could `sendto` a path) with EACCES, while the same run still commits and reaches the
+/// model server.
+async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
+    if !sandboxed() {
+        eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
+        return;
+    }
+    let Some(w) = World::start(backend).await else {
+        return;
+    };
+    let model = ModelServer::start().await.unwrap();
+    // A unix socket the test listens on, outside the run's folder.
+    let outside = tempfile::tempdir().unwrap();
+    let path = outside.path().join("server.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let agent = w
+        .agent(
+            &unix_socket_script(&path, model.base_url()),
+            model.base_url(),
+        )
+        .await;
+    let (_issue, run) = w.run(&agent).await;
+    let events = w.events(run.id).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{events:#?}");
+    assert_eq!(events[0].kind, "sandbox", "{events:#?}");
+    assert_eq!(events[0].payload["unix_sockets"], "refused");
+    assert!(
+        muster::sandbox::event_lines(&events[0].payload).contains(
+            &"unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)"
+                .to_owned()
+        ),
+        "{:?}",
+        events[0].payload
+    );
+
+    let branch = run.branch.clone().unwrap();
+    let log = git(&w.repo(), &["show", &format!("{branch}:unix.log")]);
+    let said = |name: &str| -> String {
+        log.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
+            .to_owned()
+    };
+    let denied = "PermissionError: [Errno 13] Permission denied";
+    if Path::new("/run/postgresql/.s.PGSQL.5432").exists() {
+        assert_eq!(said("postgres_socket"), denied, "{log}");
+    }
+    assert_eq!(said("test_socket"), denied, "{log}");
+    assert!(
+        said("socat").ends_with("socket(1, 1, 0): Permission denied"),
+        "{log}"
+    );
+    assert_eq!(said("datagram_pair"), denied, "{log}");
+    // The honest part of the same run.
+    assert_eq!(said("stream_pair"), "ALLOWED pair ok", "{log}");
+    assert_eq!(said("model"), "200", "{log}");
+    let subjects = git(&w.repo(), &["log", "--format=%s", &branch]);
+    assert!(
+        subjects.lines().any(|s| s == "no unix sockets"),
+        "{subjects}"
+    );
+    // Nothing reached the test's socket.
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+}
+
+#[tokio::test]
+async fn an_agent_cannot_connect_to_a_unix_socket_sqlite() {
+    an_agent_cannot_connect_to_a_unix_socket(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn an_agent_cannot_connect_to_a_unix_socket_postgres() {
+    an_agent_cannot_connect_to_a_unix_socket(Backend::Postgres).await;
+}

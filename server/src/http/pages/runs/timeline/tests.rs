@@ -211,6 +211,7 @@ fn the_sandbox_event_is_one_block_of_readable_lines() {
             lines: vec![
                 "sandboxed: every agent runs inside a Landlock sandbox (kernel ABI 7)".to_owned(),
                 "Landlock ABI 7; no capabilities; no_new_privs".to_owned(),
+                "unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)".to_owned(),
                 "read-write             /runs/r/work".to_owned(),
                 "TCP connect only to ports 80, 443, 7777".to_owned(),
             ]
