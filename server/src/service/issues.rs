@@ -41,11 +41,11 @@ pub async fn create(state: &AppState, caller: &Caller, input: &IssueInput) -> Re
     let title = problems.take(IssueTitle::parse(
         input.title.as_deref().unwrap_or_default(),
     ));
-    let status = match input.status.as_deref().filter(|s| !s.is_empty()) {
+    let status = match input.status.as_deref() {
         Some(s) => problems.take(s.parse()),
         None => Some(IssueStatus::Backlog),
     };
-    let priority = match input.priority.as_deref().filter(|s| !s.is_empty()) {
+    let priority = match input.priority.as_deref() {
         Some(s) => problems.take(s.parse()),
         None => Some(Priority::None),
     };

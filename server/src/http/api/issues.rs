@@ -46,9 +46,9 @@ pub(super) struct ListQuery {
     /// Issues per page, 1 to 200 (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
     limit: Option<String>,
-    /// Where the previous page ended: its `next_after`, as given (opaque).
+    /// Where the previous page ended: its `next_after`, as given (opaque; empty means the first page).
     #[param(
-        pattern = r"^(backlog|todo|in_progress|in_review|done|blocked|cancelled):-?[0-9]{1,18}:[0-9]{1,18}$"
+        pattern = r"^((backlog|todo|in_progress|in_review|done|blocked|cancelled):-?[0-9]{1,18}:[0-9]{1,18})?$"
     )]
     after: Option<String>,
 }

@@ -232,8 +232,9 @@ pub fn issue_input(form: &crate::http::extract::UiForm) -> crate::service::issue
     crate::service::issues::IssueInput {
         title: Some(form.get("title").to_owned()),
         body: Some(form.get("body").to_owned()),
-        status: Some(form.get("status").to_owned()),
-        priority: Some(form.get("priority").to_owned()),
+        // A form without a choice keeps the default (create) or the current value (edit).
+        status: Some(form.get("status").to_owned()).filter(|s| !s.is_empty()),
+        priority: Some(form.get("priority").to_owned()).filter(|s| !s.is_empty()),
         assignee: Some(form.get("assignee").to_owned()),
         labels: Some(form.get("labels").split(',').map(str::to_owned).collect()),
     }
