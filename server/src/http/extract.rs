@@ -167,16 +167,7 @@ impl FromRequestParts<AppState> for ApiCaller {
                 ws
             }
             None => {
-                if parts.method != Method::GET && parts.method != Method::HEAD {
-                    let sent = parts
-                        .headers
-                        .get(CSRF_HEADER)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default();
-                    if !auth::constant_time_eq(sent, &current.csrf()) {
-                        return Err(Error::CsrfMismatch);
-                    }
-                }
+                session_write_has_csrf(parts, &current)?;
                 let wanted = parts
                     .headers
                     .get("x-muster-workspace")
@@ -221,17 +212,28 @@ impl FromRequestParts<AppState> for ApiUser {
         if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
             return Err(run_scope(state, token, parts).await?.refusal());
         }
-        if current.token.is_none() && parts.method != Method::GET && parts.method != Method::HEAD {
-            let sent = parts
-                .headers
-                .get(CSRF_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            if !auth::constant_time_eq(sent, &current.csrf()) {
-                return Err(Error::CsrfMismatch);
-            }
+        if current.token.is_none() {
+            session_write_has_csrf(parts, &current)?;
         }
         Ok(ApiUser(current.user))
+    }
+}
+
+/// A browser session's write (anything but GET and HEAD) must carry the session's CSRF token in the
+/// `x-csrf-token` header (bearer callers have no cookie to ride on and need none).
+fn session_write_has_csrf(parts: &Parts, current: &CurrentUser) -> Result<()> {
+    if parts.method == Method::GET || parts.method == Method::HEAD {
+        return Ok(());
+    }
+    let sent = parts
+        .headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if auth::constant_time_eq(sent, &current.csrf()) {
+        Ok(())
+    } else {
+        Err(Error::CsrfMismatch)
     }
 }
 
