@@ -93,8 +93,8 @@ pub async fn warm_up() {
     let _ = on_hasher(|| DUMMY_HASH.len()).await;
 }
 
-/// Shortest accepted password.
-pub const MIN_PASSWORD_CHARS: usize = 8;
+/// Shortest accepted password: the one constant the pages' hints are written from too.
+pub const MIN_PASSWORD_CHARS: usize = muster_web::MIN_PASSWORD_CHARS;
 
 /// Checks a new password against the policy.
 pub fn check_password(password: &str) -> Result<(), crate::domain::ValidationError> {

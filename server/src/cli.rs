@@ -217,7 +217,7 @@ pub struct BootstrapArgs {
     /// The owner's email (an account is created when none has it).
     #[arg(long, env = "MUSTER_BOOTSTRAP_EMAIL")]
     pub email: String,
-    /// The owner's password: at least 8 characters for a new account, else the account's password.
+    /// The owner's password: at least 12 characters for a new account, else the account's password.
     #[arg(long, env = "MUSTER_BOOTSTRAP_PASSWORD", hide_env_values = true)]
     pub password: Secret,
     /// Workspace name: created with a new account (default "Muster"), else chosen among the user's

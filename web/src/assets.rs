@@ -38,6 +38,13 @@ const FILES: &[(&str, Asset)] = &[
         },
     ),
     (
+        "theme.js",
+        Asset {
+            bytes: include_bytes!("../assets/theme.js"),
+            content_type: JS,
+        },
+    ),
+    (
         "app.css",
         Asset {
             bytes: include_bytes!("../assets/app.css"),

@@ -36,6 +36,9 @@ pub fn page(title: &str, nav: Option<&Nav>, body: Markup) -> Markup {
                 meta name="htmx-config" content=(HTMX_CONFIG);
                 link rel="icon" type="image/svg+xml" href=(assets::url("favicon.svg"));
                 link rel="stylesheet" href=(assets::url("app.css"));
+                // Synchronous on purpose (no `defer`): it sets the saved light/dark choice on <html>
+                // before the first paint. A file, since the CSP refuses inline scripts.
+                script src=(assets::url("theme.js")) {}
                 script src=(assets::url("htmx.min.js")) defer {}
                 script src=(assets::url("ws.js")) defer {}
                 script src=(assets::url("app.js")) defer {}
@@ -88,12 +91,27 @@ fn top_bar(nav: &Nav) -> Markup {
             }
             (inbox_link(nav, &base))
             div.user {
-                span.user-name title=(nav.user_email) { (nav.user_name) }
+                (theme_switch())
+                a.user-name href={ (base) "/account" } title={ (nav.user_email) " · your account and password" }
+                    aria-current=[(nav.active == NavItem::Account).then_some("page")] { (nav.user_name) }
                 span.user-role { (nav.role) }
                 form.logout method="post" action="/logout" {
                     (csrf(&nav.csrf))
                     button.btn.btn-ghost.btn-small type="submit" { "Log out" }
                 }
+            }
+        }
+    }
+}
+
+/// The light/dark switch: follow the system, or always light, or always dark. `theme.js` remembers the
+/// choice in `localStorage`, marks the pressed button and shows the group (hidden without JavaScript,
+/// where the pages follow the system).
+fn theme_switch() -> Markup {
+    html! {
+        div.theme-switch role="group" aria-label="Colour theme" hidden {
+            @for (choice, label, icon) in [("system", "Follow the system theme", "◐"), ("light", "Light theme", "☀"), ("dark", "Dark theme", "☾")] {
+                button.theme-choice type="button" data-theme-choice=(choice) aria-pressed="false" title=(label) aria-label=(label) { (icon) }
             }
         }
     }
@@ -162,6 +180,12 @@ mod tests {
         assert!(html.contains(&assets::url("htmx.min.js")));
         assert!(html.contains(&assets::url("ws.js")));
         assert!(html.contains(&assets::url("app.css")));
+        assert!(
+            html.contains(&format!(r#"<script src="{}"></script>"#, assets::url("theme.js"))),
+            "theme.js runs before the first paint: not deferred"
+        );
+        assert!(html.contains(r#"data-theme-choice="dark""#));
+        assert!(html.contains(r#"<a class="user-name" href="/w/acme/account""#));
         assert!(html.contains("Acme Robotics"));
         assert!(html.contains(
             r#"<meta name="htmx-config" content="{&quot;includeIndicatorStyles&quot;:false,&quot;allowEval&quot;:false,&quot;allowScriptTags&quot;:false}">"#

@@ -40,6 +40,8 @@ pub enum NavItem {
     Inbox,
     Skills,
     Settings,
+    /// The signed-in person's own account (password).
+    Account,
 }
 
 /// Who an issue is assigned to, or who wrote a comment.
@@ -652,8 +654,10 @@ pub struct SkillListView {
     pub skills: Vec<SkillRowView>,
     /// Owners and admins may import from a folder on the server.
     pub can_import_path: bool,
-    /// Messages of a failed upload or import, by field.
-    pub errors: FormErrors,
+    /// Messages of a failed archive upload, by field: shown in the upload form.
+    pub upload_errors: FormErrors,
+    /// Messages of a failed server-folder import, by field: shown in the import form.
+    pub import_errors: FormErrors,
     /// The folder path as typed, kept after an error.
     pub import_path: String,
 }

@@ -20,7 +20,7 @@ pub enum MemberCommand {
         /// Display name [default: the part of the email before @].
         #[arg(long)]
         name: Option<String>,
-        /// Initial password, at least 8 characters (ignored for an existing account).
+        /// Initial password, at least 12 characters (ignored for an existing account).
         #[arg(long)]
         password: Option<String>,
         /// owner, admin or member.

@@ -76,13 +76,16 @@ fn text(v: &Option<String>) -> Option<Option<String>> {
         .map(|s| Some(s.trim().to_owned()).filter(|s| !s.is_empty()))
 }
 
-/// Applies `input` over `base` (defaults for a new agent), validating every field.
+/// Applies `input` over `base` (defaults for a new agent), validating every field: the 422 lists every
+/// problem at once, together with those the caller found before (`earlier`, e.g. a form's number that
+/// did not parse), so a person fixes them all in one round trip.
 pub fn build_profile(
     state: &AppState,
     base: Option<&NewAgent>,
     input: &AgentInput,
+    earlier: Problems,
 ) -> Result<NewAgent> {
-    let mut p = Problems::default();
+    let mut p = earlier;
     let name = match (&input.name, base) {
         (Some(n), _) => p.take(AgentName::parse(n)),
         (None, Some(b)) => Some(b.name.clone()),
@@ -96,14 +99,15 @@ pub fn build_profile(
             "choose claude, codex, opencode, llama or custom",
         ))),
     };
-    let (Some(name), Some(kind)) = (name, kind) else {
-        return p.finish().and(Err(Error::NotFound));
-    };
-    let mut out = base
-        .cloned()
-        .unwrap_or_else(|| NewAgent::new(name.clone(), kind));
-    out.name = name;
-    out.kind = kind;
+    // A bad name or kind does not stop the other checks: they run on a stand-in and the 422 lists all.
+    let kind_known = kind.is_some();
+    let mut out = base.cloned().unwrap_or_default();
+    if let Some(name) = name {
+        out.name = name;
+    }
+    if let Some(kind) = kind {
+        out.kind = kind;
+    }
     if let Some(c) = &input.color {
         out.color = c.trim().to_lowercase();
     }
@@ -159,7 +163,10 @@ pub fn build_profile(
     }
     if let Err(errors) = out.validate() {
         for e in errors {
-            p.add(e.field, e.message);
+            // The stand-in kind's own rules (a custom agent's command) say nothing about the input.
+            if kind_known || e.field != "command" {
+                p.add(e.field, e.message);
+            }
         }
     }
     p.finish()?;
@@ -277,6 +284,16 @@ pub fn may_manage_runtime(caller: &Caller) -> bool {
 
 /// Creates an agent: owners and admins only, since every new agent decides what runs on the server.
 pub async fn create(state: &AppState, caller: &Caller, input: &AgentInput) -> Result<Agent> {
+    create_checked(state, caller, input, Problems::default()).await
+}
+
+/// [`create`], with problems the caller already found in its raw input reported in the same 422.
+pub async fn create_checked(
+    state: &AppState,
+    caller: &Caller,
+    input: &AgentInput,
+    earlier: Problems,
+) -> Result<Agent> {
     if let Some(scope) = &caller.run {
         return Err(scope.refusal());
     }
@@ -286,8 +303,10 @@ pub async fn create(state: &AppState, caller: &Caller, input: &AgentInput) -> Re
             "only owners and admins may create agents".to_owned(),
         )]));
     }
-    let profile = build_profile(state, None, input)?;
-    Ok(state.store.create_agent(caller.ws.id, &profile).await?)
+    let profile = build_profile(state, None, input, earlier)?;
+    let agent = state.store.create_agent(caller.ws.id, &profile).await?;
+    attach_default_skills(state, &agent).await?;
+    Ok(agent)
 }
 
 /// Finds an agent by name in the caller's workspace.
@@ -304,13 +323,43 @@ pub async fn update(
     name: &str,
     input: &AgentInput,
 ) -> Result<Agent> {
+    update_checked(state, caller, name, input, Problems::default()).await
+}
+
+/// [`update`], with problems the caller already found in its raw input reported in the same 422.
+pub async fn update_checked(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    input: &AgentInput,
+    earlier: Problems,
+) -> Result<Agent> {
     let agent = by_name(state, caller, name).await?;
-    let profile = build_profile(state, Some(&agent.profile), input)?;
+    let profile = build_profile(state, Some(&agent.profile), input, earlier)?;
     check_runtime_changes(caller, input, &agent.profile, &profile)?;
     Ok(state
         .store
         .update_agent(caller.ws.id, agent.id, &profile)
         .await?)
+}
+
+/// The built-in skills every new agent starts with (a person may detach them): `report-to-the-board`
+/// says how to comment and move the issue, which every run should do.
+pub const DEFAULT_SKILLS: &[&str] = &["report-to-the-board"];
+
+/// Attaches [`DEFAULT_SKILLS`] to a new agent, those the workspace has (a deleted one is skipped).
+async fn attach_default_skills(state: &AppState, agent: &Agent) -> Result<()> {
+    for raw in DEFAULT_SKILLS {
+        let Ok(slug) = crate::domain::Slug::parse(raw) else {
+            continue;
+        };
+        match state.store.get_skill(agent.workspace_id, &slug).await {
+            Ok(skill) => state.store.attach_skill(agent.id, skill.id, true).await?,
+            Err(crate::store::Error::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Deletes an agent: owners and admins only; refused while it has runs.

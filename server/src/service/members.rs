@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::{Caller, Problems};
 use crate::app::AppState;
-use crate::domain::{Email, Member, NewUser, Role, UserId, ValidationError};
+use crate::domain::{Email, Member, NewUser, Role, User, UserId, ValidationError};
 use crate::http::{Error, Result};
 
 /// A new member as typed by an admin.
@@ -17,9 +17,10 @@ pub struct MemberInput {
     pub email: String,
     /// Display name (at most 100 characters); defaults to the part of the email before `@`.
     pub name: Option<String>,
-    /// Initial password (8 to 1024 characters) of a new account. Ignored when the email already has an
-    /// account: that account is invited instead, and joins when it accepts.
-    #[schema(min_length = 8, max_length = 1024)]
+    /// Initial password (12 to 1024 characters, `muster_web::MIN_PASSWORD_CHARS`) of a new account.
+    /// Ignored when the email already has an account: that account is invited instead, and joins when it
+    /// accepts.
+    #[schema(min_length = 12, max_length = 1024)]
     pub password: Option<String>,
     /// Default member.
     #[schema(value_type = Option<crate::domain::Role>)]
@@ -45,6 +46,21 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
         Some(r) => p.take(r.parse()),
         None => Some(Role::Member),
     };
+    if email.is_none() {
+        // Whether the account is new is unknown until the email is valid; its other fields are
+        // checked now all the same, so one answer lists every problem.
+        let password = input.password.as_deref().unwrap_or_default();
+        if !password.is_empty() {
+            p.take(crate::auth::check_password(password));
+        }
+        if let Some(e) = input
+            .name
+            .as_deref()
+            .filter(|n| !n.trim().is_empty())
+            .and_then(|n| display_name(n).err()) {
+            p.add(e.field, e.message);
+        }
+    }
     p.finish()?;
     let (Some(email), Some(role)) = (email, role) else {
         return Err(Error::NotFound);
@@ -92,6 +108,77 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// A person's change of their own password.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct PasswordChange {
+    /// The password the account has now.
+    pub current_password: String,
+    /// 12 to 1024 characters (`muster_web::MIN_PASSWORD_CHARS`), other than the current one.
+    #[schema(min_length = 12, max_length = 1024)]
+    pub new_password: String,
+    /// The new password typed again; when sent, it must match.
+    #[serde(default)]
+    pub new_password_again: Option<String>,
+}
+
+/// Changes `user`'s own password. The current password is required, and every try counts against the
+/// same per-account and per-address limits as a sign-in (so a stolen session cannot guess the password
+/// faster than the login page allows). Every other session of the account is signed out, and their live
+/// connections end; `keep` (the session that asked) stays. API tokens are not touched.
+pub async fn change_password(
+    state: &AppState,
+    user: &User,
+    client: std::net::IpAddr,
+    input: &PasswordChange,
+    keep: Option<&str>,
+) -> Result<()> {
+    if let Err(wait) = state.login_throttle.attempt(client, user.email.as_str()) {
+        let secs = crate::throttle::retry_after_secs(wait);
+        return Err(Error::TooManyRequests(
+            "current_password",
+            format!("too many password attempts; try again in {secs} seconds"),
+            Some(secs),
+        ));
+    }
+    let mut p = Problems::default();
+    let current_ok = !input.current_password.is_empty()
+        && crate::auth::verify(
+            input.current_password.clone(),
+            Some(user.password_hash.clone()),
+        )
+        .await;
+    if input.current_password.is_empty() {
+        p.add("current_password", "must not be empty");
+    } else if !current_ok {
+        p.add("current_password", "is not your current password");
+    }
+    p.take(crate::auth::check_password(&input.new_password).map_err(|mut e| {
+        e.field = "new_password";
+        e
+    }));
+    if current_ok && input.new_password == input.current_password {
+        p.add("new_password", "must differ from the current password");
+    }
+    if input
+        .new_password_again
+        .as_deref()
+        .is_some_and(|again| again != input.new_password)
+    {
+        p.add("new_password_again", "does not match the new password");
+    }
+    p.finish()?;
+    let password_hash = hash(input.new_password.clone()).await?;
+    let ended = state
+        .store
+        .change_password(user.id, &password_hash, keep)
+        .await?;
+    for credential in &ended {
+        state.live.end_credential(credential);
+    }
+    tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
+    Ok(())
 }
 
 /// Hashes a password off the async threads, within the server's bound on concurrent hashing.

@@ -492,6 +492,20 @@ macro_rules! impl_store {
                 Ok(())
             }
 
+            async fn change_password(&self, user: UserId, password_hash: &str, keep: Option<&str>) -> Result<Vec<String>> {
+                let mut tx = self.begin_write().await?;
+                let changed = sqlx::query::<$db>("update app_user set password_hash = $2 where user_id = $1")
+                    .bind(user).bind(password_hash).execute(&mut *tx).await?;
+                if changed.rows_affected() == 0 {
+                    return Err(Error::NotFound);
+                }
+                let ended = sqlx::query_scalar::<$db, String>(
+                    "delete from session where user_id = $1 and token_hash <> $2 returning token_hash")
+                    .bind(user).bind(keep.unwrap_or_default()).fetch_all(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(ended)
+            }
+
             async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken> {
                 let row = sqlx::query_as::<$db, ApiTokenRow>(concat!(
                     "insert into api_token (api_token_id, workspace_id, user_id, name, prefix, token_hash, run_id, created_at) ",

@@ -365,6 +365,15 @@ pub trait Store: Send + Sync + 'static {
     async fn session_user(&self, token_hash: &str, now: DateTime<Utc>) -> Result<(Session, User)>;
     /// Ends a session (logout). Ending an unknown session is not an error.
     async fn delete_session(&self, token_hash: &str) -> Result<()>;
+    /// Sets a user's password hash and ends every session of theirs except `keep` (the one that made the
+    /// change), in one transaction; returns the ended sessions' hashes (their live connections end too).
+    /// `NotFound` for an unknown user.
+    async fn change_password(
+        &self,
+        user: UserId,
+        password_hash: &str,
+        keep: Option<&str>,
+    ) -> Result<Vec<String>>;
     /// Stores an API token (only its hash and display prefix).
     async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken>;
     /// The unrevoked token with this hash, noting its use (at most once a minute).

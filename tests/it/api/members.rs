@@ -73,7 +73,7 @@ async fn members_list_and_add(t: &Env) {
         .api
         .post(
             "/api/v1/members",
-            json!({"email": "ada@alpha.test", "name": " Ada L ", "password": "12345678", "role": "admin"}),
+            json!({"email": "ada@alpha.test", "name": " Ada L ", "password": "123456789012", "role": "admin"}),
         )
         .await
         .expect(201);
@@ -185,40 +185,40 @@ async fn member_add_validation(t: &Env) {
             json!({"email": "x@alpha.test", "password": "short"}),
             422,
             "password",
-            "must be at least 8 characters",
+            "must be at least 12 characters",
         ),
         (
             json!({"email": "x@alpha.test"}),
             422,
             "password",
-            "must be at least 8 characters",
+            "must be at least 12 characters",
         ),
         (
-            json!({"email": "", "password": "long enough"}),
+            json!({"email": "", "password": "long enough!"}),
             422,
             "email",
             "must not be empty",
         ),
         (
-            json!({"email": "not-an-email", "password": "long enough"}),
+            json!({"email": "not-an-email", "password": "long enough!"}),
             422,
             "email",
             "must look like name@example.com",
         ),
         (
-            json!({"email": "x@alpha.test", "password": "long enough", "role": "boss"}),
+            json!({"email": "x@alpha.test", "password": "long enough!", "role": "boss"}),
             422,
             "role",
             "unknown role \"boss\"; expected one of: owner, admin, member",
         ),
         (
-            json!({"email": "x@alpha.test", "password": "long enough", "name": "n".repeat(101)}),
+            json!({"email": "x@alpha.test", "password": "long enough!", "name": "n".repeat(101)}),
             422,
             "name",
             "must be at most 100 characters",
         ),
         (
-            json!({"email": "member@alpha.test", "password": "long enough"}),
+            json!({"email": "member@alpha.test", "password": "long enough!"}),
             409,
             "email",
             "is already a member",
@@ -243,7 +243,7 @@ async fn member_add_validation(t: &Env) {
         "the duplicate did not change the role"
     );
     assert!(
-        t.login("x@alpha.test", "long enough").await.is_none(),
+        t.login("x@alpha.test", "long enough!").await.is_none(),
         "no account was created"
     );
 }
@@ -254,7 +254,7 @@ async fn member_permissions(t: &Env) {
     let m = &t.member.api;
     m.post(
         "/api/v1/members",
-        json!({"email": "x@alpha.test", "password": "long enough"}),
+        json!({"email": "x@alpha.test", "password": "long enough!"}),
     )
     .await
     .error_contains(403, "auth", "not allowed");
@@ -270,7 +270,7 @@ async fn member_permissions(t: &Env) {
     let a = &t.admin.api;
     a.post(
         "/api/v1/members",
-        json!({"email": "x@alpha.test", "password": "long enough", "role": "owner"}),
+        json!({"email": "x@alpha.test", "password": "long enough!", "role": "owner"}),
     )
     .await
     .error(403, "auth");
@@ -290,7 +290,7 @@ async fn member_permissions(t: &Env) {
 
     let list = roles(t).await;
     assert_eq!(field(&list, "role"), ["owner", "admin", "member"]);
-    assert!(t.login("x@alpha.test", "long enough").await.is_none());
+    assert!(t.login("x@alpha.test", "long enough!").await.is_none());
 
     // What an admin may do: promote and demote non-owners.
     let up = a

@@ -13,6 +13,7 @@ store_cases!(
     users,
     members_and_the_last_owner,
     sessions_expire_and_end,
+    a_new_password_ends_the_other_sessions,
     api_tokens,
     atomic_setup_and_new_members,
 );
@@ -206,6 +207,44 @@ async fn sessions_expire_and_end(store: Arc<dyn Store>) {
         .delete_session("h1")
         .await
         .expect("ending an unknown session is fine");
+}
+
+async fn a_new_password_ends_the_other_sessions(store: Arc<dyn Store>) {
+    use chrono::{TimeDelta, Utc};
+    let ada = user(&store, "ada@example.com").await;
+    let bob = user(&store, "bob@example.com").await;
+    let now = Utc::now();
+    for (who, hash) in [(&ada, "a1"), (&ada, "a2"), (&ada, "a3"), (&bob, "b1")] {
+        store
+            .create_session(&NewSession {
+                user_id: who.id,
+                token_hash: hash.into(),
+                expires_at: now + TimeDelta::hours(1),
+            })
+            .await
+            .unwrap();
+    }
+    let mut ended = store
+        .change_password(ada.id, "$argon2id$new", Some("a2"))
+        .await
+        .unwrap();
+    ended.sort();
+    assert_eq!(ended, ["a1", "a3"]);
+    assert_eq!(
+        store.get_user(ada.id).await.unwrap().password_hash,
+        "$argon2id$new"
+    );
+    assert_eq!(store.get_user(bob.id).await.unwrap().password_hash, "$argon2id$fake");
+    assert_not_found(store.session_user("a1", now).await);
+    assert_not_found(store.session_user("a3", now).await);
+    assert_eq!(store.session_user("a2", now).await.unwrap().1.id, ada.id);
+    assert_eq!(store.session_user("b1", now).await.unwrap().1.id, bob.id);
+    // Without a session to keep (an API token made the change), every session ends.
+    assert_eq!(
+        store.change_password(ada.id, "$argon2id$newer", None).await.unwrap(),
+        ["a2"]
+    );
+    assert_not_found(store.change_password(UserId::new(), "x", None).await);
 }
 
 async fn api_tokens(store: Arc<dyn Store>) {

@@ -47,6 +47,9 @@ pub fn agent_form(v: &AgentFormView) -> Markup {
                 legend { "Behaviour" }
                 (f.field("Instructions", "instructions", Some("Added to every prompt this agent gets."),
                     f.textarea("instructions", &v.instructions, 6)))
+                @if v.is_new {
+                    p.hint.default-skills { "New agents start with the built-in " code { "report-to-the-board" } " skill attached: it tells the agent to comment on its issue and move it to review when done. You can detach it under Skills on the agent's page." }
+                }
             }
             fieldset.panel.agent-runtime disabled[!v.can_edit || !v.can_manage_runtime] { (runtime(v, &f)) }
             fieldset.panel disabled[!v.can_edit] { (limits(v, &f)) }

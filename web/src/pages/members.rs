@@ -124,7 +124,7 @@ fn add_form(v: &MembersView) -> Markup {
                     (f.field("Name", "name", Some("For a new account."), f.input("name", "text", &v.name)))
                 }
                 div.field-row {
-                    (f.field("Initial password", "password", Some("For a new account; at least 8 characters."), f.input("password", "password", "")))
+                    (f.field("Initial password", "password", Some(&format!("For a new account; {}", crate::pages::password_hint().to_lowercase())), f.input("password", "password", "")))
                     (f.field("Role", "role", None, f.select("role", &v.role)))
                 }
                 div.form-actions { button.btn.btn-primary type="submit" { "Add member" } }

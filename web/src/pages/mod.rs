@@ -1,6 +1,7 @@
 //! One function per full page; each takes its view (from [`crate::views`]) and returns the whole
 //! document, wrapped by [`crate::layout::page`].
 
+mod account;
 mod agent_form;
 mod agents;
 mod board;
@@ -17,6 +18,7 @@ mod setup;
 mod skills;
 mod tokens;
 
+pub use account::{AccountView, account};
 pub use agent_form::agent_form;
 pub use agents::agents;
 pub use board::board;
@@ -29,6 +31,11 @@ pub use members::members;
 pub use run::{run, run_live_frame};
 pub use runtimes::runtimes;
 pub use settings::settings;
-pub use setup::setup;
+pub use setup::{setup, setup_used};
 pub use skills::{skill, skill_form, skill_preview, skills};
 pub use tokens::tokens;
+
+/// The hint under every new-password field, from the one rule the server enforces.
+pub fn password_hint() -> String {
+    format!("At least {} characters.", crate::MIN_PASSWORD_CHARS)
+}

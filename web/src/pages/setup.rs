@@ -29,7 +29,7 @@ pub fn setup(v: &SetupView) -> Markup {
                     legend { "Owner account" }
                     (f.field("Your name", "name", None, f.required("name", "text", &v.name)))
                     (f.field("Email", "email", None, f.required("email", "email", &v.email)))
-                    (f.field("Password", "password", Some("At least 12 characters."),
+                    (f.field("Password", "password", Some(&crate::pages::password_hint()),
                         f.required("password", "password", "")))
                 }
                 button.btn.btn-primary.btn-block type="submit" { "Create workspace" }
@@ -37,6 +37,20 @@ pub fn setup(v: &SetupView) -> Markup {
         }
     };
     page("Set up", None, body)
+}
+
+/// What a setup link says once setup is done (the link was used, or an account was made another way):
+/// the server is set up, so the way in is the login page.
+pub fn setup_used() -> Markup {
+    let body = html! {
+        div.auth-card.setup-used {
+            div.auth-brand { span.brand-mark aria-hidden="true" {} span { "Muster" } }
+            h1 { "This setup link was already used — sign in" }
+            p.subtitle { "Muster is set up: the workspace and its owner exist, and a setup link works only once. Sign in with the owner's email and password, or ask the owner to add you." }
+            a.btn.btn-primary.btn-block href="/login" { "Go to sign in" }
+        }
+    };
+    page("Setup link already used", None, body)
 }
 
 #[cfg(test)]
@@ -69,5 +83,13 @@ mod tests {
         assert!(html.contains(r#"name="password" type="password" value="""#));
         assert!(html.contains(r#"<div class="field-error" id="setup-issue_prefix-error"><p>must be 2–10 capital letters</p>"#));
         assert!(html.contains(r#"aria-invalid="true""#));
+        assert!(html.contains("At least 12 characters."));
+    }
+
+    #[test]
+    fn a_used_link_points_to_sign_in() {
+        let html = setup_used().into_string();
+        assert!(html.contains("This setup link was already used — sign in"));
+        assert!(html.contains(r#"href="/login""#));
     }
 }

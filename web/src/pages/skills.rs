@@ -21,14 +21,15 @@ fn source_badge(source: &str) -> Markup {
     html! { span class={ "badge skill-source skill-source-" (source) } { (source_label(source)) } }
 }
 
-/// The skill list.
+/// The skill list, with two import forms. Each form has its own id prefix and shows only its own
+/// messages, so an import error appears under the import form and not under the upload one.
 pub fn skills(v: &SkillListView) -> Markup {
     let base = workspace_url(&v.nav);
     let actions = html! { a.btn.btn-primary href={ (base) "/skills/new" } { "New skill" } };
-    let form = Form::new("skill-import", &v.errors);
+    let upload = Form::new("skill-upload", &v.upload_errors);
+    let import = Form::new("skill-folder", &v.import_errors);
     let body = html! {
         (page_head("Skills", Some("Playbooks agents can use: each is a SKILL.md with optional files, handed to runs in the CLI's own skills folder."), actions))
-        (form.form_errors())
         div.panel {
             @if v.skills.is_empty() {
                 p.empty-state { "No skills yet." }
@@ -43,10 +44,12 @@ pub fn skills(v: &SkillListView) -> Markup {
             h2 { "Upload a skill" }
             form method="post" action={ (base) "/skills/upload" } enctype="multipart/form-data" {
                 (csrf(&v.nav.csrf))
-                (form.field("Archive (.zip or .skill)", "archive", Some("SKILL.md at the top or in one folder; text files only."),
-                    html! { input id=(form.id("archive")) name="archive" type="file" accept=".zip,.skill" required; }))
-                (form.field_errors("skill_md"))
-                (form.field_errors("files"))
+                (upload.form_errors())
+                (upload.field("Archive (.zip or .skill)", "archive", Some("SKILL.md at the top or in one folder; text files only."),
+                    html! { input id=(upload.id("archive")) name="archive" type="file" accept=".zip,.skill" required
+                        aria-invalid=[upload.invalid("archive").then_some("true")]
+                        aria-describedby=[upload.invalid("archive").then(|| format!("{}-error", upload.id("archive")))]; }))
+                (other_errors(&upload, "archive"))
                 button.btn type="submit" { "Upload" }
             }
         }
@@ -55,14 +58,26 @@ pub fn skills(v: &SkillListView) -> Markup {
                 h2 { "Import a folder on the server" }
                 form method="post" action={ (base) "/skills/import-path" } {
                     (csrf(&v.nav.csrf))
-                    (form.field("Folder path", "path", Some("An absolute path on the machine Muster runs on."),
-                        form.required("path", "text", &v.import_path)))
+                    (import.form_errors())
+                    (import.field("Folder path", "path", Some("An absolute path on the machine Muster runs on."),
+                        import.required("path", "text", &v.import_path)))
+                    (other_errors(&import, "path"))
                     button.btn type="submit" { "Import" }
                 }
             }
         }
     };
     page("Skills", Some(&v.nav), body)
+}
+
+/// A form's messages about what is not one of its controls (the archive's SKILL.md, its files, a
+/// clashing slug …), inside that form.
+fn other_errors(form: &Form<'_>, control: &str) -> Markup {
+    html! {
+        @for field in form.errors.keys().filter(|f| *f != control && *f != "form") {
+            (form.field_errors(field))
+        }
+    }
 }
 
 fn row(s: &SkillRowView) -> Markup {

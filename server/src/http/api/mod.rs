@@ -3,6 +3,7 @@
 //! `x-csrf-token` header). Errors are `{"errors": {"field": ["message"]}}`. The OpenAPI document at
 //! `/api/v1/openapi.json` is generated from these handlers, so it cannot drift.
 
+mod account;
 mod agents;
 pub mod doc;
 mod invitations;
@@ -34,6 +35,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/openapi.json", get(openapi))
         .route("/api/v1/me", get(me))
+        .merge(account::router())
         .merge(issues::router())
         .merge(agents::router())
         .merge(members::router())
@@ -60,7 +62,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
 #[openapi(
     info(title = "Muster API", description = "Issues, agents, members and tokens of one Muster workspace."),
     paths(
-        me,
+        me, account::change_password,
         issues::list, issues::create, issues::show, issues::update, issues::move_issue,
         issues::list_comments, issues::comment,
         agents::list, agents::create, agents::show, agents::update, agents::delete,

@@ -15,6 +15,7 @@ use crate::domain::{Agent, AgentKind, NewAgent, PermissionMode};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
 use crate::redact::without_credentials;
+use crate::service::Problems;
 use crate::service::agents::{self as svc, AgentInput, EnvInput};
 
 pub(super) fn router() -> Router<AppState> {
@@ -214,8 +215,9 @@ fn env_rows(form: &UiForm) -> Vec<EnvInput> {
         .collect()
 }
 
-/// Parses the form into agent input; numbers that do not parse are field errors.
-fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
+/// Parses the form into agent input; numbers that do not parse are field errors, returned beside the
+/// input (their fields left unset) so the service reports them with every other problem in one 422.
+fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
     let mut bad = Vec::new();
     let mut int = |field: &'static str| -> Option<i64> {
         let raw = form.get(field).trim();
@@ -240,13 +242,14 @@ fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
             .map_err(|_| bad.push(("budget_usd", "must be an amount like 2.50".to_owned())))
             .ok(),
     };
-    if !bad.is_empty() {
-        return Err(Error::invalid(bad));
+    let mut problems = Problems::default();
+    for (field, message) in bad {
+        problems.add(field, message);
     }
     // A member's form has the runtime fields disabled, and browsers do not send disabled fields: absent
     // means "unchanged", never "cleared".
     let sent = |name: &str| form.has(name).then(|| form.get(name).to_owned());
-    Ok(AgentInput {
+    let input = AgentInput {
         name: Some(form.get("name").to_owned()),
         color: filled(form, "color"),
         kind: filled(form, "kind"),
@@ -262,7 +265,8 @@ fn agent_input(form: &UiForm) -> Result<AgentInput, Error> {
         budget_tokens,
         command: sent("command"),
         base_url: sent("base_url"),
-    })
+    };
+    (input, problems)
 }
 
 /// A field that must have a value to mean anything (a select or colour): empty leaves it as it is.
@@ -283,10 +287,8 @@ async fn new(member: WsMember) -> PageResult {
 }
 
 async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    let result = match agent_input(&form) {
-        Ok(input) => svc::create(&state, &member.caller, &input).await,
-        Err(e) => Err(e),
-    };
+    let (input, problems) = agent_input(&form);
+    let result = svc::create_checked(&state, &member.caller, &input, problems).await;
     match result {
         Ok(agent) => Ok(see_other(&format!(
             "/w/{}/agents/{}",
@@ -319,13 +321,9 @@ async fn update(
     form: UiForm,
 ) -> PageResult {
     let agent = svc::by_name(&state, &member.caller, &name).await?;
-    let result = match agent_input(&form) {
-        Ok(mut input) => {
-            keep_hidden_credentials(&member, &agent, &mut input);
-            svc::update(&state, &member.caller, &name, &input).await
-        }
-        Err(e) => Err(e),
-    };
+    let (mut input, problems) = agent_input(&form);
+    keep_hidden_credentials(&member, &agent, &mut input);
+    let result = svc::update_checked(&state, &member.caller, &name, &input, problems).await;
     match result {
         Ok(updated) => Ok(see_other(&format!(
             "/w/{}/agents/{}",

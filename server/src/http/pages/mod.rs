@@ -2,6 +2,8 @@
 //! here. Every form works without JavaScript: success answers `303 See Other`, bad input re-renders the
 //! form with messages and the input kept (422), and a signed-out visitor is sent to the login page.
 
+mod account;
+pub(crate) use account::client_ip;
 mod agents;
 mod board;
 mod inbox;
@@ -28,6 +30,7 @@ use crate::app::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .merge(session::router())
+        .merge(account::router())
         .merge(board::router())
         .merge(issue::router())
         .merge(agents::router())

@@ -47,31 +47,57 @@ struct TokenQuery {
 }
 
 /// Whether `token` is the pending setup token. Setup ends for good once any account exists (for example
-/// one made by `muster admin bootstrap` while this server runs).
-async fn setup_token_ok(state: &AppState, token: &str) -> crate::http::Result<bool> {
-    let matches = {
+/// one made by `muster admin bootstrap` while this server runs): then every setup link answers
+/// [`setup_done`] instead.
+async fn setup_token_ok(state: &AppState, token: &str) -> crate::http::Result<SetupLink> {
+    let (pending, matches) = {
         let current = state
             .setup_token
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        current
-            .as_deref()
-            .is_some_and(|t| auth::constant_time_eq(t, token))
+        (
+            current.is_some(),
+            current
+                .as_deref()
+                .is_some_and(|t| auth::constant_time_eq(t, token)),
+        )
     };
-    if matches && state.store.count_users().await? > 0 {
+    if !pending || state.store.count_users().await? > 0 {
         *state
             .setup_token
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-        return Ok(false);
+        return Ok(SetupLink::Done);
     }
-    Ok(matches)
+    Ok(if matches {
+        SetupLink::Valid
+    } else {
+        SetupLink::Wrong
+    })
+}
+
+/// What a setup link is worth.
+enum SetupLink {
+    /// The pending setup token.
+    Valid,
+    /// Setup is pending, but this is not its token.
+    Wrong,
+    /// Setup is done: no link works any more.
+    Done,
+}
+
+/// A setup link once setup is done: 410 Gone (the one-time link is used up for good), with a page that
+/// says so and links to the login page. A wrong token while setup is pending stays a plain 404.
+fn setup_done() -> Response {
+    (StatusCode::GONE, muster_web::pages::setup_used()).into_response()
 }
 
 async fn setup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>) -> PageResult {
     let token = q.token.unwrap_or_default();
-    if !setup_token_ok(&state, &token).await? {
-        return Err(Error::NotFound.into());
+    match setup_token_ok(&state, &token).await? {
+        SetupLink::Valid => {}
+        SetupLink::Wrong => return Err(Error::NotFound.into()),
+        SetupLink::Done => return Ok(setup_done()),
     }
     let view = SetupView {
         token,
@@ -96,8 +122,10 @@ async fn setup(State(state): State<AppState>, req: Request) -> PageResult {
         email: get("email"),
         errors: Default::default(),
     };
-    if !setup_token_ok(&state, &view.token).await? {
-        return Err(Error::NotFound.into());
+    match setup_token_ok(&state, &view.token).await? {
+        SetupLink::Valid => {}
+        SetupLink::Wrong => return Err(Error::NotFound.into()),
+        SetupLink::Done => return Ok(setup_done()),
     }
     let password = get("password");
     let mut p = Problems::default();

@@ -63,24 +63,37 @@ fn row(member: &WsMember, s: &SkillView) -> SkillRowView {
     }
 }
 
+/// Which of the list page's two forms failed.
+enum Failed {
+    None,
+    Upload(FormErrors),
+    Import(FormErrors),
+}
+
 async fn list_view(
     state: &AppState,
     member: &WsMember,
-    errors: FormErrors,
+    failed: Failed,
     path: String,
 ) -> PageResult<Markup> {
     let skills = svc::list(state, &member.caller).await?;
+    let (upload_errors, import_errors) = match failed {
+        Failed::None => Default::default(),
+        Failed::Upload(e) => (e, FormErrors::new()),
+        Failed::Import(e) => (FormErrors::new(), e),
+    };
     Ok(muster_web::pages::skills(&SkillListView {
         nav: nav(&member.caller, &member.csrf, NavItem::Skills),
         skills: skills.iter().map(|s| row(member, s)).collect(),
         can_import_path: member.caller.role.can_manage(),
-        errors,
+        upload_errors,
+        import_errors,
         import_path: path,
     }))
 }
 
 async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
-    Ok(list_view(&state, &member, FormErrors::new(), String::new())
+    Ok(list_view(&state, &member, Failed::None, String::new())
         .await?
         .into_response())
 }
@@ -203,10 +216,14 @@ async fn preview(member: WsMember, form: UiForm) -> PageResult {
     .into_response())
 }
 
-/// An upload or import that failed: the list again, with the messages.
-async fn failed(state: &AppState, member: &WsMember, e: Error, path: String) -> PageResult {
+/// An upload (`path` is `None`) or import that failed: the list again, with the messages in that form.
+async fn failed(state: &AppState, member: &WsMember, e: Error, path: Option<String>) -> PageResult {
     let errors = form_errors(e)?;
-    Ok(invalid(list_view(state, member, errors, path).await?))
+    let (which, path) = match path {
+        None => (Failed::Upload(errors), String::new()),
+        Some(path) => (Failed::Import(errors), path),
+    };
+    Ok(invalid(list_view(state, member, which, path).await?))
 }
 
 async fn upload(
@@ -252,7 +269,7 @@ async fn upload(
             base(&member),
             s.slug.as_str()
         ))),
-        Err(e) => failed(&state, &member, e, String::new()).await,
+        Err(e) => failed(&state, &member, e, None).await,
     }
 }
 
@@ -264,7 +281,7 @@ async fn import_path(State(state): State<AppState>, member: WsMember, form: UiFo
             base(&member),
             s.slug.as_str()
         ))),
-        Err(e) => failed(&state, &member, e, path).await,
+        Err(e) => failed(&state, &member, e, Some(path)).await,
     }
 }
 

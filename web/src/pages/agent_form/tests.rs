@@ -99,6 +99,8 @@ fn new_agent_has_create_button_and_blank_rows_only() {
     };
     let html = render(&v);
     assert!(html.contains("Create agent") && html.contains("<h1>New agent</h1>"));
+    assert!(html.contains("<code>report-to-the-board</code> skill attached"));
+    assert!(!render(&samples::agent_form()).contains("skill attached"));
     assert_eq!(html.matches(r#"name="env_key""#).count(), 3);
 }
 

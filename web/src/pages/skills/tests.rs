@@ -43,6 +43,33 @@ fn list_shows_source_attached_agents_and_both_import_forms_for_managers() {
 }
 
 #[test]
+fn each_import_form_has_its_own_ids_and_its_own_errors() {
+    let mut v = SkillListView {
+        nav: nav(),
+        can_import_path: true,
+        import_path: "/srv/skills/x".into(),
+        ..Default::default()
+    };
+    v.import_errors
+        .insert("skill_md".into(), vec!["the folder has no SKILL.md".into()]);
+    let html = skills(&v).into_string();
+    let ids: Vec<&str> = html
+        .split(" id=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "duplicate ids in {ids:?}");
+    let upload = &html[html.find(r#"id="skill-upload""#).unwrap()..html.find(r#"id="skill-import-path""#).unwrap()];
+    let import = &html[html.find(r#"id="skill-import-path""#).unwrap()..];
+    assert!(!upload.contains("no SKILL.md"), "{upload}");
+    assert!(import.contains(r#"<div class="field-error" id="skill-folder-skill_md-error"><p>the folder has no SKILL.md</p>"#), "{import}");
+    assert!(import.contains(r#"value="/srv/skills/x""#));
+}
+
+#[test]
 fn a_skill_page_emits_the_sanitised_html_and_escapes_files() {
     let v = SkillPageView {
         nav: nav(),
