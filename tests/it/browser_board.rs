@@ -75,7 +75,7 @@ async fn a_team_works_on_the_board_and_sees_changes_live() {
         .send()
         .await
         .unwrap();
-    assert_eq!(reused.status(), 404);
+    assert_eq!(reused.status(), 410);
 
     // A teammate, added by the owner.
     ada.goto(&format!("{base}/w/acme-robots/members"))

@@ -6,8 +6,10 @@
 mod agent_clis;
 mod api;
 mod browser_board;
+mod browser_forms;
 mod browser_runs;
 mod browser_smoke;
+mod http_forms;
 mod http_health;
 mod http_pages;
 mod http_runs;

@@ -143,5 +143,7 @@ async fn the_setup_link_dies_once_an_account_exists() {
         })
         .await
         .unwrap();
-    assert_eq!(app.client.get(&link).send().await.unwrap().status(), 404);
+    let used = app.client.get(&link).send().await.unwrap();
+    assert_eq!(used.status(), 410, "setup is done for good");
+    assert!(used.text().await.unwrap().contains("already used"));
 }

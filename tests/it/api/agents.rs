@@ -10,8 +10,52 @@ api_cases!(
     agent_lifecycle,
     agent_name_conflicts,
     agent_field_validation,
+    every_agent_field_error_in_one_answer,
     agent_delete_rules,
 );
+
+/// A 422 lists every invalid field, a bad name or kind included: no fixing one mistake per round trip.
+async fn every_agent_field_error_in_one_answer(t: &Env) {
+    let api = &t.admin.api;
+    let reply = api
+        .post(
+            "/api/v1/agents",
+            json!({"name": "bad name", "kind": "gpt", "color": "red", "max_concurrent_runs": 99,
+                   "stall_timeout_secs": 5, "base_url": "ftp://models"}),
+        )
+        .await;
+    let fields: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        fields,
+        ["base_url", "color", "kind", "max_concurrent_runs", "name", "stall_timeout_secs"],
+        "{}",
+        reply.body
+    );
+    reply.error_contains(422, "name", "may contain only letters");
+    reply.error_contains(422, "kind", "unknown kind \"gpt\"");
+    reply.error_contains(422, "max_concurrent_runs", "must be between 1 and 32");
+    // A missing name and kind are two more entries of the same answer.
+    let reply = api
+        .post("/api/v1/agents", json!({"max_retries": 11}))
+        .await;
+    for f in ["name", "kind", "max_retries"] {
+        reply.error(422, f);
+    }
+    assert_eq!(api.get("/api/v1/agents").await.expect(200), json!([]));
+    // The same on edit.
+    api.post("/api/v1/agents", json!({"name": "a", "kind": "claude"}))
+        .await
+        .expect(201);
+    let reply = api
+        .patch(
+            "/api/v1/agents/a",
+            json!({"name": "no way", "kind": "nope", "max_retries": 99}),
+        )
+        .await;
+    for f in ["name", "kind", "max_retries"] {
+        reply.error(422, f);
+    }
+}
 
 /// Create with defaults (an admin) → list → show → edit (a member, the fields that are theirs) → delete.
 async fn agent_lifecycle(t: &Env) {

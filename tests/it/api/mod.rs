@@ -6,6 +6,7 @@
 //! (in `openapi.rs`) lists every route with the tests that exercise it; `openapi::every_route_is_listed_and_tested`
 //! fails when the OpenAPI document gains a route that is not in it.
 
+mod account;
 mod agent_secrets;
 mod agents;
 mod auth;

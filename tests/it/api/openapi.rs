@@ -62,6 +62,14 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
     ),
     ("get", "/api/v1/me", &["auth::me_for_each_role"]),
     (
+        "put",
+        "/api/v1/account/password",
+        &[
+            "account::password_change_signs_out_other_sessions",
+            "account::password_change_validation_and_limits",
+        ],
+    ),
+    (
         "get",
         "/api/v1/runtimes",
         &["runtimes::runtimes_are_listed_and_redetected"],
@@ -341,9 +349,10 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 48, "the API has 48 routes");
+    assert_eq!(documented.len(), 49, "the API has 49 routes");
 
     let cases: BTreeSet<String> = [
+        ("account", super::account::CASES),
         ("agents", super::agents::CASES),
         ("agent_secrets", super::agent_secrets::CASES),
         ("auth", super::auth::CASES),

@@ -1,0 +1,127 @@
+//! Forms over real HTTP on both backends (issue 17): the one password rule, a used setup link, and the
+//! built-in `report-to-the-board` skill attached to a new agent.
+
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use reqwest::StatusCode;
+use reqwest::redirect::Policy;
+
+const USED: &str = "This setup link was already used — sign in";
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn post_setup(app: &TestApp, token: &str, password: &str) -> reqwest::Response {
+    client()
+        .post(app.url("/setup"))
+        .form(&[
+            ("token", token),
+            ("workspace_name", "Acme"),
+            ("issue_prefix", ""),
+            ("name", "Ada"),
+            ("email", "ada@acme.test"),
+            ("password", password),
+        ])
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The session cookie (`muster_session=…`) a response sets.
+fn session_cookie(res: &reqwest::Response) -> String {
+    res.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("muster_session="))
+        .and_then(|v| v.split(';').next())
+        .unwrap()
+        .to_owned()
+}
+
+/// Setup refuses a password shorter than the hint says, with the hint's number; once done, the link
+/// (and any other) answers 410 with a page that says so and links to the login page; the first agent
+/// has `report-to-the-board` attached and enabled.
+async fn setup_link_and_first_agent(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
+    let app = spawn_app(db.config()).await;
+    let link = app.setup_url.clone().expect("a fresh database offers setup");
+    let token = link.split("token=").nth(1).unwrap().to_owned();
+
+    let page = client().get(&link).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("At least 12 characters."), "{page}");
+    let short = post_setup(&app, &token, "eleven-char").await;
+    assert_eq!(short.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body = short.text().await.unwrap();
+    assert!(body.contains("must be at least 12 characters"), "{body}");
+    assert!(body.contains("At least 12 characters."), "the hint says the rule");
+
+    let done = post_setup(&app, &token, "twelve-chars").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let cookie = session_cookie(&done);
+
+    for reused in [
+        client().get(&link).send().await.unwrap(),
+        post_setup(&app, &token, "another-long-one").await,
+        client().get(app.url("/setup?token=guess")).send().await.unwrap(),
+    ] {
+        assert_eq!(reused.status(), StatusCode::GONE);
+        let body = reused.text().await.unwrap();
+        assert!(body.contains(USED), "{body}");
+        assert!(body.contains(r#"href="/login""#), "{body}");
+    }
+    assert_eq!(app.store.count_users().await.unwrap(), 1, "no second owner");
+
+    // The first agent, made on the page, starts with the built-in skill every run should use.
+    let csrf = muster::auth::csrf_token(cookie.trim_start_matches("muster_session="));
+    let created = client()
+        .post(app.url("/w/acme/agents"))
+        .header("cookie", &cookie)
+        .form(&[
+            ("_csrf", csrf.as_str()),
+            ("name", "coder"),
+            ("kind", "claude"),
+            ("max_concurrent_runs", "1"),
+            ("stall_timeout_secs", "600"),
+            ("max_retries", "2"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::SEE_OTHER);
+    let skills: serde_json::Value = client()
+        .get(app.url("/api/v1/agents/coder/skills"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        skills,
+        serde_json::json!([{
+            "slug": "report-to-the-board",
+            "description": skills[0]["description"],
+            "source": "built_in",
+            "enabled": true,
+        }])
+    );
+    app.shutdown.cancel();
+    app.handle.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_link_and_first_agent_sqlite() {
+    setup_link_and_first_agent(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_link_and_first_agent_postgres() {
+    setup_link_and_first_agent(Backend::Postgres).await;
+}
