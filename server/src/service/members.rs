@@ -114,6 +114,7 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct PasswordChange {
     /// The password the account has now.
+    #[schema(min_length = 1)]
     pub current_password: String,
     /// 12 to 1024 characters (`muster_web::MIN_PASSWORD_CHARS`), other than the current one.
     #[schema(min_length = 12, max_length = 1024)]
