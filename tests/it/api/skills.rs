@@ -546,6 +546,20 @@ async fn skill_pages(t: &Env) {
         form(&[]),
     )
     .await;
+    // What stays is the built-in every new agent starts with; a person may detach it too.
+    let listed = t
+        .owner
+        .api
+        .get("/api/v1/agents/coder/skills")
+        .await
+        .expect(200);
+    assert_eq!(field(&listed, "slug"), ["report-to-the-board"]);
+    web.send(
+        Method::POST,
+        "/w/alpha/agents/coder/skills/report-to-the-board/detach",
+        form(&[]),
+    )
+    .await;
     assert_eq!(
         t.owner
             .api
