@@ -92,24 +92,42 @@ async fn agent_form_skill_import_and_theme_in_chromium() {
     assert_eq!(
         errors,
         json!([
-            ["name", "bad name", true, "may contain only letters, digits, '-', '_' and '.' (found ' ')"],
-            ["base_url", "ftp://models.example", true, "must start with http:// or https://"],
-            ["max_concurrent_runs", "99", true, "must be between 1 and 32"],
+            [
+                "name",
+                "bad name",
+                true,
+                "may contain only letters, digits, '-', '_' and '.' (found ' ')"
+            ],
+            [
+                "base_url",
+                "ftp://models.example",
+                true,
+                "must start with http:// or https://"
+            ],
+            [
+                "max_concurrent_runs",
+                "99",
+                true,
+                "must be between 1 and 32"
+            ],
         ]),
         "every error, next to its own field, with what was typed"
     );
     assert_eq!(
-        js(&ada, "return document.getElementById('agent-instructions').value;").await,
+        js(
+            &ada,
+            "return document.getElementById('agent-instructions').value;"
+        )
+        .await,
         "Keep what I typed."
     );
     ada.screenshot("forms-agent-errors").await.unwrap();
 
     // A folder import that fails says so in the import form, not under the upload form.
     ada.goto(&app.url("/w/acme/skills")).await.unwrap();
-    ada.fill("#skill-folder-path", "/no/such/skill-folder")
-        .await
-        .unwrap();
-    ada.click("#skill-import-path button[type=submit]")
+    let path_input = "form[action$='/skills/import-path'] input[name=path]";
+    ada.fill(path_input, "/no/such/skill-folder").await.unwrap();
+    ada.click("form[action$='/skills/import-path'] button[type=submit]")
         .await
         .unwrap();
     ada.wait_for_text("#skill-import-path", "cannot be read", LIVE)
@@ -128,7 +146,11 @@ async fn agent_form_skill_import_and_theme_in_chromium() {
         "no id is used twice"
     );
     assert_eq!(
-        js(&ada, "return document.getElementById('skill-folder-path').value;").await,
+        js(
+            &ada,
+            &format!("return document.querySelector(\"{path_input}\").value;")
+        )
+        .await,
         "/no/such/skill-folder"
     );
     ada.screenshot("forms-skill-import-error").await.unwrap();
@@ -152,7 +174,11 @@ async fn agent_form_skill_import_and_theme_in_chromium() {
     ada.click("[data-theme-choice=system]").await.unwrap();
     assert_eq!(js(&ada, background).await, system);
     assert_eq!(
-        js(&ada, "return document.documentElement.hasAttribute('data-theme');").await,
+        js(
+            &ada,
+            "return document.documentElement.hasAttribute('data-theme');"
+        )
+        .await,
         false
     );
 
@@ -169,7 +195,11 @@ async fn other_session(app: &TestApp) -> (reqwest::Client, String) {
         .unwrap();
     let res = http
         .post(app.url("/login"))
-        .form(&[("email", "ada@acme.test"), ("password", PASSWORD), ("next", "")])
+        .form(&[
+            ("email", "ada@acme.test"),
+            ("password", PASSWORD),
+            ("next", ""),
+        ])
         .send()
         .await
         .unwrap();
@@ -193,7 +223,11 @@ async fn login_status(app: &TestApp, password: &str) -> StatusCode {
         .build()
         .unwrap()
         .post(app.url("/login"))
-        .form(&[("email", "ada@acme.test"), ("password", password), ("next", "")])
+        .form(&[
+            ("email", "ada@acme.test"),
+            ("password", password),
+            ("next", ""),
+        ])
         .send()
         .await
         .unwrap()
@@ -225,7 +259,11 @@ async fn a_person_changes_their_password_in_chromium() {
         .await
         .unwrap();
     // The browser's own minlength check would stop the form before the server sees it.
-    js(&ada, "document.querySelector('#change-password form').noValidate = true; return null;").await;
+    js(
+        &ada,
+        "document.querySelector('#change-password form').noValidate = true; return null;",
+    )
+    .await;
     ada.click("#change-password button[type=submit]")
         .await
         .unwrap();
@@ -265,11 +303,17 @@ async fn a_person_changes_their_password_in_chromium() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert!(
-        res.headers()["location"].to_str().unwrap().starts_with("/login"),
+        res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("/login"),
         "the other session goes to the login page"
     );
     assert_eq!(login_status(&app, PASSWORD).await, StatusCode::UNAUTHORIZED);
-    assert_eq!(login_status(&app, NEW_PASSWORD).await, StatusCode::SEE_OTHER);
+    assert_eq!(
+        login_status(&app, NEW_PASSWORD).await,
+        StatusCode::SEE_OTHER
+    );
 
     ada.close().await.unwrap();
     app.shutdown.cancel();

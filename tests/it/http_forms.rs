@@ -50,16 +50,29 @@ async fn setup_link_and_first_agent(backend: Backend) {
         return;
     };
     let app = spawn_app(db.config()).await;
-    let link = app.setup_url.clone().expect("a fresh database offers setup");
+    let link = app
+        .setup_url
+        .clone()
+        .expect("a fresh database offers setup");
     let token = link.split("token=").nth(1).unwrap().to_owned();
 
-    let page = client().get(&link).send().await.unwrap().text().await.unwrap();
+    let page = client()
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(page.contains("At least 12 characters."), "{page}");
     let short = post_setup(&app, &token, "eleven-char").await;
     assert_eq!(short.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body = short.text().await.unwrap();
     assert!(body.contains("must be at least 12 characters"), "{body}");
-    assert!(body.contains("At least 12 characters."), "the hint says the rule");
+    assert!(
+        body.contains("At least 12 characters."),
+        "the hint says the rule"
+    );
 
     let done = post_setup(&app, &token, "twelve-chars").await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
@@ -68,7 +81,11 @@ async fn setup_link_and_first_agent(backend: Backend) {
     for reused in [
         client().get(&link).send().await.unwrap(),
         post_setup(&app, &token, "another-long-one").await,
-        client().get(app.url("/setup?token=guess")).send().await.unwrap(),
+        client()
+            .get(app.url("/setup?token=guess"))
+            .send()
+            .await
+            .unwrap(),
     ] {
         assert_eq!(reused.status(), StatusCode::GONE);
         let body = reused.text().await.unwrap();

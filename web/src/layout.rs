@@ -181,7 +181,10 @@ mod tests {
         assert!(html.contains(&assets::url("ws.js")));
         assert!(html.contains(&assets::url("app.css")));
         assert!(
-            html.contains(&format!(r#"<script src="{}"></script>"#, assets::url("theme.js"))),
+            html.contains(&format!(
+                r#"<script src="{}"></script>"#,
+                assets::url("theme.js")
+            )),
             "theme.js runs before the first paint: not deferred"
         );
         assert!(html.contains(r#"data-theme-choice="dark""#));

@@ -57,7 +57,8 @@ pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Resu
             .name
             .as_deref()
             .filter(|n| !n.trim().is_empty())
-            .and_then(|n| display_name(n).err()) {
+            .and_then(|n| display_name(n).err())
+        {
             p.add(e.field, e.message);
         }
     }
@@ -155,10 +156,12 @@ pub async fn change_password(
     } else if !current_ok {
         p.add("current_password", "is not your current password");
     }
-    p.take(crate::auth::check_password(&input.new_password).map_err(|mut e| {
-        e.field = "new_password";
-        e
-    }));
+    p.take(
+        crate::auth::check_password(&input.new_password).map_err(|mut e| {
+            e.field = "new_password";
+            e
+        }),
+    );
     if current_ok && input.new_password == input.current_password {
         p.add("new_password", "must differ from the current password");
     }

@@ -21,7 +21,8 @@ async fn password_change_signs_out_other_sessions(t: &Env) {
         csrf: Some(muster::auth::csrf_token(&here)),
         cookie: here,
     });
-    let body = json!({"current_password": PASSWORD, "new_password": NEW, "new_password_again": NEW});
+    let body =
+        json!({"current_password": PASSWORD, "new_password": NEW, "new_password_again": NEW});
     api.json(Method::PUT, "/api/v1/account/password", &body)
         .await
         .expect(204);
@@ -64,7 +65,9 @@ async fn password_change_validation_and_limits(t: &Env) {
     let wrong = json!({"current_password": "guess", "new_password": NEW});
     let mut limited = None;
     for _ in 0..5 {
-        let reply = api.json(Method::PUT, "/api/v1/account/password", &wrong).await;
+        let reply = api
+            .json(Method::PUT, "/api/v1/account/password", &wrong)
+            .await;
         if reply.status == 429 {
             limited = Some(reply);
             break;
@@ -84,7 +87,10 @@ async fn password_change_validation_and_limits(t: &Env) {
         .get_user_by_email(&muster::domain::Email::parse(&t.owner.email).unwrap())
         .await
         .unwrap();
-    assert!(muster::auth::verify_password(PASSWORD, &owner.password_hash), "nothing changed");
+    assert!(
+        muster::auth::verify_password(PASSWORD, &owner.password_hash),
+        "nothing changed"
+    );
     let form = format!(
         "email={}&password={}",
         super::form_encode(&t.owner.email),

@@ -27,7 +27,14 @@ async fn every_agent_field_error_in_one_answer(t: &Env) {
     let fields: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
     assert_eq!(
         fields,
-        ["base_url", "color", "kind", "max_concurrent_runs", "name", "stall_timeout_secs"],
+        [
+            "base_url",
+            "color",
+            "kind",
+            "max_concurrent_runs",
+            "name",
+            "stall_timeout_secs"
+        ],
         "{}",
         reply.body
     );
@@ -35,9 +42,7 @@ async fn every_agent_field_error_in_one_answer(t: &Env) {
     reply.error_contains(422, "kind", "unknown kind \"gpt\"");
     reply.error_contains(422, "max_concurrent_runs", "must be between 1 and 32");
     // A missing name and kind are two more entries of the same answer.
-    let reply = api
-        .post("/api/v1/agents", json!({"max_retries": 11}))
-        .await;
+    let reply = api.post("/api/v1/agents", json!({"max_retries": 11})).await;
     for f in ["name", "kind", "max_retries"] {
         reply.error(422, f);
     }

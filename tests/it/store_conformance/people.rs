@@ -234,14 +234,20 @@ async fn a_new_password_ends_the_other_sessions(store: Arc<dyn Store>) {
         store.get_user(ada.id).await.unwrap().password_hash,
         "$argon2id$new"
     );
-    assert_eq!(store.get_user(bob.id).await.unwrap().password_hash, "$argon2id$fake");
+    assert_eq!(
+        store.get_user(bob.id).await.unwrap().password_hash,
+        "$argon2id$fake"
+    );
     assert_not_found(store.session_user("a1", now).await);
     assert_not_found(store.session_user("a3", now).await);
     assert_eq!(store.session_user("a2", now).await.unwrap().1.id, ada.id);
     assert_eq!(store.session_user("b1", now).await.unwrap().1.id, bob.id);
     // Without a session to keep (an API token made the change), every session ends.
     assert_eq!(
-        store.change_password(ada.id, "$argon2id$newer", None).await.unwrap(),
+        store
+            .change_password(ada.id, "$argon2id$newer", None)
+            .await
+            .unwrap(),
         ["a2"]
     );
     assert_not_found(store.change_password(UserId::new(), "x", None).await);

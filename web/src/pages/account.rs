@@ -73,17 +73,27 @@ mod tests {
             password_action: "/w/acme/account/password".into(),
             ..Default::default()
         };
-        v.errors
-            .insert("new_password".into(), vec!["must be at least 12 characters".into()]);
+        v.errors.insert(
+            "new_password".into(),
+            vec!["must be at least 12 characters".into()],
+        );
         let html = account(&v).into_string();
         assert!(html.contains(r#"method="post" action="/w/acme/account/password""#));
         assert!(html.contains(r#"name="current_password" type="password" value="" required autocomplete="current-password">"#), "{html}");
         assert!(html.contains(r#"name="new_password" type="password" value="" required autocomplete="new-password" minlength="12" aria-invalid="true" aria-describedby="account-new_password-error""#), "{html}");
         assert!(html.contains(r#"name="new_password_again""#));
         assert!(html.contains("At least 12 characters."));
-        assert!(html.contains(r#"id="account-new_password-error"><p>must be at least 12 characters</p>"#));
+        assert!(
+            html.contains(
+                r#"id="account-new_password-error"><p>must be at least 12 characters</p>"#
+            )
+        );
         assert!(!html.contains("were signed out"));
         v.changed = true;
-        assert!(account(&v).into_string().contains("Your other sessions were signed out"));
+        assert!(
+            account(&v)
+                .into_string()
+                .contains("Your other sessions were signed out")
+        );
     }
 }

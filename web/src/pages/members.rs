@@ -115,7 +115,7 @@ fn add_form(v: &MembersView) -> Markup {
     html! {
         section.panel aria-labelledby="add-member-h" {
             h2 #add-member-h { "Add a member" }
-            p.hint { "A new account signs in with this email and password; ask them to change it. An email that already has an account is invited instead: it joins when that person accepts." }
+            p.hint { "A new account signs in with this email and password; ask them to change it on their account page (their name in the top bar). An email that already has an account is invited instead: it joins when that person accepts." }
             form.stack method="post" action={ (workspace_url(&v.nav)) "/members" } {
                 (csrf(&v.nav.csrf))
                 (f.form_errors())

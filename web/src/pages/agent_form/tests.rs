@@ -49,12 +49,20 @@ fn errors_are_shown_and_input_kept() {
 fn many_errors_are_counted_once_at_the_top() {
     let mut v = samples::agent_form();
     v.errors.remove("form");
-    v.errors.insert("name".into(), vec!["may contain only letters".into()]);
-    v.errors.insert("base_url".into(), vec!["must start with http://".into()]);
+    v.errors
+        .insert("name".into(), vec!["may contain only letters".into()]);
+    v.errors
+        .insert("base_url".into(), vec!["must start with http://".into()]);
     let html = render(&v);
-    assert!(html.contains("Fix the 3 highlighted fields below."), "{html}");
+    assert!(
+        html.contains("Fix the 3 highlighted fields below."),
+        "{html}"
+    );
     for f in ["name", "base_url", "max_concurrent_runs"] {
-        assert!(html.contains(&format!(r#"aria-describedby="agent-{f}-error""#)), "{f}");
+        assert!(
+            html.contains(&format!(r#"aria-describedby="agent-{f}-error""#)),
+            "{f}"
+        );
         assert!(html.contains(&format!(r#"id="agent-{f}-error""#)), "{f}");
     }
 }

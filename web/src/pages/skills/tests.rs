@@ -62,7 +62,8 @@ fn each_import_form_has_its_own_ids_and_its_own_errors() {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(ids.len(), unique.len(), "duplicate ids in {ids:?}");
-    let upload = &html[html.find(r#"id="skill-upload""#).unwrap()..html.find(r#"id="skill-import-path""#).unwrap()];
+    let upload = &html[html.find(r#"id="skill-upload""#).unwrap()
+        ..html.find(r#"id="skill-import-path""#).unwrap()];
     let import = &html[html.find(r#"id="skill-import-path""#).unwrap()..];
     assert!(!upload.contains("no SKILL.md"), "{upload}");
     assert!(import.contains(r#"<div class="field-error" id="skill-folder-skill_md-error"><p>the folder has no SKILL.md</p>"#), "{import}");
