@@ -8,6 +8,7 @@ mod api;
 mod browser_board;
 mod browser_runs;
 mod browser_smoke;
+mod cli;
 mod http_health;
 mod http_pages;
 mod http_runs;

@@ -32,6 +32,7 @@ macro_rules! println {
 pub mod admin;
 pub mod agent;
 pub mod config;
+pub mod events;
 pub mod issue;
 mod login;
 pub mod output;
@@ -90,6 +91,8 @@ pub struct Remote {
     pub config_dir: Option<PathBuf>,
     /// `--json`: machine-readable output.
     pub json: bool,
+    /// Whether to colour text output (`--color`, the terminal and `NO_COLOR` decided).
+    pub color: bool,
 }
 
 impl Remote {
