@@ -3,6 +3,7 @@
 //! documented in `--help`. This is the only module that reads the environment, through clap; the client
 //! subcommands' own flags (in `client::*`) have no environment variables.
 
+use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -120,8 +121,15 @@ impl RemoteArgs {
             token: self.token.clone(),
             config_dir: self.config_dir.clone(),
             json: self.json,
+            color: false,
         }
     }
+}
+
+/// Whether `NO_COLOR` is set to a non-empty value (whatever the value, as <https://no-color.org> says).
+#[allow(clippy::disallowed_methods)] // cli.rs is the one home of environment reads
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 /// `muster issue …`.
@@ -165,6 +173,9 @@ pub struct InvitationArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub remote: RemoteArgs,
+    /// Colour the logs (diffs like `git diff`): auto colours only a terminal, and not when NO_COLOR is set.
+    #[arg(long, value_enum, default_value_t, global = true)]
+    pub color: client::events::ColorChoice,
     #[command(subcommand)]
     pub command: client::run::RunCommand,
 }
@@ -532,7 +543,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workspace(args) => {
             client::workspace::run(&args.remote.remote(), args.command).await
         }
-        Command::Run(args) => client::run::run(&args.remote.remote(), args.command).await,
+        Command::Run(args) => {
+            let remote = Remote {
+                color: args
+                    .color
+                    .resolve(std::io::stdout().is_terminal(), no_color()),
+                ..args.remote.remote()
+            };
+            client::run::run(&remote, args.command).await
+        }
         Command::Runtime {
             paths,
             allow_unsandboxed_agents,

@@ -271,9 +271,9 @@ async fn issues_round_trip_through_the_cli() {
 
     let table = h.muster(&["issue", "list"]).await.ok().stdout;
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines[0], "KEY    STATUS   PRIORITY  ASSIGNEE  TITLE");
+    assert_eq!(lines[0], "KEY    STATUS  PRIORITY  ASSIGNEE  TITLE");
     assert!(
-        lines.contains(&"MUS-1  backlog  high      -         Fix login"),
+        lines.contains(&"MUS-1  todo    high      -         Fix login"),
         "{table}"
     );
     assert_eq!(lines.len(), 3, "{table}");
@@ -330,7 +330,7 @@ async fn issues_round_trip_through_the_cli() {
         "comments (2):",
         "    Looking into it",
         "    Second thought",
-        "moved it backlog → in_progress",
+        "moved it todo → in_progress",
     ] {
         assert!(show.contains(expected), "missing {expected:?} in:\n{show}");
     }

@@ -205,11 +205,13 @@ async fn real_model_run(backend: Backend) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the local model (MUSTER_LOCAL_LLAMA_DIR, installed by .ci/run); run with --include-ignored"]
 async fn a_llama_agent_runs_a_real_local_model_sqlite() {
     real_model_run(Backend::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the local model (MUSTER_LOCAL_LLAMA_DIR, installed by .ci/run), and PostgreSQL; run with --include-ignored"]
 async fn a_llama_agent_runs_a_real_local_model_postgres() {
     real_model_run(Backend::Postgres).await;
 }

@@ -30,6 +30,7 @@ async fn replica(db: &TestDb) -> (muster::app::AppState, String, CancellationTok
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn replicas_wake_each_other_through_postgres() {
     // B: the runner (idle tick 60 s, see `test_timing`).
     let Some(b) = Env::start(Backend::Postgres).await else {

@@ -96,6 +96,7 @@ async fn assigned_run_succeeds_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn assigned_run_succeeds_postgres() {
     assigned_run_succeeds(Backend::Postgres).await;
 }

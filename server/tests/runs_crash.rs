@@ -248,6 +248,7 @@ async fn kill_nine_mid_run_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn kill_nine_mid_run_postgres() {
     kill_nine_mid_run(Backend::Postgres).await;
 }

@@ -154,6 +154,7 @@ async fn worktree_run_with_its_own_token_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn worktree_run_with_its_own_token_postgres() {
     worktree_run_with_its_own_token(Backend::Postgres).await;
 }

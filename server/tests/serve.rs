@@ -134,6 +134,7 @@ fn serve_on_the_embedded_sqlite_database() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 fn serve_on_postgres() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let Some(db) = rt.block_on(TestDb::new(Backend::Postgres)) else {

@@ -34,6 +34,7 @@ async fn wait_for_path(browser: &Browser, suffix: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn a_team_works_on_the_board_and_sees_changes_live() {
     let Some(db) = TestDb::new(Backend::Sqlite).await else {
         return;

@@ -389,11 +389,13 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn watch_a_run_live_sqlite() {
     watch_a_run_live(Backend::Sqlite, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver, and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn watch_a_run_live_postgres() {
     watch_a_run_live(Backend::Postgres, false).await;
 }

@@ -54,6 +54,7 @@ async fn sqlite_health_and_readiness() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn postgres_health_and_readiness() {
     health_on(Backend::Postgres, "postgres").await;
 }

@@ -369,6 +369,7 @@ async fn run_page_shows_every_event_kind_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn run_page_shows_every_event_kind_postgres() {
     run_page_shows_every_event_kind(Backend::Postgres).await;
 }
@@ -438,6 +439,7 @@ async fn cancel_and_retry_need_the_csrf_token_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn cancel_and_retry_need_the_csrf_token_postgres() {
     cancel_and_retry_need_the_csrf_token(Backend::Postgres).await;
 }
@@ -571,6 +573,7 @@ async fn inbox_read_unread_and_retry_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn inbox_read_unread_and_retry_postgres() {
     inbox_read_unread_and_retry(Backend::Postgres).await;
 }

@@ -9,6 +9,7 @@ mod browser_board;
 mod browser_forms;
 mod browser_runs;
 mod browser_smoke;
+mod cli;
 mod http_forms;
 mod http_health;
 mod http_pages;

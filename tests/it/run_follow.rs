@@ -38,6 +38,7 @@ macro_rules! both_backends {
         )+}
         mod postgres {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
             async fn $case() {
                 if let Some(s) = super::Server::start(muster_tests::Backend::Postgres).await {
                     super::$case(&s).await;

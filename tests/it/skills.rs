@@ -71,6 +71,7 @@ async fn built_ins_are_seeded_at_start_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn built_ins_are_seeded_at_start_postgres() {
     seeded_after_a_restart(Backend::Postgres).await;
 }
@@ -139,6 +140,7 @@ async fn init_skills(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     let Some(binary) = claude() else {
         return;

@@ -97,6 +97,7 @@ async fn sqlite_refuses_a_database_from_a_newer_muster() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn postgres_refuses_a_database_from_a_newer_muster() {
     refuses_a_database_from_a_newer_muster(Backend::Postgres).await;
 }

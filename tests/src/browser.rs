@@ -1,8 +1,9 @@
 //! Real headless Chromium for UI tests, driven over WebDriver (Debian's `chromedriver` + `fantoccini`).
 //!
-//! Policy: when `chromium` or `chromedriver` cannot be found (`/usr/bin/…` or on `PATH`), [`Browser::start`]
-//! prints a loud `!!! SKIPPING a browser test` message and returns `None`, unless `MUSTER_REQUIRE_BROWSER`
-//! is set (and not `0`), when that is a failure. When both are installed but a session cannot be started,
+//! Policy: a browser test is marked `#[ignore = "<Part::Browser.reason()>"]` (see `crate::Part`). When
+//! `chromium` or `chromedriver` cannot be found (`/usr/bin/…` or on `PATH`), [`Browser::start`] prints a
+//! loud `!!! SKIPPING a browser test` message past the harness's capture and returns `None`, unless
+//! `MUSTER_REQUIRE_BROWSER` is set (and not `0`), when that is a failure. When both are installed but a session cannot be started,
 //! that is always a failure: a broken browser setup must not pass as a skip.
 //!
 //! Every helper that looks for an element polls (every [`POLL`]) until a deadline, so tests never sleep.
@@ -59,7 +60,7 @@ impl Browser {
     /// When they are missing and `MUSTER_REQUIRE_BROWSER=1`, or when they are installed but no session
     /// could be started.
     pub async fn start() -> Option<Browser> {
-        let required = env_setting("MUSTER_REQUIRE_BROWSER").is_some_and(|v| v != "0");
+        crate::needs(crate::Part::Browser);
         let found_chromium = find_program("/usr/bin/chromium", "chromium");
         let found_driver = find_program("/usr/bin/chromedriver", "chromedriver");
         let (Some(chromium), Some(chromedriver)) =
@@ -70,14 +71,11 @@ impl Browser {
                 (None, Some(_)) => "chromium",
                 (Some(_), _) => "chromedriver",
             };
-            if required {
-                panic!(
-                    "MUSTER_REQUIRE_BROWSER=1 but {missing} is not installed (looked in /usr/bin and on PATH); \
-                     install Debian's packages: apt-get install chromium chromium-driver"
-                );
-            }
-            eprintln!(
-                "\n!!! SKIPPING a browser test: {missing} is not installed (looked in /usr/bin and on PATH).\n!!! Install Debian's chromium and chromium-driver; set MUSTER_REQUIRE_BROWSER=1 to make this a failure.\n"
+            crate::skip(
+                crate::Part::Browser,
+                "a browser test",
+                &format!("{missing} is not installed (looked in /usr/bin and on PATH)"),
+                "Install Debian's packages: apt-get install chromium chromium-driver",
             );
             return None;
         };

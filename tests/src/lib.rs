@@ -3,9 +3,17 @@
 //! real server on an ephemeral port.
 //!
 //! Database policy: Postgres tests use `MUSTER_TEST_PG_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/postgres`). When it is unreachable they are skipped with a loud
-//! message, unless `MUSTER_REQUIRE_PG=1`, when that is a failure. Each test gets `muster_test_<uuid>`, dropped
-//! afterwards unless `MUSTER_TEST_KEEP_DB` is set.
+//! `postgres://postgres@127.0.0.1:5432/postgres`). Each test gets `muster_test_<uuid>`, dropped afterwards
+//! unless `MUSTER_TEST_KEEP_DB` is set.
+//!
+//! Optional parts ([`Part`]: PostgreSQL, Chromium, the agent CLIs, the local model). A test that needs one
+//! is marked `#[ignore = "<Part::reason()>"]`, so that a plain `cargo test` counts it as *ignored*, with the
+//! reason, instead of passing without running; `cargo test -- --include-ignored` (what `.ci/run` does)
+//! runs it. When it runs and the part is missing, it fails under `MUSTER_REQUIRE_<PART>=1`, else it skips
+//! with a `!!! SKIPPING` line written past the test harness's capture, so it is seen. Each helper that
+//! finds a part ([`TestDb::new`] on Postgres, `Browser::start`, [`agent_cli`], `LocalLlama::start`) checks
+//! through [`needs`] that its test carries the mark, and fails the test when it does not: a new test
+//! cannot forget it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -28,6 +36,120 @@ pub fn env_setting(name: &str) -> Option<String> {
 fn flag(name: &str) -> bool {
     env_setting(name).is_some_and(|v| v != "0")
 }
+
+/// An optional part that some tests need and a laptop may lack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// A PostgreSQL server at `MUSTER_TEST_PG_URL`.
+    Postgres,
+    /// Debian's `chromium` and `chromedriver`.
+    Browser,
+    /// The pinned npm builds of claude, codex and opencode (`MUSTER_AGENT_CLIS_DIR`).
+    AgentClis,
+    /// The local model's venv: llama.cpp's server and SmolLM2 (`MUSTER_LOCAL_LLAMA_DIR`).
+    LocalModel,
+}
+
+impl Part {
+    /// The exact `#[ignore = "…"]` text of a test that needs this part (attributes take only literals,
+    /// so tests repeat it; [`needs`] checks that the mark is there).
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Part::Postgres => "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored",
+            Part::Browser => "needs Chromium and chromedriver; run with --include-ignored",
+            Part::AgentClis => {
+                "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"
+            }
+            Part::LocalModel => {
+                "needs the local model (MUSTER_LOCAL_LLAMA_DIR, installed by .ci/run); run with --include-ignored"
+            }
+        }
+    }
+
+    /// The variable that turns this part's absence into a failure.
+    pub const fn require_var(self) -> &'static str {
+        match self {
+            Part::Postgres => "MUSTER_REQUIRE_PG",
+            Part::Browser => "MUSTER_REQUIRE_BROWSER",
+            Part::AgentClis => "MUSTER_REQUIRE_AGENT_CLIS",
+            Part::LocalModel => "MUSTER_REQUIRE_LOCAL_LLAMA",
+        }
+    }
+
+    /// Whether the part's absence is a failure here.
+    pub fn required(self) -> bool {
+        flag(self.require_var())
+    }
+}
+
+/// Checks that the running test is marked `#[ignore = "<part.reason()>"]`, and fails it otherwise: every
+/// helper that finds an optional part calls it first. The running test is known by its thread's name
+/// (libtest names each test's thread after it); the marked tests by asking this test binary itself
+/// (`--list --ignored`, once). Code that runs outside a test's own thread is not checked.
+#[track_caller]
+pub fn needs(part: Part) {
+    let Some(name) = std::thread::current().name().map(str::to_owned) else {
+        return;
+    };
+    let Some(listed) = &*LISTED_TESTS else {
+        return;
+    };
+    if listed.all.contains(&name) && !listed.ignored.contains(&name) {
+        panic!(
+            "test `{name}` needs an optional part but is not marked: add\n    #[ignore = \"{}\"]\n\
+             above it, so that `cargo test` without the part counts it as ignored instead of passed \
+             (`.ci/run` runs it with --include-ignored)",
+            part.reason()
+        );
+    }
+}
+
+/// The part is missing: fails under its `MUSTER_REQUIRE_*`, else writes `!!! SKIPPING {what}: {why}` and
+/// `hint` straight to stderr, past the test harness's capture (which holds only `print!`/`eprintln!`
+/// output), so that a person sees what did not run.
+#[track_caller]
+pub fn skip(part: Part, what: &str, why: &str, hint: &str) {
+    if part.required() {
+        panic!("{}=1 but {why}; {hint}", part.require_var());
+    }
+    use std::io::Write as _;
+    let message = format!(
+        "\n!!! SKIPPING {what}: {why}.\n!!! {hint}; set {}=1 to make this a failure.\n",
+        part.require_var()
+    );
+    // Ignored: a test's skip note is not worth failing it over.
+    let _ = std::io::stderr().write_all(message.as_bytes());
+}
+
+/// The names of this binary's tests, all and ignored.
+struct ListedTests {
+    all: std::collections::HashSet<String>,
+    ignored: std::collections::HashSet<String>,
+}
+
+static LISTED_TESTS: std::sync::LazyLock<Option<ListedTests>> = std::sync::LazyLock::new(|| {
+    let exe = std::env::current_exe().ok()?;
+    let list = |extra: &[&str]| -> Option<std::collections::HashSet<String>> {
+        let out = std::process::Command::new(&exe)
+            .args(["--list", "--format", "terse"])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        out.status.success().then(|| {
+            text.lines()
+                .filter_map(|l| l.strip_suffix(": test"))
+                .map(str::to_owned)
+                .collect()
+        })
+    };
+    Some(ListedTests {
+        all: list(&[])?,
+        ignored: list(&["--ignored"])?,
+    })
+});
 
 /// The Postgres server the tests use.
 pub fn pg_admin_url() -> String {
@@ -53,8 +175,12 @@ pub struct TestDb {
 
 impl TestDb {
     /// A new database on `backend`, or `None` (after a loud message) when Postgres is unavailable and not
-    /// required. Panics when `MUSTER_REQUIRE_PG=1` and Postgres cannot be reached.
+    /// required. Panics when `MUSTER_REQUIRE_PG=1` and Postgres cannot be reached, and on Postgres when the
+    /// test is not marked with [`Part::Postgres`]'s reason (see [`needs`]).
     pub async fn new(backend: Backend) -> Option<TestDb> {
+        if backend == Backend::Postgres {
+            needs(Part::Postgres);
+        }
         let dir = tempfile::tempdir().expect("create a temp dir");
         match backend {
             Backend::Sqlite => Some(TestDb {
@@ -69,11 +195,11 @@ impl TestDb {
                     let url = DatabaseUrl::parse(&admin)
                         .map(|u| u.redacted())
                         .unwrap_or(admin);
-                    if flag("MUSTER_REQUIRE_PG") {
-                        panic!("MUSTER_REQUIRE_PG=1 but PostgreSQL at {url} is unusable: {e:#}");
-                    }
-                    eprintln!(
-                        "\n!!! SKIPPING a PostgreSQL test: {url} is unusable ({e:#}).\n!!! Start PostgreSQL or set MUSTER_TEST_PG_URL; set MUSTER_REQUIRE_PG=1 to make this a failure.\n"
+                    skip(
+                        Part::Postgres,
+                        "a PostgreSQL test",
+                        &format!("PostgreSQL at {url} is unusable ({e:#})"),
+                        "Start PostgreSQL or set MUSTER_TEST_PG_URL",
                     );
                     return None;
                 }
@@ -291,7 +417,9 @@ pub fn git_commit_all(dir: &std::path::Path, message: &str) {
 /// `MUSTER_AGENT_CLIS_DIR`, then `$HOME/.cache/muster-agent-clis/node_modules/.bin` (where `.ci/run`
 /// installs them). `None`, after a loud message, when it is missing — a failure instead under
 /// `MUSTER_REQUIRE_AGENT_CLIS=1`.
+#[track_caller]
 pub fn agent_cli(name: &str, test: &str) -> Option<PathBuf> {
+    needs(Part::AgentClis);
     let mut dirs: Vec<PathBuf> = Vec::new();
     dirs.extend(env_setting("MUSTER_AGENT_CLIS_DIR").map(PathBuf::from));
     dirs.extend(
@@ -300,11 +428,12 @@ pub fn agent_cli(name: &str, test: &str) -> Option<PathBuf> {
     );
     let found = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
     if found.is_none() {
-        assert!(
-            env_setting("MUSTER_REQUIRE_AGENT_CLIS").is_none_or(|v| v == "0"),
-            "MUSTER_REQUIRE_AGENT_CLIS=1 but `{name}` is not installed (see .ci/run)"
+        skip(
+            Part::AgentClis,
+            test,
+            &format!("`{name}` is not installed (looked in MUSTER_AGENT_CLIS_DIR and ~/.cache/muster-agent-clis)"),
+            "Install the pinned CLIs with .ci/run (step \"Agent CLIs\") or set MUSTER_AGENT_CLIS_DIR",
         );
-        eprintln!("\n!!! SKIPPING {test}: `{name}` was not found (set MUSTER_AGENT_CLIS_DIR).\n");
     }
     found
 }

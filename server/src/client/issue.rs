@@ -58,7 +58,8 @@ pub struct CreateArgs {
     /// An agent name or a member's email or display name.
     #[arg(long)]
     pub assignee: Option<String>,
-    /// backlog (default), todo, in_progress, in_review, done, blocked or cancelled.
+    /// backlog, todo (the default: an assigned agent starts at once), in_progress, in_review, done,
+    /// blocked or cancelled.
     #[arg(long)]
     pub status: Option<String>,
     /// none (default), urgent, high, medium or low.

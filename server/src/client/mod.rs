@@ -8,10 +8,31 @@
 //! The HTTP client speaks plain `http://` only: reqwest 0.13 has no feature for rustls on the `ring`
 //! provider, and its `rustls` feature pulls in aws-lc-rs, which cannot coexist with sqlx's ring-backed
 //! rustls. An `https://` server URL is refused with a message saying so.
+//!
+//! `print!` and `println!` are shadowed below for every module of the client: they write through
+//! [`output::write_stdout`], so that a reader closing the pipe early ends any command quietly.
+
+/// The client's `print!`: [`output::write_stdout`] (a closed pipe is a quiet exit, not a panic).
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::client::output::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// The client's `println!`: [`output::write_stdout`] (a closed pipe is a quiet exit, not a panic).
+macro_rules! println {
+    () => {
+        $crate::client::output::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::client::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 pub mod admin;
 pub mod agent;
 pub mod config;
+pub mod events;
 pub mod issue;
 mod login;
 pub mod output;
@@ -70,6 +91,8 @@ pub struct Remote {
     pub config_dir: Option<PathBuf>,
     /// `--json`: machine-readable output.
     pub json: bool,
+    /// Whether to colour text output (`--color`, the terminal and `NO_COLOR` decided).
+    pub color: bool,
 }
 
 impl Remote {

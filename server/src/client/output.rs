@@ -1,9 +1,42 @@
 //! What the client prints: aligned tables and detail views for people, the server's JSON for `--json`.
 //! Text that came from users or agents is cleaned of control characters, so a hostile title cannot move
 //! the cursor or recolour a terminal.
+//!
+//! Everything the client prints on stdout goes through [`write_stdout`] (the client's `print!` and
+//! `println!` are shadowed in `client/mod.rs`): when the reader has gone, as in `muster issue list | head`,
+//! the command stops quietly with status 0 instead of panicking on the broken pipe.
+
+use std::io::Write as _;
 
 use serde::Deserialize;
 use serde_json::Value;
+
+/// Writes `args` to stdout and flushes. A closed reader (broken pipe) ends the process with status 0 and
+/// nothing on stderr: the reader chose to stop reading, which is not a failure of the command (ripgrep
+/// does the same; dying of SIGPIPE, status 141, would fail `set -o pipefail` scripts for no fault). Any
+/// other write error ends it with status 1 and one line on stderr.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        stdout_failed(&e);
+    }
+}
+
+/// Writes raw bytes to stdout (a file's content), with [`write_stdout`]'s handling of a closed reader.
+pub fn write_stdout_bytes(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        stdout_failed(&e);
+    }
+}
+
+fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("error: cannot write to standard output: {e}");
+    std::process::exit(1);
+}
 
 /// Prints a JSON value, pretty, on stdout.
 pub fn print_json(value: &Value) -> anyhow::Result<()> {

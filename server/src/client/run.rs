@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::events;
 use super::output::{self, clean, print_json};
 use super::{ApiError, Client, Remote, not_found_as, segment, shape};
 
@@ -32,7 +33,7 @@ pub enum RunCommand {
     List(ListArgs),
     /// Show one run: status, issue, agent, usage, cost, summary, diff stat.
     Show {
-        /// Run id, as `muster run list` shows it.
+        /// Run id, as `muster run list` shows it, or its first characters (a unique prefix).
         #[arg(value_parser = run_id)]
         run: String,
     },
@@ -41,14 +42,14 @@ pub enum RunCommand {
     Logs(LogsArgs),
     /// Cancel a queued or live run (its whole process group is stopped).
     Cancel {
-        /// Run id, as `muster run list` shows it.
+        /// Run id, as `muster run list` shows it, or its first characters (a unique prefix).
         #[arg(value_parser = run_id)]
         run: String,
     },
     /// Queue a new attempt of a run that failed, was cancelled, timed out or was interrupted; prints the
     /// new run's id.
     Retry {
-        /// Run id, as `muster run list` shows it.
+        /// Run id, as `muster run list` shows it, or its first characters (a unique prefix).
         #[arg(value_parser = run_id)]
         run: String,
     },
@@ -75,7 +76,7 @@ pub struct ListArgs {
 /// `muster run logs` flags.
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// Run id, as `muster run list` shows it.
+    /// Run id, as `muster run list` shows it, or its first characters (a unique prefix).
     #[arg(value_parser = run_id)]
     pub run: String,
     /// Keep printing new events until the run ends.
@@ -86,12 +87,66 @@ pub struct LogsArgs {
     pub after: u64,
 }
 
-/// Checks a RUN argument (a UUID), so a typo is a usage error before anything is sent.
+/// Checks a RUN argument (a whole run id, or the start of one: hex digits, hyphens optional), so a typo
+/// is a usage error before anything is sent.
 fn run_id(raw: &str) -> Result<String, String> {
     let raw = raw.trim();
-    uuid::Uuid::parse_str(raw)
-        .map(|id| id.to_string())
-        .map_err(|_| format!("{raw:?} is not a run id; `muster run list` shows them"))
+    if let Ok(id) = uuid::Uuid::parse_str(raw) {
+        return Ok(id.to_string());
+    }
+    let digits = raw.chars().filter(|c| *c != '-').count();
+    if (1..32).contains(&digits) && raw.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Ok(raw.to_ascii_lowercase());
+    }
+    Err(format!(
+        "{raw:?} is not a run id or the start of one; `muster run list` shows them"
+    ))
+}
+
+/// Candidates listed when a prefix is ambiguous.
+const SHOWN_CANDIDATES: usize = 5;
+
+/// The whole id of the run `raw` names: itself when whole, else the one run whose id starts with it
+/// (like git's short commit ids). No match and several matches are errors that say so; several are
+/// listed.
+async fn resolve(client: &Client, raw: &str) -> anyhow::Result<String> {
+    if uuid::Uuid::parse_str(raw).is_ok() {
+        return Ok(raw.to_owned());
+    }
+    let query = serde_urlencoded::to_string([
+        ("id_prefix", raw.to_owned()),
+        ("limit", (SHOWN_CANDIDATES + 1).to_string()),
+    ])?;
+    let found = client.get(&format!("/api/v1/runs?{query}")).await?;
+    let found: Vec<RunRow> = shape(&found)?;
+    match found.as_slice() {
+        [] => anyhow::bail!("no run id starts with {raw:?}; `muster run list` shows them"),
+        [one] => Ok(one.id.clone()),
+        several => {
+            let listed: Vec<String> = several
+                .iter()
+                .take(SHOWN_CANDIDATES)
+                .map(|r| {
+                    format!(
+                        "{} ({}, {}, {})",
+                        r.id,
+                        clean(&r.issue),
+                        clean(&r.agent),
+                        r.status
+                    )
+                })
+                .collect();
+            let more = if several.len() > SHOWN_CANDIDATES {
+                ", and more"
+            } else {
+                ""
+            };
+            anyhow::bail!(
+                "run id prefix {raw:?} is ambiguous: it starts {}{more}; give more characters",
+                listed.join(", ")
+            )
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,18 +198,24 @@ struct Page {
 pub async fn run(remote: &Remote, command: RunCommand) -> anyhow::Result<()> {
     let client = remote.connect()?;
     let json = remote.json;
+    let style = Style {
+        json,
+        color: remote.color,
+    };
     match command {
         RunCommand::List(args) => list(&client, json, &args).await,
-        RunCommand::Show { run } => show(&client, json, &run).await,
-        RunCommand::Logs(args) => {
+        RunCommand::Show { run } => show(&client, json, &resolve(&client, &run).await?).await,
+        RunCommand::Logs(mut args) => {
             let after = i64::try_from(args.after).context("--after is too large")?;
+            args.run = resolve(&client, &args.run).await?;
             if args.follow {
-                follow(&client, json, &args.run, after).await
+                follow(&client, style, &args.run, after).await
             } else {
-                logs(&client, json, &args.run, after).await
+                logs(&client, style, &args.run, after).await
             }
         }
         RunCommand::Cancel { run } => {
+            let run = resolve(&client, &run).await?;
             let path = format!("/api/v1/runs/{}/cancel", segment(&run));
             let value = client.post(&path, &serde_json::json!({})).await;
             let value = value.map_err(|e| not_found_as(e, &format!("run {run}")))?;
@@ -170,6 +231,7 @@ pub async fn run(remote: &Remote, command: RunCommand) -> anyhow::Result<()> {
             Ok(())
         }
         RunCommand::Retry { run } => {
+            let run = resolve(&client, &run).await?;
             let path = format!("/api/v1/runs/{}/retry", segment(&run));
             let value = client.post(&path, &serde_json::json!({})).await;
             let value = value.map_err(|e| not_found_as(e, &format!("run {run}")))?;
@@ -265,7 +327,7 @@ async fn show(client: &Client, json: bool, run: &str) -> anyhow::Result<()> {
 }
 
 /// Prints every stored event after `after`, page by page.
-async fn logs(client: &Client, json: bool, run: &str, mut after: i64) -> anyhow::Result<()> {
+async fn logs(client: &Client, style: Style, run: &str, mut after: i64) -> anyhow::Result<()> {
     loop {
         let path = format!(
             "/api/v1/runs/{}/events?after={after}&limit={PAGE}",
@@ -275,7 +337,7 @@ async fn logs(client: &Client, json: bool, run: &str, mut after: i64) -> anyhow:
         let value = value.map_err(|e| not_found_as(e, &format!("run {run}")))?;
         let page: Page = shape(&value)?;
         for event in &page.events {
-            print_event(event, json)?;
+            print_event(event, style)?;
         }
         if page.done || page.events.len() < PAGE as usize || page.next_after <= after {
             return Ok(());
@@ -284,12 +346,23 @@ async fn logs(client: &Client, json: bool, run: &str, mut after: i64) -> anyhow:
     }
 }
 
-/// Prints one event: its JSON on one line, or a readable line.
-fn print_event(event: &Value, json: bool) -> anyhow::Result<()> {
-    if json {
+/// How `run logs` prints events: JSON lines, or text (coloured or not).
+#[derive(Debug, Clone, Copy)]
+struct Style {
+    json: bool,
+    color: bool,
+}
+
+/// Prints one event: its JSON on one line, or readable text (a diff as a unified diff).
+fn print_event(event: &Value, style: Style) -> anyhow::Result<()> {
+    if style.json {
         println!("{}", serde_json::to_string(event)?);
+        return Ok(());
+    }
+    let row: EventRow = shape(event)?;
+    if row.kind == "diff" {
+        println!("{}", events::diff_block(row.seq, &row.payload, style.color));
     } else {
-        let row: EventRow = shape(event)?;
         println!("{}", event_line(row.seq, &row.kind, &row.payload));
     }
     Ok(())
@@ -312,7 +385,7 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
             Some(model) => format!("session {} ({model})", s("session_id")),
             None => format!("session {}", s("session_id")),
         },
-        "tool_call" => format!("{} {}", s("name"), compact(&p["input"])),
+        "tool_call" => format!("{} {}", s("name"), tool_input(&p["input"])),
         "tool_result" if p["is_error"].as_bool() == Some(true) => {
             format!("[error] {}", s("output"))
         }
@@ -330,7 +403,17 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
                 .as_f64()
                 .map_or_else(String::new, |c| format!(", ${c:.4}"))
         ),
-        "error" => s("message"),
+        "error" => match p["class"].as_str() {
+            Some(class) => format!("[{class}] {}", s("message")),
+            None => s("message"),
+        },
+        "speed" => match p["detail"].as_str().filter(|d| !d.trim().is_empty()) {
+            Some(detail) => detail.to_owned(),
+            None => format!(
+                "{:.1} tokens/s",
+                p["tokens_per_second"].as_f64().unwrap_or(0.0)
+            ),
+        },
         "finished" => {
             let ok = if p["ok"].as_bool() == Some(true) {
                 "ok"
@@ -353,6 +436,16 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
     line
 }
 
+/// A tool's input: the one argument that says what it does (a command, a path, a pattern) when there is
+/// one, else the input's JSON.
+fn tool_input(input: &Value) -> String {
+    const MAIN: [&str; 7] = ["command", "cmd", "file_path", "path", "pattern", "url", "query"];
+    match MAIN.iter().find_map(|k| input[*k].as_str()) {
+        Some(main) => main.to_owned(),
+        None => compact(input),
+    }
+}
+
 fn compact(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -368,7 +461,7 @@ fn short_time(rfc3339: &str) -> String {
 
 /// Follows the run's event stream until its `end` event, reconnecting after `after` = the last seq
 /// printed whenever the connection drops. Ok when the run succeeded.
-async fn follow(client: &Client, json: bool, run: &str, mut after: i64) -> anyhow::Result<()> {
+async fn follow(client: &Client, style: Style, run: &str, mut after: i64) -> anyhow::Result<()> {
     let http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .read_timeout(STREAM_READ_TIMEOUT)
@@ -391,7 +484,7 @@ async fn follow(client: &Client, json: bool, run: &str, mut after: i64) -> anyho
             .await;
         let why = match sent {
             Ok(response) if response.status().is_success() => {
-                match read_stream(response, json, &mut after).await? {
+                match read_stream(response, style, &mut after).await? {
                     StreamEnd::Ended(status, reason) => return ended(run, &status, reason),
                     StreamEnd::Dropped { progressed, why } => {
                         if progressed {
@@ -442,7 +535,7 @@ enum StreamEnd {
 
 async fn read_stream(
     mut response: reqwest::Response,
-    json: bool,
+    style: Style,
     after: &mut i64,
 ) -> anyhow::Result<StreamEnd> {
     let mut parser = SseParser::default();
@@ -477,7 +570,7 @@ async fn read_stream(
                         .context("the server sent an event that is not JSON")?;
                     let seq = event["seq"].as_i64().unwrap_or(0);
                     if seq > *after {
-                        print_event(&event, json)?;
+                        print_event(&event, style)?;
                         *after = seq;
                         progressed = true;
                     }
@@ -602,7 +695,19 @@ mod tests {
             "tool_call",
             &serde_json::json!({"name": "Bash", "input": {"command": "ls"}}),
         );
-        assert_eq!(line, "#5 tool_call: Bash {\"command\":\"ls\"}");
+        assert_eq!(line, "#5 tool_call: Bash ls");
+        let line = event_line(
+            5,
+            "tool_call",
+            &serde_json::json!({"name": "Todo", "input": {"items": [1]}}),
+        );
+        assert_eq!(line, "#5 tool_call: Todo {\"items\":[1]}");
+        let line = event_line(
+            8,
+            "error",
+            &serde_json::json!({"message": "401", "class": "auth"}),
+        );
+        assert_eq!(line, "#8 error: [auth] 401");
         let long = "x".repeat(1000);
         assert_eq!(
             event_line(6, "raw", &serde_json::json!({ "line": long }))
@@ -611,5 +716,7 @@ mod tests {
             TEXT_CAP + 1
         );
         assert!(run_id("nope").is_err());
+        assert_eq!(run_id(" 0A1B-2 ").unwrap(), "0a1b-2");
+        assert!(run_id("").is_err());
     }
 }

@@ -232,10 +232,7 @@ async fn export(client: &Client, slug: &str, output: Option<PathBuf>) -> anyhow:
         return Err(not_found_as(e, &format!("skill {slug}")));
     }
     match output {
-        Some(p) if p.as_os_str() == "-" => {
-            use std::io::Write as _;
-            std::io::stdout().write_all(&body)?;
-        }
+        Some(p) if p.as_os_str() == "-" => super::output::write_stdout_bytes(&body),
         other => {
             let file = other.unwrap_or_else(|| PathBuf::from(format!("{slug}.zip")));
             std::fs::write(&file, &body)

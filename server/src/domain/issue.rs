@@ -62,6 +62,11 @@ string_enum!(
 );
 
 impl IssueStatus {
+    /// The status of a new issue when none is given, the same for the board's form, the API and
+    /// `muster issue create`: todo, so that an issue created with an agent assigned starts a run at once
+    /// (a backlog issue waits until it leaves the backlog).
+    pub const NEW_ISSUE_DEFAULT: IssueStatus = IssueStatus::Todo;
+
     /// The board's default columns; blocked and cancelled are reached by filter.
     pub const BOARD: &'static [IssueStatus] = &[
         IssueStatus::Backlog,

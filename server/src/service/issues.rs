@@ -20,6 +20,7 @@ pub struct IssueInput {
     pub title: Option<String>,
     /// Markdown, at most 1 MiB.
     pub body: Option<String>,
+    /// On create, todo when left out (`IssueStatus::NEW_ISSUE_DEFAULT`).
     #[schema(value_type = Option<IssueStatus>)]
     pub status: Option<String>,
     #[schema(value_type = Option<Priority>)]
@@ -43,7 +44,7 @@ pub async fn create(state: &AppState, caller: &Caller, input: &IssueInput) -> Re
     ));
     let status = match input.status.as_deref() {
         Some(s) => problems.take(s.parse()),
-        None => Some(IssueStatus::Backlog),
+        None => Some(IssueStatus::NEW_ISSUE_DEFAULT),
     };
     let priority = match input.priority.as_deref() {
         Some(s) => problems.take(s.parse()),

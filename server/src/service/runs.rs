@@ -53,6 +53,9 @@ pub struct RunListInput {
     /// Only runs of the agent with this name.
     #[param(pattern = r"^\s*([A-Za-z0-9._-]{1,64})?\s*$")]
     pub agent: Option<String>,
+    /// Only runs whose id starts with these hex digits (hyphens optional), to find a run by a short id.
+    #[param(pattern = r"^\s*([0-9A-Fa-f-]{1,36})?\s*$")]
+    pub id_prefix: Option<String>,
     /// How many runs, newest first (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
@@ -129,8 +132,31 @@ async fn parse_filter(state: &AppState, caller: &Caller, raw: &RunListInput) -> 
     {
         filter.limit = n;
     }
+    if let Some(prefix) = present(raw.id_prefix.as_deref()) {
+        filter.id_prefix = problems.take(parse_id_prefix(prefix));
+    }
     problems.finish()?;
     Ok(filter)
+}
+
+/// A run id prefix in the stored form: lowercase hex with hyphens where a whole id has them (after 8,
+/// 12, 16 and 20 digits), whether or not the caller typed them.
+fn parse_id_prefix(raw: &str) -> std::result::Result<String, ValidationError> {
+    let digits: String = raw.chars().filter(|c| *c != '-').collect();
+    if digits.is_empty() || digits.len() > 32 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(ValidationError::new(
+            "id_prefix",
+            format!("must be the start of a run id: 1 to 32 hex digits, hyphens optional (got {raw:?})"),
+        ));
+    }
+    let mut prefix = String::with_capacity(36);
+    for (i, c) in digits.chars().enumerate() {
+        if matches!(i, 8 | 12 | 16 | 20) {
+            prefix.push('-');
+        }
+        prefix.push(c.to_ascii_lowercase());
+    }
+    Ok(prefix)
 }
 
 fn present(raw: Option<&str>) -> Option<&str> {
@@ -401,5 +427,19 @@ async fn recv_board(board: &mut Option<(Subscription, IssueKey)>) -> Option<bool
         Ok(event) => Some(matches!(&*event, LiveEvent::IssueChanged(k) if k == key)),
         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Some(true),
         Err(tokio::sync::broadcast::error::RecvError::Closed) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn id_prefixes_take_the_stored_form() {
+        let p = |raw| super::parse_id_prefix(raw);
+        assert_eq!(p("0A1B").unwrap(), "0a1b");
+        assert_eq!(p("0a1b2c3d4e5f").unwrap(), "0a1b2c3d-4e5f");
+        assert_eq!(p("0a1b2c3d-4e5f").unwrap(), "0a1b2c3d-4e5f");
+        assert!(p("0a1g").is_err());
+        assert!(p("--").is_err());
+        assert!(p(&"a".repeat(33)).is_err());
     }
 }

@@ -722,6 +722,10 @@ macro_rules! impl_store {
                 qb.push_bind(ws);
                 if let Some(issue) = filter.issue { qb.push(" and issue_id = ").push_bind(issue); }
                 if let Some(agent) = filter.agent { qb.push(" and agent_id = ").push_bind(agent); }
+                if let Some(prefix) = &filter.id_prefix {
+                    // uuid on Postgres, text on SQLite: both cast to the hyphenated lowercase form.
+                    qb.push(" and cast(run_id as text) like ").push_bind(format!("{prefix}%"));
+                }
                 if !filter.statuses.is_empty() {
                     qb.push(" and status in (");
                     let mut list = qb.separated(", ");

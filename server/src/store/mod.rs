@@ -116,6 +116,9 @@ pub struct RunFilter {
     pub statuses: Vec<crate::domain::RunStatus>,
     /// Only runs of this agent.
     pub agent: Option<AgentId>,
+    /// Only runs whose id, in its hyphenated lowercase text form, starts with this (hex digits and
+    /// hyphens only: the caller checks, see `service::runs`).
+    pub id_prefix: Option<String>,
     /// At most this many runs.
     pub limit: i64,
 }
@@ -126,6 +129,7 @@ impl Default for RunFilter {
             issue: None,
             statuses: Vec::new(),
             agent: None,
+            id_prefix: None,
             limit: 50,
         }
     }

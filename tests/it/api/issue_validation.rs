@@ -64,7 +64,7 @@ async fn issue_create_validation(t: &Env) {
     }
     assert!(t.issue_titles().await.is_empty(), "no issue was created");
 
-    // An empty status is not a status (the document lists only real ones); leaving it out means backlog.
+    // An empty status is not a status (the document lists only real ones); leaving it out means todo.
     api.post("/api/v1/issues", json!({"title": "y", "status": ""}))
         .await
         .error(422, "status");
@@ -76,7 +76,7 @@ async fn issue_create_validation(t: &Env) {
         .expect(201);
     assert_eq!(
         (ok["key"].as_str(), ok["status"].as_str()),
-        (Some("ALP-1"), Some("backlog"))
+        (Some("ALP-1"), Some("todo"))
     );
 }
 

@@ -30,7 +30,7 @@ async fn issue_lifecycle(t: &Env) {
     assert_eq!(created["key"], "ALP-1");
     assert_eq!(created["title"], "Fix the login", "titles are trimmed");
     assert_eq!(created["body"], "It *breaks*.");
-    assert_eq!(created["status"], "backlog", "the default status");
+    assert_eq!(created["status"], "todo", "the default status");
     assert_eq!(created["priority"], "high");
     assert_eq!(
         created["labels"],
@@ -64,7 +64,7 @@ async fn issue_lifecycle(t: &Env) {
     assert_eq!(kinds(&shown), ["created"]);
     assert_eq!(shown["activity"][0]["actor"]["type"], "user");
     assert_eq!(shown["activity"][0]["actor"]["name"], "member");
-    assert_eq!(shown["activity"][0]["detail"]["status"], "backlog");
+    assert_eq!(shown["activity"][0]["detail"]["status"], "todo");
     assert_eq!(shown["comments"], json!([]));
     assert_eq!(shown["comments_next_after"], Value::Null);
 
@@ -111,7 +111,7 @@ async fn issue_lifecycle(t: &Env) {
     let activity = detail["activity"].as_array().unwrap();
     assert_eq!(
         activity[3]["detail"],
-        json!({"from": "backlog", "to": "in_progress"})
+        json!({"from": "todo", "to": "in_progress"})
     );
     assert_eq!(activity[3]["actor"]["id"], t.member.id.to_string());
     assert_eq!(activity[4]["detail"]["from"], Value::Null);

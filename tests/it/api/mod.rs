@@ -59,6 +59,7 @@ macro_rules! api_cases {
         mod postgres {$(
             $(#[$meta])*
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
             async fn $case() {
                 if let Some(env) = crate::api::Env::start(muster_tests::Backend::Postgres).await {
                     super::$case(&env).await;

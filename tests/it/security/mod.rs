@@ -13,6 +13,7 @@ macro_rules! both_backends {
         )+}
         mod postgres {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
             async fn $case() {
                 super::$case(muster_tests::Backend::Postgres).await;
             }

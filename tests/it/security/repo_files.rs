@@ -334,6 +334,7 @@ async fn a_linked_brief_is_never_written_through_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn a_linked_brief_is_never_written_through_postgres() {
     a_linked_brief_is_never_written_through(Backend::Postgres).await;
 }
@@ -404,6 +405,7 @@ async fn skills_never_go_through_a_linked_skills_folder_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn skills_never_go_through_a_linked_skills_folder_postgres() {
     skills_never_go_through_a_linked_skills_folder(Backend::Postgres).await;
 }
@@ -442,6 +444,7 @@ async fn skill_cleanup_never_follows_a_planted_link_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn skill_cleanup_never_follows_a_planted_link_postgres() {
     skill_cleanup_never_follows_a_planted_link(Backend::Postgres).await;
 }
@@ -521,6 +524,7 @@ async fn an_agents_env_cannot_choose_where_the_server_writes_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn an_agents_env_cannot_choose_where_the_server_writes_postgres() {
     an_agents_env_cannot_choose_where_the_server_writes(Backend::Postgres).await;
 }
@@ -627,6 +631,7 @@ async fn folder_import_reads_regular_files_only_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn folder_import_reads_regular_files_only_postgres() {
     folder_import_reads_regular_files_only(Backend::Postgres).await;
 }
@@ -710,6 +715,7 @@ async fn data_dir_database_and_key_are_private_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn data_dir_database_and_key_are_private_postgres() {
     data_dir_database_and_key_are_private(Backend::Postgres).await;
 }
@@ -760,6 +766,7 @@ async fn remote_images_in_an_issue_become_links_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn remote_images_in_an_issue_become_links_postgres() {
     remote_images_in_an_issue_become_links(Backend::Postgres).await;
 }

@@ -398,6 +398,7 @@ async fn an_agent_cannot_leave_its_run_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn an_agent_cannot_leave_its_run_postgres() {
     an_agent_cannot_leave_its_run(Backend::Postgres).await;
 }
@@ -543,6 +544,7 @@ async fn an_agent_cannot_connect_to_a_unix_socket_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn an_agent_cannot_connect_to_a_unix_socket_postgres() {
     an_agent_cannot_connect_to_a_unix_socket(Backend::Postgres).await;
 }

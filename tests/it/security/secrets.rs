@@ -34,6 +34,7 @@ async fn an_agent_cannot_leak_its_secret_through_its_output_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn an_agent_cannot_leak_its_secret_through_its_output_postgres() {
     leak_attempt(Backend::Postgres).await;
 }

@@ -39,6 +39,7 @@ macro_rules! store_cases {
         )+}
         mod postgres {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
             async fn $case() { crate::store_conformance::on(muster_tests::Backend::Postgres, super::$case).await }
         )+}
     };

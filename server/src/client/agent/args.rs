@@ -5,7 +5,8 @@ use clap::{Args, Subcommand, ValueEnum};
 /// What to do with agents.
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
-    /// List agents (NAME, KIND, MODEL, PERMISSION, RUNS).
+    /// List agents: NAME, KIND, MODEL, PERMISSION, RUNNING and QUEUED (its runs now), MAX RUNS (how many
+    /// may run at once).
     List,
     /// Show an agent's profile (secret values are never shown).
     Show {

@@ -155,24 +155,59 @@ async fn list(client: &Client, json: bool) -> anyhow::Result<()> {
         return print_json(&agents);
     }
     let agents: Vec<Agent> = shape(&agents)?;
+    let live = live_runs(client).await?;
     let rows: Vec<Vec<String>> = agents
         .into_iter()
         .map(|a| {
             let model = a.model.unwrap_or_else(|| "-".to_owned());
+            let (running, queued) = live.get(&a.name).copied().unwrap_or((0, 0));
             vec![
                 a.name,
                 a.kind,
                 model,
                 a.permission_mode,
+                running.to_string(),
+                queued.to_string(),
                 a.max_concurrent_runs.to_string(),
             ]
         })
         .collect();
-    print!(
-        "{}",
-        table(&["NAME", "KIND", "MODEL", "PERMISSION", "RUNS"], &rows)
-    );
+    let headers = [
+        "NAME",
+        "KIND",
+        "MODEL",
+        "PERMISSION",
+        "RUNNING",
+        "QUEUED",
+        "MAX RUNS",
+    ];
+    print!("{}", table(&headers, &rows));
     Ok(())
+}
+
+/// Runs of each agent (by name) now running (claimed or running) and waiting (queued).
+async fn live_runs(
+    client: &Client,
+) -> anyhow::Result<std::collections::HashMap<String, (usize, usize)>> {
+    #[derive(Deserialize)]
+    struct Run {
+        agent: String,
+        status: String,
+    }
+    let runs = client
+        .get("/api/v1/runs?status=queued,claimed,running&limit=500")
+        .await?;
+    let runs: Vec<Run> = shape(&runs)?;
+    let mut counts = std::collections::HashMap::new();
+    for run in runs {
+        let entry: &mut (usize, usize) = counts.entry(run.agent).or_default();
+        if run.status == "queued" {
+            entry.1 += 1;
+        } else {
+            entry.0 += 1;
+        }
+    }
+    Ok(counts)
 }
 
 fn show(a: &Agent) -> anyhow::Result<()> {

@@ -141,6 +141,7 @@ pub(super) async fn issue_runs(
         status: q.status,
         agent: None,
         limit: q.limit,
+        ..RunListInput::default()
     };
     let runs = svc::list(&state, &caller, &input).await?;
     Ok(Json(views(&state, &caller, &runs).await?))

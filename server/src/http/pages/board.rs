@@ -168,7 +168,15 @@ async fn board_view(
         nav: nav_with_inbox(state, member, NavItem::Board).await?,
         columns,
         filter: filter_view(query, &people, &labels),
-        new_issue: issue_form(&people, "", "", "todo", "none", "", ""),
+        new_issue: issue_form(
+            &people,
+            "",
+            "",
+            IssueStatus::NEW_ISSUE_DEFAULT.as_str(),
+            "none",
+            "",
+            "",
+        ),
         live_url: format!("/w/{}/live?{}", member.caller.ws.slug, query.query_string()),
     })
 }

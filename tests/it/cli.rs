@@ -1,0 +1,419 @@
+//! The `muster` binary as people use it in a shell, against a served app on both backends: a reader that
+//! closes the pipe early, run ids given by a unique prefix, `run logs` of a run's diff, errors without a
+//! stack trace under `RUST_BACKTRACE=1`, the default status of `issue create`, and `agent list`'s run
+//! counts. Needs the binary: `cargo build -p muster --bin muster` (`cargo test --workspace` builds it).
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use muster::domain::*;
+use muster::store::Store;
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use serde_json::{Value, json};
+
+use crate::store_conformance::{agent, fixture, issue};
+
+/// Emits a `sqlite::case` and a `postgres::case` test for each `async fn case(cli: &Cli)`.
+macro_rules! cli_cases {
+    ($($case:ident),+ $(,)?) => {
+        mod sqlite {$(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                if let Some(cli) = super::Cli::start(muster_tests::Backend::Sqlite).await {
+                    super::$case(&cli).await;
+                }
+            }
+        )+}
+        mod postgres {$(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+            async fn $case() {
+                if let Some(cli) = super::Cli::start(muster_tests::Backend::Postgres).await {
+                    super::$case(&cli).await;
+                }
+            }
+        )+}
+    };
+}
+
+cli_cases!(
+    a_closed_pipe_ends_commands_quietly,
+    run_ids_can_be_given_by_a_unique_prefix,
+    run_logs_show_the_diff_as_a_unified_diff,
+    errors_are_one_line_even_with_rust_backtrace,
+    issue_create_defaults_to_todo_and_agent_list_counts_runs,
+);
+
+/// A served app with one workspace (prefix MUS) and its owner's API token.
+pub struct Cli {
+    _db: TestDb,
+    app: TestApp,
+    store: Arc<dyn Store>,
+    ws: WorkspaceId,
+    token: String,
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Cli {
+    async fn start(backend: Backend) -> Option<Cli> {
+        let db = TestDb::new(backend).await?;
+        let app = spawn_app(db.config()).await;
+        let store = app.store.clone();
+        let f = fixture(&store, "team", "MUS").await;
+        let token = muster_tests::mint_token(store.as_ref(), f.ws.id, f.owner.id, "cli").await;
+        Some(Cli {
+            _db: db,
+            app,
+            store,
+            ws: f.ws.id,
+            token,
+        })
+    }
+
+    /// `muster ARGS` with only this server's URL and token (and `env`) in its environment.
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = Command::new(muster_tests::muster_bin());
+        cmd.args(args)
+            .env_clear()
+            .env("MUSTER_URL", format!("http://{}", self.app.addr))
+            .env("MUSTER_TOKEN", &self.token)
+            .env("MUSTER_CONFIG_DIR", self._db.dir.path().join("client"))
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs `muster ARGS` to the end.
+    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut cmd = self.command(args, env);
+        let out = tokio::task::spawn_blocking(move || cmd.output().expect("run muster"))
+            .await
+            .unwrap();
+        Out {
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+
+    /// Runs `muster ARGS` and reads only the first bytes of its output before closing the pipe, like
+    /// `muster … | head -c 100`.
+    async fn run_into_short_reader(&self, args: &[&str]) -> Out {
+        let mut cmd = self.command(args, &[("RUST_BACKTRACE", "1")]);
+        let out = tokio::task::spawn_blocking(move || {
+            let mut child = cmd.spawn().expect("start muster");
+            let mut stdout = child.stdout.take().unwrap();
+            let mut first = [0_u8; 100];
+            stdout.read_exact(&mut first).expect("the first 100 bytes");
+            drop(stdout);
+            child.wait_with_output().expect("wait for muster")
+        })
+        .await
+        .unwrap();
+        Out {
+            code: out.status.code(),
+            stdout: String::new(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+
+    /// A run of a new agent on a new issue, straight in the store.
+    async fn new_run(&self, agent: AgentId) -> Run {
+        let issue = issue(&self.store, self.ws, "Work", IssueStatus::Todo).await;
+        self.store
+            .create_run(&NewRun {
+                workspace_id: self.ws,
+                issue_id: issue.id,
+                agent_id: agent,
+                attempt: 1,
+                not_before: None,
+                chain_depth: 0,
+            })
+            .await
+            .unwrap()
+    }
+}
+
+#[track_caller]
+fn ok(out: &Out) {
+    assert_eq!(out.code, Some(0), "{out:?}");
+}
+
+/// `muster issue list --json | head` and `muster run logs … | head`: far more output than a pipe holds,
+/// the reader stops after 100 bytes, and muster ends with status 0 and nothing on stderr (not exit 101
+/// with a panic and, under `RUST_BACKTRACE=1`, a stack trace).
+async fn a_closed_pipe_ends_commands_quietly(cli: &Cli) {
+    let coder = agent(&cli.store, cli.ws, "coder", 1).await;
+    for n in 0..300 {
+        let title = format!("Issue number {n} with a title long enough to fill the pipe quickly");
+        issue(&cli.store, cli.ws, &title, IssueStatus::Todo).await;
+    }
+    let run = cli.new_run(coder.id).await;
+    let events: Vec<NewRunEvent> = (1..=2000)
+        .map(|seq| NewRunEvent {
+            seq,
+            at: chrono::Utc::now(),
+            kind: "text".to_owned(),
+            payload: json!({"kind": "text", "text": format!("line {seq} of a long and chatty log")}),
+        })
+        .collect();
+    cli.store.append_run_events(run.id, &events).await.unwrap();
+
+    let run_id = run.id.to_string();
+    for args in [
+        vec!["issue", "list", "--all", "--json"],
+        vec!["issue", "list", "--all"],
+        vec!["run", "logs", &run_id],
+        vec!["run", "logs", &run_id, "--json"],
+    ] {
+        let out = cli.run_into_short_reader(&args).await;
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (Some(0), ""),
+            "muster {args:?} into a reader that stops early"
+        );
+    }
+}
+
+/// `run show|logs|cancel|retry` take a run id or any unique start of it; an ambiguous start lists the
+/// candidates, an unknown one says so; both exit 1 with one line.
+async fn run_ids_can_be_given_by_a_unique_prefix(cli: &Cli) {
+    let coder = agent(&cli.store, cli.ws, "coder", 1).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(cli.new_run(coder.id).await.id.to_string());
+    }
+    // The shortest start of the first id that no other has, and the start they all share (ids are
+    // time-ordered UUIDv7: runs made together share their first digits).
+    let unique_len = (1..=36)
+        .find(|n| ids[1..].iter().all(|other| !other.starts_with(&ids[0][..*n])))
+        .unwrap();
+    let shared_len = (0..36)
+        .take_while(|n| ids.iter().all(|id| id.as_bytes()[*n] == ids[0].as_bytes()[*n]))
+        .count();
+    assert!(shared_len >= 1, "{ids:?}");
+
+    let unique = &ids[0][..unique_len];
+    let shown = cli.run(&["run", "show", unique, "--json"], &[]).await;
+    ok(&shown);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["id"], ids[0].as_str());
+    // Hyphens are optional and case does not matter.
+    let bare = ids[0][..unique_len.max(14)].replace('-', "").to_uppercase();
+    let shown = cli.run(&["run", "show", &bare], &[]).await;
+    ok(&shown);
+    assert!(
+        shown.stdout.starts_with(&format!("run {}\n", ids[0])),
+        "{shown:?}"
+    );
+    let cancelled = cli.run(&["run", "cancel", unique], &[]).await;
+    ok(&cancelled);
+    assert_eq!(cancelled.stdout, format!("run {} cancelled\n", ids[0]));
+
+    let shared = &ids[0][..shared_len];
+    let ambiguous = cli.run(&["run", "logs", shared], &[]).await;
+    assert_eq!(ambiguous.code, Some(1), "{ambiguous:?}");
+    assert!(
+        ambiguous.stderr.starts_with(&format!(
+            "error: run id prefix \"{shared}\" is ambiguous: it starts "
+        )),
+        "{ambiguous:?}"
+    );
+    for id in &ids {
+        assert!(
+            ambiguous.stderr.contains(&format!("{id} (MUS-")),
+            "{id} listed: {ambiguous:?}"
+        );
+    }
+    assert!(ambiguous.stderr.ends_with("; give more characters\n"));
+    assert_eq!(ambiguous.stderr.lines().count(), 1, "{ambiguous:?}");
+    assert!(ambiguous.stdout.is_empty());
+
+    // UUIDv7 ids start with 0 until the year 2527.
+    let unknown = cli.run(&["run", "retry", "fff0"], &[]).await;
+    assert_eq!(
+        (unknown.code, unknown.stderr.as_str()),
+        (
+            Some(1),
+            "error: no run id starts with \"fff0\"; `muster run list` shows them\n"
+        )
+    );
+    let typo = cli.run(&["run", "show", "0xyz"], &[]).await;
+    assert_eq!(typo.code, Some(2), "a usage error: {typo:?}");
+    assert!(typo.stderr.contains("is not a run id or the start of one"));
+}
+
+/// A run's diff event, as the runner records it from `git diff`, prints as a unified diff: coloured only
+/// when asked or on a terminal, and never under NO_COLOR (unless `--color always`).
+async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
+    let coder = agent(&cli.store, cli.ws, "coder", 1).await;
+    let run = cli.new_run(coder.id).await;
+    let payload = real_diff_payload();
+    let events = [
+        NewRunEvent {
+            seq: 1,
+            at: chrono::Utc::now(),
+            kind: "text".to_owned(),
+            payload: json!({"kind": "text", "text": "Fixed the greeting."}),
+        },
+        NewRunEvent {
+            seq: 2,
+            at: chrono::Utc::now(),
+            kind: "diff".to_owned(),
+            payload: payload.clone(),
+        },
+    ];
+    cli.store.append_run_events(run.id, &events).await.unwrap();
+    let id = run.id.to_string();
+
+    let plain = cli.run(&["run", "logs", &id], &[]).await;
+    ok(&plain);
+    let base = &payload["base"].as_str().unwrap()[..12];
+    let expected_head = format!("#1 text: Fixed the greeting.\n#2 diff: muster/MUS-1-r1 against {base}\n");
+    assert!(plain.stdout.starts_with(&expected_head), "{plain:?}");
+    for line in [
+        " hello.txt | 3 ++-",
+        " 1 file changed, 2 insertions(+), 1 deletion(-)",
+        "diff --git a/hello.txt b/hello.txt",
+        "--- a/hello.txt",
+        "+++ b/hello.txt",
+        "@@ -1,2 +1,3 @@",
+        " first line",
+        "-hello world",
+        "+hello, world",
+        "+a new line",
+    ] {
+        assert!(
+            plain.stdout.lines().any(|l| l == line),
+            "{line:?} in:\n{}",
+            plain.stdout
+        );
+    }
+    assert!(!plain.stdout.contains('\x1b'), "no colour into a pipe");
+    assert!(!plain.stdout.contains("\"patch\""), "not raw JSON");
+
+    let coloured = cli.run(&["run", "logs", &id, "--color", "always"], &[]).await;
+    ok(&coloured);
+    assert!(coloured.stdout.contains("\x1b[32m+hello, world\x1b[0m"));
+    assert!(coloured.stdout.contains("\x1b[31m-hello world\x1b[0m"));
+    assert!(coloured.stdout.contains("\x1b[36m@@ -1,2 +1,3 @@\x1b[0m"));
+
+    // On a terminal (through `script`, which gives the command a pseudo-terminal) colour is automatic,
+    // and NO_COLOR turns it off.
+    let on_tty = |no_color: bool| {
+        let mut cmd = cli.command(&["run", "logs", &id], &[]);
+        let line = format!("{} run logs {id}", muster_tests::muster_bin().display());
+        cmd = retarget(cmd, &line, no_color);
+        async move {
+            tokio::task::spawn_blocking(move || cmd.output().expect("run script"))
+                .await
+                .unwrap()
+        }
+    };
+    let tty = on_tty(false).await;
+    let tty_out = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty_out.contains("\x1b[32m+hello, world"), "{tty:?}");
+    let tty = on_tty(true).await;
+    let tty_out = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty_out.contains("+hello, world"), "{tty:?}");
+    assert!(!tty_out.contains("\x1b[32m"), "NO_COLOR: {tty:?}");
+}
+
+/// `cmd` (built by [`Cli::command`], environment included) run as `script -qec LINE /dev/null`, so that
+/// muster's stdout is a pseudo-terminal; with `NO_COLOR=1` when `no_color`.
+fn retarget(cmd: Command, line: &str, no_color: bool) -> Command {
+    let mut script = Command::new("script");
+    script.args(["-qec", line, "/dev/null"]).env_clear();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    script.env("TERM", "dumb");
+    if no_color {
+        script.env("NO_COLOR", "1");
+    }
+    script.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    script
+}
+
+/// A diff event's payload built as the runner builds it (`supervisor::git::diff`): a real repository,
+/// one commit changing a file, `git diff --stat` and `git diff` of base..HEAD.
+fn real_diff_payload() -> Value {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path();
+    muster_tests::git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("hello.txt"), "first line\nhello world\n").unwrap();
+    muster_tests::git_commit_all(dir, "base");
+    let base = muster_tests::git(dir, &["rev-parse", "HEAD"]).trim().to_owned();
+    std::fs::write(dir.join("hello.txt"), "first line\nhello, world\na new line\n").unwrap();
+    muster_tests::git_commit_all(dir, "work");
+    let range = format!("{base}..HEAD");
+    let stat = muster_tests::git(dir, &["diff", "--no-color", "--no-ext-diff", "--stat", &range]);
+    let patch = muster_tests::git(dir, &["diff", "--no-color", "--no-ext-diff", &range]);
+    json!({
+        "base": base,
+        "branch": "muster/MUS-1-r1",
+        "stat": stat.trim_end(),
+        "patch": patch,
+        "truncated": false,
+    })
+}
+
+/// A user's mistake prints `error: …` on one line and exits 1, with no stack trace even when
+/// `RUST_BACKTRACE=1` is in the environment.
+async fn errors_are_one_line_even_with_rust_backtrace(cli: &Cli) {
+    for backtrace in ["1", "full"] {
+        let env = [("RUST_BACKTRACE", backtrace)];
+        let missing = cli.run(&["issue", "show", "MUS-99"], &env).await;
+        assert_eq!(
+            (missing.code, missing.stderr.as_str(), missing.stdout.as_str()),
+            (Some(1), "error: issue MUS-99 not found\n", "")
+        );
+        let bad = cli.run(&["issue", "create", "--title", "x", "--status", "doing"], &env).await;
+        assert_eq!(bad.code, Some(1), "{bad:?}");
+        assert_eq!(bad.stderr.lines().count(), 1, "{bad:?}");
+        assert!(bad.stderr.starts_with("error: status: unknown status \"doing\""), "{bad:?}");
+    }
+}
+
+/// `issue create` without `--status` makes a todo issue, as the board's form does; `agent list` says
+/// how many runs each agent has now besides how many it may have at once.
+async fn issue_create_defaults_to_todo_and_agent_list_counts_runs(cli: &Cli) {
+    let created = cli.run(&["issue", "create", "--title", "Plain"], &[]).await;
+    ok(&created);
+    let key = created.stdout.trim();
+    let shown = cli.run(&["issue", "show", key, "--json"], &[]).await;
+    ok(&shown);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["status"], "todo");
+    assert_eq!(
+        IssueStatus::NEW_ISSUE_DEFAULT.as_str(),
+        "todo",
+        "the one default the board's form preselects too"
+    );
+
+    let coder = agent(&cli.store, cli.ws, "coder", 2).await;
+    agent(&cli.store, cli.ws, "idle", 3).await;
+    for _ in 0..3 {
+        cli.new_run(coder.id).await;
+    }
+    let listed = cli.run(&["agent", "list"], &[]).await;
+    ok(&listed);
+    assert_eq!(
+        listed.stdout,
+        "NAME   KIND    MODEL  PERMISSION       RUNNING  QUEUED  MAX RUNS\n\
+         coder  claude  -      workspace_write  0        3       2\n\
+         idle   claude  -      workspace_write  0        0       3\n"
+    );
+}
