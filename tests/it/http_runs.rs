@@ -114,12 +114,14 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
         status,
         exit_code: reason.map(|_| 2),
         failure_reason: reason,
+        failure_detail: None,
         usage: Usage {
             input_tokens: 1_500,
             output_tokens: 20,
             cache_read_tokens: 3,
             cache_write_tokens: 0,
             cost_usd: 0.75,
+            cost_unknown: false,
         },
         summary: Some("Parser fixed.".into()),
         diff_stat: Some(
