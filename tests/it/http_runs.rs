@@ -324,7 +324,7 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
         "{html}"
     );
     assert!(html.contains(r#"<dd class="counter-cost">$0.7500</dd>"#));
-    assert!(html.contains("the agent exited with an error (exit) (exit code 2)"));
+    assert!(html.contains("Claude Code exited with code 2"), "{html}");
     assert!(html.contains(&format!(r#"action="/w/acme/runs/{}/retry""#, run.id)));
     assert!(
         !html.contains("/cancel\"") && !html.contains("ws-connect"),

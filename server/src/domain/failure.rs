@@ -110,7 +110,12 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
     let code = |default: &str| status.map_or_else(|| default.to_owned(), |s| format!(" ({s})"));
     let (what, to_do, settings) = match f.reason {
         FailureReason::Auth => (
-            format!("{cli}'s API key was refused by the provider{}", code("")),
+            match f.kind {
+                AgentKind::Custom | AgentKind::Llama => {
+                    format!("The provider refused the agent's API key{}", code(""))
+                }
+                _ => format!("{cli}'s API key was refused by the provider{}", code("")),
+            },
             key_setting(f.kind).to_owned(),
             true,
         ),

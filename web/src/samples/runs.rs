@@ -139,7 +139,12 @@ pub fn run_page() -> RunPageView {
 pub fn failed_run_page() -> RunPageView {
     let mut v = run_page();
     v.header.status = "failed".into();
-    v.header.failure = Some("The agent exited with an error (exit)".into());
+    v.header.failure = Some(FailureView {
+        what: "The agent's command exited with code 1".into(),
+        to_do: "open the run for its last error (under details)".into(),
+        settings_url: None,
+        details: "last output: <b>tests</b> fail\nexit code: 1\nreason: exit".into(),
+    });
     v.header.exit_code = Some(1);
     v.header.cancel_url = None;
     v.header.retry_url = Some(format!("{}/retry", v.header.url));
