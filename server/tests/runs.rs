@@ -127,7 +127,7 @@ async fn failing_agent_fails_the_run_and_returns_the_issue() {
         (CommentAuthor::System, Some(run.id))
     );
     assert!(
-        note.body.contains("failed on") && note.body.contains("(exit)"),
+        note.body.contains("failed on") && note.body.contains("exited with code 1"),
         "{}",
         note.body
     );

@@ -114,12 +114,14 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
         status,
         exit_code: reason.map(|_| 2),
         failure_reason: reason,
+        failure_detail: None,
         usage: Usage {
             input_tokens: 1_500,
             output_tokens: 20,
             cache_read_tokens: 3,
             cache_write_tokens: 0,
             cost_usd: 0.75,
+            cost_unknown: false,
         },
         summary: Some("Parser fixed.".into()),
         diff_stat: Some(
@@ -322,7 +324,7 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
         "{html}"
     );
     assert!(html.contains(r#"<dd class="counter-cost">$0.7500</dd>"#));
-    assert!(html.contains("the agent exited with an error (exit) (exit code 2)"));
+    assert!(html.contains("Claude Code exited with code 2"), "{html}");
     assert!(html.contains(&format!(r#"action="/w/acme/runs/{}/retry""#, run.id)));
     assert!(
         !html.contains("/cancel\"") && !html.contains("ws-connect"),

@@ -16,6 +16,7 @@ mod http_pages;
 mod http_runs;
 mod llama;
 mod run_follow;
+mod run_outcomes;
 mod security;
 mod skills;
 mod startup;

@@ -227,6 +227,7 @@ async fn conclude(state: &AppState, issue: &Issue, run: RunId) {
         status: RunStatus::Succeeded,
         exit_code: Some(0),
         failure_reason: None,
+        failure_detail: None,
         usage: Usage::default(),
         summary: None,
         diff_stat: None,

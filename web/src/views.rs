@@ -438,8 +438,10 @@ pub struct RunCountersView {
     pub output_tokens: String,
     /// Cache reads plus writes.
     pub cache_tokens: String,
-    /// "$0.0421".
+    /// "$0.0421", "unpriced" (no price known for some tokens) or "$0 · local".
     pub cost: String,
+    /// Why the cost reads as it does, when it is not a plain amount (the label's title).
+    pub cost_title: Option<String>,
     /// "110.4": generation speed, for local models that report it.
     pub tokens_per_second: Option<String>,
     pub started_at: Option<DateTime<Utc>>,
@@ -464,8 +466,8 @@ pub struct RunHeaderView {
     pub status: String,
     /// Set while the run is flagged as stalled.
     pub stalled_at: Option<DateTime<Utc>>,
-    /// Why it did not succeed, in plain words ("The agent's API key was refused (auth)").
-    pub failure: Option<String>,
+    /// Why it did not succeed: what happened and what to do, with the raw diagnostic.
+    pub failure: Option<FailureView>,
     pub exit_code: Option<i32>,
     pub branch: Option<String>,
     pub created_at: Option<DateTime<Utc>>,
@@ -474,6 +476,20 @@ pub struct RunHeaderView {
     /// POST here (with `_csrf`) to queue a new attempt; only for a failed, cancelled, timed-out or
     /// interrupted run.
     pub retry_url: Option<String>,
+}
+
+/// Why a run did not succeed, explained ("Claude Code's API key was refused by the provider (401)" /
+/// "check the agent's ANTHROPIC_API_KEY secret"), with the raw diagnostic for a "details" toggle.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureView {
+    /// What happened.
+    pub what: String,
+    /// What to do about it.
+    pub to_do: String,
+    /// The agent's settings page, when the fix is there.
+    pub settings_url: Option<String>,
+    /// The raw diagnostic (the CLI's error, its last output, the exit code), one item per line.
+    pub details: String,
 }
 
 /// A long text cut for display: `shown` is the start; `full` is the whole text when it was cut.
@@ -589,7 +605,11 @@ pub struct RunRowView {
     pub stalled: bool,
     /// "1,234 tokens".
     pub tokens: String,
+    /// As in [`RunCountersView::cost`].
     pub cost: String,
+    pub cost_title: Option<String>,
+    /// Why it did not succeed, when it failed.
+    pub failure: Option<FailureView>,
     /// "2m 05s", or empty before the run started.
     pub duration: String,
     pub diff_stat: Option<String>,
@@ -605,9 +625,13 @@ pub struct InboxItemView {
     /// "Run failed", …
     pub kind_label: String,
     pub message: String,
+    /// The raw diagnostic of a failed run, for a "details" toggle.
+    pub details: Option<String>,
     pub issue_key: Option<String>,
     pub issue_url: Option<String>,
     pub run_url: Option<String>,
+    /// The run's diff (work awaiting review).
+    pub diff_url: Option<String>,
     pub at: DateTime<Utc>,
     pub read: bool,
     /// POST here to mark it read (only while unread).

@@ -162,6 +162,9 @@ struct RunRow {
     input_tokens: i64,
     output_tokens: i64,
     cost_usd: f64,
+    /// The cost as it reads ("unpriced", "$0 · local"); older servers send none.
+    #[serde(default)]
+    cost: Option<String>,
     summary: Option<String>,
     diff_stat: Option<String>,
     branch: Option<String>,
@@ -171,6 +174,13 @@ struct RunRow {
 }
 
 impl RunRow {
+    /// "$0.0421", or "unpriced" when the server knows no price for some of its tokens.
+    fn cost_text(&self) -> String {
+        self.cost
+            .clone()
+            .unwrap_or_else(|| format!("${:.4}", self.cost_usd))
+    }
+
     fn status_text(&self) -> String {
         match (&self.failure_reason, self.stalled) {
             (_, true) => format!("{} (stalled)", self.status),
@@ -276,7 +286,7 @@ async fn list(client: &Client, json: bool, args: &ListArgs) -> anyhow::Result<()
                 r.agent.clone(),
                 r.status_text(),
                 r.attempt.to_string(),
-                format!("${:.4}", r.cost_usd),
+                r.cost_text(),
                 short_time(&r.created_at),
             ]
         })
@@ -306,8 +316,10 @@ async fn show(client: &Client, json: bool, run: &str) -> anyhow::Result<()> {
         println!("exit:     {code}");
     }
     println!(
-        "usage:    {} in, {} out, ${:.4}",
-        r.input_tokens, r.output_tokens, r.cost_usd
+        "usage:    {} in, {} out, {}",
+        r.input_tokens,
+        r.output_tokens,
+        r.cost_text()
     );
     println!("branch:   {}", or_dash(&r.branch));
     println!("created:  {}", short_time(&r.created_at));

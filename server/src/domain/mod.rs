@@ -4,6 +4,7 @@
 //! layers take only validated values, so the store never sees an empty title or an unknown status.
 
 mod agent;
+pub mod failure;
 mod ids;
 mod issue;
 mod run;

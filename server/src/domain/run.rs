@@ -52,6 +52,7 @@ string_enum!(
         Timeout => "timeout",
         Exit => "exit",
         EventCap => "event_cap",
+        Sandbox => "sandbox",
     }
 );
 
@@ -79,6 +80,10 @@ pub struct Usage {
     pub cache_read_tokens: i64,
     pub cache_write_tokens: i64,
     pub cost_usd: f64,
+    /// Some tokens were used that nothing priced (no cost from the CLI, no rate for the model): then
+    /// `cost_usd` counts only the priced part and the cost is shown as unknown, never as $0.
+    #[serde(default)]
+    pub cost_unknown: bool,
 }
 
 impl Usage {
@@ -101,6 +106,30 @@ impl Usage {
         self.cache_read_tokens += count(u.cache_read);
         self.cache_write_tokens += count(u.cache_write);
         self.cost_usd += u.cost_usd.unwrap_or(0.0);
+        self.cost_unknown |= u.cost_usd.is_none() && u.total_tokens() > 0;
+    }
+}
+
+/// Why a cost reads "unpriced" (the title of the label).
+pub const UNPRICED_TITLE: &str = "Unknown cost: Muster has no price for this model and the CLI reported no \
+    cost, so the tokens are counted but not priced (not $0)";
+/// Why a local model's cost reads "$0 · local".
+pub const LOCAL_TITLE: &str = "A local model: no provider charges for its tokens";
+
+impl Usage {
+    /// How the cost reads for a run of an agent of `kind`, with a title explaining it when it is not
+    /// a plain amount: "$0.0421"; "unpriced" when some tokens had no price; "$0 · local" for a local
+    /// model that cost nothing.
+    pub fn cost_label(&self, kind: Option<super::AgentKind>) -> (String, Option<&'static str>) {
+        if kind == Some(super::AgentKind::Llama) && self.cost_usd == 0.0 {
+            ("$0 · local".to_owned(), Some(LOCAL_TITLE))
+        } else if self.cost_unknown && self.cost_usd == 0.0 {
+            ("unpriced".to_owned(), Some(UNPRICED_TITLE))
+        } else if self.cost_unknown {
+            (format!("${:.4} + unpriced", self.cost_usd), Some(UNPRICED_TITLE))
+        } else {
+            (format!("${:.4}", self.cost_usd), None)
+        }
     }
 }
 
@@ -125,6 +154,8 @@ pub struct RunOutcome {
     pub status: RunStatus,
     pub exit_code: Option<i32>,
     pub failure_reason: Option<FailureReason>,
+    /// The decisive error message the CLI reported, for the failure text and its details.
+    pub failure_detail: Option<String>,
     pub usage: Usage,
     pub summary: Option<String>,
     pub diff_stat: Option<String>,
@@ -150,6 +181,8 @@ pub struct Run {
     pub session_id: Option<String>,
     pub exit_code: Option<i32>,
     pub failure_reason: Option<FailureReason>,
+    /// The decisive error message the CLI reported (redacted), when it failed with one.
+    pub failure_detail: Option<String>,
     pub usage: Usage,
     pub summary: Option<String>,
     pub diff_stat: Option<String>,

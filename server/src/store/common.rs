@@ -67,7 +67,7 @@ macro_rules! run_cols { () => {
     "run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, runner_id, lease_expires_at, \
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
-     started_at, finished_at"
+     started_at, finished_at, failure_detail, cost_unknown"
 } }
 macro_rules! token_cols { () => {
     "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
@@ -774,11 +774,13 @@ macro_rules! impl_store {
                     "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
                     "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
                     "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
-                    "stalled_at = null where run_id = $1 and status in ('queued', 'claimed', 'running') returning ", run_cols!()))
+                    "stalled_at = null, failure_detail = $14, cost_unknown = $15 ",
+                    "where run_id = $1 and status in ('queued', 'claimed', 'running') returning ", run_cols!()))
                     .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
                     .bind(u.input_tokens).bind(u.output_tokens).bind(u.cache_read_tokens).bind(u.cache_write_tokens)
                     .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
                     .bind(outcome.session_id.as_deref()).bind(now())
+                    .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown)
                     .fetch_optional(&self.pool).await?;
                 match row {
                     Some(row) => Ok(row.into()),

@@ -5,11 +5,12 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use muster_agents::{AgentEvent, ErrorClass, RateTable};
+use muster_agents::{AgentEvent, RateTable};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::app::AppState;
+use crate::domain::failure::ErrorTrack;
 use crate::domain::{NewRunEvent, RunId, Seq, Usage};
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
@@ -147,7 +148,8 @@ pub(super) struct Tally {
     pub model: Option<String>,
     pub last_text: Option<String>,
     pub finished: Option<(bool, Option<String>)>,
-    pub last_error: Option<Option<ErrorClass>>,
+    /// The decisive error so far (see [`ErrorTrack`]).
+    pub errors: ErrorTrack,
     /// The worktree's diff stat against its base, when the run had a worktree and changed something.
     pub diff_stat: Option<String>,
     /// Whether the run changed its worktree (or its change could not be read): an interrupted run is
@@ -169,7 +171,7 @@ impl Tally {
             }
             AgentEvent::Text { text } => self.last_text = Some(text.clone()),
             AgentEvent::Usage(u) => self.usage.add_priced(*u, self.model.as_deref(), rates),
-            AgentEvent::Error { class, .. } => self.last_error = Some(*class),
+            AgentEvent::Error { .. } => self.errors.add(event),
             AgentEvent::Finished { ok, summary } => self.finished = Some((*ok, summary.clone())),
             _ => {}
         }

@@ -7,6 +7,7 @@ use chrono::Utc;
 
 use super::events::Tally;
 use crate::app::AppState;
+use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{
     Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
     NewRun, Run, RunOutcome, RunStatus, Usage,
@@ -14,7 +15,6 @@ use crate::domain::{
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
 use crate::store;
-use muster_agents::ErrorClass;
 
 /// Why a run had to be stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +62,7 @@ fn outcome(ending: &Ending, tally: &Tally, redactor: &Redactor) -> RunOutcome {
             if ok {
                 (RunStatus::Succeeded, *code, None)
             } else {
-                (RunStatus::Failed, *code, Some(classify(tally)))
+                (RunStatus::Failed, *code, Some(tally.errors.reason()))
             }
         }
         Ending::Stopped(stop, code) => match stop {
@@ -88,26 +88,23 @@ fn outcome(ending: &Ending, tally: &Tally, redactor: &Redactor) -> RunOutcome {
         Ending::Stopped(Stop::EventCap(cap), _) => Some(super::events::cap_message(*cap)),
         _ => tally.summary(),
     };
+    // The decisive error, for a failure that was not of our making (a stop or an unstarted run says why
+    // itself in its reason and summary).
+    let failure_detail = match ending {
+        Ending::Exited(_) | Ending::Stopped(Stop::Auth, _) if failure_reason.is_some() => {
+            tally.errors.message()
+        }
+        _ => None,
+    };
     RunOutcome {
         status,
         exit_code,
         failure_reason,
+        failure_detail: redactor.opt(failure_detail),
         usage: tally.usage,
         summary: redactor.opt(summary.as_deref()),
         diff_stat: redactor.opt(tally.diff_stat.as_deref()),
         session_id: redactor.opt(tally.session_id.as_deref()),
-    }
-}
-
-/// The failure reason of a run that exited unsuccessfully, from its last classified error.
-fn classify(tally: &Tally) -> FailureReason {
-    match tally.last_error.flatten() {
-        Some(ErrorClass::Auth) => FailureReason::Auth,
-        Some(ErrorClass::RateLimit) => FailureReason::RateLimit,
-        Some(ErrorClass::Server) => FailureReason::Server,
-        Some(ErrorClass::Network) => FailureReason::Network,
-        Some(ErrorClass::Config) => FailureReason::Config,
-        Some(ErrorClass::Other) | None => FailureReason::Exit,
     }
 }
 
@@ -166,14 +163,56 @@ async fn succeeded(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) ->
         state.store.add_comment(issue.id, &comment).await?;
     }
     let from = [IssueStatus::Todo, IssueStatus::InProgress];
-    move_if_in(
+    let moved = move_if_in(
         state,
         issue,
         &from,
         IssueStatus::InReview,
         CommentAuthor::Agent(agent.id),
     )
-    .await
+    .await?;
+    if !moved {
+        return Ok(());
+    }
+    // Someone must look at the work now: the issue's creator (or, for an issue no person created,
+    // everyone in the workspace).
+    let item = NewInboxItem {
+        workspace_id: run.workspace_id,
+        user_id: issue.created_by,
+        kind: InboxKind::AwaitingReview,
+        issue_id: Some(issue.id),
+        run_id: Some(run.id),
+        message: review_message(run, issue, agent),
+    };
+    state.store.create_inbox_item(&item).await.map(drop)
+}
+
+/// "coder finished ACM-1 (Fix the parser); it awaits review: <its summary line> (2 files changed, …)".
+/// The summary and diff stat were redacted when the run was recorded.
+fn review_message(run: &Run, issue: &Issue, agent: &Agent) -> String {
+    let line = |text: Option<&str>, last: bool| {
+        let mut lines = text.unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty());
+        let line = if last { lines.next_back() } else { lines.next() };
+        line.map(|l| {
+            let cut: String = l.chars().take(200).collect();
+            if cut.len() < l.len() { format!("{cut}…") } else { cut }
+        })
+    };
+    let mut message = format!(
+        "{} finished {} ({}); it awaits review",
+        agent.profile.name.as_str(),
+        issue.key,
+        issue.title.as_str()
+    );
+    if let Some(summary) = line(run.summary.as_deref(), false) {
+        message.push_str(": ");
+        message.push_str(&summary);
+    }
+    match line(run.diff_stat.as_deref(), true) {
+        Some(stat) => message.push_str(&format!(" ({stat})")),
+        None => message.push_str(" (no change to the repository)"),
+    }
+    message
 }
 
 async fn failed(
@@ -205,14 +244,14 @@ async fn failed(
     } else {
         InboxKind::RunFailed
     };
+    let kind_of = agent.profile.kind;
+    let text = FailureFacts::of(run, kind_of, agent.profile.model.as_deref())
+        .map(|facts| failure::explain(&facts).sentence())
+        .unwrap_or_else(|| format!("{reason}"));
     let message = format!(
-        "{} failed on {} ({reason}){}",
+        "{} failed on {}. {text}.",
         agent.profile.name.as_str(),
         issue.key,
-        run.summary
-            .as_deref()
-            .map(|s| format!(": {}", s.chars().take(300).collect::<String>()))
-            .unwrap_or_default()
     );
     inbox(state, run, issue, kind, redactor.text(&message)).await
 }
@@ -286,25 +325,27 @@ async fn return_to_todo(state: &AppState, issue: &Issue, agent: &Agent) -> store
         CommentAuthor::Agent(agent.id),
     )
     .await
+    .map(drop)
 }
 
 /// Moves the issue to `to` (end of the column) only if it is still in one of `from` — a person may have
-/// moved it meanwhile, and their move wins.
+/// moved it meanwhile, and their move wins. Says whether it moved.
 async fn move_if_in(
     state: &AppState,
     issue: &Issue,
     from: &[IssueStatus],
     to: IssueStatus,
     actor: CommentAuthor,
-) -> store::Result<()> {
+) -> store::Result<bool> {
     let current = state.store.get_issue_by_id(issue.id).await?;
-    if from.contains(&current.status) {
-        state
-            .store
-            .move_issue(issue.workspace_id, &issue.key, to, None, actor)
-            .await?;
+    if !from.contains(&current.status) {
+        return Ok(false);
     }
-    Ok(())
+    state
+        .store
+        .move_issue(issue.workspace_id, &issue.key, to, None, actor)
+        .await?;
+    Ok(true)
 }
 
 async fn inbox(
@@ -344,6 +385,7 @@ pub(super) fn cancelled_outcome() -> RunOutcome {
         status: RunStatus::Cancelled,
         exit_code: None,
         failure_reason: None,
+        failure_detail: None,
         usage: Usage::default(),
         summary: None,
         diff_stat: None,

@@ -132,9 +132,12 @@ async fn finish_prepare(
     let (binary, extra_args, adapter) = program(state, agent, kind).await?;
     let mode = crate::sandbox::mode(&state.config);
     if let crate::sandbox::Mode::Refused { reason } = &mode {
-        return Err(PrepareError::config(format!(
-            "agents cannot start on this server: {reason}; the operator can start it with --allow-unsandboxed-agents"
-        )));
+        return Err(PrepareError {
+            reason: FailureReason::Sandbox,
+            message: format!(
+                "agents cannot start on this server: {reason}; the operator can start it with --allow-unsandboxed-agents"
+            ),
+        });
     }
     let sandboxed = matches!(mode, crate::sandbox::Mode::Sandboxed { .. });
     let permission_mode: PermissionMode = p.permission_mode.as_str().parse().unwrap_or_default();

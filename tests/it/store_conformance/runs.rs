@@ -133,12 +133,14 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
         status: RunStatus::Succeeded,
         exit_code: Some(0),
         failure_reason: None,
+        failure_detail: None,
         usage: Usage {
             input_tokens: 1200,
             output_tokens: 340,
             cache_read_tokens: 50,
             cache_write_tokens: 7,
             cost_usd: 0.0123,
+            cost_unknown: false,
         },
         summary: Some("Fixed it".into()),
         diff_stat: Some("1 file changed, 2 insertions(+)".into()),
@@ -183,6 +185,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
             &RunOutcome {
                 status: RunStatus::Cancelled,
                 failure_reason: None,
+                failure_detail: None,
                 ..outcome
             },
         )
@@ -232,6 +235,7 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
         status: RunStatus::Failed,
         exit_code: Some(1),
         failure_reason: Some(FailureReason::Exit),
+        failure_detail: None,
         usage: Usage::default(),
         summary: None,
         diff_stat: None,
@@ -498,6 +502,7 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
         status: RunStatus::Cancelled,
         exit_code: None,
         failure_reason: None,
+        failure_detail: None,
         usage: Usage::default(),
         summary: None,
         diff_stat: None,
@@ -715,6 +720,7 @@ fn cancelled() -> RunOutcome {
         status: RunStatus::Cancelled,
         exit_code: None,
         failure_reason: None,
+        failure_detail: None,
         usage: Usage::default(),
         summary: None,
         diff_stat: None,

@@ -75,8 +75,10 @@ fn inbox_item(i: &InboxItemView, token: &str) -> Markup {
                     (Timestamp(i.at))
                 }
                 p.inbox-message { (i.message) }
+                @if let Some(d) = &i.details { (super::run::diagnostic_details(d)) }
                 div.inbox-actions {
                     @if let Some(url) = &i.run_url { a.btn.btn-small.btn-ghost href=(url) { "Open run" } }
+                    @if let Some(url) = &i.diff_url { a.btn.btn-small.btn-ghost href=(url) { "View diff" } }
                     @if let Some(url) = &i.retry_url {
                         form.inline-form method="post" action=(url) {
                             (csrf(token))

@@ -118,9 +118,14 @@ fn runs(runs: &[RunRowView]) -> Markup {
                                 td { @if let Some(a) = &r.agent { (PersonChip(a)) } }
                                 td { (RunPill(if r.stalled { "stalled" } else { &r.status })) }
                                 td.num { (r.tokens) }
-                                td.num { (r.cost) }
+                                td.num.run-cost title=[r.cost_title.as_deref()] { (r.cost) }
                                 td.num { (r.duration) }
                                 td { @if let Some(s) = &r.diff_stat { code.diff-stat-short { (s) } } }
+                            }
+                            @if let Some(f) = &r.failure {
+                                tr.run-failure-row {
+                                    td colspan="7" { div.run-failure { (super::run::failure_text(f)) } }
+                                }
                             }
                         }
                     }

@@ -12,7 +12,7 @@ use crate::layout::page;
 use crate::partials::form::csrf;
 use crate::partials::widgets::{PersonChip, RunPill, Timestamp};
 use crate::views::{
-    LongTextView, RunCountersView, RunDiffView, RunHeaderView, RunItemKind, RunItemView,
+    FailureView, LongTextView, RunCountersView, RunDiffView, RunHeaderView, RunItemKind, RunItemView,
     RunLiveFrame, RunPageView, ToolResultView,
 };
 
@@ -119,11 +119,33 @@ fn header(h: &RunHeaderView, token: &str, swap: bool) -> Markup {
             }
             @if let Some(why) = &h.failure {
                 div.banner.banner-error.run-failure role="status" {
-                    strong { "Did not succeed: " }
-                    (why)
-                    @if let Some(code) = h.exit_code { " (exit code " (code) ")" }
+                    strong { "Did not succeed. " }
+                    (failure_text(why))
                 }
             }
+        }
+    }
+}
+
+/// A failure's text ("what happened: what to do", with a link to the agent's settings when the fix is
+/// there) and its raw diagnostic behind a "details" toggle.
+pub(crate) fn failure_text(f: &FailureView) -> Markup {
+    html! {
+        span.failure-what { (f.what) } ": "
+        span.failure-todo { (f.to_do) } "."
+        @if let Some(url) = &f.settings_url {
+            " " a.failure-settings href=(url) { "Open the agent's settings" }
+        }
+        (diagnostic_details(&f.details))
+    }
+}
+
+/// A raw diagnostic behind a "details" toggle.
+pub(crate) fn diagnostic_details(details: &str) -> Markup {
+    html! {
+        details.failure-details {
+            summary { "details" }
+            pre.failure-diagnostic { (details) }
         }
     }
 }
@@ -140,7 +162,7 @@ fn counters(id: &str, c: &RunCountersView, swap: bool) -> Markup {
             div { dt { "Input" } dd.counter-input { (c.input_tokens) } }
             div { dt { "Output" } dd.counter-output { (c.output_tokens) } }
             div { dt { "Cache" } dd.counter-cache { (c.cache_tokens) } }
-            div { dt { "Cost" } dd.counter-cost { (c.cost) } }
+            div { dt { "Cost" } dd.counter-cost title=[c.cost_title.as_deref()] { (c.cost) } }
             @if let Some(speed) = &c.tokens_per_second {
                 div { dt { "Tokens/s" } dd.counter-speed { (speed) } }
             }

@@ -49,6 +49,7 @@ pub fn run_page() -> RunPageView {
             output_tokens: "2,113".into(),
             cache_tokens: "48,002".into(),
             cost: "$0.0912".into(),
+            cost_title: None,
             tokens_per_second: None,
             started_at: Some(at(4, 16, 30)),
             finished_at: None,
@@ -138,7 +139,12 @@ pub fn run_page() -> RunPageView {
 pub fn failed_run_page() -> RunPageView {
     let mut v = run_page();
     v.header.status = "failed".into();
-    v.header.failure = Some("The agent exited with an error (exit)".into());
+    v.header.failure = Some(FailureView {
+        what: "The agent's command exited with code 1".into(),
+        to_do: "open the run for its last error (under details)".into(),
+        settings_url: None,
+        details: "last output: <b>tests</b> fail\nexit code: 1\nreason: exit".into(),
+    });
     v.header.exit_code = Some(1);
     v.header.cancel_url = None;
     v.header.retry_url = Some(format!("{}/retry", v.header.url));
@@ -190,6 +196,8 @@ pub fn run_rows() -> Vec<RunRowView> {
             stalled: false,
             tokens: "62,955".into(),
             cost: "$0.0912".into(),
+            cost_title: None,
+            failure: None,
             duration: "1m 12s".into(),
             diff_stat: None,
             created_at: at(4, 16, 29),
@@ -201,7 +209,14 @@ pub fn run_rows() -> Vec<RunRowView> {
             status: "failed".into(),
             stalled: false,
             tokens: "1,024".into(),
-            cost: "$0.0100".into(),
+            cost: "unpriced".into(),
+            cost_title: Some("Unknown cost: no price for this model".into()),
+            failure: Some(FailureView {
+                what: "Codex's API key was refused by the provider (401)".into(),
+                to_do: "check the agent's OPENAI_API_KEY secret".into(),
+                settings_url: Some("/w/acme/agents/codex".into()),
+                details: "error: unexpected status 401 Unauthorized\nexit code: 1\nreason: auth".into(),
+            }),
             duration: "12s".into(),
             diff_stat: Some("1 file changed, 3 insertions(+)".into()),
             created_at: at(4, 16, 0),
@@ -219,9 +234,11 @@ pub fn inbox() -> InboxView {
                 kind: "run_failed".into(),
                 kind_label: "Run failed".into(),
                 message: "codex failed on MUS-26 (exit): <b>tests</b> fail".into(),
+                details: Some("error: <b>tests</b> fail\nexit code: 1".into()),
                 issue_key: Some("MUS-26".into()),
                 issue_url: Some("/w/acme/issues/MUS-26".into()),
                 run_url: Some("/w/acme/runs/r9".into()),
+                diff_url: None,
                 at: at(4, 17, 0),
                 read: false,
                 read_url: Some("/w/acme/inbox/i1/read".into()),
@@ -232,9 +249,11 @@ pub fn inbox() -> InboxView {
                 kind: "run_stalled".into(),
                 kind_label: "Run stalled".into(),
                 message: "claude-reviewer has been silent on MUS-24".into(),
+                details: None,
                 issue_key: Some("MUS-24".into()),
                 issue_url: Some("/w/acme/issues/MUS-24".into()),
                 run_url: Some("/w/acme/runs/r2".into()),
+                diff_url: None,
                 at: at(4, 16, 45),
                 read: true,
                 read_url: None,

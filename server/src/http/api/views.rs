@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::app::AppState;
 use crate::domain::{
-    Activity, Actor, AgentId, ApiToken, Assignee, Comment, Issue, Member, UserId, WorkspaceId,
+    Activity, Actor, AgentId, AgentKind, ApiToken, Assignee, Comment, Issue, Member, UserId,
+    WorkspaceId,
 };
 use crate::http::Result;
 use crate::service::Caller;
@@ -16,6 +17,8 @@ use crate::service::Caller;
 #[derive(Debug, Default, Clone)]
 pub struct Names {
     pub agents: HashMap<AgentId, (String, String)>,
+    /// Each agent's runtime and model, for run costs and failure texts.
+    pub runtimes: HashMap<AgentId, (AgentKind, Option<String>)>,
     pub users: HashMap<UserId, String>,
 }
 
@@ -25,6 +28,10 @@ impl Names {
         let agents = state.store.list_agents(ws).await?;
         let members = state.store.list_members(ws).await?;
         Ok(Names {
+            runtimes: agents
+                .iter()
+                .map(|a| (a.id, (a.profile.kind, a.profile.model.clone())))
+                .collect(),
             agents: agents
                 .into_iter()
                 .map(|a| (a.id, (a.profile.name.as_str().to_owned(), a.profile.color)))
@@ -276,14 +283,25 @@ pub struct RunView {
     pub stalled: bool,
     pub attempt: i32,
     /// auth, rate_limit, server, network, config, missing_cli, runner_lost, over_budget, stalled,
-    /// timeout, exit.
+    /// timeout, exit, event_cap, sandbox.
     pub failure_reason: Option<String>,
     pub exit_code: Option<i32>,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cache_read_tokens: i64,
     pub cache_write_tokens: i64,
+    /// The priced part of the cost (all of it unless `cost_unknown`).
     pub cost_usd: f64,
+    /// Some tokens had no price (no cost from the CLI, no rate for the model): the cost is unknown.
+    pub cost_unknown: bool,
+    /// The cost as people read it: "$0.0421", "unpriced", or "$0 · local" for a local model.
+    #[schema(example = "$0.0421")]
+    pub cost: String,
+    /// Why the run did not succeed and what to do, in words ("Claude Code's API key was refused by the
+    /// provider (401): check the agent's ANTHROPIC_API_KEY secret").
+    pub failure_message: Option<String>,
+    /// The decisive error message the CLI reported, when it failed with one.
+    pub failure_detail: Option<String>,
     pub summary: Option<String>,
     pub diff_stat: Option<String>,
     pub branch: Option<String>,
@@ -297,7 +315,20 @@ pub struct RunView {
 impl RunView {
     /// Maps a run, naming its issue (`issue_key`) and agent.
     pub fn new(run: &crate::domain::Run, issue_key: &str, names: &Names) -> Self {
+        let runtime = names.runtimes.get(&run.agent_id);
+        let kind = runtime.map(|(kind, _)| *kind);
+        let model = runtime.and_then(|(_, model)| model.as_deref());
+        let failure = crate::domain::failure::FailureFacts::of(
+            run,
+            kind.unwrap_or(AgentKind::Custom),
+            model,
+        )
+        .map(|facts| crate::domain::failure::explain(&facts).sentence());
         RunView {
+            cost: run.usage.cost_label(kind).0,
+            cost_unknown: run.usage.cost_unknown,
+            failure_message: failure,
+            failure_detail: run.failure_detail.clone(),
             id: run.id.0,
             issue: issue_key.to_owned(),
             issue_id: run.issue_id.0,

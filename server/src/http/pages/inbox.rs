@@ -12,8 +12,8 @@ use chrono::Utc;
 use muster_web::views::{InboxItemView, InboxView, Nav, NavItem};
 use serde::Deserialize;
 
-use super::runs::run_url;
-use super::views::nav;
+use super::runs::{failure_view, run_url};
+use super::views::{People, nav};
 use super::{PageResult, see_other};
 use crate::app::AppState;
 use crate::domain::{InboxItemId, InboxKind, IssueFilter};
@@ -93,6 +93,17 @@ async fn show(
         .collect();
     let slug = caller.ws.slug.to_string();
     let base = format!("/w/{slug}/inbox");
+    let people = People::load(&state, caller).await?;
+    // The raw diagnostic of each failed run, for its "details" toggle.
+    let mut details = HashMap::new();
+    for e in &entries {
+        if let (InboxKind::RunFailed | InboxKind::OverBudget, Some(run)) = (e.item.kind, e.item.run_id)
+            && let Ok(run) = state.store.get_run(run).await
+            && let Some(failure) = failure_view(&slug, &run, &people)
+        {
+            details.insert(run.id, failure.details);
+        }
+    }
     let items = entries
         .into_iter()
         .map(|e| {
@@ -109,6 +120,11 @@ async fn show(
                 kind: i.kind.to_string(),
                 kind_label: kind_label(i.kind).to_owned(),
                 message: i.message,
+                details: i.run_id.and_then(|r| details.remove(&r)),
+                diff_url: i
+                    .run_id
+                    .filter(|_| i.kind == InboxKind::AwaitingReview)
+                    .map(|r| format!("{}#run-{r}-diff", run_url(&slug, r))),
                 issue_url: key.as_ref().map(|k| format!("/w/{slug}/issues/{k}")),
                 issue_key: key,
                 run_url: i.run_id.map(|r| run_url(&slug, r)),

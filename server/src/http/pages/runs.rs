@@ -10,13 +10,16 @@ use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
-use muster_web::views::{NavItem, RunCountersView, RunHeaderView, RunPageView, RunRowView};
+use muster_web::views::{
+    FailureView, NavItem, RunCountersView, RunHeaderView, RunPageView, RunRowView,
+};
 
 use super::inbox::nav_with_inbox;
 use super::views::People;
 use super::{PageResult, see_other};
 use crate::app::AppState;
-use crate::domain::{Actor, FailureReason, Run, RunId, RunStatus, Usage};
+use crate::domain::failure::{self, FailureFacts};
+use crate::domain::{Actor, Agent, AgentKind, Run, RunId, RunStatus, Usage};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::runs as svc;
@@ -72,7 +75,7 @@ async fn show(
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
         header: header_view(&slug, &run, &issue, &people),
-        counters: counters_view(&run, &usage, fold.tokens_per_second),
+        counters: counters_view(&run, &people, &usage, fold.tokens_per_second),
         items,
         diff: diff_view(run.diff_stat.as_deref(), fold.patch.as_deref()),
         last_seq: fold.last_seq,
@@ -131,13 +134,7 @@ pub(super) fn header_view(
         attempt: run.attempt,
         status: run.status.to_string(),
         stalled_at: run.stalled_at.filter(|_| !run.status.is_terminal()),
-        failure: run
-            .failure_reason
-            .map(|reason| match (reason, &run.summary) {
-                // The summary of a capped run names its cap.
-                (FailureReason::EventCap, Some(why)) => format!("{why} ({reason})"),
-                _ => failure_text(reason),
-            }),
+        failure: failure_view(slug, run, people),
         exit_code: run.exit_code.filter(|_| run.failure_reason.is_some()),
         branch: run.branch.clone(),
         created_at: Some(run.created_at),
@@ -147,37 +144,50 @@ pub(super) fn header_view(
     }
 }
 
-/// A failure reason in plain words.
-pub(super) fn failure_text(reason: FailureReason) -> String {
-    let text = match reason {
-        FailureReason::Auth => "the agent's credentials were refused",
-        FailureReason::RateLimit => "the model provider rate-limited the agent",
-        FailureReason::Server => "the model provider failed",
-        FailureReason::Network => "the model provider could not be reached",
-        FailureReason::Config => "the agent's configuration is wrong",
-        FailureReason::MissingCli => "the agent's CLI is not installed",
-        FailureReason::RunnerLost => "the runner stopped while the run was live",
-        FailureReason::OverBudget => "it went over its budget and was stopped",
-        FailureReason::Stalled => "it stayed silent past its stall timeout and was stopped",
-        FailureReason::Timeout => "it ran out of time",
-        FailureReason::Exit => "the agent exited with an error",
-        FailureReason::EventCap => "it reached the cap of events per run and was stopped",
-    };
-    format!("{text} ({reason})")
+/// The run's agent, when it still exists.
+fn agent_of<'a>(people: &'a People, run: &Run) -> Option<&'a Agent> {
+    people.agents.iter().find(|a| a.id == run.agent_id)
+}
+
+/// Why `run` did not succeed, explained (see `domain::failure`), with a link to its agent's settings
+/// when the fix is there; `None` for a run without a failure reason.
+pub(crate) fn failure_view(slug: &str, run: &Run, people: &People) -> Option<FailureView> {
+    let agent = agent_of(people, run);
+    let kind = agent.map_or(AgentKind::Custom, |a| a.profile.kind);
+    let model = agent.and_then(|a| a.profile.model.as_deref());
+    let facts = FailureFacts::of(run, kind, model)?;
+    let text = failure::explain(&facts);
+    Some(FailureView {
+        settings_url: agent
+            .filter(|_| text.in_agent_settings)
+            .map(|a| format!("/w/{slug}/agents/{}", a.profile.name.as_str())),
+        what: text.what,
+        to_do: text.to_do,
+        details: failure::diagnostic(&facts),
+    })
+}
+
+/// The cost label of `run`'s `usage` and its title (see [`Usage::cost_label`]).
+fn cost_of(people: &People, run: &Run, usage: &Usage) -> (String, Option<String>) {
+    let (label, title) = usage.cost_label(agent_of(people, run).map(|a| a.profile.kind));
+    (label, title.map(str::to_owned))
 }
 
 /// The counters for `usage`, with the run's clock.
 pub(super) fn counters_view(
     run: &Run,
+    people: &People,
     usage: &Usage,
     tokens_per_second: Option<f64>,
 ) -> RunCountersView {
+    let (cost, cost_title) = cost_of(people, run, usage);
     RunCountersView {
+        cost,
+        cost_title,
         tokens_per_second: tokens_per_second.map(|t| format!("{t:.1}")),
         input_tokens: thousands(usage.input_tokens),
         output_tokens: thousands(usage.output_tokens),
         cache_tokens: thousands(usage.cache_read_tokens + usage.cache_write_tokens),
-        cost: usd(usage.cost_usd),
         started_at: run.started_at,
         finished_at: run
             .finished_at
@@ -202,11 +212,6 @@ pub(crate) fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
-/// `0.04213` → `"$0.0421"`.
-pub(crate) fn usd(v: f64) -> String {
-    format!("${v:.4}")
-}
-
 /// `"2m 05s"`, `"1h 02m"`, `"12s"`.
 pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
     let secs = (to - from).num_seconds().max(0);
@@ -221,14 +226,17 @@ pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
 pub(crate) fn run_row(slug: &str, run: &Run, people: &People) -> RunRowView {
     let u = &run.usage;
     let tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+    let (cost, cost_title) = cost_of(people, run, u);
     RunRowView {
+        cost,
+        cost_title,
+        failure: failure_view(slug, run, people),
         url: run_url(slug, run.id),
         agent: Some(people.person(Actor::Agent(run.agent_id))),
         attempt: run.attempt,
         status: run.status.to_string(),
         stalled: run.stalled_at.is_some() && !run.status.is_terminal(),
         tokens: thousands(tokens),
-        cost: usd(u.cost_usd),
         duration: run
             .started_at
             .map(|s| duration(s, run.finished_at.unwrap_or_else(Utc::now)))
@@ -263,7 +271,6 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000), "1,000");
         assert_eq!(thousands(12_345_678), "12,345,678");
-        assert_eq!(usd(0.000425), "$0.0004");
         let t = Utc::now();
         assert_eq!(duration(t, t + chrono::TimeDelta::seconds(125)), "2m 05s");
         assert_eq!(duration(t, t + chrono::TimeDelta::seconds(3720)), "1h 02m");

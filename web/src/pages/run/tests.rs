@@ -51,11 +51,13 @@ fn a_failed_run_shows_why_retry_and_the_coloured_diff() {
     let v = samples::failed_run_page();
     let html = run(&v).into_string();
     assert!(!html.contains("ws-connect"), "a finished run has no socket");
-    assert!(
-        html.contains(
-            "Did not succeed: </strong>The agent exited with an error (exit) (exit code 1)"
-        )
-    );
+    assert!(html.contains(
+        "Did not succeed. </strong><span class=\"failure-what\">The agent's command exited with code 1</span>"
+    ));
+    // The raw diagnostic is there, escaped, behind a closed toggle.
+    assert!(html.contains(
+        "<details class=\"failure-details\"><summary>details</summary><pre class=\"failure-diagnostic\">last output: &lt;b&gt;tests&lt;/b&gt; fail"
+    ));
     assert!(html.contains(&format!(r#"action="{}/retry""#, v.header.url)));
     assert!(!html.contains("/cancel\""));
     assert!(html.contains(r#"<span class="diff-line diff-add">+let rx = hub.subscribe(topic);"#));

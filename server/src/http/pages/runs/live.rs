@@ -238,7 +238,7 @@ async fn render(
         items: batch.items,
         results: batch.results,
         counters: (batch.usage_changed || clock_changed || ended.is_some())
-            .then(|| counters_view(&now, &usage, fold.tokens_per_second)),
+            .then(|| counters_view(&now, &page.people, &usage, fold.tokens_per_second)),
         header: header_changed.then(|| header.clone()),
         diff: ended
             .as_ref()

@@ -1,0 +1,449 @@
+//! Issue 17, items 3, 4 and the unpriced cost: what a person is told when a run ends. Real server, real
+//! run engine (embedded runner), both backends where noted:
+//! - a refused key, with the real pinned Claude Code and Codex against the scripted model server
+//!   answering 401, reads "Claude Code's API key was refused by the provider (401): check the agent's
+//!   ANTHROPIC_API_KEY secret" on the run API, the issue page and in the inbox, with the raw diagnostic
+//!   behind a "details" toggle;
+//! - a successful run that moves its issue to in review puts exactly one inbox item before the issue's
+//!   creator, with the agent's summary line and links to the run and its diff;
+//! - a run whose tokens nothing priced reads "unpriced" (never "$0.0000") on the API, the pages and in
+//!   `muster run show` / `run list`;
+//! - in Chromium, the details toggle opens on the raw diagnostic (screenshot `run-failure.png`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use muster::domain::*;
+use muster::store::Store;
+use muster::supervisor::RunTiming;
+use muster_agents::RuntimeKind;
+use muster_tests::browser::Browser;
+use muster_tests::model_server::ModelServer;
+use muster_tests::{Backend, TestDb};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// The longest a run (a real CLI included) may take here.
+const DEADLINE: Duration = Duration::from_secs(150);
+/// A fake key: the scripted server refuses the request because the prompt says so.
+const KEY: &str = "sk-test-refused-key-0123456789";
+
+struct World {
+    _db: TestDb,
+    addr: std::net::SocketAddr,
+    store: Arc<dyn Store>,
+    ws: Workspace,
+    owner: User,
+    token: String,
+    scripts: tempfile::TempDir,
+    shutdown: CancellationToken,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl World {
+    /// A server with the embedded runner; `clis` are the real CLIs to use for their runtimes.
+    async fn start(backend: Backend, clis: Vec<(RuntimeKind, PathBuf)>) -> Option<World> {
+        let db = TestDb::new(backend).await?;
+        let store = db.store().await;
+        let (owner, ws) = store
+            .create_owner_and_workspace(
+                &NewUser {
+                    email: Email::parse("ada@acme.test").unwrap(),
+                    display_name: "Ada".into(),
+                    password_hash: muster::auth::hash_password("correct-horse").unwrap(),
+                },
+                &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
+            )
+            .await
+            .unwrap();
+        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
+        store.close().await;
+        muster_tests::init_tracing();
+        let mut config = db.config();
+        config.embedded_runner = true;
+        config.runtime_paths = clis;
+        let mut app = muster::app::build(config).await.unwrap();
+        app.set_run_timing(RunTiming {
+            int_grace: Duration::from_secs(3),
+            term_grace: Duration::from_secs(3),
+            ..RunTiming::default()
+        });
+        let addr = app.local_addr().unwrap();
+        let store = app.state().store.clone();
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        Some(World {
+            _db: db,
+            addr,
+            store,
+            ws,
+            owner,
+            token,
+            scripts: tempfile::tempdir().unwrap(),
+            shutdown,
+            handle,
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, String) {
+        let mut req = reqwest::Client::new()
+            .request(method, self.url(path))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    async fn get_ok(&self, path: &str) -> String {
+        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {text}");
+        text
+    }
+
+    /// Creates an agent through the API (`body` without the retries, which are off).
+    async fn agent(&self, mut body: Value) {
+        body["max_retries"] = json!(0);
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/api/v1/agents", Some(body))
+            .await;
+        assert_eq!(status, 201, "{text}");
+    }
+
+    /// A custom agent running a shell script with `body`.
+    async fn custom(&self, name: &str, body: &str) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = self.scripts.path().join(format!("{name}.sh"));
+        std::fs::write(&path, format!("#!/bin/sh\ncat >/dev/null\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.agent(json!({ "name": name, "kind": "custom", "command": path.display().to_string() }))
+            .await;
+    }
+
+    /// The owner files a todo issue assigned to `agent` (which starts a run); returns its key.
+    async fn assign(&self, title: &str, body: &str, agent: &str) -> String {
+        let body = json!({ "title": title, "body": body, "status": "todo", "assignee": agent });
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
+            .await;
+        assert_eq!(status, 201, "{text}");
+        serde_json::from_str::<Value>(&text).unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The issue's run once it ended and its issue settled in `settled`.
+    async fn finished(&self, key: &str, settled: IssueStatus) -> Run {
+        let key = IssueKey::parse(key).unwrap();
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let issue = self.store.get_issue(self.ws.id, &key).await.unwrap();
+            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
+            if let Some(run) = runs.last()
+                && run.status.is_terminal()
+                && issue.status == settled
+            {
+                return run.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the run on {key} did not settle: {issue:?} {runs:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The owner's inbox items about `run`, once there is one.
+    async fn inbox_about(&self, run: RunId) -> Vec<InboxItem> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let items: Vec<InboxItem> = self
+                .store
+                .list_inbox(self.ws.id, self.owner.id)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|i| i.run_id == Some(run))
+                .collect();
+            if !items.is_empty() {
+                return items;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no inbox item about {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `muster ARGS` as the owner, from a cleared environment.
+    async fn muster(&self, args: &[&str]) -> String {
+        let home = self.scripts.path().join("cli-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut cmd = std::process::Command::new(muster_tests::muster_bin());
+        cmd.env_clear()
+            .env("HOME", &home)
+            .env("MUSTER_CONFIG_DIR", &home)
+            .env("MUSTER_URL", format!("http://{}", self.addr))
+            .env("MUSTER_TOKEN", &self.token)
+            .args(args)
+            .stdin(std::process::Stdio::null());
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success(),
+            "muster {args:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.handle.await.unwrap().unwrap();
+    }
+}
+
+/// A Claude-style result line with token counts and no cost (nothing can price a custom command's model).
+const UNPRICED_DONE: &str = r#"{"type":"result","subtype":"success","is_error":false,"result":"Fixed the empty-input crash in the parser.\n\nDetails: one guard added.","session_id":"s-1","usage":{"input_tokens":1200,"output_tokens":300}}"#;
+
+async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: Backend) {
+    let Some(w) = World::start(backend, Vec::new()).await else {
+        return;
+    };
+    w.custom("fixer", &format!("echo fixed > fix.txt\ncat <<'EOF'\n{UNPRICED_DONE}\nEOF"))
+        .await;
+    let key = w.assign("Parser crashes on empty input", "Fix it.", "fixer").await;
+    let run = w.finished(&key, IssueStatus::InReview).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
+
+    // Exactly one item, addressed to the issue's creator, saying what the agent did.
+    let items = w.inbox_about(run.id).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    let item = &items[0];
+    assert_eq!(item.kind, InboxKind::AwaitingReview);
+    assert_eq!(item.user_id, Some(w.owner.id));
+    assert!(
+        item.message.starts_with(&format!(
+            "fixer finished {key} (Parser crashes on empty input); it awaits review: Fixed the empty-input crash in the parser."
+        )),
+        "{}",
+        item.message
+    );
+    // A moment later there is still only one (no second path adds another).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let all = w.store.list_inbox(w.ws.id, w.owner.id).await.unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    let page = w.get_ok("/w/acme/inbox").await;
+    assert!(page.contains("Awaiting review"), "{page}");
+    assert!(page.contains(&format!("/w/acme/runs/{}#run-{}-diff", run.id, run.id)), "{page}");
+
+    // The cost is unknown, not zero: stored so, and shown so everywhere.
+    assert!(run.usage.cost_unknown, "{run:?}");
+    let api: Value = serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
+    assert_eq!(api["cost"], "unpriced", "{api}");
+    assert_eq!(api["cost_unknown"], true, "{api}");
+    let issue_page = w.get_ok(&format!("/w/acme/issues/{key}")).await;
+    assert!(issue_page.contains(">unpriced<"), "{issue_page}");
+    assert!(issue_page.contains("title=\"Unknown cost"), "{issue_page}");
+    assert!(!issue_page.contains("$0.0000"), "{issue_page}");
+    let run_page = w.get_ok(&format!("/w/acme/runs/{}", run.id)).await;
+    assert!(run_page.contains(">unpriced<"), "{run_page}");
+    assert!(!run_page.contains("$0.0000"), "{run_page}");
+    let id = run.id.to_string();
+    let show = w.muster(&["run", "show", &id]).await;
+    assert!(show.contains("1200 in, 300 out, unpriced"), "{show}");
+    let list = w.muster(&["run", "list"]).await;
+    assert!(list.contains("unpriced") && !list.contains("$0.0000"), "{list}");
+
+    // A command that exits non-zero without a word says so, and no review item is made for it.
+    w.custom("quitter", "exit 3").await;
+    let key = w.assign("Give up", "", "quitter").await;
+    let failed = w.finished(&key, IssueStatus::Todo).await;
+    let api: Value =
+        serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", failed.id)).await).unwrap();
+    assert_eq!(
+        api["failure_message"],
+        "The agent's command exited with code 3: open the run for its last error (under details)",
+        "{api}"
+    );
+    let items = w.inbox_about(failed.id).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0].kind, InboxKind::RunFailed);
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_sqlite() {
+    success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_postgres() {
+    success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Postgres).await;
+}
+
+/// A real CLI whose key the provider refuses: the texts everywhere a person looks.
+async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &str) {
+    let Some(w) = World::start(Backend::Sqlite, vec![(kind, binary.to_path_buf())]).await else {
+        return;
+    };
+    let name = agent["name"].as_str().unwrap().to_owned();
+    w.agent(agent).await;
+    let key = w
+        .assign("Refused key", "Do the work. MOCK_ERROR=401", &name)
+        .await;
+    let run = w.finished(&key, IssueStatus::Todo).await;
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
+
+    let api: Value = serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
+    assert_eq!(api["failure_message"], expected, "{api}");
+    let issue_page = w.get_ok(&format!("/w/acme/issues/{key}")).await;
+    assert!(issue_page.contains(expected), "{issue_page}");
+    assert!(issue_page.contains("<details class=\"failure-details\""), "{issue_page}");
+    assert!(
+        issue_page.contains(&format!("href=\"/w/acme/agents/{name}\"")),
+        "a link to the agent's settings: {issue_page}"
+    );
+    let items = w.inbox_about(run.id).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(
+        items[0].message,
+        format!("{name} failed on {key}. {expected}.")
+    );
+    let inbox = w.get_ok("/w/acme/inbox").await;
+    assert!(inbox.contains(expected), "{inbox}");
+    assert!(inbox.contains("<details class=\"failure-details\""), "{inbox}");
+    assert!(inbox.contains("reason: auth"), "the raw diagnostic: {inbox}");
+    // The key never shows.
+    for text in [&issue_page, &inbox, &api.to_string()] {
+        assert!(!text.contains(KEY));
+    }
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_says_so_with_the_real_claude_code() {
+    let Some(binary) = muster_tests::agent_cli("claude", "the refused-key text with Claude Code")
+    else {
+        return;
+    };
+    let server = ModelServer::start().await.unwrap();
+    let agent = json!({
+        "name": "claude-coder",
+        "kind": "claude",
+        "base_url": server.base_url(),
+        "env": [{ "key": "ANTHROPIC_API_KEY", "value": KEY, "secret": true }],
+    });
+    refused_key(
+        RuntimeKind::Claude,
+        &binary,
+        agent,
+        "Claude Code's API key was refused by the provider (401): check the agent's ANTHROPIC_API_KEY secret",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_says_so_with_the_real_codex() {
+    let Some(binary) = muster_tests::agent_cli("codex", "the refused-key text with Codex") else {
+        return;
+    };
+    let server = ModelServer::start().await.unwrap();
+    let agent = json!({
+        "name": "codex-coder",
+        "kind": "codex",
+        "model": "gpt-5.5",
+        "base_url": format!("{}/v1", server.base_url()),
+        "env": [{ "key": "OPENAI_API_KEY", "value": KEY, "secret": true }],
+    });
+    refused_key(
+        RuntimeKind::Codex,
+        &binary,
+        agent,
+        "Codex's API key was refused by the provider (401): check the agent's OPENAI_API_KEY secret",
+    )
+    .await;
+}
+
+/// A stand-in that fails as Claude Code does on a refused key (recorded fixture lines).
+const REFUSED: &str = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Failed to authenticate. API Error: 401 mock error 401","session_id":"s-2","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
+    let Some(w) = World::start(Backend::Sqlite, Vec::new()).await else {
+        return;
+    };
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    w.custom("keyless", &format!("cat <<'EOF'\n{REFUSED}\nEOF\nexit 1")).await;
+    let key = w.assign("Needs a key", "", "keyless").await;
+    let run = w.finished(&key, IssueStatus::Todo).await;
+    assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
+
+    browser.goto(&w.url("/login")).await.unwrap();
+    browser.fill("#login-email", "ada@acme.test").await.unwrap();
+    browser.fill("#login-password", "correct-horse").await.unwrap();
+    browser
+        .click("form[action='/login'] button[type=submit]")
+        .await
+        .unwrap();
+    browser
+        .find_within(".board", Duration::from_secs(30))
+        .await
+        .unwrap();
+    browser
+        .goto(&w.url(&format!("/w/acme/runs/{}", run.id)))
+        .await
+        .unwrap();
+    let banner = browser.text(".run-failure").await.unwrap();
+    assert!(
+        banner.contains(
+            "The provider refused the agent's API key (401): check the key in the agent's environment."
+        ),
+        "{banner}"
+    );
+    let shown = |css: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .execute(
+                    &format!("const e = document.querySelector('{css}'); return !!e && e.offsetParent !== null && e.getClientRects().length > 0"),
+                    vec![],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(shown(".run-failure .failure-diagnostic").await, json!(false), "closed at first");
+    browser.click(".run-failure details.failure-details > summary").await.unwrap();
+    assert_eq!(shown(".run-failure .failure-diagnostic").await, json!(true), "open after a click");
+    let raw = browser.text(".run-failure .failure-diagnostic").await.unwrap();
+    assert!(raw.contains("Failed to authenticate. API Error: 401 mock error 401"), "{raw}");
+    assert!(raw.contains("exit code: 1"), "{raw}");
+    browser.screenshot("run-failure").await.unwrap();
+
+    // The issue page's run list and the inbox carry the same toggle.
+    browser
+        .goto(&w.url(&format!("/w/acme/issues/{key}")))
+        .await
+        .unwrap();
+    assert_eq!(shown(".run-failure-row .failure-diagnostic").await, json!(false));
+    browser.click(".run-failure-row details.failure-details > summary").await.unwrap();
+    assert_eq!(shown(".run-failure-row .failure-diagnostic").await, json!(true));
+    browser.screenshot("issue-run-failure").await.unwrap();
+    browser.goto(&w.url("/w/acme/inbox")).await.unwrap();
+    browser.click(".inbox-item details.failure-details > summary").await.unwrap();
+    assert_eq!(shown(".inbox-item .failure-diagnostic").await, json!(true));
+    browser.screenshot("inbox-failure").await.unwrap();
+    browser.close().await.unwrap();
+    w.stop().await;
+}
