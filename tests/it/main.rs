@@ -6,8 +6,10 @@
 mod agent_clis;
 mod api;
 mod browser_board;
+mod browser_board_habits;
 mod browser_runs;
 mod browser_smoke;
+mod http_board;
 mod http_health;
 mod http_pages;
 mod http_runs;
