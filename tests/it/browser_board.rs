@@ -150,10 +150,11 @@ async fn a_team_works_on_the_board_and_sees_changes_live() {
         .await
         .unwrap();
 
-    // Ada moves it with the keyboard-accessible control; Grace sees it change column.
-    ada.click("#card-ACM-1 details > summary").await.unwrap();
-    ada.select("#move-ACM-1", "in_progress").await.unwrap();
-    submit(&ada, "#card-ACM-1 form.card-move-form").await;
+    // Ada moves it with the card's menu; Grace sees it change column.
+    ada.click("#card-ACM-1 .card-menu").await.unwrap();
+    ada.click("#card-menu button[name=status][value=in_progress]")
+        .await
+        .unwrap();
     ada.wait_for_text("#column-in_progress", "ACM-1", LIVE)
         .await
         .unwrap();

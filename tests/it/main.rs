@@ -6,10 +6,12 @@
 mod agent_clis;
 mod api;
 mod browser_board;
+mod browser_board_habits;
 mod browser_forms;
 mod browser_runs;
 mod browser_smoke;
 mod cli;
+mod http_board;
 mod http_forms;
 mod http_health;
 mod http_pages;

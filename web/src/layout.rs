@@ -49,6 +49,7 @@ pub fn page(title: &str, nav: Option<&Nav>, body: Markup) -> Markup {
                     (top_bar(n))
                     main #main { (body) }
                     div #toasts aria-live="polite" {}
+                    (crate::partials::board_palette::mount(n))
                 },
                 None => body.signed-out {
                     main #main { (body) }

@@ -35,6 +35,7 @@ pub fn user(name: &str, color: &str) -> PersonView {
         initials,
         color: color.into(),
         kind: PersonKind::User,
+        runtime: None,
     }
 }
 
@@ -42,9 +43,10 @@ pub fn user(name: &str, color: &str) -> PersonView {
 pub fn agent(name: &str, color: &str) -> PersonView {
     PersonView {
         name: name.into(),
-        initials: name.chars().take(2).collect::<String>().to_uppercase(),
+        initials: crate::partials::widgets::initials(name),
         color: color.into(),
         kind: PersonKind::Agent,
+        runtime: Some("claude".into()),
     }
 }
 
@@ -207,6 +209,7 @@ pub fn issue() -> IssuePageView {
         initials: "M".into(),
         color: "#6b7280".into(),
         kind: PersonKind::System,
+        runtime: None,
     };
     IssuePageView {
         nav: nav(NavItem::Board),

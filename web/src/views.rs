@@ -53,6 +53,8 @@ pub struct PersonView {
     /// `#rrggbb` avatar colour.
     pub color: String,
     pub kind: PersonKind,
+    /// An agent's runtime kind (`claude`, `codex`, `opencode`, `llama`, `custom`), shown as a badge.
+    pub runtime: Option<String>,
 }
 
 /// People and agents look different everywhere (agents: square avatar with a robot mark).
@@ -183,7 +185,8 @@ pub struct IssuePageView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentRowView {
     pub name: String,
-    pub color: String,
+    /// The agent's avatar (the same widget as on cards and run pages).
+    pub avatar: PersonView,
     /// `claude`, `codex`, `opencode`, `llama`, `custom`.
     pub kind: String,
     pub model: Option<String>,
@@ -750,4 +753,32 @@ pub struct AgentSkillRowView {
     pub description: String,
     pub enabled: bool,
     pub url: String,
+}
+
+/// A card's quick menu (`GET /w/{slug}/issues/{key}/menu`): its status and assignee as buttons. The board
+/// loads it into one shared popover when a card's menu button is used; without JavaScript it is a page.
+#[derive(Debug, Clone, Default)]
+pub struct CardMenuView {
+    /// For the no-JavaScript page (and the forms' CSRF token).
+    pub nav: Nav,
+    pub key: String,
+    pub title: String,
+    /// The issue page.
+    pub url: String,
+    /// POST `status` (the same target as the card's drag and drop).
+    pub move_url: String,
+    /// POST `assignee` (`""`, `user:<uuid>` or `agent:<uuid>`).
+    pub assign_url: String,
+    /// The current status.
+    pub status: String,
+    /// Nobody, then members, then agents; the current one marked.
+    pub assignees: Vec<AssigneeChoiceView>,
+}
+
+/// One assignee button of the card menu; `person` is `None` for "Nobody".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssigneeChoiceView {
+    pub value: String,
+    pub person: Option<PersonView>,
+    pub selected: bool,
 }

@@ -85,7 +85,7 @@ pub struct ListArgs {
     /// Only this priority.
     #[arg(long)]
     pub priority: Option<String>,
-    /// Only issues with this text in the title or body.
+    /// Only issues whose key starts with this (`ACM-1`), or with this text in the title or body.
     #[arg(long)]
     pub search: Option<String>,
     /// Show at most this many issues; a note on stderr says when more match.

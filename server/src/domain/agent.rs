@@ -83,6 +83,10 @@ pub struct Budget {
     pub tokens: Option<i64>,
 }
 
+/// The colour a new agent gets. It means "pick for me": the web UI shows such an agent in a colour derived
+/// from its name, so agents that were never given a colour still look different from each other.
+pub const AUTO_AGENT_COLOR: &str = "#6d5dfc";
+
 /// Input for creating or replacing an agent profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewAgent {
@@ -110,7 +114,7 @@ impl NewAgent {
     pub fn new(name: AgentName, kind: AgentKind) -> Self {
         Self {
             name,
-            color: "#6d5dfc".to_owned(),
+            color: AUTO_AGENT_COLOR.to_owned(),
             kind,
             model: None,
             instructions: String::new(),

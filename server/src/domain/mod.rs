@@ -12,7 +12,8 @@ mod skill;
 mod workspace;
 
 pub use agent::{
-    Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode, reserved_env,
+    AUTO_AGENT_COLOR, Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode,
+    reserved_env,
 };
 pub use ids::{
     ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId, SessionId,

@@ -355,8 +355,10 @@ macro_rules! impl_store {
                     qb.push(Self::LABEL_FILTER_OPEN).push_bind(label.as_str().to_owned()).push(Self::LABEL_FILTER_CLOSE);
                 }
                 if let Some(text) = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                    // The key (`ACM-1`, and any key it begins: `ACM-12`), the title or the body.
                     let pattern = like_pattern(text);
-                    qb.push(" and (lower(i.title) like ").push_bind(pattern.clone()).push(" escape '\\'")
+                    qb.push(" and (lower(w.issue_prefix) || '-' || i.number like ").push_bind(key_prefix_pattern(text))
+                        .push(" escape '\\' or lower(i.title) like ").push_bind(pattern.clone()).push(" escape '\\'")
                         .push(" or lower(i.body) like ").push_bind(pattern).push(" escape '\\')");
                 }
                 // List order: the board's column order (as `IssueCursor::column_rank`), position, number.
@@ -1028,15 +1030,24 @@ pub(super) fn with_files(rows: Vec<SkillRow>, files: &[SkillFileRow]) -> Vec<Ski
 
 /// A `like` pattern matching `text` anywhere, case-insensitively, with `%`, `_` and `\` escaped.
 pub(super) fn like_pattern(text: &str) -> String {
+    format!("%{}%", like_escaped(text))
+}
+
+/// A `like` pattern matching what begins with `text`, case-insensitively (for issue keys: `acm-1` finds
+/// `ACM-1` and `ACM-12`).
+pub(super) fn key_prefix_pattern(text: &str) -> String {
+    format!("{}%", like_escaped(text))
+}
+
+/// `text` lower-cased, with `like`'s `%`, `_` and `\` escaped by `\`.
+fn like_escaped(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
-    out.push('%');
     for c in text.to_lowercase().chars() {
         if matches!(c, '%' | '_' | '\\') {
             out.push('\\');
         }
         out.push(c);
     }
-    out.push('%');
     out
 }
 

@@ -12,12 +12,64 @@ store_cases!(
     issues_are_numbered_per_workspace,
     concurrent_creates_get_distinct_numbers,
     issue_filters,
+    issue_search_by_key,
     issue_updates,
     moves_reorder_columns,
     comments,
     issue_list_pages,
     comment_pages,
 );
+
+/// Searching `ACM-1` finds that issue (and `ACM-1x`: a key prefix), case-insensitively, beside the title
+/// and body matches; it never reaches into another workspace, and `_` stays literal.
+async fn issue_search_by_key(store: Arc<dyn Store>) {
+    let f = fixture(&store, "keys", "ACM").await;
+    let other = fixture(&store, "others", "ACX").await;
+    for n in 1..=12 {
+        issue(
+            &store,
+            f.ws.id,
+            &format!("Task number {n}"),
+            IssueStatus::Todo,
+        )
+        .await;
+    }
+    issue(&store, other.ws.id, "Elsewhere", IssueStatus::Todo).await;
+    let mut cited = NewIssue::new(IssueTitle::parse("Follow-up").unwrap())
+        .with_body("see acm-2 for the background")
+        .unwrap();
+    cited.status = IssueStatus::Done;
+    let cited = store.create_issue(f.ws.id, &cited).await.unwrap();
+    let search = |ws: WorkspaceId, text: &str| {
+        let store = store.clone();
+        let filter = IssueFilter {
+            text: Some(text.to_owned()),
+            ..Default::default()
+        };
+        async move {
+            let mut found: Vec<i64> = store
+                .list_issues(ws, &filter)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| i.key.number)
+                .collect();
+            found.sort_unstable();
+            found
+        }
+    };
+    assert_eq!(search(f.ws.id, "ACM-1").await, vec![1, 10, 11, 12, 13]);
+    assert_eq!(search(f.ws.id, " acm-12 ").await, vec![12]);
+    assert_eq!(search(f.ws.id, "ACM-13").await, vec![13], "the key itself");
+    assert_eq!(cited.key.number, 13);
+    assert_eq!(search(f.ws.id, "acm-2").await, vec![2, 13], "key or body");
+    assert_eq!(search(f.ws.id, "ACM-").await.len(), 13);
+    assert_eq!(search(f.ws.id, "ACM-99").await, Vec::<i64>::new());
+    assert_eq!(search(f.ws.id, "ACM_1").await, Vec::<i64>::new());
+    assert_eq!(search(f.ws.id, "number 1").await, vec![1, 10, 11, 12]);
+    assert_eq!(search(other.ws.id, "ACM-1").await, Vec::<i64>::new());
+    assert_eq!(search(other.ws.id, "acx-1").await, vec![1]);
+}
 
 async fn issues_are_numbered_per_workspace(store: Arc<dyn Store>) {
     let a = fixture(&store, "a", "AAA").await;

@@ -3,7 +3,7 @@
 use maud::{Markup, html};
 
 use crate::layout::{page, page_head, workspace_url};
-use crate::partials::widgets::safe_color;
+use crate::partials::widgets::Avatar;
 use crate::views::{AgentListView, AgentRowView};
 
 /// The agent list, with "New agent" for owners and admins.
@@ -42,10 +42,7 @@ fn kind_label(kind: &str) -> &str {
 fn agent_card(a: &AgentRowView) -> Markup {
     html! {
         a.agent-card href=(a.url) {
-            span.avatar.avatar-agent.avatar-lg style={ "--avatar:" (safe_color(&a.color)) } aria-hidden="true" {
-                span.avatar-initials { (a.name.chars().take(2).collect::<String>().to_uppercase()) }
-                span.avatar-bolt {}
-            }
+            span.avatar-lg { (Avatar(&a.avatar)) }
             div.agent-info {
                 div.agent-name { (a.name) span.tag-agent { "agent" } }
                 div.agent-meta {
@@ -70,7 +67,7 @@ mod tests {
     fn row(name: &str) -> AgentRowView {
         AgentRowView {
             name: name.into(),
-            color: "#d97706".into(),
+            avatar: crate::samples::agent(name, "#d97706"),
             kind: "claude".into(),
             model: Some("claude-sonnet-4".into()),
             url: format!("/w/acme/agents/{name}"),

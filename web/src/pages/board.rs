@@ -4,8 +4,9 @@ use maud::{Markup, html};
 
 use crate::layout::{page, workspace_url};
 use crate::partials::board_column;
+use crate::partials::board_menu::card_menu;
 use crate::partials::form::{Form, csrf, options};
-use crate::views::{BoardFilterView, BoardView, IssueFormView};
+use crate::views::{BoardFilterView, BoardView, CardMenuView, IssueFormView};
 
 /// The board. Columns live inside the `ws` extension's connection (`ws-connect` = `live_url`), so the
 /// server can replace any `#column-{status}` with an out-of-band swap when the board changes.
@@ -15,23 +16,34 @@ pub fn board(v: &BoardView) -> Markup {
         div.page-head {
             div { h1 { "Board" } }
             div.page-actions {
+                // Shown by app.js, which is what makes it work.
+                button.btn.btn-ghost.palette-open type="button" hidden title="Command palette (Ctrl+K)" {
+                    "Commands " kbd { "Ctrl K" }
+                }
                 (new_issue(&v.new_issue, &format!("{base}/issues"), &v.nav.csrf))
             }
         }
         (filter_bar(&v.filter, &base))
-        div.board-live hx-ext="ws" ws-connect=(v.live_url) {
+        // Replaced as a whole when the filters change, so the live socket reconnects with the new filter.
+        // Not kept in htmx's history cache: going back re-reads the board instead of showing a stale one.
+        div.board-live #board-live hx-ext="ws" ws-connect=(v.live_url) hx-history="false" {
             div.board #board {
-                @for col in &v.columns { (board_column(col, &v.nav.csrf)) }
+                @for col in &v.columns { (board_column(col)) }
             }
         }
     };
     page("Board", Some(&v.nav), body)
 }
 
-/// GET form on the board URL: `q`, `assignee`, `label`, `priority`, `hidden=1`.
+/// GET form on the board URL: `q`, `assignee`, `label`, `priority`, `hidden=1`. With htmx it applies as
+/// you type or choose (the board is re-read and swapped, the URL updated so the view can be shared); the
+/// Filter button submits it the plain way.
 fn filter_bar(f: &BoardFilterView, action: &str) -> Markup {
     html! {
-        form.filters method="get" action=(action) role="search" {
+        form.filters method="get" action=(action) role="search" hx-get=(action)
+            hx-trigger="input changed delay:300ms from:#filter-q, change, submit"
+            hx-target="#board-live" hx-select="#board-live" hx-swap="outerHTML"
+            hx-select-oob="#filter-clear" hx-push-url="true" hx-sync="this:replace" {
             label.visually-hidden for="filter-q" { "Search issues" }
             input #filter-q type="search" name="q" value=(f.q) placeholder="Search issues…";
             label.visually-hidden for="filter-assignee" { "Assignee" }
@@ -45,8 +57,10 @@ fn filter_bar(f: &BoardFilterView, action: &str) -> Markup {
                 " Blocked & cancelled"
             }
             button.btn type="submit" { "Filter" }
-            @if f.active {
-                a.btn.btn-ghost href=(action) { "Clear" }
+            span #filter-clear {
+                @if f.active {
+                    a.btn.btn-ghost href=(action) { "Clear" }
+                }
             }
         }
     }
@@ -70,6 +84,20 @@ fn new_issue(v: &IssueFormView, action: &str, token: &str) -> Markup {
             }
         }
     }
+}
+
+/// A card's menu as a page of its own, for the card's menu link without JavaScript (with it, the board
+/// shows [`card_menu`] in a popover).
+pub fn card_menu_page(v: &CardMenuView) -> Markup {
+    let body = html! {
+        nav.breadcrumbs aria-label="Breadcrumbs" {
+            a href=(workspace_url(&v.nav)) { "Board" }
+            span aria-hidden="true" { "/" }
+            span { (v.key) }
+        }
+        div.panel.card-menu-page { (card_menu(v)) }
+    };
+    page(&v.key, Some(&v.nav), body)
 }
 
 /// The shared fields of the new-issue and edit-issue forms.

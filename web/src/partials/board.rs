@@ -3,13 +3,13 @@
 
 use maud::{Markup, html};
 
-use super::form::csrf as csrf_input;
-use super::widgets::{Avatar, LabelChip, PriorityIcon, RunPill, STATUSES, status_class};
+use super::widgets::{Avatar, LabelChip, PriorityIcon, RunPill, runtime_label, status_class};
 use crate::views::{BoardColumnView, IssueCardView, PersonKind};
 
 /// One issue card: key, priority, title (linking to the issue), labels, run state and assignee. It is
-/// draggable for `app.js`, and carries a no-JavaScript move form (`status` select, POST `move_url`).
-pub fn issue_card(card: &IssueCardView, csrf: &str) -> Markup {
+/// draggable for `app.js`, and its menu button leads to the status and assignee choices (with or without
+/// JavaScript). Cards carry no forms, so one rendering serves every reader of the board.
+pub fn issue_card(card: &IssueCardView) -> Markup {
     html! {
         article.card id={ "card-" (card.key) } draggable="true"
             data-key=(card.key) data-move-url=(card.move_url) data-status=(card.status) {
@@ -26,14 +26,18 @@ pub fn issue_card(card: &IssueCardView, csrf: &str) -> Markup {
             div.card-bottom {
                 @if let Some(state) = &card.run_state { (RunPill(state)) }
                 span.spacer {}
-                (move_control(card, csrf))
+                (menu_button(card))
                 @match &card.assignee {
                     Some(a) => {
-                        span.card-assignee title=(a.name) {
+                        span.card-assignee {
                             (Avatar(a))
                             span.visually-hidden {
                                 "Assigned to " (a.name)
-                                @if a.kind == PersonKind::Agent { " (agent)" }
+                                @if a.kind == PersonKind::Agent {
+                                    " (agent"
+                                    @if let Some(rt) = a.runtime.as_deref().and_then(runtime_label) { ", " (rt) }
+                                    ")"
+                                }
                             }
                         }
                     }
@@ -44,45 +48,31 @@ pub fn issue_card(card: &IssueCardView, csrf: &str) -> Markup {
     }
 }
 
-/// The keyboard-accessible, no-JavaScript way to move a card: a disclosure holding a status select.
-fn move_control(card: &IssueCardView, csrf: &str) -> Markup {
-    let id = format!("move-{}", card.key);
+/// The card's menu button: a link to the card menu page (status and assignee as buttons), which `app.js`
+/// opens in the board's one shared popover instead. One small link per card, no per-card forms.
+fn menu_button(card: &IssueCardView) -> Markup {
     html! {
-        details.card-move {
-            summary title="Move to another column" {
-                span.visually-hidden { "Move " (card.key) }
-                span aria-hidden="true" { "⇄" }
-            }
-            form.card-move-form method="post" action=(card.move_url) {
-                (csrf_input(csrf))
-                label.visually-hidden for=(id) { "Status" }
-                select id=(id) name="status" {
-                    @for (value, label) in STATUSES {
-                        option value=(value) selected[*value == card.status] { (label) }
-                    }
-                }
-                button.btn.btn-small type="submit" { "Move" }
-            }
+        a.card-menu href={ (card.url) "/menu" } {
+            span.visually-hidden { "Status and assignee of " (card.key) }
         }
     }
 }
 
 /// One status column with its cards, `id="column-{status}"`.
-pub fn board_column(col: &BoardColumnView, csrf: &str) -> Markup {
-    column(col, csrf, false)
+pub fn board_column(col: &BoardColumnView) -> Markup {
+    column(col, false)
 }
 
 /// Every column as an out-of-band swap (`hx-swap-oob="outerHTML"`): the frame the server pushes over
 /// the board WebSocket when someone else changes the board. htmx's `ws` extension replaces each
-/// `#column-{status}` in place. A frame broadcast to many sessions can pass `csrf = ""`: `app.js` fills an
-/// empty `_csrf` from the page's meta tag on submit.
-pub fn board_columns_oob(columns: &[BoardColumnView], csrf: &str) -> Markup {
+/// `#column-{status}` in place. Cards carry no CSRF token, so one frame serves every session.
+pub fn board_columns_oob(columns: &[BoardColumnView]) -> Markup {
     html! {
-        @for col in columns { (column(col, csrf, true)) }
+        @for col in columns { (column(col, true)) }
     }
 }
 
-fn column(col: &BoardColumnView, csrf: &str, oob: bool) -> Markup {
+fn column(col: &BoardColumnView, oob: bool) -> Markup {
     html! {
         section.column id={ "column-" (col.status) } data-status=(col.status)
             hx-swap-oob=[oob.then_some("outerHTML")] aria-label=(col.label) {
@@ -93,7 +83,7 @@ fn column(col: &BoardColumnView, csrf: &str, oob: bool) -> Markup {
             }
             ol.cards data-status=(col.status) {
                 @for card in &col.cards {
-                    li { (issue_card(card, csrf)) }
+                    li { (issue_card(card)) }
                 }
             }
             // Always present; CSS hides it while the list has cards, so drag and drop needs no bookkeeping.

@@ -2,6 +2,8 @@
 
 pub mod agent_skills;
 pub mod board;
+pub mod board_menu;
+pub mod board_palette;
 pub mod form;
 pub mod widgets;
 

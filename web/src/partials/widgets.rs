@@ -45,8 +45,101 @@ pub fn safe_color(color: &str) -> &str {
     }
 }
 
-/// A person's or agent's avatar: people are round with initials; agents are square, in the agent's
-/// colour, with a bolt mark; the system is a neutral gear.
+/// Avatar backgrounds, in hue order. White initials have a contrast ratio of at least 4.5:1 (WCAG AA) on
+/// each, in light and dark mode alike, since the avatar draws its own background.
+pub const AVATAR_COLORS: [&str; 14] = [
+    "#b91c1c", "#c2410c", "#a16207", "#4d7c0f", "#15803d", "#047857", "#0f766e", "#0e7490",
+    "#0369a1", "#1d4ed8", "#4338ca", "#6d28d9", "#a21caf", "#be185d",
+];
+
+/// How far [`distinct_colors`] jumps in [`AVATAR_COLORS`] to part two look-alikes: coprime with its
+/// length (so every colour is reached) and about a third of the hue circle away.
+const COLOR_STEP: usize = 5;
+
+/// Up to two letters for an avatar: the first letters of the first two words of `name` (words split on
+/// spaces, `-`, `_` and `.`), or the first two letters of a one-word name; upper case.
+/// `claude-coder` → `CC`, `Grace Hopper` → `GH`, `codex` → `CO`.
+pub fn initials(name: &str) -> String {
+    let words: Vec<&str> = name
+        .split(|c: char| c.is_whitespace() || matches!(c, '-' | '_' | '.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let letters: String = match words.as_slice() {
+        [] => "?".into(),
+        [one] => one.chars().take(2).collect(),
+        many => many
+            .iter()
+            .filter_map(|w| w.chars().next())
+            .take(2)
+            .collect(),
+    };
+    letters.to_uppercase()
+}
+
+/// FNV-1a over the lower-cased name: stable across builds, platforms and restarts (unlike `std`'s
+/// randomly seeded hasher), so a name keeps its colour.
+fn name_hash(name: &str) -> u32 {
+    name.to_lowercase().bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// The avatar colour of a name: one of [`AVATAR_COLORS`], picked by a stable hash of the name.
+pub fn avatar_color(name: &str) -> &'static str {
+    AVATAR_COLORS[name_hash(name) as usize % AVATAR_COLORS.len()]
+}
+
+/// The avatar colours of a workspace's agents, in the order of `names`: each its [`avatar_color`],
+/// except that agents whose [`initials`] are the same get different colours (while the palette lasts),
+/// so `claude-coder` and `codex-coder` (both `CC`) never look alike. Names are settled in sorted order,
+/// so the result does not depend on the order they are listed in.
+pub fn distinct_colors(names: &[&str]) -> Vec<&'static str> {
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| (names[i].to_lowercase(), names[i]));
+    let mut taken: Vec<(String, usize)> = Vec::new();
+    let mut out = vec![AVATAR_COLORS[0]; names.len()];
+    for i in order {
+        let letters = initials(names[i]);
+        let start = name_hash(names[i]) as usize % AVATAR_COLORS.len();
+        let pick = (0..AVATAR_COLORS.len())
+            .map(|n| (start + n * COLOR_STEP) % AVATAR_COLORS.len())
+            .find(|c| !taken.iter().any(|(l, t)| *l == letters && t == c))
+            .unwrap_or(start);
+        taken.push((letters, pick));
+        out[i] = AVATAR_COLORS[pick];
+    }
+    out
+}
+
+/// The display name of an agent runtime kind, or `None` for an unknown one.
+pub fn runtime_label(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "claude" => "Claude Code",
+        "codex" => "Codex",
+        "opencode" => "OpenCode",
+        "llama" => "local model",
+        "custom" => "custom command",
+        _ => return None,
+    })
+}
+
+/// An agent's runtime (`claude`, `codex`, `opencode`, `llama`, `custom`) as a small badge; an unknown
+/// kind renders nothing (it also names a CSS class).
+pub struct RuntimeBadge<'a>(pub &'a str);
+
+impl Render for RuntimeBadge<'_> {
+    fn render(&self) -> Markup {
+        html! {
+            @if let Some(label) = runtime_label(self.0) {
+                span class={ "avatar-rt rt-" (self.0) } title=(label) { (self.0) }
+            }
+        }
+    }
+}
+
+/// The one avatar of a person or agent, used on cards, the issue and run pages, the agents list and the
+/// command palette: people are round, agents square, both with initials on their colour; an agent
+/// carries its runtime as a badge on the corner (so `CC` on claude and `CC` on codex differ twice over).
 pub struct Avatar<'a>(pub &'a PersonView);
 
 impl Render for Avatar<'_> {
@@ -57,13 +150,26 @@ impl Render for Avatar<'_> {
             PersonKind::Agent => ("avatar avatar-agent", "Agent"),
             PersonKind::System => ("avatar avatar-system", "System"),
         };
-        html! {
-            span class=(class) style={ "--avatar:" (safe_color(&p.color)) }
-                title={ (p.name) " (" (label) ")" } aria-hidden="true" {
-                span.avatar-initials { (p.initials) }
-                @if p.kind == PersonKind::Agent {
-                    span.avatar-bolt {}
+        let runtime = p.runtime.as_deref().filter(|r| runtime_label(r).is_some());
+        let title = match runtime.and_then(runtime_label) {
+            Some(rt) => format!("{} ({label}, {rt})", p.name),
+            None => format!("{} ({label})", p.name),
+        };
+        let face = |title: Option<&str>| {
+            html! {
+                span class=(class) style={ "--avatar:" (safe_color(&p.color)) } title=[title]
+                    aria-hidden=[title.map(|_| "true")] {
+                    span.avatar-initials { (p.initials) }
                 }
+            }
+        };
+        html! {
+            @match runtime {
+                Some(rt) => span.avatar-group title=(title) aria-hidden="true" {
+                    (face(None))
+                    span class={ "avatar-rt rt-" (rt) } { (rt) }
+                },
+                None => (face(Some(&title))),
             }
         }
     }
@@ -177,3 +283,6 @@ impl Render for LabelChip<'_> {
         html! { span.label { (self.0) } }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -71,7 +71,10 @@ pub fn agents() -> AgentListView {
         |name: &str, color: &str, kind: &str, model: Option<&str>, runs: i32, budget: &str| {
             AgentRowView {
                 name: name.into(),
-                color: color.into(),
+                avatar: PersonView {
+                    runtime: Some(kind.into()),
+                    ..super::agent(name, color)
+                },
                 kind: kind.into(),
                 model: model.map(str::to_string),
                 url: format!("/w/acme/agents/{name}"),

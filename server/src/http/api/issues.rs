@@ -41,7 +41,7 @@ pub(super) struct ListQuery {
     label: Option<String>,
     #[param(value_type = Option<Priority>)]
     priority: Option<String>,
-    /// Text in the title or body.
+    /// The start of an issue key (`ACM-1` finds ACM-1 and ACM-12), or text in the title or body.
     q: Option<String>,
     /// Issues per page, 1 to 200 (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]

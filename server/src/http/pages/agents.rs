@@ -8,10 +8,10 @@ use muster_web::views::{
     AgentFormView, AgentListView, AgentRowView, EnvVarView, NavItem, OptionView,
 };
 
-use super::views::nav;
+use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
-use crate::domain::{Agent, AgentKind, NewAgent, PermissionMode};
+use crate::domain::{Actor, Agent, AgentKind, NewAgent, PermissionMode};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
 use crate::redact::without_credentials;
@@ -38,13 +38,14 @@ fn budget_text(a: &NewAgent) -> String {
 async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
     let agents = state.store.list_agents(member.caller.ws.id).await?;
     let slug = member.caller.ws.slug.to_string();
+    let people = People::new(Vec::new(), agents.clone());
     let view = AgentListView {
         nav: nav(&member.caller, &member.csrf, NavItem::Agents),
         agents: agents
             .iter()
             .map(|a| AgentRowView {
                 name: a.profile.name.as_str().to_owned(),
-                color: a.profile.color.clone(),
+                avatar: people.person(Actor::Agent(a.id)),
                 kind: a.profile.kind.to_string(),
                 model: a.profile.model.clone(),
                 url: format!("/w/{slug}/agents/{}", a.profile.name.as_str()),

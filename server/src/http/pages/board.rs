@@ -1,5 +1,9 @@
-//! The board: columns of cards, filters, the new-issue form, moves (drag and drop or the keyboard
-//! control), and the live WebSocket that pushes re-rendered columns when anyone changes the board.
+//! The board: columns of cards, filters, the new-issue form, moves (drag and drop or the card menu), the
+//! card menu and the command palette's data, and the live WebSocket that pushes re-rendered columns
+//! when anyone changes the board.
+
+mod menu;
+mod palette;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -36,6 +40,9 @@ pub(super) fn router() -> Router<AppState> {
         .route("/w/{slug}", get(show))
         .route("/w/{slug}/issues", post(create))
         .route("/w/{slug}/issues/{key}/move", post(move_card))
+        .route("/w/{slug}/issues/{key}/menu", get(menu::show))
+        .route("/w/{slug}/issues/{key}/assign", post(menu::assign))
+        .route("/w/{slug}/palette", get(palette::show))
         .route("/w/{slug}/live", get(live))
 }
 
@@ -332,6 +339,5 @@ async fn render_columns(
 ) -> crate::http::Result<String> {
     let people = People::load(state, caller).await?;
     let columns = board_columns(state, caller, query, &people).await?;
-    // Cards carry move forms; app.js fills their empty CSRF field from the page's meta tag.
-    Ok(muster_web::partials::board_columns_oob(&columns, "").into_string())
+    Ok(muster_web::partials::board_columns_oob(&columns).into_string())
 }

@@ -4,7 +4,13 @@ use muster_web::views::{
     IssueCardView, IssueFormView, Nav, NavItem, OptionView, PersonKind, PersonView,
 };
 
-use crate::domain::{Actor, Agent, Assignee, Issue, IssueStatus, Member, Priority};
+use std::collections::HashMap;
+
+use muster_web::partials::widgets;
+
+use crate::domain::{
+    AUTO_AGENT_COLOR, Actor, Agent, AgentId, Assignee, Issue, IssueStatus, Member, Priority,
+};
 use crate::service::Caller;
 
 /// The frame around every signed-in page.
@@ -26,36 +32,41 @@ pub fn nav(caller: &Caller, csrf: &str, active: NavItem) -> Nav {
 pub struct People {
     pub members: Vec<Member>,
     pub agents: Vec<Agent>,
-}
-
-/// Colours for people's avatars, picked by a stable hash of their id.
-const PERSON_COLORS: &[&str] = &[
-    "#7c3aed", "#db2777", "#2563eb", "#059669", "#ea580c", "#0891b2", "#4f46e5",
-];
-
-fn initials(name: &str) -> String {
-    let words: Vec<&str> = name
-        .split(|c: char| c.is_whitespace() || c == '-' || c == '_' || c == '.')
-        .filter(|w| !w.is_empty())
-        .collect();
-    let letters: String = match words.as_slice() {
-        [one] => one.chars().take(2).collect(),
-        many => many
-            .iter()
-            .filter_map(|w| w.chars().next())
-            .take(2)
-            .collect(),
-    };
-    letters.to_uppercase()
+    /// Each agent's avatar colour: its own when it chose one, else from its name's hash, with agents
+    /// whose initials collide parted by colour (`muster_web::partials::widgets::distinct_colors`).
+    agent_colors: HashMap<AgentId, String>,
 }
 
 impl People {
+    /// The people and agents of one workspace.
+    pub fn new(members: Vec<Member>, agents: Vec<Agent>) -> Self {
+        let names: Vec<&str> = agents.iter().map(|a| a.profile.name.as_str()).collect();
+        let auto = widgets::distinct_colors(&names);
+        let agent_colors = agents
+            .iter()
+            .zip(auto)
+            .map(|(a, auto)| {
+                let color = if a.profile.color.eq_ignore_ascii_case(AUTO_AGENT_COLOR) {
+                    auto.to_owned()
+                } else {
+                    a.profile.color.clone()
+                };
+                (a.id, color)
+            })
+            .collect();
+        People {
+            members,
+            agents,
+            agent_colors,
+        }
+    }
+
     /// Loads every member and agent of the caller's workspace.
     pub async fn load(state: &crate::app::AppState, caller: &Caller) -> crate::http::Result<Self> {
-        Ok(People {
-            members: state.store.list_members(caller.ws.id).await?,
-            agents: state.store.list_agents(caller.ws.id).await?,
-        })
+        Ok(People::new(
+            state.store.list_members(caller.ws.id).await?,
+            state.store.list_agents(caller.ws.id).await?,
+        ))
     }
 
     /// The avatar of an actor.
@@ -67,26 +78,32 @@ impl People {
                     .iter()
                     .find(|m| m.user.id == id)
                     .map_or("Former member", |m| m.user.display_name.as_str());
-                let color = PERSON_COLORS[(id.0.as_u128() % PERSON_COLORS.len() as u128) as usize];
                 PersonView {
                     name: name.to_owned(),
-                    initials: initials(name),
-                    color: color.to_owned(),
+                    initials: widgets::initials(name),
+                    color: widgets::avatar_color(name).to_owned(),
                     kind: PersonKind::User,
+                    runtime: None,
                 }
             }
             Actor::Agent(id) => match self.agents.iter().find(|a| a.id == id) {
                 Some(a) => PersonView {
                     name: a.profile.name.as_str().to_owned(),
-                    initials: initials(a.profile.name.as_str()),
-                    color: a.profile.color.clone(),
+                    initials: widgets::initials(a.profile.name.as_str()),
+                    color: self
+                        .agent_colors
+                        .get(&a.id)
+                        .cloned()
+                        .unwrap_or_else(|| a.profile.color.clone()),
                     kind: PersonKind::Agent,
+                    runtime: Some(a.profile.kind.to_string()),
                 },
                 None => PersonView {
                     name: "Deleted agent".into(),
                     initials: "?".into(),
                     color: "#9ca3af".into(),
                     kind: PersonKind::Agent,
+                    runtime: None,
                 },
             },
             Actor::System => PersonView {
@@ -94,6 +111,7 @@ impl People {
                 initials: "M".into(),
                 color: "#6b7280".into(),
                 kind: PersonKind::System,
+                runtime: None,
             },
         }
     }

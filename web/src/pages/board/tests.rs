@@ -4,7 +4,7 @@ use crate::samples::{self, err};
 #[test]
 fn board_wraps_columns_in_ws_connection() {
     let html = board(&samples::board()).into_string();
-    assert!(html.contains(r#"<div class="board-live" hx-ext="ws" ws-connect="/w/acme/live">"#));
+    assert!(html.contains(r#"<div class="board-live" id="board-live" hx-ext="ws" ws-connect="/w/acme/live" hx-history="false">"#));
     for status in ["backlog", "todo", "in_progress", "in_review", "done"] {
         assert!(
             html.contains(&format!(r#"id="column-{status}""#)),
@@ -25,13 +25,19 @@ fn filter_bar_is_a_get_form_with_documented_fields() {
     v.filter.show_hidden = true;
     v.filter.active = true;
     let html = board(&v).into_string();
-    assert!(html.contains(r#"<form class="filters" method="get" action="/w/acme" role="search">"#));
+    assert!(html.contains(r##"<form class="filters" method="get" action="/w/acme" role="search" hx-get="/w/acme" hx-trigger="input changed delay:300ms from:#filter-q, change, submit" hx-target="#board-live" hx-select="#board-live" hx-swap="outerHTML" hx-select-oob="#filter-clear" hx-push-url="true""##));
+    assert!(
+        html.contains(r#"<button class="btn" type="submit">Filter</button>"#),
+        "works without JS"
+    );
     assert!(html.contains(r#"name="q" value="sso &quot;login&quot;""#));
     for name in ["assignee", "label", "priority"] {
         assert!(html.contains(&format!(r#"name="{name}""#)), "{name}");
     }
     assert!(html.contains(r#"name="hidden" value="1" checked"#));
-    assert!(html.contains(r#"<a class="btn btn-ghost" href="/w/acme">Clear</a>"#));
+    assert!(html.contains(
+        r#"<span id="filter-clear"><a class="btn btn-ghost" href="/w/acme">Clear</a></span>"#
+    ));
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn sample_card() -> IssueCardView {
 
 #[test]
 fn card_is_draggable_links_and_escapes() {
-    let html = issue_card(&sample_card(), "tok").into_string();
+    let html = issue_card(&sample_card()).into_string();
     assert!(html.contains(
         r#"<article class="card" id="card-MUS-7" draggable="true" data-key="MUS-7" data-move-url="/w/acme/issues/MUS-7/move" data-status="todo">"#
     ));
@@ -27,20 +27,18 @@ fn card_is_draggable_links_and_escapes() {
     assert!(html.contains(r#"class="prio prio-high""#));
     assert!(html.contains(r#"<span class="run run-failed""#));
     assert!(html.contains(r#"class="avatar avatar-agent""#));
-    assert!(html.contains("Assigned to codex (agent)"));
+    assert!(html.contains("Assigned to codex (agent, Claude Code)"));
 }
 
 #[test]
-fn card_has_no_js_move_form() {
-    let html = issue_card(&sample_card(), "tok").into_string();
-    assert!(html.contains(
-        r#"<form class="card-move-form" method="post" action="/w/acme/issues/MUS-7/move">"#
-    ));
-    assert!(html.contains(r#"<input type="hidden" name="_csrf" value="tok">"#));
-    assert!(html.contains(r#"name="status""#));
-    assert!(html.contains(r#"<option value="todo" selected>Todo</option>"#));
-    assert!(html.contains(r#"<option value="cancelled">Cancelled</option>"#));
-    assert!(html.contains(r#"<button class="btn btn-small" type="submit">Move</button>"#));
+fn card_menu_is_one_light_link_not_a_form() {
+    let html = issue_card(&sample_card()).into_string();
+    assert!(html.contains(r#"<a class="card-menu" href="/w/acme/issues/MUS-7/menu">"#));
+    assert!(html.contains("Status and assignee of MUS-7"));
+    assert!(!html.contains("<form") && !html.contains("<select") && !html.contains("_csrf"));
+    // Issue 16 measured ~1,450 bytes per card, ~780 of them the move form: this busy card (labels, run
+    // state, an agent with its runtime badge) stays well under what the move form alone made a plain one.
+    assert!(html.len() < 1_250, "{} bytes: {html}", html.len());
 }
 
 #[test]
@@ -48,23 +46,19 @@ fn people_and_agents_get_different_avatars() {
     let mut card = sample_card();
     card.assignee = Some(user("Grace Hopper", "#db2777"));
     card.run_state = None;
-    let html = issue_card(&card, "tok").into_string();
+    let html = issue_card(&card).into_string();
     assert!(html.contains(r#"class="avatar avatar-user" style="--avatar:#db2777""#));
     assert!(html.contains(">GH<"));
     assert!(!html.contains("avatar-agent") && !html.contains("run-"));
     card.assignee = None;
-    assert!(
-        issue_card(&card, "tok")
-            .into_string()
-            .contains("avatar-empty")
-    );
+    assert!(issue_card(&card).into_string().contains("avatar-empty"));
 }
 
 #[test]
 fn hostile_colour_never_reaches_style() {
     let mut card = sample_card();
     card.assignee = Some(agent("x", "red;background:url(//evil)"));
-    let html = issue_card(&card, "tok").into_string();
+    let html = issue_card(&card).into_string();
     assert!(!html.contains("evil"));
     assert!(html.contains("--avatar:#6b7280"));
 }
@@ -72,7 +66,7 @@ fn hostile_colour_never_reaches_style() {
 #[test]
 fn column_has_stable_id_count_and_cards() {
     let cols = columns();
-    let html = board_column(&cols[2], "tok").into_string();
+    let html = board_column(&cols[2]).into_string();
     assert!(html.starts_with(
         r#"<section class="column" id="column-in_progress" data-status="in_progress""#
     ));
@@ -85,7 +79,7 @@ fn column_has_stable_id_count_and_cards() {
 #[test]
 fn oob_frame_replaces_every_column_by_id() {
     let cols = columns();
-    let html = board_columns_oob(&cols, "tok").into_string();
+    let html = board_columns_oob(&cols).into_string();
     for c in &cols {
         let open = format!(
             r#"id="column-{}" data-status="{}" hx-swap-oob="outerHTML""#,

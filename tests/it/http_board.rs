@@ -1,0 +1,307 @@
+//! The board's search, card menu, assign action and palette data over real HTTP, on both backends:
+//! "ACM-1" finds the issue by key, the card menu and assign go through the session, the CSRF token and
+//! the same use-case as the issue page.
+
+use muster::domain::{
+    AgentKind, AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue,
+    NewUser, NewWorkspace, Role, Workspace,
+};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use reqwest::StatusCode;
+use reqwest::redirect::Policy;
+
+struct Session {
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+}
+
+impl Session {
+    async fn get(&self, app: &TestApp, path: &str, hx: bool) -> reqwest::Response {
+        let mut req = self.http.get(app.url(path)).header("cookie", &self.cookie);
+        if hx {
+            req = req.header("HX-Request", "true");
+        }
+        req.send().await.unwrap()
+    }
+
+    async fn post(
+        &self,
+        app: &TestApp,
+        path: &str,
+        form: &[(&str, &str)],
+        hx: bool,
+    ) -> reqwest::Response {
+        let mut req = self
+            .http
+            .post(app.url(path))
+            .header("cookie", &self.cookie)
+            .form(form);
+        if hx {
+            req = req.header("HX-Request", "true");
+        }
+        req.send().await.unwrap()
+    }
+}
+
+async fn sign_in(app: &TestApp, email: &str) -> Session {
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let res = http
+        .post(app.url("/login"))
+        .form(&[
+            ("email", email),
+            ("password", "correct-horse"),
+            ("next", ""),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let cookie = res.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let board = http
+        .get(app.url("/w/acme"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = board
+        .split(r#"<meta name="csrf-token" content=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page carries its CSRF token")
+        .to_owned();
+    Session { http, cookie, csrf }
+}
+
+/// Ada (owner) and Bob (member) in `acme`, twelve issues ACM-1..ACM-12 in todo, one agent.
+async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
+    let db = TestDb::new(backend).await?;
+    let app = spawn_app(db.config()).await;
+    let hash = muster::auth::hash_password("correct-horse").unwrap();
+    let user = |email: &str| NewUser {
+        email: Email::parse(email).unwrap(),
+        display_name: email.into(),
+        password_hash: hash.clone(),
+    };
+    let (_, ws) = app
+        .store
+        .create_owner_and_workspace(
+            &user("ada@acme.test"),
+            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
+        )
+        .await
+        .unwrap();
+    app.store
+        .add_new_member(ws.id, &user("bob@acme.test"), Role::Member)
+        .await
+        .unwrap();
+    app.store
+        .create_agent(
+            ws.id,
+            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), AgentKind::Codex),
+        )
+        .await
+        .unwrap();
+    for n in 1..=12 {
+        let mut new = NewIssue::new(IssueTitle::parse(&format!("Task {n}")).unwrap());
+        new.status = IssueStatus::Todo;
+        app.store.create_issue(ws.id, &new).await.unwrap();
+    }
+    Some((db, app, ws))
+}
+
+async fn search_by_key(backend: Backend) {
+    let Some((_db, app, _ws)) = board_with_issues(backend).await else {
+        return;
+    };
+    let ada = sign_in(&app, "ada@acme.test").await;
+    let page = ada.get(&app, "/w/acme?q=ACM-1", false).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    for shown in ["card-ACM-1\"", "card-ACM-10\"", "card-ACM-12\""] {
+        assert!(html.contains(shown), "{shown} is found");
+    }
+    assert!(!html.contains("card-ACM-2\""), "ACM-2 is not");
+    let html = ada
+        .get(&app, "/w/acme?q=acm-12", false)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("card-ACM-12\"") && !html.contains("card-ACM-1\""));
+
+    // The palette's data: the exact key first, then the keys it begins.
+    let palette: serde_json::Value = ada
+        .get(&app, "/w/acme/palette?q=ACM-1", false)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let keys: Vec<&str> = palette["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["ACM-1", "ACM-10", "ACM-11", "ACM-12"]);
+    assert_eq!(palette["issues"][0]["url"], "/w/acme/issues/ACM-1");
+    assert_eq!(palette["people"].as_array().unwrap().len(), 3);
+    let agent = &palette["people"][2];
+    assert_eq!(agent["name"], "codex-coder");
+    assert!(agent["avatar"].as_str().unwrap().contains("rt-codex"));
+    assert!(palette["pages"].to_string().contains("/w/acme/settings"));
+    let bob = sign_in(&app, "bob@acme.test").await;
+    let theirs: serde_json::Value = bob
+        .get(&app, "/w/acme/palette", false)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        !theirs["pages"].to_string().contains("settings"),
+        "members have no settings page"
+    );
+    app.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn search_finds_issues_by_key_sqlite() {
+    search_by_key(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn search_finds_issues_by_key_postgres() {
+    search_by_key(Backend::Postgres).await;
+}
+
+async fn card_menu_and_assign(backend: Backend) {
+    let Some((_db, app, ws)) = board_with_issues(backend).await else {
+        return;
+    };
+    let bob = sign_in(&app, "bob@acme.test").await;
+    let key = IssueKey::parse("ACM-3").unwrap();
+
+    // The menu: a fragment for htmx, a whole page without JavaScript; both post with the CSRF token.
+    let fragment = bob
+        .get(&app, "/w/acme/issues/ACM-3/menu", true)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(fragment.starts_with(r#"<div class="card-menu-body" id="card-menu-ACM-3""#));
+    assert!(fragment.contains(&format!(r#"name="_csrf" value="{}""#, bob.csrf)));
+    assert!(fragment.contains(r#"action="/w/acme/issues/ACM-3/assign""#));
+    let page = bob
+        .get(&app, "/w/acme/issues/ACM-3/menu", false)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("card-menu-ACM-3"));
+    assert_eq!(
+        bob.get(&app, "/w/acme/issues/ACM-99/menu", true)
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Without the token nothing changes.
+    let forged = bob
+        .post(
+            &app,
+            "/w/acme/issues/ACM-3/assign",
+            &[("assignee", "codex-coder")],
+            true,
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.store.get_issue(ws.id, &key).await.unwrap().assignee,
+        None
+    );
+
+    // A member assigns the agent from the card (htmx: 204), then nobody (no JS: back to the board).
+    let agent = app
+        .store
+        .get_agent_by_name(ws.id, &AgentName::parse("codex-coder").unwrap())
+        .await
+        .unwrap();
+    let value = format!("agent:{}", agent.id);
+    let res = bob
+        .post(
+            &app,
+            "/w/acme/issues/ACM-3/assign",
+            &[("_csrf", &bob.csrf), ("assignee", &value)],
+            true,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.store.get_issue(ws.id, &key).await.unwrap().assignee,
+        Some(Assignee::Agent(agent.id))
+    );
+    let res = bob
+        .post(
+            &app,
+            "/w/acme/issues/ACM-3/assign",
+            &[("_csrf", &bob.csrf), ("assignee", "")],
+            false,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/w/acme");
+    assert_eq!(
+        app.store.get_issue(ws.id, &key).await.unwrap().assignee,
+        None
+    );
+
+    // Bad input gets a precise answer.
+    let res = bob
+        .post(
+            &app,
+            "/w/acme/issues/ACM-3/assign",
+            &[("_csrf", &bob.csrf), ("assignee", "nobody-here")],
+            true,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("no agent or member called")
+    );
+    let res = bob
+        .post(
+            &app,
+            "/w/acme/issues/ACM-3/assign",
+            &[("_csrf", &bob.csrf)],
+            true,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(res.text().await.unwrap().contains("is missing: send"));
+    app.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn card_menu_assigns_with_csrf_sqlite() {
+    card_menu_and_assign(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn card_menu_assigns_with_csrf_postgres() {
+    card_menu_and_assign(Backend::Postgres).await;
+}
