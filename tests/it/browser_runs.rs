@@ -2,7 +2,9 @@
 //! Claude stream-json lines): a person assigns an issue in the browser, opens the run page and watches
 //! the log and the token counter move live until the run succeeds and the issue is in review with the
 //! agent's summary; a second run is stopped with the Cancel button; a failing run lands in the inbox.
-//! Screenshots `run.png` and `inbox.png` land in `target/screenshots/`.
+//! A local model's answer (the scripted llama server, word by word; and the real SmolLM2) reads as one
+//! growing block, and its agent's page agrees with the Runtimes page about its server.
+//! Screenshots `run.png`, `run-local-model.png` and `inbox.png` land in `target/screenshots/`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +14,8 @@ use muster::domain::*;
 use muster::store::Store;
 use muster::supervisor::RunTiming;
 use muster_tests::browser::{Browser, POLL};
+use muster_tests::model_server::llama::{Flavor, LlamaServer, MODEL, Scenario};
+use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
 use muster_tests::{Backend, TestDb};
 use tokio_util::sync::CancellationToken;
 
@@ -386,6 +390,279 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
 
     browser.close().await.unwrap();
     server.stop().await;
+}
+
+/// A local model's answer, streamed word by word while the run page is open, grows one text block
+/// (live and after a reload), is not repeated under Finished; the agent's page says nothing is missing
+/// while Runtimes lists its llama.cpp server ready, and names an unreachable one.
+async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
+    let Some(server) = Server::start(backend).await else {
+        return;
+    };
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let gate = server.scripts.path().join("speak");
+    let model = LlamaServer::start(
+        Scenario::Gated {
+            gate: gate.clone(),
+            pause: Duration::from_millis(300),
+        },
+        Flavor::LlamaCpp,
+    )
+    .await
+    .unwrap();
+    let llama = |name: &str, url: String| {
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Llama);
+        new.base_url = Some(url);
+        new.max_retries = 0;
+        new
+    };
+    let store = &server.store;
+    let local = store
+        .create_agent(
+            server.ws.id,
+            &llama("local-llama", format!("{}/v1", model.base_url())),
+        )
+        .await
+        .unwrap();
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    store
+        .create_agent(
+            server.ws.id,
+            &llama("dead-llama", format!("http://127.0.0.1:{dead_port}/v1")),
+        )
+        .await
+        .unwrap();
+    sign_in(&browser, &server).await;
+
+    // Runtimes lists the agent's server as a ready llama.cpp; the agent's page agrees.
+    browser.goto(&server.url("/w/acme/runtimes")).await.unwrap();
+    let row = js(
+        &browser,
+        &format!(
+            "return Array.from(document.querySelectorAll('tr')).map(r => r.innerText).find(t => t.includes('{}')) || ''",
+            model.base_url()
+        ),
+    )
+    .await;
+    let row = row.as_str().unwrap().to_lowercase();
+    assert!(row.contains("llama.cpp") && row.contains("ready"), "{row}");
+    browser
+        .goto(&server.url("/w/acme/agents/local-llama"))
+        .await
+        .unwrap();
+    browser.find("form #name, form [name=name]").await.unwrap();
+    let warnings = js(
+        &browser,
+        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)",
+    )
+    .await;
+    assert_eq!(
+        warnings,
+        serde_json::json!([]),
+        "no banner for a ready server"
+    );
+    browser
+        .goto(&server.url("/w/acme/agents/dead-llama"))
+        .await
+        .unwrap();
+    let warning = browser.text(".runtime-warning").await.unwrap();
+    assert!(
+        warning.contains(&format!("127.0.0.1:{dead_port}")) && warning.contains("unreachable"),
+        "{warning}"
+    );
+
+    // The answer streams while the page is open.
+    let issue = server.issue("What does the script say?").await;
+    assign(&browser, &server, &issue, &local).await;
+    open_latest_run(&browser).await;
+    browser
+        .wait_for_text(".run-log .ev-started", MODEL, LIVE)
+        .await
+        .unwrap();
+    js(&browser, "window.__same_page = true; return true").await;
+    std::fs::write(&gate, "").unwrap();
+    let count = "return document.querySelectorAll('.run-log .ev-text').length";
+    let mut most = 0;
+    let started = std::time::Instant::now();
+    let mut seen_growing = false;
+    loop {
+        let blocks = js(&browser, count).await.as_u64().unwrap();
+        most = most.max(blocks);
+        let shown = js(
+            &browser,
+            "const b = document.querySelector('.run-log .ev-text'); return b ? b.innerText : ''",
+        )
+        .await;
+        let shown = shown.as_str().unwrap().to_owned();
+        seen_growing |= shown.contains("answer") && !shown.contains("script");
+        if shown.contains("It came from the script.")
+            && browser
+                .text(".run-head .run-status")
+                .await
+                .unwrap()
+                .contains("Succeeded")
+        {
+            break;
+        }
+        assert!(started.elapsed() < LIVE, "the answer arrived: {shown:?}");
+        tokio::time::sleep(POLL).await;
+    }
+    let live_height = js(&browser, "return document.documentElement.scrollHeight").await;
+    let live_blocks = js(&browser, count).await;
+    let finished_summary = js(
+        &browser,
+        "return document.querySelectorAll('.run-log .ev-finished .summary').length",
+    )
+    .await;
+    assert_eq!(
+        js(&browser, "return window.__same_page === true").await,
+        serde_json::Value::Bool(true),
+        "the answer came over the socket, without a reload"
+    );
+    browser
+        .goto(&browser.current_url().await.unwrap())
+        .await
+        .unwrap();
+    browser.find(".run-log .ev-finished").await.unwrap();
+    let page_height = js(&browser, "return document.documentElement.scrollHeight").await;
+    let html = js(&browser, "return document.documentElement.outerHTML").await;
+    let page_blocks = html
+        .as_str()
+        .unwrap()
+        .matches(r#"class="ev ev-text""#)
+        .count();
+    let run = &server.store.list_runs_for_issue(issue.id).await.unwrap()[0];
+    let deltas = server
+        .store
+        .run_events_since(run.id, 0, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "text")
+        .count();
+    eprintln!(
+        "local-model run: {deltas} stored text events; live: {live_blocks} text blocks (at most {most}), \
+         {live_height} px; reloaded: {page_blocks} text blocks, {page_height} px"
+    );
+    assert!(deltas > 1, "the answer arrived as {deltas} text events");
+    assert!(seen_growing, "the block was seen while it grew");
+    assert_eq!(
+        (most, live_blocks, page_blocks),
+        (1, serde_json::json!(1), 1),
+        "one block for the answer, live and reloaded"
+    );
+    assert_eq!(
+        finished_summary,
+        serde_json::json!(0),
+        "the answer is not repeated"
+    );
+    js(
+        &browser,
+        "document.querySelector('.run-log .ev-text').scrollIntoView({block: 'center'}); return true",
+    )
+    .await;
+    browser.screenshot("run-local-model").await.unwrap();
+    browser.close().await.unwrap();
+    server.stop().await;
+}
+
+/// The same with the real local model (llama.cpp's server with SmolLM2, see `model_server::local_llama`):
+/// the agent's page has no "not installed" banner, and the finished run's page shows the answer as one
+/// block, not repeated under Finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_local_model_answer_reads_as_one_block() {
+    let Some(model) = LocalLlama::start().await else {
+        return;
+    };
+    let Some(server) = Server::start(Backend::Sqlite).await else {
+        return;
+    };
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let mut new = NewAgent::new(AgentName::parse("smol").unwrap(), AgentKind::Llama);
+    new.base_url = Some(format!("{}/v1", model.base_url));
+    new.model = Some(MODEL_ALIAS.to_owned());
+    new.max_retries = 0;
+    new.instructions = "Answer in one or two short sentences.".to_owned();
+    new.extra_args = ["--max-tokens", "48", "--temperature", "0"]
+        .map(String::from)
+        .to_vec();
+    let agent = server.store.create_agent(server.ws.id, &new).await.unwrap();
+    sign_in(&browser, &server).await;
+    browser
+        .goto(&server.url("/w/acme/agents/smol"))
+        .await
+        .unwrap();
+    browser.find("form [name=name]").await.unwrap();
+    let warnings = js(
+        &browser,
+        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)",
+    )
+    .await;
+    assert_eq!(warnings, serde_json::json!([]), "llama.cpp is ready here");
+
+    let issue = server.issue("What is the capital of France?").await;
+    assign(&browser, &server, &issue, &agent).await;
+    open_latest_run(&browser).await;
+    browser
+        .wait_for_text(
+            ".run-head .run-status",
+            "Succeeded",
+            Duration::from_secs(240),
+        )
+        .await
+        .unwrap();
+    browser
+        .goto(&browser.current_url().await.unwrap())
+        .await
+        .unwrap();
+    browser.find(".run-log .ev-finished").await.unwrap();
+    let blocks = js(
+        &browser,
+        "return document.querySelectorAll('.run-log .ev-text').length",
+    )
+    .await;
+    let summaries = js(
+        &browser,
+        "return document.querySelectorAll('.run-log .ev-finished .summary').length",
+    )
+    .await;
+    let height = js(&browser, "return document.documentElement.scrollHeight").await;
+    let run = &server.store.list_runs_for_issue(issue.id).await.unwrap()[0];
+    let deltas = server
+        .store
+        .run_events_since(run.id, 0, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "text")
+        .count();
+    eprintln!("real local model: {deltas} stored text events; {blocks} text blocks, {height} px");
+    assert!(deltas >= 1);
+    assert_eq!(
+        (blocks, summaries),
+        (serde_json::json!(1), serde_json::json!(0)),
+        "one block, not repeated under Finished"
+    );
+    browser.close().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_model_answer_reads_as_one_block_sqlite() {
+    a_local_model_answer_reads_as_one_block(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_model_answer_reads_as_one_block_postgres() {
+    a_local_model_answer_reads_as_one_block(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -509,6 +509,9 @@ pub struct LongTextView {
 pub struct ToolResultView {
     pub output: LongTextView,
     pub is_error: bool,
+    /// The exit code when the tool ran a shell command that reported one (shown once, in the call's
+    /// block, instead of a second block repeating the output).
+    pub exit_code: Option<i32>,
 }
 
 /// One entry of a run's timeline.
@@ -667,6 +670,9 @@ pub struct RunLiveFrame {
     pub items: Vec<RunItemView>,
     /// `(slot_id, result)`: results of calls already on the page.
     pub results: Vec<(String, ToolResultView)>,
+    /// Entries already on the page, re-rendered and swapped in place (`id="run-entry-{seq}"`): a local
+    /// model's answer block that grew by a streamed delta, a result that became its command.
+    pub replaced: Vec<RunItemView>,
     pub counters: Option<RunCountersView>,
     pub header: Option<RunHeaderView>,
     pub diff: Option<RunDiffView>,

@@ -7,6 +7,7 @@
 //! `/props`), Ollama (`/api/version`, `/api/tags`) or a bare OpenAI-compatible server (`/v1/models`).
 //! Replies are decided from the request (is there a tool result yet?), never from a counter.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,7 +60,18 @@ pub enum Scenario {
     Silent,
     /// 500 "tools param requires --jinja flag" when the request has `tools`; else `Text`.
     RejectsTools,
+    /// Like `Text`, but after the first chunk it waits until the file `gate` exists, then sends each word
+    /// `pause` after the last: a slow model whose words arrive one by one while a page watches.
+    Gated {
+        /// Created by the test when it is ready to watch.
+        gate: PathBuf,
+        /// Time between two words.
+        pause: Duration,
+    },
 }
+
+/// The longest a [`Scenario::Gated`] stream waits for its gate.
+const GATE_WAIT: Duration = Duration::from_secs(120);
 
 /// Which server software the probe endpoints imitate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -303,6 +315,23 @@ fn chat(scenario: &Scenario, request: &Value) -> Response {
                     item
                 });
             sse(words.boxed())
+        }
+        Scenario::Gated { gate, pause } => {
+            let mut chunks = text_chunks().into_iter();
+            let first = chunks.next().into_iter().map(Ok);
+            let (gate, pause) = (gate.clone(), *pause);
+            let opened = stream::once(async move {
+                let deadline = tokio::time::Instant::now() + GATE_WAIT;
+                while !gate.exists() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+            .filter_map(|()| async { None });
+            let words = stream::iter(chunks.chain(ending("stop"))).then(move |c| async move {
+                tokio::time::sleep(pause).await;
+                Ok(c)
+            });
+            sse(stream::iter(first).chain(opened).chain(words).boxed())
         }
         Scenario::Silent => {
             let first = stream::iter(text_chunks().into_iter().take(2).map(Ok));

@@ -27,7 +27,7 @@ pub fn run(v: &RunPageView) -> Markup {
         section.run-log-panel aria-labelledby="run-log-h" {
             h2 #run-log-h { "Log" }
             ol.run-log id={ "run-" (h.id) "-log" } aria-live="polite" {
-                @for item in &v.items { (timeline_item(item)) }
+                @for item in &v.items { (timeline_item(item, false)) }
             }
             @if v.items.is_empty() {
                 p.muted.run-log-empty { "Nothing logged yet." }
@@ -52,16 +52,18 @@ pub fn run(v: &RunPageView) -> Markup {
     page(&title, Some(&v.nav), body)
 }
 
-/// One live push as out-of-band swaps: appended timeline entries, results into their calls, replaced
-/// counters, header and diff, and the moved cursor. `csrf` goes into the header's forms.
+/// One live push as out-of-band swaps: appended timeline entries, results into their calls, entries
+/// re-rendered in place (a streamed answer's block that grew), replaced counters, header and diff, and
+/// the moved cursor. `csrf` goes into the header's forms.
 pub fn run_live_frame(f: &RunLiveFrame, csrf: &str) -> Markup {
     let log = format!("beforeend:#run-{}-log", f.run_id);
     html! {
         @if !f.items.is_empty() {
             div hx-swap-oob=(log) {
-                @for item in &f.items { (timeline_item(item)) }
+                @for item in &f.items { (timeline_item(item, false)) }
             }
         }
+        @for item in &f.replaced { (timeline_item(item, true)) }
         @for (slot, result) in &f.results { (result_slot(slot, Some(result), true)) }
         @if let Some(c) = &f.counters { (counters(&f.run_id, c, true)) }
         @if let Some(h) = &f.header { (header(h, csrf, true)) }
@@ -174,8 +176,8 @@ fn counters(id: &str, c: &RunCountersView, swap: bool) -> Markup {
     }
 }
 
-/// One timeline entry, `id="run-entry-{seq}"`.
-fn timeline_item(item: &RunItemView) -> Markup {
+/// One timeline entry, `id="run-entry-{seq}"`; `swap` replaces the entry of that id already on the page.
+fn timeline_item(item: &RunItemView, swap: bool) -> Markup {
     let (class, body) = match &item.kind {
         RunItemKind::Started {
             session_id,
@@ -291,7 +293,7 @@ fn timeline_item(item: &RunItemView) -> Markup {
         ),
     };
     html! {
-        li class=(class) id={ "run-entry-" (item.seq) } data-seq=(item.seq) {
+        li class=(class) id={ "run-entry-" (item.seq) } data-seq=(item.seq) hx-swap-oob=[oob(swap)] {
             (body)
         }
     }
@@ -318,6 +320,11 @@ fn tool_result(r: &ToolResultView) -> Markup {
     html! {
         div class=(class) {
             @if r.is_error { span.ev-label { "Tool error" } }
+            @match r.exit_code {
+                Some(0) => span.exit.exit-ok { "exit 0" },
+                Some(code) => span.exit.exit-bad { "exit " (code) },
+                None => {},
+            }
             (long_text(&r.output, "tool-output"))
         }
     }

@@ -89,6 +89,7 @@ pub fn run_page() -> RunPageView {
                             lines: 60,
                         },
                         is_error: false,
+                        exit_code: Some(0),
                     }),
                 },
             ),

@@ -141,9 +141,14 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
 }
 
 /// "Codex is not installed: …" when the agent's runtime is unusable here, so a person sees it on the
-/// profile instead of when a run fails.
-async fn runtime_warning(state: &AppState, kind: AgentKind) -> Option<String> {
-    let kind: muster_agents::RuntimeKind = kind.as_str().parse().ok()?;
+/// profile instead of when a run fails. From the detections the Runtimes page shows: the CLI's for the
+/// CLI kinds, the model-server scan for `llama` agents (Muster runs their loop itself; they need a
+/// server, not a binary).
+async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> Option<String> {
+    if agent.profile.kind == AgentKind::Llama {
+        return llama_warning(state, member, agent.profile.base_url.as_deref()).await;
+    }
+    let kind: muster_agents::RuntimeKind = agent.profile.kind.as_str().parse().ok()?;
     let (_, found) = state.runtimes.get().await;
     let d = found.iter().find(|d| d.kind == kind)?;
     let status = match d.status {
@@ -160,6 +165,59 @@ async fn runtime_warning(state: &AppState, kind: AgentKind) -> Option<String> {
     Some(format!(
         "{} {status} on this server{reason}. See the Runtimes page.",
         crate::service::runtimes::label(kind)
+    ))
+}
+
+/// Why a `llama` agent cannot run here, from the workspace's model-server scan (the Runtimes page's):
+/// its base URL's server is not ready, or (without one) no server is. A base URL the cached scan has not
+/// seen yet (an agent made or changed since) is scanned now, as the Runtimes page would.
+async fn llama_warning(
+    state: &AppState,
+    member: &WsMember,
+    base_url: Option<&str>,
+) -> Option<String> {
+    use crate::service::runtimes as rt;
+    use muster_llama::{ModelServer, ServerStatus};
+
+    let ws = member.caller.ws.id;
+    let (_, mut local) = rt::cached(state, ws).await;
+    let Some(url) = base_url.map(str::trim).filter(|u| !u.is_empty()) else {
+        if local
+            .servers
+            .iter()
+            .any(|s| s.status == ServerStatus::Ready)
+        {
+            return None;
+        }
+        return Some(
+            "No local model server is ready: give the agent a base URL, set MUSTER_LLAMA_URL, or start \
+             llama-server or Ollama on its usual port. See the Runtimes page."
+                .to_owned(),
+        );
+    };
+    let root = muster_llama::without_credentials(&muster_llama::server_root(url));
+    let find = |servers: &[ModelServer]| servers.iter().find(|s| s.url == root).cloned();
+    let server = match find(&local.servers) {
+        Some(s) => s,
+        None => {
+            local = state
+                .runtimes
+                .scan_local_models(ws, &rt::local_model_urls(state, ws).await)
+                .await;
+            find(&local.servers)?
+        }
+    };
+    if server.status == ServerStatus::Ready {
+        return None;
+    }
+    let reason = server
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    Some(format!(
+        "The agent's model server {root} is {}{reason}. See the Runtimes page.",
+        server.status.as_str()
     ))
 }
 
@@ -311,7 +369,7 @@ async fn show(
 ) -> PageResult {
     let agent = svc::by_name(&state, &member.caller, &name).await?;
     let mut view = form_from_profile(&member, Some(&agent), &agent.profile);
-    view.runtime_warning = runtime_warning(&state, agent.profile.kind).await;
+    view.runtime_warning = runtime_warning(&state, &member, &agent).await;
     Ok(muster_web::pages::agent_form(&view).into_response())
 }
 

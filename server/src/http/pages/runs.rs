@@ -55,7 +55,8 @@ async fn show(
     let people = People::load(&state, &member.caller).await?;
     let issue = state.store.get_issue_by_id(run.issue_id).await?;
     let slug = member.caller.ws.slug.to_string();
-    let mut fold = Timeline::new(run.id.to_string(), agent_model(&people, &run));
+    let mut fold = Timeline::new(run.id.to_string(), agent_model(&people, &run))
+        .with_text_deltas(streams_text_deltas(&people, &run));
     let mut after = 0;
     loop {
         let events = state
@@ -115,6 +116,16 @@ fn agent_model(people: &People, run: &Run) -> Option<String> {
         .iter()
         .find(|a| a.id == run.agent_id)
         .and_then(|a| a.profile.model.clone())
+}
+
+/// Whether the run's agent streams its answer as text deltas (a local model: Muster's own loop emits
+/// each coalesced chunk as it arrives), which the page shows as one growing block.
+fn streams_text_deltas(people: &People, run: &Run) -> bool {
+    people
+        .agents
+        .iter()
+        .find(|a| a.id == run.agent_id)
+        .is_some_and(|a| a.profile.kind == crate::domain::AgentKind::Llama)
 }
 
 /// The run page's header.

@@ -104,8 +104,10 @@ fn a_live_frame_appends_swaps_results_and_moves_the_cursor() {
                     lines: 1,
                 },
                 is_error: true,
+                exit_code: None,
             },
         )],
+        replaced: Vec::new(),
         counters: Some(page.counters.clone()),
         header: Some(page.header.clone()),
         diff: None,
@@ -131,4 +133,36 @@ fn a_local_model_run_shows_its_speed_and_others_do_not() {
     v.counters.tokens_per_second = Some("110.4".into());
     let html = run(&v).into_string();
     assert!(html.contains(r#"<dt>Tokens/s</dt><dd class="counter-speed">110.4</dd>"#));
+}
+
+#[test]
+fn a_grown_entry_replaces_itself_and_a_result_shows_its_exit_code() {
+    let page = samples::run_page();
+    let text = page
+        .items
+        .iter()
+        .find(|i| matches!(i.kind, RunItemKind::Text { .. }))
+        .unwrap()
+        .clone();
+    let frame = RunLiveFrame {
+        run_id: "r1".into(),
+        replaced: vec![text.clone()],
+        last_seq: 12,
+        ..RunLiveFrame::default()
+    };
+    let html = run_live_frame(&frame, "tok").into_string();
+    assert!(
+        html.starts_with(&format!(
+            r#"<li class="ev ev-text" id="run-entry-{0}" data-seq="{0}" hx-swap-oob="outerHTML">"#,
+            text.seq
+        )),
+        "{html}"
+    );
+    assert!(!html.contains("beforeend"), "nothing appended: {html}");
+    let full = run(&page).into_string();
+    assert!(full.contains(r#"<div class="tool-result"><span class="exit exit-ok">exit 0</span>"#));
+    assert!(
+        !full.contains(r#"data-seq="3" hx-swap-oob"#),
+        "the first render swaps nothing"
+    );
 }

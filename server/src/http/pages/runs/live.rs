@@ -18,7 +18,9 @@ use muster_web::views::{RunHeaderView, RunLiveFrame};
 use serde::Deserialize;
 
 use super::timeline::{Timeline, diff_view};
-use super::{READ_PAGE, agent_model, counters_view, header_view, parse_run_id};
+use super::{
+    READ_PAGE, agent_model, counters_view, header_view, parse_run_id, streams_text_deltas,
+};
 use crate::app::AppState;
 use crate::domain::{Issue, Run, Seq};
 use crate::http::Error;
@@ -100,7 +102,8 @@ async fn run_socket(
     mut socket: WebSocket,
     guard: LiveGuard,
 ) {
-    let mut fold = Timeline::new(run.id.to_string(), agent_model(&page.people, &run));
+    let mut fold = Timeline::new(run.id.to_string(), agent_model(&page.people, &run))
+        .with_text_deltas(streams_text_deltas(&page.people, &run));
     if let Err(e) = prime(&state, &mut fold, &run, after).await {
         tracing::warn!(error = %e, run.id = %run.id, "cannot read the run's log for its socket");
         close(&mut socket, close_code::AGAIN, "cannot read the run's log").await;
@@ -237,6 +240,7 @@ async fn render(
         run_id: run.id.to_string(),
         items: batch.items,
         results: batch.results,
+        replaced: batch.replaced,
         counters: (batch.usage_changed || clock_changed || ended.is_some())
             .then(|| counters_view(&now, &page.people, &usage, fold.tokens_per_second)),
         header: header_changed.then(|| header.clone()),

@@ -4,6 +4,15 @@
 //!
 //! The same fold serves the first render (every stored event) and the live socket (a primer of the
 //! events the page already shows, then one batch per push), so both render an event the same way.
+//!
+//! Shown once each, though stored as they came:
+//! - a local model's answer streams as many `text` (or `thinking`) deltas; consecutive deltas are one
+//!   block that grows (live, the block already on the page is re-rendered in place), and the `finished`
+//!   summary repeating the answer is not shown again;
+//! - a `command` event that repeats its tool call's output (Codex and OpenCode emit it beside the tool
+//!   pair; the local loop just before the result) adds its exit code to the call's block instead of a
+//!   second block;
+//! - a `started` event for a session already shown (OpenCode starts every step) is not shown again.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,6 +24,7 @@ use serde_json::Value;
 
 use crate::domain::{RunEvent, Seq, Usage};
 use crate::markdown::to_safe_html;
+use once::{OpenText, Prev};
 
 /// Lines of a long output shown before "show all".
 const SHOWN_LINES: usize = 20;
@@ -30,6 +40,9 @@ pub(super) struct Batch {
     pub items: Vec<RunItemView>,
     /// Results of calls from earlier batches: `(slot_id, result)`.
     pub results: Vec<(String, ToolResultView)>,
+    /// Entries of earlier batches re-rendered: a text block that grew, an orphan result that became its
+    /// command.
+    pub replaced: Vec<RunItemView>,
     pub usage_changed: bool,
     /// A `status` event (stalled, running) arrived: the header changed.
     pub status_changed: bool,
@@ -54,6 +67,20 @@ pub(super) struct Timeline {
     open_calls: HashMap<String, usize>,
     /// Calls of earlier batches (already on the page).
     known_calls: HashSet<String>,
+    /// Whether `text`/`thinking` events are deltas of one answer (local models) rather than whole blocks.
+    text_deltas: bool,
+    /// The text block that consecutive deltas grow, while nothing else came after it.
+    open_text: Option<OpenText>,
+    /// The shell command each call ran, by tool id (to recognise the call's `command` event).
+    call_commands: HashMap<String, String>,
+    /// Exit codes of `command` events that came before their call's result, by tool id.
+    pending_exits: HashMap<String, Option<i32>>,
+    /// The previous event, when it was a call or a result (a `command` event may belong to it).
+    prev: Option<Prev>,
+    /// Sessions whose start is shown.
+    sessions: HashSet<String>,
+    /// How many batches were taken: tells whether an index into `batch.items` is still valid.
+    generation: u64,
 }
 
 impl Timeline {
@@ -71,19 +98,34 @@ impl Timeline {
             batch: Batch::default(),
             open_calls: HashMap::new(),
             known_calls: HashSet::new(),
+            text_deltas: false,
+            open_text: None,
+            call_commands: HashMap::new(),
+            pending_exits: HashMap::new(),
+            prev: None,
+            sessions: HashSet::new(),
+            generation: 0,
         }
+    }
+
+    /// Reads `text` and `thinking` events as deltas of one streamed answer (the local-model loop's).
+    pub(super) fn with_text_deltas(mut self, on: bool) -> Self {
+        self.text_deltas = on;
+        self
     }
 
     /// Ends the current batch and returns what it changed.
     pub(super) fn take(&mut self) -> Batch {
         self.known_calls
             .extend(self.open_calls.drain().map(|(id, _)| id));
+        self.generation += 1;
         std::mem::take(&mut self.batch)
     }
 
     /// Folds one event in.
     pub(super) fn push(&mut self, e: &RunEvent) {
         self.last_seq = self.last_seq.max(e.seq);
+        let prev = self.prev.take();
         let line = |key: &str| e.payload[key].as_str().unwrap_or_default().to_owned();
         let kind = match e.kind.as_str() {
             "stderr" => RunItemKind::Stderr { line: line("line") },
@@ -101,7 +143,7 @@ impl Timeline {
                 lines: crate::sandbox::event_lines(&e.payload),
             },
             _ => match serde_json::from_value::<AgentEvent>(e.payload.clone()) {
-                Ok(event) => match self.agent_event(event) {
+                Ok(event) => match self.agent_event(event, e, prev) {
                     Some(kind) => kind,
                     None => return,
                 },
@@ -110,6 +152,12 @@ impl Timeline {
                 },
             },
         };
+        if !matches!(
+            kind,
+            RunItemKind::Text { .. } | RunItemKind::Thinking { .. }
+        ) {
+            self.open_text = None;
+        }
         self.batch.items.push(RunItemView {
             seq: e.seq,
             at: e.at,
@@ -117,8 +165,16 @@ impl Timeline {
         });
     }
 
-    /// The entry for an agent event; `None` when it only changes the counters or a call's block.
-    fn agent_event(&mut self, event: AgentEvent) -> Option<RunItemKind> {
+    /// The entry for an agent event; `None` when it only changes the counters or an entry already made.
+    fn agent_event(
+        &mut self,
+        event: AgentEvent,
+        e: &RunEvent,
+        prev: Option<Prev>,
+    ) -> Option<RunItemKind> {
+        if !matches!(event, AgentEvent::Text { .. } | AgentEvent::Thinking { .. }) {
+            self.open_text = None;
+        }
         Some(match event {
             AgentEvent::Started {
                 session_id,
@@ -128,11 +184,18 @@ impl Timeline {
                 if model.is_some() {
                     self.model.clone_from(&model);
                 }
+                if !self.sessions.insert(session_id.clone()) && skills.is_empty() {
+                    return None;
+                }
                 RunItemKind::Started {
                     session_id,
                     model,
                     skills,
                 }
+            }
+            AgentEvent::Text { text } if self.text_deltas => return self.delta(e, false, &text),
+            AgentEvent::Thinking { text } if self.text_deltas => {
+                return self.delta(e, true, &text);
             }
             AgentEvent::Text { text } => {
                 let html = to_safe_html(&text);
@@ -142,6 +205,10 @@ impl Timeline {
             AgentEvent::Thinking { text } => RunItemKind::Thinking { text },
             AgentEvent::ToolCall { id, name, input } => {
                 self.open_calls.insert(id.clone(), self.batch.items.len());
+                if let Some(cmd) = input.get("command").and_then(Value::as_str) {
+                    self.call_commands.insert(id.clone(), cmd.to_owned());
+                }
+                self.prev = Some(Prev::Call { id: id.clone() });
                 RunItemKind::ToolCall {
                     slot_id: self.slot_id(&id),
                     name,
@@ -157,18 +224,15 @@ impl Timeline {
                 let result = ToolResultView {
                     output: long_text(&output),
                     is_error,
+                    exit_code: self.pending_exits.remove(&id).flatten(),
                 };
-                return self.place_result(&id, result);
+                return self.place_result(&id, result, e);
             }
             AgentEvent::Command {
                 cmd,
                 exit_code,
                 output,
-            } => RunItemKind::Command {
-                cmd,
-                exit_code,
-                output: long_text(&output),
-            },
+            } => return self.command_of(prev, &cmd, exit_code, &output),
             AgentEvent::FileChange { path, change } => RunItemKind::FileChange {
                 path,
                 change: serde_json::to_value(change)
@@ -184,7 +248,8 @@ impl Timeline {
             AgentEvent::Finished { ok, summary } => {
                 // The summary usually repeats the last assistant text; show it once.
                 let fresh = summary.filter(|s| {
-                    !s.trim().is_empty() && self.last_text.as_deref() != Some(s.as_str())
+                    !s.trim().is_empty()
+                        && self.last_text.as_deref().map(str::trim) != Some(s.trim())
                 });
                 RunItemKind::Finished {
                     ok,
@@ -201,23 +266,6 @@ impl Timeline {
             }
             AgentEvent::Raw { line } => RunItemKind::Raw { line },
         })
-    }
-
-    /// Puts a result into its call: in this batch's entry, into the slot of an earlier call, or as an
-    /// entry of its own when the call is unknown.
-    fn place_result(&mut self, id: &str, result: ToolResultView) -> Option<RunItemKind> {
-        if let Some(&index) = self.open_calls.get(id)
-            && let Some(RunItemKind::ToolCall { result: slot, .. }) =
-                self.batch.items.get_mut(index).map(|i| &mut i.kind)
-        {
-            *slot = Some(result);
-            return None;
-        }
-        if self.known_calls.contains(id) {
-            self.batch.results.push((self.slot_id(id), result));
-            return None;
-        }
-        Some(RunItemKind::ToolResult { result })
     }
 
     fn add_usage(&mut self, u: TokenUsage) {
@@ -304,5 +352,6 @@ pub(super) fn diff_view(stat: Option<&str>, patch: Option<&str>) -> RunDiffView 
     }
 }
 
+mod once;
 #[cfg(test)]
 mod tests;
