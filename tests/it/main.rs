@@ -6,6 +6,7 @@
 mod agent_clis;
 mod api;
 mod browser_board;
+mod browser_issue;
 mod browser_runs;
 mod browser_smoke;
 mod http_health;

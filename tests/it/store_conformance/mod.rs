@@ -6,6 +6,7 @@
 
 mod inbox_read;
 mod invitations;
+mod deletes;
 mod issues;
 mod people;
 mod runs;
