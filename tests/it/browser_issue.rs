@@ -115,7 +115,10 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     };
     browser.goto(&app.url("/login")).await.unwrap();
     browser.fill("#login-email", "ada@acme.test").await.unwrap();
-    browser.fill("#login-password", "correct-horse").await.unwrap();
+    browser
+        .fill("#login-password", "correct-horse")
+        .await
+        .unwrap();
     browser
         .click("form[action='/login'] button[type=submit]")
         .await
@@ -181,10 +184,18 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     };
     browser.select("#prop-status", "in_progress").await.unwrap();
     browser
-        .wait_for_text("#issue-activity", "moved this from todo to in progress", LIVE)
+        .wait_for_text(
+            "#issue-activity",
+            "moved this from todo to in progress",
+            LIVE,
+        )
         .await
         .unwrap();
-    let focused = js(&browser, "return document.activeElement && document.activeElement.id").await;
+    let focused = js(
+        &browser,
+        "return document.activeElement && document.activeElement.id",
+    )
+    .await;
     assert_eq!(focused, "prop-status", "the focus stays on the select");
     browser
         .select("#prop-assignee", &format!("user:{}", ada.id))
@@ -199,11 +210,20 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     browser.click("a.issue-edit").await.unwrap();
     browser.find_within("#edit-title", LIVE).await.unwrap();
     let (scroll, inner) = widths(&browser).await;
-    assert!(scroll <= inner, "the edit form is {scroll} px wide in {inner} px");
+    assert!(
+        scroll <= inner,
+        "the edit form is {scroll} px wide in {inner} px"
+    );
     browser.screenshot("issue-390-editing").await.unwrap();
-    browser.fill("#edit-title", "Stream run logs live").await.unwrap();
     browser
-        .fill("#edit-body", "- [x] subscribe first\n- [x] resync after a lag")
+        .fill("#edit-title", "Stream run logs live")
+        .await
+        .unwrap();
+    browser
+        .fill(
+            "#edit-body",
+            "- [x] subscribe first\n- [x] resync after a lag",
+        )
         .await
         .unwrap();
     browser
@@ -239,7 +259,13 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .wait_for_text(".comments .comment", "edited", LIVE)
         .await
         .unwrap();
-    assert!(browser.text(".comments .comment .prose").await.unwrap().contains("First thoughts"));
+    assert!(
+        browser
+            .text(".comments .comment .prose")
+            .await
+            .unwrap()
+            .contains("First thoughts")
+    );
     stayed(&browser, "editing a comment").await;
 
     // The board and the run page at the same width.

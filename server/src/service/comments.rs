@@ -86,7 +86,12 @@ pub async fn edit(
 }
 
 /// Deletes a comment: the caller's own, or any as an owner or admin.
-pub async fn delete(state: &AppState, caller: &Caller, key: &IssueKey, id: CommentId) -> Result<()> {
+pub async fn delete(
+    state: &AppState,
+    caller: &Caller,
+    key: &IssueKey,
+    id: CommentId,
+) -> Result<()> {
     let (issue, comment) = load(state, caller, key, id).await?;
     if !may_delete(caller, &comment) {
         return Err(forbidden(if caller.run.is_some() {

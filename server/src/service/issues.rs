@@ -222,8 +222,7 @@ async fn cancel_runs_if_unwanted(state: &AppState, caller: &Caller, before: &Iss
 /// Whether the caller may delete `issue`: an owner or admin, or the person who created it. A run's
 /// token never may.
 pub fn may_delete(caller: &Caller, issue: &Issue) -> bool {
-    caller.run.is_none()
-        && (caller.role.can_manage() || issue.created_by == Some(caller.user.id))
+    caller.run.is_none() && (caller.role.can_manage() || issue.created_by == Some(caller.user.id))
 }
 
 /// Deletes an issue with its comments, activity and runs (their logs included). Its live runs are
@@ -258,7 +257,8 @@ pub async fn delete(state: &AppState, caller: &Caller, key: &IssueKey) -> Result
 /// most both stop graces and a lease (a run held by another replica stops when that replica hears).
 async fn stop_runs(state: &AppState, issue: &Issue) -> Result<()> {
     let timing = state.runs.timing();
-    let deadline = tokio::time::Instant::now() + timing.int_grace + timing.term_grace + timing.lease;
+    let deadline =
+        tokio::time::Instant::now() + timing.int_grace + timing.term_grace + timing.lease;
     let mut cancelled = std::collections::HashSet::new();
     loop {
         let live: Vec<_> = state

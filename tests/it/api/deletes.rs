@@ -54,9 +54,17 @@ async fn comment_edits_and_deletes(t: &Env) {
         .patch(&url, json!({"body": "First"}))
         .await
         .expect(200);
-    assert_eq!((edited["id"].as_str(), edited["body"].as_str()), (Some(mine.as_str()), Some("First")));
+    assert_eq!(
+        (edited["id"].as_str(), edited["body"].as_str()),
+        (Some(mine.as_str()), Some("First"))
+    );
     assert!(edited["edited_at"].is_string(), "{edited}");
-    let detail = t.member.api.get(&format!("/api/v1/issues/{key}")).await.expect(200);
+    let detail = t
+        .member
+        .api
+        .get(&format!("/api/v1/issues/{key}"))
+        .await
+        .expect(200);
     assert_eq!(detail["comments"][0]["edited_at"], edited["edited_at"]);
     t.member
         .api
@@ -70,7 +78,9 @@ async fn comment_edits_and_deletes(t: &Env) {
         .rejected(422, "missing field `body`");
 
     // Someone else's comment.
-    let other = t.add_person("other@alpha.test", muster::domain::Role::Member).await;
+    let other = t
+        .add_person("other@alpha.test", muster::domain::Role::Member)
+        .await;
     other
         .api
         .patch(&url, json!({"body": "Hijacked"}))
@@ -97,7 +107,11 @@ async fn comment_edits_and_deletes(t: &Env) {
         .patch(&url, json!({"body": "Back"}))
         .await
         .error_contains(404, "comment", &gone);
-    t.member.api.delete(&url).await.error_contains(404, "comment", &gone);
+    t.member
+        .api
+        .delete(&url)
+        .await
+        .error_contains(404, "comment", &gone);
 
     // Owners and admins delete anyone's comment.
     for moderator in [&t.owner, &t.admin] {
@@ -117,10 +131,17 @@ async fn comment_edits_and_deletes(t: &Env) {
         .api
         .delete(&format!("/api/v1/issues/{key}/comments/{there}"))
         .await
-        .error_contains(404, "comment", &format!("{there} is not a comment on {key}"));
+        .error_contains(
+            404,
+            "comment",
+            &format!("{there} is not a comment on {key}"),
+        );
     t.member
         .api
-        .patch(&format!("/api/v1/issues/{key}/comments/not-a-uuid"), json!({"body": "x"}))
+        .patch(
+            &format!("/api/v1/issues/{key}/comments/not-a-uuid"),
+            json!({"body": "x"}),
+        )
         .await
         .error_contains(404, "comment", "not-a-uuid is not a comment on");
     assert_eq!(bodies(&t.member.api, &elsewhere).await, ["there"]);
@@ -198,13 +219,19 @@ async fn agents_touch_only_their_own_comments(t: &Env) {
         format!("/api/v1/issues/{key}/comments/{person}"),
         format!("/api/v1/issues/{key}/comments/{own}"),
     ] {
-        let api = if url.ends_with(&own) { &other_agent } else { &coder };
+        let api = if url.ends_with(&own) {
+            &other_agent
+        } else {
+            &coder
+        };
         api.patch(&url, json!({"body": "overwritten"}))
             .await
             .error_contains(403, "comment", "an agent may edit only its own comments");
-        api.delete(&url)
-            .await
-            .error_contains(403, "comment", "an agent may delete only its own comments");
+        api.delete(&url).await.error_contains(
+            403,
+            "comment",
+            "an agent may delete only its own comments",
+        );
     }
     assert_eq!(
         bodies(&t.owner.api, &key).await,
@@ -233,7 +260,9 @@ async fn agents_touch_only_their_own_comments(t: &Env) {
 async fn issue_deletes(t: &Env) {
     let key = new_issue(&t.member.api, "Mine").await;
     comment(&t.owner.api, &key, "a comment").await;
-    let other = t.add_person("other@alpha.test", muster::domain::Role::Member).await;
+    let other = t
+        .add_person("other@alpha.test", muster::domain::Role::Member)
+        .await;
     other
         .api
         .delete(&format!("/api/v1/issues/{key}"))

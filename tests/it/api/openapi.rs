@@ -118,7 +118,10 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
     (
         "delete",
         "/api/v1/issues/{key}",
-        &["deletes::issue_deletes", "deletes::agents_touch_only_their_own_comments"],
+        &[
+            "deletes::issue_deletes",
+            "deletes::agents_touch_only_their_own_comments",
+        ],
     ),
     (
         "patch",

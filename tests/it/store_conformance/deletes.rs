@@ -8,7 +8,10 @@ use muster::store::{RunFilter, Store};
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
 
-store_cases!(comment_edits_and_deletes, issue_deletes_take_everything_along);
+store_cases!(
+    comment_edits_and_deletes,
+    issue_deletes_take_everything_along
+);
 
 async fn comment_edits_and_deletes(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "MUS").await;
@@ -121,12 +124,12 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         .expect("a queued run");
     assert_eq!(claimed.id, run.id, "the oldest queued run");
     assert_conflict(store.delete_issue(f.ws.id, &doomed.key).await, "run_live");
-    assert_eq!(store.get_issue(f.ws.id, &doomed.key).await.unwrap().id, doomed.id);
+    assert_eq!(
+        store.get_issue(f.ws.id, &doomed.key).await.unwrap().id,
+        doomed.id
+    );
 
-    store
-        .finish_run(run.id, &cancelled())
-        .await
-        .unwrap();
+    store.finish_run(run.id, &cancelled()).await.unwrap();
     let other = fixture(&store, "other", "OTH").await;
     assert_not_found(store.delete_issue(other.ws.id, &doomed.key).await);
     let deleted = store.delete_issue(f.ws.id, &doomed.key).await.unwrap();

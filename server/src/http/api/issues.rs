@@ -20,7 +20,10 @@ use crate::service::issues::{self as svc, IssueInput};
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/issues", get(list).post(create))
-        .route("/api/v1/issues/{key}", get(show).patch(update).delete(delete))
+        .route(
+            "/api/v1/issues/{key}",
+            get(show).patch(update).delete(delete),
+        )
         .route("/api/v1/issues/{key}/move", post(move_issue))
         .route(
             "/api/v1/issues/{key}/comments",

@@ -225,7 +225,11 @@ async fn update(
                 .collect::<Vec<_>>()
                 .join(", ");
             let value = |name: &str, current: &str| {
-                if sent(&form, name) { form.get(name).to_owned() } else { current.to_owned() }
+                if sent(&form, name) {
+                    form.get(name).to_owned()
+                } else {
+                    current.to_owned()
+                }
             };
             view.form = issue_form(
                 &people,

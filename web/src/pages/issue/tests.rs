@@ -47,12 +47,20 @@ fn properties_save_on_change_and_without_javascript() {
     let html = issue(&samples::issue()).into_string();
     assert!(html.contains(r##"<form class="panel issue-props" id="issue-props" method="post" action="/w/acme/issues/MUS-24" hx-post="/w/acme/issues/MUS-24" hx-trigger="change, submit" hx-select="#issue-page" hx-target="#issue-page""##), "{html}");
     for name in ["status", "priority", "assignee"] {
-        assert!(html.contains(&format!(r#"<select id="prop-{name}" name="{name}""#)), "{name}");
+        assert!(
+            html.contains(&format!(r#"<select id="prop-{name}" name="{name}""#)),
+            "{name}"
+        );
     }
-    assert!(html.contains(r#"<input id="prop-labels" name="labels" type="text" value="live, backend""#));
+    assert!(
+        html.contains(r#"<input id="prop-labels" name="labels" type="text" value="live, backend""#)
+    );
     assert!(html.contains(r#"<noscript><div class="form-actions"><button class="btn btn-primary" type="submit">Save</button>"#));
     assert!(!html.contains("<details"), "nothing hides behind a toggle");
-    assert!(!html.contains(r#"id="edit-title""#), "the text form opens on demand");
+    assert!(
+        !html.contains(r#"id="edit-title""#),
+        "the text form opens on demand"
+    );
 }
 
 #[test]
@@ -68,21 +76,48 @@ fn title_and_description_edit_in_place() {
     assert!(html.contains(r#"id="edit-title" name="title" type="text" value="" required autofocus aria-invalid="true""#), "{html}");
     assert!(html.contains(r#"id="edit-body" name="body""#));
     assert!(html.contains(r#"id="edit-title-error"><p>must not be empty</p>"#));
-    assert!(!html.contains(r#"<h1 class="issue-title">"#), "the form replaces the title");
-    assert!(!html.contains(r#"id="prop-title-error""#) && !html.contains("prop-status-error"), "the panel shows no text errors");
+    assert!(
+        !html.contains(r#"<h1 class="issue-title">"#),
+        "the form replaces the title"
+    );
+    assert!(
+        !html.contains(r#"id="prop-title-error""#) && !html.contains("prop-status-error"),
+        "the panel shows no text errors"
+    );
 }
 
 #[test]
 fn comments_show_edited_and_offer_what_the_viewer_may_do() {
     let html = issue(&samples::issue()).into_string();
-    let first = &html[html.find(r#"id="comment-c1""#).unwrap()..html.find(r#"id="comment-c2""#).unwrap()];
-    assert!(first.contains(r#"<span class="comment-edited" title="Edited 2025-03-03 09:25 UTC">edited</span>"#), "{first}");
-    assert!(first.contains(r##"href="/w/acme/issues/MUS-24?edit_comment=c1#comment-c1""##), "{first}");
-    assert!(first.contains(r#"action="/w/acme/issues/MUS-24/comments/c1/delete" data-confirm="#), "{first}");
+    let first =
+        &html[html.find(r#"id="comment-c1""#).unwrap()..html.find(r#"id="comment-c2""#).unwrap()];
+    assert!(
+        first.contains(
+            r#"<span class="comment-edited" title="Edited 2025-03-03 09:25 UTC">edited</span>"#
+        ),
+        "{first}"
+    );
+    assert!(
+        first.contains(r##"href="/w/acme/issues/MUS-24?edit_comment=c1#comment-c1""##),
+        "{first}"
+    );
+    assert!(
+        first.contains(r#"action="/w/acme/issues/MUS-24/comments/c1/delete" data-confirm="#),
+        "{first}"
+    );
     let second = &html[html.find(r#"id="comment-c2""#).unwrap()..];
-    assert!(!second[..second.find("</article>").unwrap()].contains("edited"), "never edited");
-    assert!(!second.contains("edit_comment=c2"), "not the viewer's: no Edit");
-    assert!(second.contains("/comments/c2/delete"), "an admin may delete it");
+    assert!(
+        !second[..second.find("</article>").unwrap()].contains("edited"),
+        "never edited"
+    );
+    assert!(
+        !second.contains("edit_comment=c2"),
+        "not the viewer's: no Edit"
+    );
+    assert!(
+        second.contains("/comments/c2/delete"),
+        "an admin may delete it"
+    );
 
     let mut v = samples::issue();
     v.edit_comment = Some(CommentEditView {
