@@ -29,6 +29,12 @@ static CHECK: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| sanitiser(t
 
 fn sanitiser(inline_images_only: bool) -> ammonia::Builder<'static> {
     let mut b = ammonia::Builder::default();
+    // Task lists (`- [ ]`, `- [x]`) render as `<input type="checkbox" disabled>`: an `input` is kept only
+    // as that, whatever its author wrote, so no text field or button can be slipped into an issue.
+    b.add_tags(["input"])
+        .add_tag_attributes("input", ["checked"])
+        .set_tag_attribute_value("input", "type", "checkbox")
+        .set_tag_attribute_value("input", "disabled", "");
     b.link_rel(Some(LINK_REL))
         .add_url_schemes(["data"])
         .attribute_filter(move |element, attribute, value| {

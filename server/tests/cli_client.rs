@@ -983,3 +983,59 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         table.stdout
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn comments_are_edited_and_deleted_and_issues_deleted_from_the_cli() {
+    let h = Harness::start().await;
+    h.logged_in().await;
+    h.muster(&["issue", "create", "--title", "Doomed"])
+        .await
+        .ok();
+    let comment = h
+        .muster(&["issue", "comment", "MUS-1", "Frist", "--json"])
+        .await
+        .ok()
+        .json();
+    let id = comment["id"].as_str().unwrap().to_owned();
+    let edited = h
+        .muster(&["issue", "comment-edit", "MUS-1", &id, "First"])
+        .await
+        .ok();
+    assert_eq!(edited.stdout, format!("edited comment {id} on MUS-1\n"));
+    let shown = h
+        .muster(&["issue", "show", "MUS-1", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(shown["comments"][0]["body"], "First");
+    assert!(shown["comments"][0]["edited_at"].is_string());
+    h.muster(&["issue", "comment-delete", "MUS-1", &id])
+        .await
+        .ok();
+    let again = h.muster(&["issue", "comment-delete", "MUS-1", &id]).await;
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains(&format!("comment {id} on MUS-1 not found")),
+        "{}",
+        again.stderr
+    );
+
+    let unconfirmed = h.muster(&["issue", "delete", "MUS-1"]).await;
+    assert_eq!(unconfirmed.code, 1);
+    assert!(
+        unconfirmed.stderr.contains("add --yes to confirm"),
+        "{}",
+        unconfirmed.stderr
+    );
+    let deleted = h.muster(&["issue", "delete", "MUS-1", "--yes"]).await.ok();
+    assert_eq!(deleted.stdout, "deleted MUS-1\n");
+    let gone = h.muster(&["issue", "show", "MUS-1"]).await;
+    assert_eq!(gone.code, 1);
+    assert!(
+        gone.stderr.contains("issue MUS-1 not found"),
+        "{}",
+        gone.stderr
+    );
+}

@@ -172,18 +172,21 @@ async fn a_team_works_on_the_board_and_sees_changes_live() {
     ada.goto(&format!("{base}/w/acme-robots/issues/ACM-1"))
         .await
         .unwrap();
-    ada.click("details.edit-issue > summary").await.unwrap();
-    ada.select("#edit-assignee", &format!("agent:{}", agent.id))
+    ada.select("#prop-assignee", &format!("agent:{}", agent.id))
         .await
         .unwrap();
+    ada.wait_for_text("main", "assigned this to claude-coder", LIVE)
+        .await
+        .unwrap();
+    ada.click("a.issue-edit").await.unwrap();
     ada.fill(
         "#edit-body",
         "Use a **token bucket** per API token.\n\n<script>alert('x')</script>",
     )
     .await
     .unwrap();
-    submit(&ada, "details.edit-issue form").await;
-    ada.wait_for_text("main", "assigned this to claude-coder", LIVE)
+    submit(&ada, "form.issue-text-edit").await;
+    ada.wait_for_text("main", "edited the description", LIVE)
         .await
         .unwrap();
     let body = ada

@@ -138,19 +138,15 @@ async fn sign_in(browser: &Browser, server: &Server) {
     browser.find_within(".board", LIVE).await.unwrap();
 }
 
-/// Assigns `agent` on the issue page with the edit form, as a person would.
+/// Assigns `agent` on the issue page's side panel, as a person would.
 async fn assign(browser: &Browser, server: &Server, issue: &Issue, agent: &Agent) {
     browser
         .goto(&server.url(&format!("/w/acme/issues/{}", issue.key)))
         .await
         .unwrap();
-    browser.click("details.edit-issue > summary").await.unwrap();
+    // The side panel's assignee saves as soon as it changes.
     browser
-        .select("#edit-assignee", &format!("agent:{}", agent.id))
-        .await
-        .unwrap();
-    browser
-        .click("details.edit-issue form button[type=submit]")
+        .select("#prop-assignee", &format!("agent:{}", agent.id))
         .await
         .unwrap();
     browser

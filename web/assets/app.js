@@ -733,5 +733,16 @@
         else delete params[k];
       }
     });
+// == 17-issue: in-place editing on the issue page ==
+// An in-place form ([data-swap-invalid]) answered 422 gets the page again with its messages: swap it in
+// like a success, so the form shows what to fix with the input kept.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var elt = e.detail.elt;
+    if (e.detail.xhr.status === 422 && elt && elt.closest && elt.closest("[data-swap-invalid]")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
   });
 })();

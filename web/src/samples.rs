@@ -227,8 +227,8 @@ pub fn issue() -> IssuePageView {
         updated_at: Some(at(4, 16, 40)),
         form: issue_form("Stream run logs over the board WebSocket", "Run output is stored per event…", FormErrors::new()),
         comments: vec![
-            CommentView { author: ada.clone(), body_html: "<p>Please keep the replay and the live stream in one ordered sequence. @claude-reviewer can you take this?</p>".into(), at: at(3, 9, 20) },
-            CommentView { author: claude.clone(), body_html: "<p>Started on branch <code>mus-24-live-logs</code>. The hub now subscribes before replaying; 14 tests pass, 1 still flaky under lag.</p>".into(), at: at(4, 16, 38) },
+            CommentView { id: "c1".into(), author: ada.clone(), body_html: "<p>Please keep the replay and the live stream in one ordered sequence. @claude-reviewer can you take this?</p>".into(), at: at(3, 9, 20), edited_at: Some(at(3, 9, 25)), can_edit: true, can_delete: true },
+            CommentView { id: "c2".into(), author: claude.clone(), body_html: "<p>Started on branch <code>mus-24-live-logs</code>. The hub now subscribes before replaying; 14 tests pass, 1 still flaky under lag.</p>".into(), at: at(4, 16, 38), edited_at: None, can_edit: false, can_delete: true },
         ],
         activity: vec![
             ActivityView { actor: ada.clone(), text: "created the issue".into(), at: at(3, 9, 12) },
@@ -239,6 +239,9 @@ pub fn issue() -> IssuePageView {
         comment_body: String::new(),
         comment_errors: FormErrors::new(),
         runs: run_rows(),
+        edit_text: false,
+        edit_comment: None,
+        can_delete: true,
     }
 }
 

@@ -142,9 +142,25 @@ pub struct BoardView {
 /// A comment on the issue page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentView {
+    /// The comment's id: its anchor is `comment-<id>`; it is edited at `{issue url}/comments/<id>`.
+    pub id: String,
     pub author: PersonView,
     pub body_html: String,
     pub at: DateTime<Utc>,
+    /// When its author last edited it (shown as "edited").
+    pub edited_at: Option<DateTime<Utc>>,
+    /// The viewer wrote it: they may edit it.
+    pub can_edit: bool,
+    /// The viewer wrote it or is an owner or admin: they may delete it.
+    pub can_delete: bool,
+}
+
+/// A comment open for editing on the issue page: its text as typed, and what was wrong with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommentEditView {
+    pub id: String,
+    pub body: String,
+    pub errors: FormErrors,
 }
 
 /// One line of the activity trail ("Ada moved this from todo to in progress").
@@ -179,6 +195,26 @@ pub struct IssuePageView {
     pub comment_errors: FormErrors,
     /// The issue's agent runs, newest first.
     pub runs: Vec<RunRowView>,
+    /// The title and description are open for editing (`?edit=text`, or after a failed save).
+    pub edit_text: bool,
+    /// The comment open for editing (`?edit_comment=<id>`, or after a failed save).
+    pub edit_comment: Option<CommentEditView>,
+    /// The viewer may delete the issue (owners, admins and its creator).
+    pub can_delete: bool,
+}
+
+/// `GET /w/{slug}/issues/{key}/delete`: what deleting the issue takes with it, before one confirms.
+#[derive(Debug, Clone, Default)]
+pub struct IssueDeleteView {
+    pub nav: Nav,
+    pub key: String,
+    pub title: String,
+    /// The issue page (Cancel); the form POSTs to `{url}/delete`.
+    pub url: String,
+    pub comments: usize,
+    pub runs: usize,
+    /// How many of its runs are still queued or running (they are cancelled first).
+    pub live_runs: usize,
 }
 
 /// A row of the agents list.

@@ -1,4 +1,4 @@
-//! `muster issue …`: create, list, show, comment, move, assign and edit issues through the API.
+//! `muster issue …`: create, list, show, comment, move, assign, edit and delete issues through the API.
 
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,31 @@ pub enum IssueCommand {
         key: String,
         /// Markdown text, or - to read it from standard input.
         text: String,
+    },
+    /// Change the text of one of your comments (its id is in `issue comment --json` or `issue show --json`).
+    CommentEdit {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// The comment's id.
+        id: String,
+        /// Markdown text, or - to read it from standard input.
+        text: String,
+    },
+    /// Delete a comment: your own, or any as an owner or admin.
+    CommentDelete {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// The comment's id.
+        id: String,
+    },
+    /// Delete an issue with its comments, activity and runs (owners, admins and its creator); its live
+    /// runs are cancelled first.
+    Delete {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// Confirm: the issue, its comments and its runs' logs cannot be brought back.
+        #[arg(long)]
+        yes: bool,
     },
     /// Move an issue to another status (to the end of that column).
     Status {
@@ -190,6 +215,36 @@ pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
             let comment = comment.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
             done(json, &comment, || format!("commented on {}", clean(&key)))
         }
+        IssueCommand::CommentEdit { key, id, text } => {
+            let body = serde_json::json!({ "body": text_arg(text)? });
+            let path = comment_path(&key, &id);
+            let comment = client.patch(&path, &body).await;
+            let comment =
+                comment.map_err(|e| not_found_as(e, &format!("comment {id} on {key}")))?;
+            done(json, &comment, || {
+                format!("edited comment {} on {}", clean(&id), clean(&key))
+            })
+        }
+        IssueCommand::CommentDelete { key, id } => {
+            let deleted = client.delete(&comment_path(&key, &id)).await;
+            deleted.map_err(|e| not_found_as(e, &format!("comment {id} on {key}")))?;
+            done(json, &serde_json::json!({ "deleted": id }), || {
+                format!("deleted comment {} on {}", clean(&id), clean(&key))
+            })
+        }
+        IssueCommand::Delete { key, yes } => {
+            anyhow::ensure!(
+                yes,
+                "deleting {} also deletes its comments, activity and runs; add --yes to confirm",
+                clean(&key)
+            );
+            let path = format!("/api/v1/issues/{}", segment(&key));
+            let deleted = client.delete(&path).await;
+            deleted.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+            done(json, &serde_json::json!({ "deleted": key }), || {
+                format!("deleted {}", clean(&key))
+            })
+        }
         IssueCommand::Status { key, status } => {
             let path = format!("/api/v1/issues/{}/move", segment(&key));
             let body = serde_json::json!({ "status": status });
@@ -219,6 +274,10 @@ pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
         }
         IssueCommand::Edit(args) => edit(&client, json, args).await,
     }
+}
+
+fn comment_path(key: &str, id: &str) -> String {
+    format!("/api/v1/issues/{}/comments/{}", segment(key), segment(id))
 }
 
 /// Prints `value` for `--json`, else the line `text` makes.

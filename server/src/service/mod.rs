@@ -2,6 +2,7 @@
 //! here into domain types, permissions are checked, the store is called, and the hub is told.
 
 pub mod agents;
+pub mod comments;
 pub mod invitations;
 pub mod issues;
 pub mod members;

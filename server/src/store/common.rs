@@ -51,7 +51,7 @@ macro_rules! issue_select { () => { concat!(
 ) } }
 macro_rules! comment_cols {
     () => {
-        "comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at"
+        "comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at, edited_at"
     };
 }
 macro_rules! agent_cols { () => {
@@ -462,6 +462,44 @@ macro_rules! impl_store {
                     }
                 };
                 Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn get_comment(&self, issue: IssueId, id: CommentId) -> Result<Comment> {
+                let row = sqlx::query_as::<$db, CommentRow>(concat!(
+                    "select ", comment_cols!(), " from comment where comment_id = $1 and issue_id = $2"))
+                    .bind(id).bind(issue).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn edit_comment(&self, issue: IssueId, id: CommentId, body: &str) -> Result<Comment> {
+                let row = sqlx::query_as::<$db, CommentRow>(concat!(
+                    "update comment set body = $3, edited_at = $4 where comment_id = $1 and issue_id = $2 returning ",
+                    comment_cols!()))
+                    .bind(id).bind(issue).bind(body).bind(now()).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn delete_comment(&self, issue: IssueId, id: CommentId) -> Result<()> {
+                let done = sqlx::query::<$db>("delete from comment where comment_id = $1 and issue_id = $2")
+                    .bind(id).bind(issue).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn delete_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue> {
+                let mut tx = self.begin_write().await?;
+                lock_workspace!($db, tx, ws);
+                let issue: Issue = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(),
+                    " where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3"))
+                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?.into();
+                let live = sqlx::query_scalar::<$db, i64>(
+                    "select count(*) from run where issue_id = $1 and status in ('claimed', 'running')")
+                    .bind(issue.id).fetch_one(&mut *tx).await?;
+                if live > 0 { return Err(Error::conflict("run_live")); }
+                // Everything else that refers to the issue goes with it (`on delete cascade` / `set null`).
+                sqlx::query::<$db>("delete from issue where issue_id = $1").bind(issue.id).execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(issue)
             }
 
             async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>> {

@@ -359,6 +359,17 @@ pub trait Store: Send + Sync + 'static {
         limit: i64,
     ) -> Result<Vec<Comment>>;
 
+    /// One comment of an issue (`NotFound` when it is not a comment of that issue).
+    async fn get_comment(&self, issue: IssueId, id: CommentId) -> Result<Comment>;
+    /// Replaces a comment's body and stamps `edited_at` (`NotFound` when it is not a comment of that issue).
+    async fn edit_comment(&self, issue: IssueId, id: CommentId, body: &str) -> Result<Comment>;
+    /// Deletes a comment (`NotFound` when it is not a comment of that issue).
+    async fn delete_comment(&self, issue: IssueId, id: CommentId) -> Result<()>;
+    /// Deletes an issue and, with it, its comments, activity, runs (with their logs and tokens) and inbox
+    /// items; sub-issues lose their parent. Refused (`run_live`) while one of its runs is claimed or
+    /// running: stop those first. Returns the issue as it was.
+    async fn delete_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
+
     /// An issue's activity trail, oldest first.
     async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>>;
 

@@ -191,6 +191,7 @@ pub(super) struct CommentRow {
     body: String,
     run_id: Option<RunId>,
     created_at: DateTime<Utc>,
+    edited_at: Option<DateTime<Utc>>,
 }
 
 impl From<CommentRow> for Comment {
@@ -203,6 +204,7 @@ impl From<CommentRow> for Comment {
             body: r.body,
             run_id: r.run_id,
             created_at: r.created_at,
+            edited_at: r.edited_at,
         }
     }
 }

@@ -11,6 +11,7 @@ mod agent_secrets;
 mod agents;
 mod auth;
 mod client;
+mod deletes;
 mod issue_validation;
 mod issues;
 mod members;

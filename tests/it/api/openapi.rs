@@ -123,6 +123,30 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         "/api/v1/issues/{key}/comments",
         &["issues::issue_lifecycle", "issues::comments"],
     ),
+    (
+        "delete",
+        "/api/v1/issues/{key}",
+        &[
+            "deletes::issue_deletes",
+            "deletes::agents_touch_only_their_own_comments",
+        ],
+    ),
+    (
+        "patch",
+        "/api/v1/issues/{key}/comments/{id}",
+        &[
+            "deletes::comment_edits_and_deletes",
+            "deletes::agents_touch_only_their_own_comments",
+        ],
+    ),
+    (
+        "delete",
+        "/api/v1/issues/{key}/comments/{id}",
+        &[
+            "deletes::comment_edits_and_deletes",
+            "deletes::agents_touch_only_their_own_comments",
+        ],
+    ),
     ("get", "/api/v1/agents", &["agents::agent_lifecycle"]),
     (
         "post",
@@ -349,13 +373,14 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 49, "the API has 49 routes");
+    assert_eq!(documented.len(), 52, "the API has 52 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
         ("agents", super::agents::CASES),
         ("agent_secrets", super::agent_secrets::CASES),
         ("auth", super::auth::CASES),
+        ("deletes", super::deletes::CASES),
         ("issues", super::issues::CASES),
         ("issue_validation", super::issue_validation::CASES),
         ("members", super::members::CASES),

@@ -25,7 +25,7 @@ pub use board::{board, card_menu_page};
 pub use error::error;
 pub use inbox::inbox;
 pub use invitations::invitations;
-pub use issue::issue;
+pub use issue::{issue, issue_delete};
 pub use login::login;
 pub use members::members;
 pub use run::{run, run_live_frame};

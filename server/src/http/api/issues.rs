@@ -1,4 +1,4 @@
-//! `/api/v1/issues`.
+//! `/api/v1/issues`: issues and their comments.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -14,16 +14,24 @@ use crate::app::AppState;
 use crate::domain::{CommentId, IssueCursor, IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
+use crate::service::comments as comments_svc;
 use crate::service::issues::{self as svc, IssueInput};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/issues", get(list).post(create))
-        .route("/api/v1/issues/{key}", get(show).patch(update))
+        .route(
+            "/api/v1/issues/{key}",
+            get(show).patch(update).delete(delete),
+        )
         .route("/api/v1/issues/{key}/move", post(move_issue))
         .route(
             "/api/v1/issues/{key}/comments",
             get(list_comments).post(comment),
+        )
+        .route(
+            "/api/v1/issues/{key}/comments/{id}",
+            axum::routing::patch(edit_comment).delete(delete_comment),
         )
 }
 
@@ -164,6 +172,20 @@ pub(super) async fn update(
     Ok(Json(IssueView::new(&issue, &names)))
 }
 
+/// Deletes an issue with its comments, activity and runs (owners, admins and its creator). Its live runs
+/// are cancelled first; 409 if one has not stopped in time.
+#[utoipa::path(delete, path = "/api/v1/issues/{key}", tag = "issues", params(IssueKeyParam),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody)))]
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppPath(key): AppPath<String>,
+) -> Result<StatusCode> {
+    svc::delete(&state, &caller, &svc::parse_key(&key)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// Where to move an issue.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct MoveInput {
@@ -264,7 +286,7 @@ pub(super) async fn list_comments(
     }))
 }
 
-/// A new comment.
+/// A comment's text, new or edited.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(super) struct CommentInput {
     /// Markdown, not blank, at most 1 MiB.
@@ -288,4 +310,50 @@ pub(super) async fn comment(
         StatusCode::CREATED,
         Json(CommentView::new(&comment, &names)),
     ))
+}
+
+/// `{key}` and `{id}`: an issue and one of its comments.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)] // Only its OpenAPI description is used; the handlers parse the raw segments.
+pub(super) struct CommentPathParams {
+    /// Issue key, e.g. MUS-42 (the prefix is case-insensitive).
+    #[param(pattern = r"^[A-Za-z]{2,10}-0*[1-9][0-9]{0,17}$", example = "MUS-42")]
+    key: String,
+    /// Comment id (UUID).
+    id: uuid::Uuid,
+}
+
+/// Replaces the text of one of your own comments (an agent's run token: only its own); it then carries
+/// `edited_at`.
+#[utoipa::path(patch, path = "/api/v1/issues/{key}/comments/{id}", tag = "issues",
+    request_body = CommentInput, params(CommentPathParams),
+    responses((status = 200, body = CommentView), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn edit_comment(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppPath((key, id)): AppPath<(String, String)>,
+    AppJson(input): AppJson<CommentInput>,
+) -> Result<Json<CommentView>> {
+    let key = svc::parse_key(&key)?;
+    let id = comments_svc::parse_id(&id, &key)?;
+    let comment = comments_svc::edit(&state, &caller, &key, id, &input.body).await?;
+    let names = Names::load(&state, caller.ws.id).await?;
+    Ok(Json(CommentView::new(&comment, &names)))
+}
+
+/// Deletes a comment: your own, or any as an owner or admin (an agent's run token: only its own).
+#[utoipa::path(delete, path = "/api/v1/issues/{key}/comments/{id}", tag = "issues",
+    params(CommentPathParams),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(super) async fn delete_comment(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    AppPath((key, id)): AppPath<(String, String)>,
+) -> Result<StatusCode> {
+    let key = svc::parse_key(&key)?;
+    let id = comments_svc::parse_id(&id, &key)?;
+    comments_svc::delete(&state, &caller, &key, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

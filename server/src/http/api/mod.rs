@@ -63,8 +63,8 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
     info(title = "Muster API", description = "Issues, agents, members and tokens of one Muster workspace."),
     paths(
         me, account::change_password,
-        issues::list, issues::create, issues::show, issues::update, issues::move_issue,
-        issues::list_comments, issues::comment,
+        issues::list, issues::create, issues::show, issues::update, issues::delete, issues::move_issue,
+        issues::list_comments, issues::comment, issues::edit_comment, issues::delete_comment,
         agents::list, agents::create, agents::show, agents::update, agents::delete,
         members::list, members::add, members::set_role, members::remove,
         members::list_tokens, members::create_token, members::revoke_token,

@@ -134,6 +134,8 @@ pub struct CommentView {
     pub body: String,
     pub run_id: Option<uuid::Uuid>,
     pub created_at: DateTime<Utc>,
+    /// When its author last edited it; null if never.
+    pub edited_at: Option<DateTime<Utc>>,
 }
 
 impl CommentView {
@@ -145,6 +147,7 @@ impl CommentView {
             body: c.body.clone(),
             run_id: c.run_id.map(|r| r.0),
             created_at: c.created_at,
+            edited_at: c.edited_at,
         }
     }
 }

@@ -1,27 +1,38 @@
-//! The issue page: rendered markdown, the edit form, comments and the activity trail.
+//! The issue page: rendered markdown, editable in place (title and description, the side panel's fields,
+//! one's own comments), comments and the activity trail; and the confirmation step of deleting an issue.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use muster_web::views::{ActivityView, CommentView, FormErrors, IssuePageView, NavItem};
+use muster_web::views::{
+    ActivityView, CommentEditView, CommentView, FormErrors, IssueDeleteView, IssuePageView, NavItem,
+};
 
 use super::inbox::nav_with_inbox;
 use super::runs::run_row;
-use super::views::{
-    People, assignee_value, issue_form, issue_form_with_errors, issue_input, status_label,
-};
+use super::views::{People, assignee_value, issue_form, issue_input, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{Activity, ActivityKind, Issue};
 use crate::http::extract::{UiForm, WsMember};
 use crate::markdown::to_safe_html;
+use crate::service::comments as comments_svc;
 use crate::service::issues as svc;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/w/{slug}/issues/{key}", get(show).post(update))
         .route("/w/{slug}/issues/{key}/comments", post(comment))
+        .route("/w/{slug}/issues/{key}/comments/{id}", post(edit_comment))
+        .route(
+            "/w/{slug}/issues/{key}/comments/{id}/delete",
+            post(delete_comment),
+        )
+        .route(
+            "/w/{slug}/issues/{key}/delete",
+            get(confirm_delete).post(delete),
+        )
 }
 
 fn describe(a: &Activity, people: &People) -> String {
@@ -104,9 +115,13 @@ async fn page_view(
         comments: comments
             .iter()
             .map(|c| CommentView {
+                id: c.id.to_string(),
                 author: people.person(c.author),
                 body_html: to_safe_html(&c.body),
                 at: c.created_at,
+                edited_at: c.edited_at,
+                can_edit: comments_svc::is_author(&member.caller, c),
+                can_delete: comments_svc::may_delete(&member.caller, c),
             })
             .collect(),
         activity: activity
@@ -124,19 +139,65 @@ async fn page_view(
             .rev()
             .map(|r| run_row(&slug, r, &people))
             .collect(),
+        edit_text: false,
+        edit_comment: None,
+        can_delete: svc::may_delete(&member.caller, issue),
     })
+}
+
+/// What the issue page opens for editing: `?edit=text` (title and description), `?edit_comment=<id>`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ShowQuery {
+    edit: Option<String>,
+    edit_comment: Option<String>,
 }
 
 async fn show(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
+    Query(q): Query<ShowQuery>,
 ) -> PageResult {
     let issue = state
         .store
         .get_issue(member.caller.ws.id, &svc::parse_key(&key)?)
         .await?;
-    Ok(muster_web::pages::issue(&page_view(&state, &member, &issue).await?).into_response())
+    let mut view = page_view(&state, &member, &issue).await?;
+    view.edit_text = q.edit.as_deref() == Some("text");
+    if let Some(id) = q.edit_comment {
+        // Only one's own comment opens; any other id just shows the page.
+        let body = state
+            .store
+            .list_comments(issue.id)
+            .await?
+            .into_iter()
+            .find(|c| c.id.to_string() == id && comments_svc::is_author(&member.caller, c))
+            .map(|c| c.body);
+        view.edit_comment = body.map(|body| CommentEditView {
+            id,
+            body,
+            errors: FormErrors::new(),
+        });
+    }
+    Ok(muster_web::pages::issue(&view).into_response())
+}
+
+/// Whether the submitted form has a field at all (the side panel sends no title, the text form no status).
+fn sent(form: &UiForm, name: &str) -> bool {
+    form.0.iter().any(|(k, _)| k == name)
+}
+
+/// The fields the form sent; the others stay as they are.
+fn sent_input(form: &UiForm) -> svc::IssueInput {
+    let all = issue_input(form);
+    svc::IssueInput {
+        title: all.title.filter(|_| sent(form, "title")),
+        body: all.body.filter(|_| sent(form, "body")),
+        status: all.status.filter(|_| sent(form, "status")),
+        priority: all.priority.filter(|_| sent(form, "priority")),
+        assignee: all.assignee.filter(|_| sent(form, "assignee")),
+        labels: all.labels.filter(|_| sent(form, "labels")),
+    }
 }
 
 async fn update(
@@ -146,8 +207,7 @@ async fn update(
     form: UiForm,
 ) -> PageResult {
     let key = svc::parse_key(&key)?;
-    let input = issue_input(&form);
-    match svc::update(&state, &member.caller, &key, &input).await {
+    match svc::update(&state, &member.caller, &key, &sent_input(&form)).await {
         Ok(issue) => Ok(see_other(&format!(
             "/w/{}/issues/{}",
             member.caller.ws.slug, issue.key
@@ -157,7 +217,31 @@ async fn update(
             let issue = state.store.get_issue(member.caller.ws.id, &key).await?;
             let mut view = page_view(&state, &member, &issue).await?;
             let people = People::load(&state, &member.caller).await?;
-            view.form = issue_form_with_errors(&people, &form, errors);
+            let assignee = assignee_value(issue.assignee);
+            let labels = issue
+                .labels
+                .iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let value = |name: &str, current: &str| {
+                if sent(&form, name) {
+                    form.get(name).to_owned()
+                } else {
+                    current.to_owned()
+                }
+            };
+            view.form = issue_form(
+                &people,
+                &value("title", issue.title.as_str()),
+                &value("body", &issue.body),
+                &value("status", issue.status.as_str()),
+                &value("priority", issue.priority.as_str()),
+                &value("assignee", &assignee),
+                &value("labels", &labels),
+            );
+            view.form.errors = errors;
+            view.edit_text = sent(&form, "title") || sent(&form, "body");
             Ok(invalid(muster_web::pages::issue(&view)))
         }
     }
@@ -185,4 +269,83 @@ async fn comment(
             Ok(invalid(muster_web::pages::issue(&view)))
         }
     }
+}
+
+async fn edit_comment(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, key, id)): Path<(String, String, String)>,
+    form: UiForm,
+) -> PageResult {
+    let key = svc::parse_key(&key)?;
+    let comment = comments_svc::parse_id(&id, &key)?;
+    let body = form.get("body");
+    match comments_svc::edit(&state, &member.caller, &key, comment, body).await {
+        Ok(_) => Ok(see_other(&format!(
+            "/w/{}/issues/{key}#comment-{comment}",
+            member.caller.ws.slug
+        ))),
+        Err(e) => {
+            let errors = form_errors(e)?;
+            let issue = state.store.get_issue(member.caller.ws.id, &key).await?;
+            let mut view = page_view(&state, &member, &issue).await?;
+            view.edit_comment = Some(CommentEditView {
+                id: comment.to_string(),
+                body: body.to_owned(),
+                errors,
+            });
+            Ok(invalid(muster_web::pages::issue(&view)))
+        }
+    }
+}
+
+async fn delete_comment(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, key, id)): Path<(String, String, String)>,
+    _form: UiForm,
+) -> PageResult {
+    let key = svc::parse_key(&key)?;
+    let comment = comments_svc::parse_id(&id, &key)?;
+    comments_svc::delete(&state, &member.caller, &key, comment).await?;
+    Ok(see_other(&format!(
+        "/w/{}/issues/{key}#comments",
+        member.caller.ws.slug
+    )))
+}
+
+/// The confirmation step: what goes with the issue, and the button that deletes it.
+async fn confirm_delete(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, key)): Path<(String, String)>,
+) -> PageResult {
+    let issue = state
+        .store
+        .get_issue(member.caller.ws.id, &svc::parse_key(&key)?)
+        .await?;
+    if !svc::may_delete(&member.caller, &issue) {
+        return Err(crate::http::Error::Forbidden.into());
+    }
+    let runs = state.store.list_runs_for_issue(issue.id).await?;
+    let view = IssueDeleteView {
+        nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
+        key: issue.key.to_string(),
+        title: issue.title.as_str().to_owned(),
+        url: format!("/w/{}/issues/{}", member.caller.ws.slug, issue.key),
+        comments: state.store.list_comments(issue.id).await?.len(),
+        live_runs: runs.iter().filter(|r| !r.status.is_terminal()).count(),
+        runs: runs.len(),
+    };
+    Ok(muster_web::pages::issue_delete(&view).into_response())
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, key)): Path<(String, String)>,
+    _form: UiForm,
+) -> PageResult {
+    svc::delete(&state, &member.caller, &svc::parse_key(&key)?).await?;
+    Ok(see_other(&format!("/w/{}", member.caller.ws.slug)))
 }

@@ -1,0 +1,287 @@
+//! The issue page in real headless Chromium on a 390 px wide phone: nothing sticks out sideways, the
+//! title wraps, and status, assignee and Edit are on screen; then it is edited in place (side panel,
+//! title and description, one's own comment) without a page load, and task lists show as checkboxes.
+//! Screenshots: `issue-390`, `issue-390-editing`, `board-390`, `run-390` in `target/screenshots/`.
+
+use std::time::Duration;
+
+use muster::domain::{
+    AgentKind, AgentName, CommentAuthor, Email, IssueStatus, IssueTitle, NewAgent, NewComment,
+    NewIssue, NewRun, NewUser, NewWorkspace,
+};
+use muster_tests::browser::Browser;
+use muster_tests::{Backend, TestDb, spawn_app};
+use serde_json::Value;
+
+/// Generous: a cold Chromium on a loaded 2-core machine.
+const LIVE: Duration = Duration::from_secs(20);
+/// An iPhone 12–15's CSS viewport width.
+const PHONE: u32 = 390;
+
+async fn js(browser: &Browser, script: &str) -> Value {
+    browser.execute(script, vec![]).await.unwrap()
+}
+
+/// The page's width and the viewport's, after the layout settled.
+async fn widths(browser: &Browser) -> (i64, i64) {
+    let v = js(
+        browser,
+        "return [document.documentElement.scrollWidth, window.innerWidth]",
+    )
+    .await;
+    (v[0].as_i64().unwrap(), v[1].as_i64().unwrap())
+}
+
+/// Scrolls `css` into view and asserts that its box lies inside the viewport's width.
+async fn assert_on_screen(browser: &Browser, css: &str) {
+    browser.find(css).await.unwrap();
+    let rect = js(
+        browser,
+        &format!(
+            "var e = document.querySelector({css:?}); e.scrollIntoView({{block: 'center'}}); \
+             var r = e.getBoundingClientRect(); return [r.left, r.right, r.width, window.innerWidth]"
+        ),
+    )
+    .await;
+    let [left, right, width, inner] = [0, 1, 2, 3].map(|i| rect[i].as_f64().unwrap());
+    assert!(
+        width > 0.0 && left >= 0.0 && right <= inner,
+        "{css} is not inside the {inner} px viewport: left {left}, right {right}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
+    let Some(db) = TestDb::new(Backend::Sqlite).await else {
+        return;
+    };
+    let app = spawn_app(db.config()).await;
+    let (ada, ws) = app
+        .store
+        .create_owner_and_workspace(
+            &NewUser {
+                email: Email::parse("ada@acme.test").unwrap(),
+                display_name: "Ada Lovelace".into(),
+                password_hash: muster::auth::hash_password("correct-horse").unwrap(),
+            },
+            &NewWorkspace::parse("Acme Robotics", "acme", "ACM").unwrap(),
+        )
+        .await
+        .unwrap();
+    let agent = app
+        .store
+        .create_agent(
+            ws.id,
+            &NewAgent::new(AgentName::parse("claude-coder").unwrap(), AgentKind::Custom),
+        )
+        .await
+        .unwrap();
+    let mut new = NewIssue::new(
+        IssueTitle::parse(
+            "Stream the run logs over the board's WebSocket without losing a single line when a slow \
+             browser lags behind the supervisor",
+        )
+        .unwrap(),
+    );
+    new.status = IssueStatus::Todo;
+    new.created_by = Some(ada.id);
+    new.labels = muster::domain::Label::parse_list("backend, live, websocket").unwrap();
+    new.body = "Steps:\n\n- [x] subscribe before replaying\n- [ ] resync after a lag\n\n\
+                `a_rather_long_identifier_that_would_not_fit_on_a_phone_screen_without_wrapping`"
+        .into();
+    let issue = app.store.create_issue(ws.id, &new).await.unwrap();
+    app.store
+        .add_comment(
+            issue.id,
+            &NewComment::parse(CommentAuthor::User(ada.id), "Frist thoughts").unwrap(),
+        )
+        .await
+        .unwrap();
+    let run = app
+        .store
+        .create_run(&NewRun {
+            workspace_id: ws.id,
+            issue_id: issue.id,
+            agent_id: agent.id,
+            attempt: 1,
+            not_before: None,
+            chain_depth: 0,
+        })
+        .await
+        .unwrap();
+
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.goto(&app.url("/login")).await.unwrap();
+    browser.fill("#login-email", "ada@acme.test").await.unwrap();
+    browser
+        .fill("#login-password", "correct-horse")
+        .await
+        .unwrap();
+    browser
+        .click("form[action='/login'] button[type=submit]")
+        .await
+        .unwrap();
+    browser.find_within(".board", LIVE).await.unwrap();
+
+    // A phone: the window is sized so that the page's viewport is 390 px wide.
+    browser.client().set_window_size(PHONE, 844).await.unwrap();
+    let (_, inner) = widths(&browser).await;
+    let chrome = i64::from(PHONE) - inner;
+    if chrome != 0 {
+        browser
+            .client()
+            .set_window_size(PHONE + chrome as u32, 844)
+            .await
+            .unwrap();
+    }
+    let page = app.url(&format!("/w/acme/issues/{}", issue.key));
+    browser.goto(&page).await.unwrap();
+    browser.find_within(".issue-title", LIVE).await.unwrap();
+    let (scroll, inner) = widths(&browser).await;
+    eprintln!("issue page at {inner} px: scrollWidth {scroll}");
+    assert_eq!(inner, i64::from(PHONE), "the viewport is a phone's");
+    assert!(
+        scroll <= inner,
+        "the issue page is {scroll} px wide in a {inner} px viewport"
+    );
+    for css in [
+        ".issue-title",
+        "a.issue-edit",
+        "#prop-status",
+        "#prop-assignee",
+        "#prop-labels",
+        "#comment-body",
+        ".comment-edit",
+        "a.issue-delete",
+    ] {
+        assert_on_screen(&browser, css).await;
+    }
+    let title_lines = js(
+        &browser,
+        "var e = document.querySelector('.issue-title'); \
+         return Math.round(e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight))",
+    )
+    .await;
+    assert!(title_lines.as_i64().unwrap() > 1, "the long title wraps");
+    // Task lists are checkboxes, the done one ticked; none can be toggled.
+    let boxes = js(
+        &browser,
+        "return Array.from(document.querySelectorAll('.issue-body input[type=checkbox]'))\
+         .map(b => [b.checked, b.disabled])",
+    )
+    .await;
+    assert_eq!(boxes, serde_json::json!([[true, true], [false, true]]));
+    js(&browser, "window.scrollTo(0, 0)").await;
+    browser.screenshot("issue-390").await.unwrap();
+
+    // In place: a page load would lose this marker.
+    js(&browser, "window.__stayed = true").await;
+    let stayed = async |browser: &Browser, what: &str| {
+        let v = js(browser, "return window.__stayed === true").await;
+        assert_eq!(v, Value::Bool(true), "{what} reloaded the page");
+    };
+    browser.select("#prop-status", "in_progress").await.unwrap();
+    browser
+        .wait_for_text(
+            "#issue-activity",
+            "moved this from todo to in progress",
+            LIVE,
+        )
+        .await
+        .unwrap();
+    let focused = js(
+        &browser,
+        "return document.activeElement && document.activeElement.id",
+    )
+    .await;
+    assert_eq!(focused, "prop-status", "the focus stays on the select");
+    browser
+        .select("#prop-assignee", &format!("user:{}", ada.id))
+        .await
+        .unwrap();
+    browser
+        .wait_for_text("#issue-activity", "assigned this to Ada Lovelace", LIVE)
+        .await
+        .unwrap();
+    stayed(&browser, "saving the side panel").await;
+
+    browser.click("a.issue-edit").await.unwrap();
+    browser.find_within("#edit-title", LIVE).await.unwrap();
+    let (scroll, inner) = widths(&browser).await;
+    assert!(
+        scroll <= inner,
+        "the edit form is {scroll} px wide in {inner} px"
+    );
+    browser.screenshot("issue-390-editing").await.unwrap();
+    browser
+        .fill("#edit-title", "Stream run logs live")
+        .await
+        .unwrap();
+    browser
+        .fill(
+            "#edit-body",
+            "- [x] subscribe first\n- [x] resync after a lag",
+        )
+        .await
+        .unwrap();
+    browser
+        .click("form.issue-text-edit button[type=submit]")
+        .await
+        .unwrap();
+    browser
+        .wait_for_text("h1.issue-title", "Stream run logs live", LIVE)
+        .await
+        .unwrap();
+    browser
+        .wait_for_text("#issue-activity", "edited the description", LIVE)
+        .await
+        .unwrap();
+    let ticked = js(
+        &browser,
+        "return document.querySelectorAll('.issue-body input[type=checkbox]:checked').length",
+    )
+    .await;
+    assert_eq!(ticked, 2);
+    stayed(&browser, "saving the title and description").await;
+
+    browser.click(".comment-edit").await.unwrap();
+    browser
+        .fill("#comment-edit-body", "First thoughts")
+        .await
+        .unwrap();
+    browser
+        .click(".comment-edit-form button[type=submit]")
+        .await
+        .unwrap();
+    browser
+        .wait_for_text(".comments .comment", "edited", LIVE)
+        .await
+        .unwrap();
+    assert!(
+        browser
+            .text(".comments .comment .prose")
+            .await
+            .unwrap()
+            .contains("First thoughts")
+    );
+    stayed(&browser, "editing a comment").await;
+
+    // The board and the run page at the same width.
+    for (name, path) in [
+        ("board-390", "/w/acme".to_owned()),
+        ("run-390", format!("/w/acme/runs/{}", run.id)),
+    ] {
+        browser.goto(&app.url(&path)).await.unwrap();
+        browser.find_within("main", LIVE).await.unwrap();
+        let (scroll, inner) = widths(&browser).await;
+        eprintln!("{path} at {inner} px: scrollWidth {scroll}");
+        browser.screenshot(name).await.unwrap();
+        assert!(scroll <= inner, "{path} is {scroll} px wide in {inner} px");
+    }
+
+    browser.close().await.unwrap();
+    app.shutdown.cancel();
+    app.handle.await.unwrap().unwrap();
+}
