@@ -191,7 +191,8 @@ fn each_request_reports_its_usage_as_turn_usage_and_text_deltas_nothing() {
     let start = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-8","content":[],"usage":{"input_tokens":25,"output_tokens":1,"cache_creation_input_tokens":2,"cache_read_input_tokens":4}}},"session_id":"s","parent_tool_use_id":null,"uuid":"u1"}"#;
     let delta = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" from"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u2"}"#;
     let end = r#"{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":12}},"session_id":"s","parent_tool_use_id":null,"uuid":"u3"}"#;
-    let stop = r#"{"type":"stream_event","event":{"type":"message_stop"},"session_id":"s","uuid":"u4"}"#;
+    let stop =
+        r#"{"type":"stream_event","event":{"type":"message_stop"},"session_id":"s","uuid":"u4"}"#;
     assert_eq!(
         parse_line(start),
         [AgentEvent::TurnUsage(TokenUsage {

@@ -35,7 +35,10 @@ fn base_url_becomes_an_openai_compatible_provider() {
         Some("sk-secret-123")
     );
     assert!(
-        !launch.env_value("OPENCODE_CONFIG_CONTENT").unwrap().contains("sk-secret-123"),
+        !launch
+            .env_value("OPENCODE_CONFIG_CONTENT")
+            .unwrap()
+            .contains("sk-secret-123"),
         "the config names the variable, not the key"
     );
 }
@@ -44,7 +47,8 @@ fn base_url_becomes_an_openai_compatible_provider() {
 fn the_agents_openai_key_reaches_a_custom_provider_by_name() {
     let mut spec = sample_spec();
     spec.api_key = None;
-    spec.env.push(("OPENAI_API_KEY".into(), "sk-agent-789".into()));
+    spec.env
+        .push(("OPENAI_API_KEY".into(), "sk-agent-789".into()));
     let launch = command(&spec);
     let config = config_of(&launch);
     assert_eq!(

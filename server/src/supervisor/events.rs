@@ -188,8 +188,9 @@ impl Tally {
 
     /// Every token counted so far, final reports and turns not yet covered by one, for token budgets.
     pub(super) fn total_tokens(&self) -> i64 {
-        let tokens =
-            |u: &Usage| u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+        let tokens = |u: &Usage| {
+            u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+        };
         tokens(&self.usage) + tokens(&self.turns)
     }
 
