@@ -262,6 +262,42 @@ pub(crate) fn base_env(spec: &RunSpec) -> Vec<(String, String)> {
     ]
 }
 
+/// The variable an adapter sets to [`RunSpec::api_key`] when it points its CLI at a base URL, so the
+/// CLI's provider config names the variable (Codex `env_key`, OpenCode `{env:…}`) and never holds the
+/// key itself.
+pub const PROVIDER_KEY_ENV: &str = "MUSTER_PROVIDER_API_KEY";
+
+/// Every variable a CLI reads an API key from (Claude Code, Codex, OpenCode's OpenAI-compatible
+/// provider): a run hides their values from its log even when they were not saved as secrets.
+pub const API_KEY_VARS: [&str; 4] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+];
+
+/// The variable holding the key for a provider at a base URL: [`PROVIDER_KEY_ENV`] (set here to
+/// [`RunSpec::api_key`]) when the spec has a key of its own, else the first of `names` the run's
+/// variables set to a non-empty value (the agent's own secret, e.g. `OPENAI_API_KEY`). `None`: no
+/// key, so nothing is sent.
+pub(crate) fn provider_key_var(
+    spec: &RunSpec,
+    names: &[&'static str],
+    env: &mut Vec<(String, String)>,
+) -> Option<&'static str> {
+    if let Some(key) = &spec.api_key {
+        env.push((PROVIDER_KEY_ENV.into(), key.clone()));
+        return Some(PROVIDER_KEY_ENV);
+    }
+    names.iter().copied().find(|name| {
+        spec.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .is_some_and(|(_, v)| !v.is_empty())
+    })
+}
+
 /// Appends the run's own variables last, so they override the adapter's defaults.
 pub(crate) fn finish_env(mut env: Vec<(String, String)>, spec: &RunSpec) -> Vec<(String, String)> {
     env.extend(spec.env.iter().cloned());

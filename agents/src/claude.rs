@@ -5,6 +5,10 @@
 //! - `assistant` blocks → `Text` / `Thinking` / `ToolCall` (one line per block); their per-message
 //!   `usage` is a snapshot and is ignored;
 //! - `user` `tool_result` blocks → `ToolResult`;
+//! - `stream_event` (`--include-partial-messages`) `message_start` → `TurnUsage` with the request's
+//!   input and cache tokens, its `message_delta` → `TurnUsage` with its output tokens: each model
+//!   request's usage as it ends, for budgets (the `assistant` lines' usage is a snapshot taken at
+//!   `message_start`, output 1, repeated once per content block); text deltas yield nothing;
 //! - `result` → `Usage` (from `modelUsage`, else `usage`, with Claude's own cost estimate), then
 //!   `Finished`. API errors arrive as `is_error: true` under `subtype: "success"`, so `is_error`
 //!   decides, and the failure also yields an `Error` classified by the HTTP status.
@@ -59,6 +63,9 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
         "--output-format",
         "stream-json",
         "--verbose",
+        // For each request's usage as it ends (`message_start` / `message_delta`), so budgets act
+        // after every turn instead of at the final `result`.
+        "--include-partial-messages",
         "--disallowedTools",
         "AskUserQuestion",
     ]
@@ -125,7 +132,7 @@ pub fn parse_line(line: &str) -> Vec<AgentEvent> {
         ClaudeLine::Assistant(message) => assistant_events(message),
         ClaudeLine::User(message) => user_events(message),
         ClaudeLine::Result(result) => result_events(result),
-        ClaudeLine::StreamEvent {} => Vec::new(),
+        ClaudeLine::StreamEvent { event } => stream_events(event),
     })
 }
 
@@ -137,8 +144,54 @@ enum ClaudeLine {
     Assistant(MessageLine),
     User(MessageLine),
     Result(ResultLine),
-    /// Partial-message deltas (`--include-partial-messages`); the whole block follows anyway.
-    StreamEvent {},
+    /// Partial-message events (`--include-partial-messages`); the whole blocks follow anyway, only
+    /// the usage of each request is read here.
+    StreamEvent {
+        #[serde(default)]
+        event: StreamEvent,
+    },
+}
+
+/// The raw Anthropic SSE event inside a `stream_event` line; only those carrying usage are read.
+#[derive(Deserialize, Default)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent {
+    MessageStart {
+        message: StreamMessage,
+    },
+    MessageDelta {
+        #[serde(default)]
+        usage: ResultUsage,
+    },
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct StreamMessage {
+    #[serde(default)]
+    usage: ResultUsage,
+}
+
+/// One request's usage in two parts: input and cache tokens when its message starts (the output
+/// there is a placeholder), the output tokens when it ends (`message_delta` carries the final count).
+fn stream_events(event: StreamEvent) -> Vec<AgentEvent> {
+    match event {
+        StreamEvent::MessageStart { message } => vec![AgentEvent::TurnUsage(TokenUsage {
+            input: message.usage.input_tokens,
+            cache_read: message.usage.cache_read_input_tokens,
+            cache_write: message.usage.cache_creation_input_tokens,
+            ..TokenUsage::default()
+        })],
+        StreamEvent::MessageDelta { usage } if usage.output_tokens > 0 => {
+            vec![AgentEvent::TurnUsage(TokenUsage {
+                output: usage.output_tokens,
+                ..TokenUsage::default()
+            })]
+        }
+        StreamEvent::MessageDelta { .. } | StreamEvent::Other => Vec::new(),
+    }
 }
 
 #[derive(Deserialize)]

@@ -9,23 +9,28 @@
 //! - top-level `error` → `Error` (classified), `turn.failed` → `Finished { ok: false }`.
 //!
 //! A custom base URL needs a custom provider with `wire_api = "responses"` (Codex ignores
-//! `OPENAI_BASE_URL` and rejects `wire_api = "chat"`): it goes into a per-run `CODEX_HOME`.
+//! `OPENAI_BASE_URL` and rejects `wire_api = "chat"`): it goes into a per-run `CODEX_HOME`. Its
+//! `env_key` names the variable that holds the key ([`KEY_VARS`], or [`PROVIDER_KEY_ENV`] for
+//! [`RunSpec::api_key`]), so the key is sent as `Authorization: Bearer …` and never written to disk.
 
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub use crate::adapter::PROVIDER_KEY_ENV;
 use crate::adapter::{
     Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, base_env, finish_env,
+    provider_key_var,
 };
 use crate::event::{AgentEvent, FileChangeKind, TokenUsage};
 use crate::json::{content_text, parse_with};
 
 /// The provider id Muster writes into the per-run `config.toml`.
 const PROVIDER_ID: &str = "muster";
-/// The environment variable that carries the provider's API key (named by `env_key`).
-pub const PROVIDER_KEY_ENV: &str = "MUSTER_PROVIDER_API_KEY";
+/// The agent variables a custom provider's key is taken from, in this order (OpenAI's own name first,
+/// as OpenAI-compatible proxies expect it).
+pub const KEY_VARS: [&str; 2] = ["OPENAI_API_KEY", "CODEX_API_KEY"];
 
 /// The Codex adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -77,10 +82,11 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
     env.push(("CODEX_HOME".into(), codex_home.display().to_string()));
     let mut files = Vec::new();
     if let Some(url) = &spec.base_url {
-        files.push((codex_home.join("config.toml"), provider_config(spec, url)));
-        if let Some(key) = &spec.api_key {
-            env.push((PROVIDER_KEY_ENV.into(), key.clone()));
-        }
+        let key_var = provider_key_var(spec, &KEY_VARS, &mut env);
+        files.push((
+            codex_home.join("config.toml"),
+            provider_config(spec, url, key_var),
+        ));
     } else if let Some(key) = &spec.api_key {
         env.push(("CODEX_API_KEY".into(), key.clone()));
         env.push(("OPENAI_API_KEY".into(), key.clone()));
@@ -95,8 +101,9 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
     }
 }
 
-/// The per-run `config.toml` that points Codex at `base_url` through a Responses provider.
-fn provider_config(spec: &RunSpec, base_url: &str) -> String {
+/// The per-run `config.toml` that points Codex at `base_url` through a Responses provider, its key
+/// read from the variable `key_var`.
+fn provider_config(spec: &RunSpec, base_url: &str, key_var: Option<&str>) -> String {
     let mut toml = String::from("# Written by Muster for one run.\n");
     if let Some(model) = &spec.model {
         toml.push_str(&format!("model = {}\n", toml_string(model)));
@@ -106,8 +113,8 @@ fn provider_config(spec: &RunSpec, base_url: &str) -> String {
     toml.push_str("name = \"Muster\"\n");
     toml.push_str(&format!("base_url = {}\n", toml_string(base_url)));
     toml.push_str("wire_api = \"responses\"\n");
-    if spec.api_key.is_some() {
-        toml.push_str(&format!("env_key = \"{PROVIDER_KEY_ENV}\"\n"));
+    if let Some(var) = key_var {
+        toml.push_str(&format!("env_key = {}\n", toml_string(var)));
     }
     toml
 }

@@ -4,6 +4,8 @@
 //! - a line that is not understood becomes exactly one [`AgentEvent::Raw`] with the line as given;
 //! - known lines that carry nothing worth keeping (turn markers, token estimates) become no event;
 //! - [`AgentEvent::Usage`] values are *increments*: sum them over a run for its totals;
+//! - [`AgentEvent::TurnUsage`] values report one model request each as the run goes, for budgets;
+//!   they are provisional: the next `Usage` covers every turn before it, so totals never add both;
 //! - a failed turn ends with [`AgentEvent::Error`] (classified when possible) before or instead of a
 //!   successful [`AgentEvent::Finished`]; `Finished { ok: false }` carries the reason as `summary`.
 
@@ -69,6 +71,9 @@ pub enum AgentEvent {
     },
     /// Token usage (and cost when known) since the previous `Usage` event.
     Usage(TokenUsage),
+    /// Usage of one model request (a turn), reported while the run goes on so budgets can stop it
+    /// after the turn that crossed them. Provisional: the next [`AgentEvent::Usage`] includes it.
+    TurnUsage(TokenUsage),
     /// Something went wrong; `class` says whether a retry may help.
     Error {
         /// The message as the CLI printed it.
@@ -109,6 +114,7 @@ impl AgentEvent {
             Self::Command { .. } => "command",
             Self::FileChange { .. } => "file_change",
             Self::Usage(_) => "usage",
+            Self::TurnUsage(_) => "turn_usage",
             Self::Error { .. } => "error",
             Self::Finished { .. } => "finished",
             Self::Speed { .. } => "speed",

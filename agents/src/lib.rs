@@ -26,7 +26,9 @@ pub mod process;
 
 mod json;
 
-pub use adapter::{Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, adapter_for};
+pub use adapter::{
+    API_KEY_VARS, Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, adapter_for,
+};
 pub use custom::{CustomAdapter, CustomFormat};
 pub use detect::{Detection, DetectionStatus, detect, detect_with_timeout};
 pub use event::{AgentEvent, ErrorClass, FileChangeKind, TokenUsage};

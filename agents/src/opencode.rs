@@ -11,7 +11,10 @@
 //! - `error` → `Error` (classified by `statusCode`) and `Finished { ok: false }`.
 //!
 //! A custom base URL becomes an `@ai-sdk/openai-compatible` provider in `OPENCODE_CONFIG_CONTENT`.
-//! Without one, `api_key` is not used: pass the vendor's key variable in [`RunSpec::env`].
+//! Its `apiKey` is `{env:<var>}` (OpenCode substitutes it), the variable being the agent's
+//! `OPENAI_API_KEY` or [`crate::adapter::PROVIDER_KEY_ENV`] for [`RunSpec::api_key`]: the key is
+//! sent as `Authorization: Bearer …` and appears in no config. Without a base URL, `api_key` is not
+//! used: pass the vendor's key variable in [`RunSpec::env`].
 
 use std::path::Path;
 
@@ -20,12 +23,15 @@ use serde_json::{Map, Value, json};
 
 use crate::adapter::{
     Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, base_env, finish_env,
+    provider_key_var,
 };
 use crate::event::{AgentEvent, ErrorClass, TokenUsage};
 use crate::json::parse_with;
 
 /// The provider id used for a custom base URL.
 const PROVIDER_ID: &str = "muster";
+/// The agent variables a custom provider's key is taken from.
+pub const KEY_VARS: [&str; 1] = ["OPENAI_API_KEY"];
 /// The model id used with a custom base URL when the run names none.
 const DEFAULT_MODEL_ID: &str = "default";
 
@@ -85,9 +91,14 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
     if spec.base_url.is_some() {
         env.push(("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()));
     }
+    let key_var = spec
+        .base_url
+        .is_some()
+        .then(|| provider_key_var(spec, &KEY_VARS, &mut env))
+        .flatten();
     env.push((
         "OPENCODE_CONFIG_CONTENT".into(),
-        config_content(spec).to_string(),
+        config_content(spec, key_var).to_string(),
     ));
     LaunchSpec {
         program: spec.binary.clone(),
@@ -99,8 +110,8 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
     }
 }
 
-/// The inline OpenCode config for a run.
-fn config_content(spec: &RunSpec) -> Value {
+/// The inline OpenCode config for a run; a custom provider's key is read from `key_var`.
+fn config_content(spec: &RunSpec, key_var: Option<&str>) -> Value {
     let mut config = Map::new();
     config.insert("autoupdate".into(), json!(false));
     config.insert("share".into(), json!("disabled"));
@@ -111,8 +122,8 @@ fn config_content(spec: &RunSpec) -> Value {
         let model_id = spec.model.as_deref().unwrap_or(DEFAULT_MODEL_ID);
         let mut options = Map::new();
         options.insert("baseURL".into(), json!(url));
-        if let Some(key) = &spec.api_key {
-            options.insert("apiKey".into(), json!(key));
+        if let Some(var) = key_var {
+            options.insert("apiKey".into(), json!(format!("{{env:{var}}}")));
         }
         config.insert(
             "provider".into(),

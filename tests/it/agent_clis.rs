@@ -8,6 +8,10 @@
 //!
 //! Each run gets its own `HOME` and working directory, a deadline, and its process group stopped
 //! when anything goes wrong.
+//!
+//! The second half drives the same CLIs through Muster's run engine (an agent profile, an issue
+//! assigned through the API, the embedded runner): the agent's key secret reaches the model server,
+//! a Codex agent without a model is refused, and a budget stops a run after the turn that crossed it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -564,4 +568,453 @@ async fn codex_runs_against_the_scripted_server() {
 #[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn opencode_runs_against_the_scripted_server() {
     prove(&OPENCODE).await;
+}
+
+// ---- Through the run engine -------------------------------------------------------------------------
+
+/// A Muster server with its embedded runner, the CLI configured as its runtime.
+struct Engine {
+    _db: muster_tests::TestDb,
+    store: std::sync::Arc<dyn muster::store::Store>,
+    ws: muster::domain::Workspace,
+    token: String,
+    addr: std::net::SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+    secrets: std::sync::Arc<muster::secrets::SecretBox>,
+    runs_dir: PathBuf,
+}
+
+impl Engine {
+    async fn start(backend: muster_tests::Backend, cli: &Cli, binary: &Path) -> Option<Engine> {
+        use muster::domain::{Email, NewUser, NewWorkspace};
+        let db = muster_tests::TestDb::new(backend).await?;
+        let store = db.store().await;
+        let (owner, ws) = store
+            .create_owner_and_workspace(
+                &NewUser {
+                    email: Email::parse("owner@keys.test").unwrap(),
+                    display_name: "owner".to_owned(),
+                    password_hash: "unused".to_owned(),
+                },
+                &NewWorkspace::parse("Keys", "keys", "KEY").unwrap(),
+            )
+            .await
+            .unwrap();
+        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
+        store.close().await;
+        muster_tests::init_tracing();
+        let mut config = db.config();
+        config.embedded_runner = true;
+        config.runtime_paths = vec![(cli.kind, binary.to_path_buf())];
+        let runs_dir = config.runs_dir.clone();
+        let mut app = muster::app::build(config).await.unwrap();
+        app.set_run_timing(muster::supervisor::RunTiming {
+            idle_tick: Duration::from_millis(200),
+            int_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            ..muster::supervisor::RunTiming::default()
+        });
+        let addr = app.local_addr().unwrap();
+        let store = app.state().store.clone();
+        let secrets = app.state().secrets.clone();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        Some(Engine {
+            _db: db,
+            store,
+            ws,
+            token,
+            addr,
+            shutdown,
+            secrets,
+            runs_dir,
+        })
+    }
+
+    /// An agent of `cli` pointed at the model server, with `env` (secrets sealed) and `change` applied.
+    async fn agent(
+        &self,
+        cli: &Cli,
+        server: &ModelServer,
+        env: &[(&str, &str, bool)],
+        change: impl FnOnce(&mut muster::domain::NewAgent),
+    ) -> muster::domain::Agent {
+        use muster::domain::{AgentKind, AgentName, EnvVar, NewAgent, PermissionMode};
+        let kind = match cli.kind {
+            RuntimeKind::Claude => AgentKind::Claude,
+            RuntimeKind::Codex => AgentKind::Codex,
+            _ => AgentKind::OpenCode,
+        };
+        let mut new = NewAgent::new(
+            AgentName::parse(&format!("{}-agent", cli.binary)).unwrap(),
+            kind,
+        );
+        new.base_url = Some(format!("{}{}", server.base_url(), cli.base_path));
+        new.model = cli.model.map(str::to_owned);
+        new.permission_mode = PermissionMode::Bypass;
+        new.max_retries = 0;
+        let mut vars: Vec<(String, String, bool)> = env
+            .iter()
+            .map(|(k, v, secret)| ((*k).to_owned(), (*v).to_owned(), *secret))
+            .collect();
+        vars.extend(
+            cli.error_env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned(), false)),
+        );
+        if cli.kind == RuntimeKind::Opencode {
+            // Offline, and visible in the request log (see `run_in`).
+            vars.push((
+                "npm_config_registry".to_owned(),
+                format!("{}/npm-registry/", server.base_url()),
+                false,
+            ));
+        }
+        new.env = vars
+            .into_iter()
+            .map(|(key, value, secret)| EnvVar {
+                value: if secret {
+                    self.secrets.seal(&value).unwrap()
+                } else {
+                    value
+                },
+                key,
+                secret,
+            })
+            .collect();
+        change(&mut new);
+        self.store.create_agent(self.ws.id, &new).await.unwrap()
+    }
+
+    /// Assigns `agent` to a new issue titled `title` through the API and waits for the run's end.
+    async fn run(&self, agent: &muster::domain::Agent, title: &str) -> muster::domain::Run {
+        use muster::domain::{IssueStatus, IssueTitle, NewIssue};
+        let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
+        new.status = IssueStatus::Todo;
+        let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
+        let resp = reqwest::Client::new()
+            .patch(format!("http://{}/api/v1/issues/{}", self.addr, issue.key))
+            .bearer_auth(&self.token)
+            .json(&serde_json::json!({ "assignee": agent.profile.name.as_str() }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+        let started = Instant::now();
+        loop {
+            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
+            if let Some(run) = runs.into_iter().find(|r| r.status.is_terminal()) {
+                return run;
+            }
+            assert!(started.elapsed() < RUN_DEADLINE, "the run did not finish");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn events(&self, run: &muster::domain::Run) -> Vec<muster::domain::RunEvent> {
+        self.store.run_events_since(run.id, 0, 5000).await.unwrap()
+    }
+
+    /// `POST /api/v1/agents` with `body`: the status and the JSON answer.
+    async fn create_agent_by_api(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let resp = reqwest::Client::new()
+            .post(format!("http://{}/api/v1/agents", self.addr))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (
+            resp.status().as_u16(),
+            resp.json().await.unwrap_or_default(),
+        )
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The model requests `server` got since `before`: those to the CLI's route that offer tools.
+fn served(server: &ModelServer, cli: &Cli, before: usize) -> Vec<RecordedRequest> {
+    server.requests()[before..]
+        .iter()
+        .filter(|r| r.method == "POST" && r.route() == cli.model_route)
+        .filter(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .cloned()
+        .collect()
+}
+
+fn run_report(run: &muster::domain::Run, events: &[muster::domain::RunEvent]) -> String {
+    let mut text = format!(
+        "run: {} {:?} summary {:?} usage {:?}\n",
+        run.status, run.failure_reason, run.summary, run.usage
+    );
+    for e in events {
+        let shown: String = e.payload.to_string().chars().take(300).collect();
+        text.push_str(&format!("  #{} {} {shown}\n", e.seq, e.kind));
+    }
+    text
+}
+
+/// The agent's key secret (the variable the CLI's vendor uses) reaches the model server on every model
+/// request, as the real CLI sends it, and appears nowhere in the run's stored log.
+async fn key_scenario(cli: &Cli, binary: &Path, backend: muster_tests::Backend) {
+    let Some(engine) = Engine::start(backend, cli, binary).await else {
+        return;
+    };
+    let server = ModelServer::start().await.unwrap();
+    const KEY: &str = "sk-agent-secret-4711";
+    let var = match cli.kind {
+        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
+    let agent = engine
+        .agent(cli, &server, &[(var, KEY, true)], |_| {})
+        .await;
+    let run = engine.run(&agent, "Say hello").await;
+    let events = engine.events(&run).await;
+    let report = run_report(&run, &events);
+    assert_eq!(
+        run.status,
+        muster::domain::RunStatus::Succeeded,
+        "{backend:?}\n{report}"
+    );
+    let requests = served(&server, cli, 0);
+    assert!(!requests.is_empty(), "{backend:?}\n{report}");
+    for r in &requests {
+        let sent = match cli.kind {
+            // Claude Code sends ANTHROPIC_API_KEY as x-api-key (ANTHROPIC_AUTH_TOKEN would be a Bearer).
+            RuntimeKind::Claude => r.header("x-api-key").map(str::to_owned),
+            _ => r.header("authorization").map(str::to_owned),
+        };
+        let expected = match cli.kind {
+            RuntimeKind::Claude => KEY.to_owned(),
+            _ => format!("Bearer {KEY}"),
+        };
+        assert_eq!(
+            sent.as_deref(),
+            Some(expected.as_str()),
+            "{backend:?}: {} {} headers {:?}\n{report}",
+            r.method,
+            r.path,
+            r.headers
+        );
+    }
+    let stored: String = events.iter().map(|e| e.payload.to_string()).collect();
+    assert!(
+        !stored.contains(KEY),
+        "{backend:?}: the key leaked into the log\n{report}"
+    );
+    // No file the agent could read holds the key (Codex's config.toml names the variable).
+    let run_dir = engine.runs_dir.join(run.id.to_string());
+    for entry in walk(&run_dir) {
+        let text = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&text).contains(KEY),
+            "{backend:?}: {} holds the key",
+            entry.display()
+        );
+    }
+}
+
+/// Every file under `dir` (none when it is gone).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => todo.push(path),
+                Ok(t) if t.is_file() => files.push(path),
+                _ => {}
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn codex_sends_the_agents_openai_key_as_a_bearer_token() {
+    let Some(binary) = locate(&CODEX) else { return };
+    for backend in [
+        muster_tests::Backend::Sqlite,
+        muster_tests::Backend::Postgres,
+    ] {
+        key_scenario(&CODEX, &binary, backend).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn opencode_sends_the_agents_openai_key_as_a_bearer_token() {
+    let Some(binary) = locate(&OPENCODE) else {
+        return;
+    };
+    for backend in [
+        muster_tests::Backend::Sqlite,
+        muster_tests::Backend::Postgres,
+    ] {
+        key_scenario(&OPENCODE, &binary, backend).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_sends_the_agents_anthropic_key_to_a_base_url() {
+    let Some(binary) = locate(&CLAUDE) else {
+        return;
+    };
+    key_scenario(&CLAUDE, &binary, muster_tests::Backend::Sqlite).await;
+}
+
+/// A Codex agent with a base URL and no model: refused when saved, with a message on `model`; one saved
+/// before that rule fails at run start with the same message, and the model server hears nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_codex_agent_with_a_base_url_needs_a_model() {
+    let Some(binary) = locate(&CODEX) else { return };
+    for backend in [
+        muster_tests::Backend::Sqlite,
+        muster_tests::Backend::Postgres,
+    ] {
+        let Some(engine) = Engine::start(backend, &CODEX, &binary).await else {
+            continue;
+        };
+        let server = ModelServer::start().await.unwrap();
+        let url = format!("{}/v1", server.base_url());
+        let (status, body) = engine
+            .create_agent_by_api(serde_json::json!({
+                "name": "no-model", "kind": "codex", "base_url": url, "model": "  ",
+                "env": [{"key": "OPENAI_API_KEY", "value": "sk-x", "secret": true}],
+            }))
+            .await;
+        assert_eq!(status, 422, "{backend:?}: {body}");
+        let fields: Vec<&String> = body["errors"].as_object().unwrap().keys().collect();
+        assert_eq!(fields, ["model"], "{backend:?}: {body}");
+        let message = body["errors"]["model"][0].as_str().unwrap();
+        assert!(
+            message.starts_with("a Codex agent with a base URL needs a model"),
+            "{message}"
+        );
+        // With a model it is accepted; without a base URL the CLI's default is fine.
+        let (status, body) = engine
+            .create_agent_by_api(serde_json::json!({
+                "name": "with-model", "kind": "codex", "base_url": url, "model": "gpt-5.5",
+            }))
+            .await;
+        assert_eq!(status, 201, "{backend:?}: {body}");
+        let (status, body) = engine
+            .create_agent_by_api(serde_json::json!({"name": "vendor", "kind": "codex"}))
+            .await;
+        assert_eq!(status, 201, "{backend:?}: {body}");
+
+        // Saved before the rule (straight into the store): the run fails before Codex starts.
+        let old = engine
+            .agent(&CODEX, &server, &[("OPENAI_API_KEY", "sk-x", true)], |a| {
+                a.model = None;
+            })
+            .await;
+        let run = engine.run(&old, "Say hello").await;
+        let events = engine.events(&run).await;
+        let report = run_report(&run, &events);
+        assert_eq!(
+            (run.status, run.failure_reason),
+            (
+                muster::domain::RunStatus::Failed,
+                Some(muster::domain::FailureReason::Config)
+            ),
+            "{backend:?}\n{report}"
+        );
+        let summary = run.summary.clone().unwrap_or_default();
+        assert!(
+            summary.starts_with(
+                "the agent's model is not set: a Codex agent with a base URL needs a model"
+            ),
+            "{backend:?}\n{report}"
+        );
+        assert!(
+            server.requests().is_empty(),
+            "{backend:?}: the model server heard nothing"
+        );
+    }
+}
+
+/// The scripted model keeps calling the shell (`LOOP_CMD=`); the agent's token budget is crossed on the
+/// third model request, so the run is stopped right after it: three requests served, failed over
+/// budget, the figures in its summary and log, the usage of the three turns recorded.
+async fn budget_scenario(cli: &Cli, binary: &Path, per_turn: i64) {
+    let Some(engine) = Engine::start(muster_tests::Backend::Sqlite, cli, binary).await else {
+        return;
+    };
+    let server = ModelServer::start().await.unwrap();
+    // Crossed on the third turn: 2 turns fit, 3 do not.
+    let budget = per_turn * 5 / 2;
+    let key = match cli.kind {
+        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
+    let agent = engine
+        .agent(cli, &server, &[(key, FAKE_KEY, true)], |a| {
+            a.budget.tokens = Some(budget);
+        })
+        .await;
+    // The tool takes a second, as real tools do: the stop lands while it runs, before a fourth request.
+    let run = engine
+        .run(&agent, "Keep going LOOP_CMD=sleep 1; echo again")
+        .await;
+    let events = engine.events(&run).await;
+    let report = run_report(&run, &events);
+    assert_eq!(
+        (run.status, run.failure_reason),
+        (
+            muster::domain::RunStatus::Failed,
+            Some(muster::domain::FailureReason::OverBudget)
+        ),
+        "{report}"
+    );
+    assert_eq!(served(&server, cli, 0).len(), 3, "{report}");
+    let used = per_turn * 3;
+    // The figure at the stop: past the budget, at most the three turns (Claude reports a request's
+    // input when it starts and its output when it ends, so the stop may come mid-turn).
+    let summary = run.summary.clone().unwrap_or_default();
+    let at_stop: i64 = summary
+        .strip_prefix("stopped over budget: this run has used ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(at_stop > budget && at_stop <= used, "{report}");
+    assert_eq!(
+        summary,
+        format!(
+            "stopped over budget: this run has used {at_stop} tokens, more than the agent's budget \
+             of {budget} tokens per run; raise the budget on the agent's page to let it go further"
+        ),
+        "{report}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == "error" && e.payload["message"] == summary.as_str()),
+        "{report}"
+    );
+    let u = run.usage;
+    assert_eq!(
+        u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
+        used,
+        "{report}"
+    );
+}
+
+fn turn_tokens(cli: &Cli) -> i64 {
+    let (input, output, read, write) = scripted_usage(cli, 1);
+    i64::try_from(input + output + read + write).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_is_stopped_after_the_turn_that_crossed_its_budget() {
+    let Some(binary) = locate(&CLAUDE) else {
+        return;
+    };
+    budget_scenario(&CLAUDE, &binary, turn_tokens(&CLAUDE)).await;
 }

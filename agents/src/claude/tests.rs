@@ -20,6 +20,7 @@ fn command_reads_stream_json_from_stdin_with_model_and_extra_args() {
             "--output-format",
             "stream-json",
             "--verbose",
+            "--include-partial-messages",
             "--disallowedTools",
             "AskUserQuestion",
             "--permission-mode",
@@ -183,4 +184,32 @@ fn noise_and_unknown_lines() {
 fn unknown_content_blocks_are_skipped_and_known_ones_kept() {
     let line = r#"{"type":"assistant","message":{"model":"m","content":[{"type":"redacted_thinking","data":"x"},{"type":"text","text":"ok"},{"type":"tool_use"}]}}"#;
     assert_eq!(parse_line(line), [AgentEvent::Text { text: "ok".into() }]);
+}
+
+#[test]
+fn each_request_reports_its_usage_as_turn_usage_and_text_deltas_nothing() {
+    let start = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-8","content":[],"usage":{"input_tokens":25,"output_tokens":1,"cache_creation_input_tokens":2,"cache_read_input_tokens":4}}},"session_id":"s","parent_tool_use_id":null,"uuid":"u1"}"#;
+    let delta = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" from"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u2"}"#;
+    let end = r#"{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":12}},"session_id":"s","parent_tool_use_id":null,"uuid":"u3"}"#;
+    let stop =
+        r#"{"type":"stream_event","event":{"type":"message_stop"},"session_id":"s","uuid":"u4"}"#;
+    assert_eq!(
+        parse_line(start),
+        [AgentEvent::TurnUsage(TokenUsage {
+            input: 25,
+            output: 0,
+            cache_read: 4,
+            cache_write: 2,
+            cost_usd: None,
+        })]
+    );
+    assert_eq!(parse_line(delta), []);
+    assert_eq!(
+        parse_line(end),
+        [AgentEvent::TurnUsage(TokenUsage {
+            output: 12,
+            ..TokenUsage::default()
+        })]
+    );
+    assert_eq!(parse_line(stop), []);
 }

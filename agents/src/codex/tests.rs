@@ -58,6 +58,32 @@ fn base_url_writes_a_responses_provider_into_codex_home() {
 }
 
 #[test]
+fn the_agents_openai_key_is_named_by_env_key() {
+    let mut spec = sample_spec();
+    spec.api_key = None;
+    spec.env.push(("CODEX_API_KEY".into(), String::new()));
+    spec.env
+        .push(("OPENAI_API_KEY".into(), "sk-agent-789".into()));
+    let launch = command(&spec);
+    let config = &launch.files[0].1;
+    assert!(
+        config.ends_with("env_key = \"OPENAI_API_KEY\"\n"),
+        "{config}"
+    );
+    assert!(!config.contains("sk-agent-789"), "{config}");
+    assert_eq!(launch.env_value("OPENAI_API_KEY"), Some("sk-agent-789"));
+    assert_eq!(launch.env_value(PROVIDER_KEY_ENV), None);
+
+    // CODEX_API_KEY serves when OPENAI_API_KEY is not set (an empty value does not count).
+    spec.env = vec![("CODEX_API_KEY".into(), "sk-codex".into())];
+    let config = &command(&spec).files[0].1;
+    assert!(
+        config.ends_with("env_key = \"CODEX_API_KEY\"\n"),
+        "{config}"
+    );
+}
+
+#[test]
 fn provider_without_key_has_no_env_key_and_strings_are_escaped() {
     let mut spec = sample_spec();
     spec.api_key = None;

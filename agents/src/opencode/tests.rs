@@ -23,12 +23,47 @@ fn base_url_becomes_an_openai_compatible_provider() {
             "provider": {"muster": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Muster",
-                "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": "sk-secret-123"},
+                "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": "{env:MUSTER_PROVIDER_API_KEY}"},
                 "models": {"m1": {"name": "m1"}},
             }},
             "model": "muster/m1",
             "small_model": "muster/m1",
         })
+    );
+    assert_eq!(
+        launch.env_value("MUSTER_PROVIDER_API_KEY"),
+        Some("sk-secret-123")
+    );
+    assert!(
+        !launch
+            .env_value("OPENCODE_CONFIG_CONTENT")
+            .unwrap()
+            .contains("sk-secret-123"),
+        "the config names the variable, not the key"
+    );
+}
+
+#[test]
+fn the_agents_openai_key_reaches_a_custom_provider_by_name() {
+    let mut spec = sample_spec();
+    spec.api_key = None;
+    spec.env
+        .push(("OPENAI_API_KEY".into(), "sk-agent-789".into()));
+    let launch = command(&spec);
+    let config = config_of(&launch);
+    assert_eq!(
+        config["provider"]["muster"]["options"]["apiKey"],
+        "{env:OPENAI_API_KEY}"
+    );
+    assert_eq!(launch.env_value("OPENAI_API_KEY"), Some("sk-agent-789"));
+    assert_eq!(launch.env_value("MUSTER_PROVIDER_API_KEY"), None);
+
+    // No key anywhere: no apiKey, so OpenCode sends no Authorization header at all.
+    spec.env.retain(|(k, _)| k != "OPENAI_API_KEY");
+    let config = config_of(&command(&spec));
+    assert_eq!(
+        config["provider"]["muster"]["options"],
+        json!({"baseURL": "http://127.0.0.1:9/v1"})
     );
 }
 

@@ -169,8 +169,28 @@ pub fn build_profile(
             }
         }
     }
+    if let Some(problem) = model_problem(&out) {
+        p.add("model", problem);
+    }
     p.finish()?;
     Ok(out)
+}
+
+/// Why the profile's model will not do, if it will not: a Codex agent pointed at a base URL needs one.
+/// Left empty, Codex picks its own default model, whose requests (tools in a "responses lite" item,
+/// JavaScript code mode) only OpenAI's own API understands: any other server sees `tools: []`, answers
+/// in text, and the run "succeeds" having done nothing. Muster cannot guess the names the server at
+/// the URL serves, so it asks. Checked when the agent is saved and again when a run starts (for agents
+/// saved before this rule).
+pub fn model_problem(profile: &NewAgent) -> Option<&'static str> {
+    let needs_one = profile.kind == crate::domain::AgentKind::Codex
+        && profile.base_url.is_some()
+        && profile.model.as_deref().is_none_or(|m| m.trim().is_empty());
+    needs_one.then_some(
+        "a Codex agent with a base URL needs a model: name one the server at that URL serves \
+         (for example gpt-5.5); Codex's own default model works only with OpenAI's API, and \
+         elsewhere its runs get no tools and do nothing",
+    )
 }
 
 fn env_vars(state: &AppState, old: &[EnvVar], input: &[EnvInput], p: &mut Problems) -> Vec<EnvVar> {

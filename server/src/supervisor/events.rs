@@ -143,7 +143,13 @@ pub(super) fn cap_message(cap: Seq) -> String {
 /// What a run has said so far that decides how it ends.
 #[derive(Debug, Default)]
 pub(super) struct Tally {
+    /// The CLI's final usage reports (`Usage` events), priced.
     pub usage: Usage,
+    /// The turns (`TurnUsage` events) since the last `Usage` report, priced: what the run has spent
+    /// that no final report covers yet. Budgets count both; a run stopped mid-way keeps it.
+    pub turns: Usage,
+    /// Why the run engine stopped the run, when a guard did (the budget's figures).
+    pub stop_note: Option<String>,
     pub session_id: Option<String>,
     pub model: Option<String>,
     pub last_text: Option<String>,
@@ -170,24 +176,48 @@ impl Tally {
                 }
             }
             AgentEvent::Text { text } => self.last_text = Some(text.clone()),
-            AgentEvent::Usage(u) => self.usage.add_priced(*u, self.model.as_deref(), rates),
+            AgentEvent::Usage(u) => {
+                // The final report covers every turn before it.
+                self.turns = Usage::default();
+                self.usage.add_priced(*u, self.model.as_deref(), rates);
+            }
+            AgentEvent::TurnUsage(u) => self.turns.add_priced(*u, self.model.as_deref(), rates),
             AgentEvent::Error { .. } => self.errors.add(event),
             AgentEvent::Finished { ok, summary } => self.finished = Some((*ok, summary.clone())),
             _ => {}
         }
     }
 
-    /// Every token counted, for token budgets.
+    /// Every token counted so far, final reports and turns not yet covered by one, for token budgets.
     pub(super) fn total_tokens(&self) -> i64 {
-        let u = &self.usage;
-        u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+        let tokens = |u: &Usage| {
+            u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+        };
+        tokens(&self.usage) + tokens(&self.turns)
     }
 
-    /// The summary to record: the `Finished` summary, else the last assistant text.
+    /// What the run has cost so far, final reports and turns not yet covered by one.
+    pub(super) fn cost_usd(&self) -> f64 {
+        self.usage.cost_usd + self.turns.cost_usd
+    }
+
+    /// Folds the turns no final report covered into the usage (a run stopped before its CLI's last
+    /// report still records what it spent).
+    pub(super) fn settle(&mut self) {
+        let turns = std::mem::take(&mut self.turns);
+        self.usage.input_tokens += turns.input_tokens;
+        self.usage.output_tokens += turns.output_tokens;
+        self.usage.cache_read_tokens += turns.cache_read_tokens;
+        self.usage.cache_write_tokens += turns.cache_write_tokens;
+        self.usage.cost_usd += turns.cost_usd;
+    }
+
+    /// The summary to record: why a guard stopped the run, else the `Finished` summary, else the last
+    /// assistant text.
     pub(super) fn summary(&self) -> Option<String> {
-        self.finished
-            .as_ref()
-            .and_then(|(_, s)| s.clone())
+        self.stop_note
+            .clone()
+            .or_else(|| self.finished.as_ref().and_then(|(_, s)| s.clone()))
             .or_else(|| self.last_text.clone())
             .filter(|s| !s.trim().is_empty())
     }

@@ -106,6 +106,12 @@ async fn finish_prepare(
     let dir = run_dir(state, run);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &agent.profile;
+    if let Some(problem) = crate::service::agents::model_problem(p) {
+        // Saved before the rule: refuse to start rather than run an agent that can do nothing.
+        return Err(PrepareError::config(format!(
+            "the agent's model is not set: {problem}; set it on the agent's page"
+        )));
+    }
     // The repository's own context file, if any, is kept and the brief added after it.
     let tracked = worktree.as_ref().is_some_and(|t| t.brief_tracked);
     let text = brief::render(issue, comments, agent);
@@ -152,6 +158,8 @@ async fn finish_prepare(
                 .then(|| state.config.llama_urls.first().map(|(_, url)| url.clone()))
                 .flatten()
         }),
+        // The agent's own key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) travels in `env`; the
+        // adapters point their CLI's provider at it by name (Codex `env_key`, OpenCode `{env:…}`).
         api_key: None,
         extra_args,
         // Codex's own sandbox (bubblewrap) cannot run inside Landlock; ours confines it instead (a
@@ -349,16 +357,17 @@ fn open_env(
             continue;
         }
         let value = if var.secret {
-            let plain = state.secrets.open(&var.value).map_err(|e| {
+            state.secrets.open(&var.value).map_err(|e| {
                 PrepareError::config(format!("cannot open the secret {}: {e:#}", var.key))
-            })?;
-            if !plain.is_empty() {
-                secrets.push(plain.clone());
-            }
-            plain
+            })?
         } else {
             var.value.clone()
         };
+        // A key saved as a plain variable is still a key: the run's log never shows it.
+        let hidden = var.secret || muster_agents::API_KEY_VARS.contains(&var.key.as_str());
+        if hidden && !value.is_empty() {
+            secrets.push(value.clone());
+        }
         env.push((var.key.clone(), value));
     }
     Ok((env, secrets))

@@ -187,6 +187,7 @@ async fn run_child(
         tracing::info!(pgid, "stopped what the agent left running");
     }
     watch::drain(ctx, &mut lines, &mut log, &mut tally).await;
+    tally.settle();
     if let Some(tree) = worktree {
         let (stat, changed) = wrap_up_worktree(tree, ctx.issue, ctx.agent, ctx.run, &mut log).await;
         tally.diff_stat = stat;

@@ -2,7 +2,9 @@
 //! (lease renewal), the stall watchdog and the batch flush timer.
 //!
 //! Guards: an auth-classified error stops the run at once (CLIs otherwise retry a 401 for minutes); usage
-//! past the agent's budget stops it gracefully; reaching the event cap stops it; no output for the stall timeout flags the run `stalled`
+//! past the agent's budget stops it gracefully after the turn that crossed it (each model request's usage
+//! counts as it is reported, `TurnUsage`, not only the CLI's final report), with an `error` event saying
+//! what was spent; reaching the event cap stops it; no output for the stall timeout flags the run `stalled`
 //! (store, inbox, board) and a second timeout stops it; any output clears the flag.
 
 use std::time::Duration;
@@ -18,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{EventLog, Tally};
 use super::finish::{self, Ending, Stop};
 use crate::app::AppState;
-use crate::domain::{Agent, InboxKind, Issue, NewInboxItem, Run, RunnerId};
+use crate::domain::{Agent, Budget, InboxKind, Issue, NewInboxItem, Run, RunnerId};
 use crate::store;
 
 /// After the child exits (or is stopped), how long to wait for the rest of its output.
@@ -82,7 +84,7 @@ pub(super) async fn watch(
                     stalled = false;
                     set_stalled(ctx, log, false).await;
                 }
-                if let Some(end) = take_line(ctx, line, log, tally, &rates) {
+                if let Some(end) = take_line(ctx, line, log, tally, &rates, true) {
                     return end;
                 }
                 if log.capped() {
@@ -123,7 +125,7 @@ pub(super) async fn drain(
     let deadline = Instant::now() + DRAIN_WAIT;
     while let Ok(Some(line)) = tokio::time::timeout_at(deadline, lines.recv()).await {
         // Guards no longer matter: the child is gone, only the events and the tally do.
-        let _ = take_line(ctx, line, log, tally, &rates);
+        let _ = take_line(ctx, line, log, tally, &rates, false);
         if log.must_flush() {
             flush(ctx, log).await;
         }
@@ -162,13 +164,14 @@ async fn renew(ctx: &Watch<'_>) -> Result<(), ()> {
     }
 }
 
-/// Turns one line into events; `Some` when a guard says the run must stop.
+/// Turns one line into events; `Some` when a guard (checked when `guard`) says the run must stop.
 fn take_line(
     ctx: &Watch<'_>,
     line: Line,
     log: &mut EventLog,
     tally: &mut Tally,
     rates: &RateTable,
+    guard: bool,
 ) -> Option<Ending> {
     let out = match line {
         Line::Err(text) => {
@@ -190,15 +193,36 @@ fn take_line(
             end = end.or(Some(Ending::Stopped(Stop::Auth, None)));
         }
     }
-    let budget = ctx.agent.profile.budget;
-    let over = budget.usd.is_some_and(|usd| tally.usage.cost_usd > usd)
-        || budget
-            .tokens
-            .is_some_and(|tokens| tally.total_tokens() > tokens);
-    if over {
-        end = end.or(Some(Ending::Stopped(Stop::OverBudget, None)));
+    if guard
+        && end.is_none()
+        && tally.stop_note.is_none()
+        && let Some(note) = over_budget(ctx.agent.profile.budget, tally)
+    {
+        // Checked after every line, so after every turn's usage: the run stops after the turn that
+        // crossed its budget.
+        log.push("error", json!({ "message": note }));
+        tally.stop_note = Some(note);
+        end = Some(Ending::Stopped(Stop::OverBudget, None));
     }
     end
+}
+
+/// Why the run is over its budget (what it spent against what it may), if it is.
+fn over_budget(budget: Budget, tally: &Tally) -> Option<String> {
+    let spent = tally.cost_usd();
+    if let Some(usd) = budget.usd.filter(|usd| spent > *usd) {
+        return Some(format!(
+            "stopped over budget: this run has spent ${spent:.4}, more than the agent's budget of \
+             ${usd:.4} per run; raise the budget on the agent's page to let it go further"
+        ));
+    }
+    let used = tally.total_tokens();
+    budget.tokens.filter(|tokens| used > *tokens).map(|tokens| {
+        format!(
+            "stopped over budget: this run has used {used} tokens, more than the agent's budget of \
+             {tokens} tokens per run; raise the budget on the agent's page to let it go further"
+        )
+    })
 }
 
 /// Flags (or clears) the stall in the store, the log, the inbox and on the board.

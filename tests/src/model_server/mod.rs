@@ -8,6 +8,8 @@
 //! - `CMD=<shell command>` (to the end of the line): when the request offers a shell tool, a call of
 //!   that tool with the command; once the request carries the tool's result, a final text
 //!   `Tool said: <output>`;
+//! - `LOOP_CMD=<shell command>`: a call of the shell tool with the command on every request that
+//!   offers one, tool result or not, so the agent keeps working turn after turn (budget tests);
 //! - anything else: the text [`PLAIN_TEXT`].
 //!
 //! Every request is recorded ([`ModelServer::requests`]) so tests can assert what a CLI sent.
@@ -108,6 +110,9 @@ pub enum Reply {
 /// The script: decides a reply from the user's text, the output of a tool result that follows it
 /// (if any) and whether the request offers a shell tool.
 pub fn decide(user_text: &str, tool_output: Option<&str>, offers_shell: bool) -> Reply {
+    if let Some(command) = marker(user_text, "LOOP_CMD=").filter(|_| offers_shell) {
+        return Reply::Shell(command.to_owned());
+    }
     if let Some(output) = tool_output {
         return Reply::Text(format!("{TOOL_SAID}{}", output.trim()));
     }
@@ -308,5 +313,13 @@ mod tests {
             Reply::Text("Tool said: a".to_owned())
         );
         assert_eq!(decide("x MOCK_ERROR=401", None, true), Reply::Error(401));
+        assert_eq!(
+            decide("go LOOP_CMD=echo again", Some("again\n"), true),
+            Reply::Shell("echo again".to_owned())
+        );
+        assert_eq!(
+            decide("go LOOP_CMD=echo again", None, false),
+            Reply::Text(PLAIN_TEXT.to_owned())
+        );
     }
 }

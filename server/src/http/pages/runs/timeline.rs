@@ -244,6 +244,8 @@ impl Timeline {
                 self.add_usage(u);
                 return None;
             }
+            // Provisional, for budgets: the final `usage` report covers it.
+            AgentEvent::TurnUsage(_) => return None,
             AgentEvent::Error { message, .. } => RunItemKind::Error { message },
             AgentEvent::Finished { ok, summary } => {
                 // The summary usually repeats the last assistant text; show it once.
