@@ -180,6 +180,7 @@ fn cancelled() -> RunOutcome {
         status: RunStatus::Cancelled,
         exit_code: None,
         failure_reason: None,
+        failure_detail: None,
         usage: Usage::default(),
         summary: None,
         diff_stat: None,
