@@ -324,6 +324,12 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     press(&browser, &['a', 's', 's', 'i', 'g', 'n']).await;
     wait_selected(&browser, "Assign ACM-1 to").await;
     press(&browser, &[Key::Enter.into()]).await;
+    until(
+        &browser,
+        "return document.querySelector('#palette-input').placeholder;",
+        "Assign ACM-1 to…".into(),
+    )
+    .await;
     press(&browser, &['g', 'r', 'a']).await;
     wait_selected(&browser, "Grace Hopper").await;
     press(&browser, &[Key::Enter.into()]).await;
@@ -351,6 +357,12 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     }
     wait_selected(&browser, "Change status of ACM-2").await;
     press(&browser, &[Key::Enter.into()]).await;
+    until(
+        &browser,
+        "return document.querySelector('#palette-input').placeholder;",
+        "Move ACM-2 to…".into(),
+    )
+    .await;
     press(&browser, &['r', 'e', 'v']).await;
     wait_selected(&browser, "In review").await;
     press(&browser, &[Key::Enter.into()]).await;

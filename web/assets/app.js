@@ -415,7 +415,7 @@
     return pal.context;
   }
 
-  function build() {
+  function build(keep) {
     var input = document.getElementById("palette-input");
     var q = input.value.trim().toLowerCase();
     var data = pal.data;
@@ -451,7 +451,7 @@
       }
       data.issues.forEach(function (is) {
         var s = Math.max(score(is.key, q) * 1.5, score(is.title, q), score(is.key + " " + is.title, q));
-        if (s || !q) items.push({ label: is.key + "  " + is.title, hint: is.status_label, score: s + 1, run: function () { location.href = is.url; } });
+        if (s || !q) items.push({ label: is.key + "  " + is.title, hint: is.status_label, score: s + 1, remote: true, run: function () { location.href = is.url; } });
       });
       data.pages.forEach(function (pg) {
         var s = score("go to " + pg.label, q) || score(pg.label, q);
@@ -465,8 +465,13 @@
     }
     items.sort(function (a, b) { return (b.score || 0) - (a.score || 0); });
     if (data && !items.length) items.push({ label: "Nothing matches “" + input.value.trim() + "”", disabled: true });
+    // Keep the highlighted choice when fresh results arrive and it is still offered.
+    var was = pal.items[pal.active];
     pal.items = items.slice(0, 30);
     pal.active = 0;
+    if (was && keep) {
+      for (var i = 0; i < pal.items.length; i++) if (pal.items[i].label === was.label) pal.active = i;
+    }
     render();
   }
 
@@ -522,7 +527,7 @@
         if (seq !== pal.seq) return;
         pal.data = data;
         pal.pending = null;
-        build();
+        build(true);
       })
       .catch(function (err) {
         if (seq !== pal.seq) return;
@@ -554,8 +559,11 @@
       var it = pal.items[pal.active];
       if (it && !it.disabled && it.run) it.run();
     };
-    // Enter right after typing: wait for the answer to what was typed.
-    if (pal.pending) Promise.resolve(pal.pending).then(function () { return pal.pending; }).then(go);
+    // Enter right after typing a search: wait for the server's answer to what was typed, unless the
+    // choice does not depend on it (an action, a person, a status, a page).
+    var it = pal.items[pal.active];
+    var waits = !pal.data || !it || it.disabled || it.remote;
+    if (pal.pending && waits) Promise.resolve(pal.pending).then(function () { return pal.pending; }).then(go);
     else go();
   }
 
