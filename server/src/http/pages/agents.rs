@@ -170,7 +170,8 @@ async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> 
 
 /// Why a `llama` agent cannot run here, from the workspace's model-server scan (the Runtimes page's):
 /// its base URL's server is not ready, or (without one) no server is. A base URL the cached scan has not
-/// seen yet (an agent made or changed since) is scanned now, as the Runtimes page would.
+/// seen yet (an agent made or changed since) is scanned now, as the Runtimes page's re-detect would (and
+/// as often at most); until then nothing is claimed.
 async fn llama_warning(
     state: &AppState,
     member: &WsMember,
@@ -199,13 +200,15 @@ async fn llama_warning(
     let find = |servers: &[ModelServer]| servers.iter().find(|s| s.url == root).cloned();
     let server = match find(&local.servers) {
         Some(s) => s,
-        None => {
+        // At most once per re-detect interval, as the Runtimes page's button.
+        None if state.runtimes.claim_redetect(ws).is_ok() => {
             local = state
                 .runtimes
                 .scan_local_models(ws, &rt::local_model_urls(state, ws).await)
                 .await;
             find(&local.servers)?
         }
+        None => return None,
     };
     if server.status == ServerStatus::Ready {
         return None;
