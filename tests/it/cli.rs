@@ -321,9 +321,8 @@ async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
     // On a terminal (through `script`, which gives the command a pseudo-terminal) colour is automatic,
     // and NO_COLOR turns it off.
     let on_tty = |no_color: bool| {
-        let mut cmd = cli.command(&["run", "logs", &id], &[]);
         let line = format!("{} run logs {id}", muster_tests::muster_bin().display());
-        cmd = retarget(cmd, &line, no_color);
+        let mut cmd = retarget(&cli.command(&["run", "logs", &id], &[]), &line, no_color);
         async move {
             tokio::task::spawn_blocking(move || cmd.output().expect("run script"))
                 .await
@@ -341,7 +340,7 @@ async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
 
 /// `cmd` (built by [`Cli::command`], environment included) run as `script -qec LINE /dev/null`, so that
 /// muster's stdout is a pseudo-terminal; with `NO_COLOR=1` when `no_color`.
-fn retarget(cmd: Command, line: &str, no_color: bool) -> Command {
+fn retarget(cmd: &Command, line: &str, no_color: bool) -> Command {
     let mut script = Command::new("script");
     script.args(["-qec", line, "/dev/null"]).env_clear();
     for (k, v) in cmd.get_envs() {
