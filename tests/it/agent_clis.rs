@@ -22,10 +22,10 @@ use muster_agents::{
     AgentEvent, DetectionStatus, ErrorClass, PermissionMode, RunSpec, RuntimeKind, TokenUsage,
     adapter_for, detect,
 };
-use muster_tests::{Part, env_setting};
 use muster_tests::model_server::{
     ANTHROPIC_USAGE, ModelServer, OPENAI_USAGE, PLAIN_TEXT, RecordedRequest, TOOL_SAID,
 };
+use muster_tests::{Part, env_setting};
 use tokio::io::{AsyncReadExt as _, BufReader};
 
 /// How long one CLI run may take, start to exit.

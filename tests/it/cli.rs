@@ -196,10 +196,17 @@ async fn run_ids_can_be_given_by_a_unique_prefix(cli: &Cli) {
     // The shortest start of the first id that no other has, and the start they all share (ids are
     // time-ordered UUIDv7: runs made together share their first digits).
     let unique_len = (1..=36)
-        .find(|n| ids[1..].iter().all(|other| !other.starts_with(&ids[0][..*n])))
+        .find(|n| {
+            ids[1..]
+                .iter()
+                .all(|other| !other.starts_with(&ids[0][..*n]))
+        })
         .unwrap();
     let shared_len = (0..36)
-        .take_while(|n| ids.iter().all(|id| id.as_bytes()[*n] == ids[0].as_bytes()[*n]))
+        .take_while(|n| {
+            ids.iter()
+                .all(|id| id.as_bytes()[*n] == ids[0].as_bytes()[*n])
+        })
         .count();
     assert!(shared_len >= 1, "{ids:?}");
 
@@ -279,7 +286,8 @@ async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
     let plain = cli.run(&["run", "logs", &id], &[]).await;
     ok(&plain);
     let base = &payload["base"].as_str().unwrap()[..12];
-    let expected_head = format!("#1 text: Fixed the greeting.\n#2 diff: muster/MUS-1-r1 against {base}\n");
+    let expected_head =
+        format!("#1 text: Fixed the greeting.\n#2 diff: muster/MUS-1-r1 against {base}\n");
     assert!(plain.stdout.starts_with(&expected_head), "{plain:?}");
     for line in [
         " hello.txt | 3 ++-",
@@ -302,7 +310,9 @@ async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
     assert!(!plain.stdout.contains('\x1b'), "no colour into a pipe");
     assert!(!plain.stdout.contains("\"patch\""), "not raw JSON");
 
-    let coloured = cli.run(&["run", "logs", &id, "--color", "always"], &[]).await;
+    let coloured = cli
+        .run(&["run", "logs", &id, "--color", "always"], &[])
+        .await;
     ok(&coloured);
     assert!(coloured.stdout.contains("\x1b[32m+hello, world\x1b[0m"));
     assert!(coloured.stdout.contains("\x1b[31m-hello world\x1b[0m"));
@@ -311,9 +321,8 @@ async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
     // On a terminal (through `script`, which gives the command a pseudo-terminal) colour is automatic,
     // and NO_COLOR turns it off.
     let on_tty = |no_color: bool| {
-        let mut cmd = cli.command(&["run", "logs", &id], &[]);
         let line = format!("{} run logs {id}", muster_tests::muster_bin().display());
-        cmd = retarget(cmd, &line, no_color);
+        let mut cmd = retarget(&cli.command(&["run", "logs", &id], &[]), &line, no_color);
         async move {
             tokio::task::spawn_blocking(move || cmd.output().expect("run script"))
                 .await
@@ -331,7 +340,7 @@ async fn run_logs_show_the_diff_as_a_unified_diff(cli: &Cli) {
 
 /// `cmd` (built by [`Cli::command`], environment included) run as `script -qec LINE /dev/null`, so that
 /// muster's stdout is a pseudo-terminal; with `NO_COLOR=1` when `no_color`.
-fn retarget(cmd: Command, line: &str, no_color: bool) -> Command {
+fn retarget(cmd: &Command, line: &str, no_color: bool) -> Command {
     let mut script = Command::new("script");
     script.args(["-qec", line, "/dev/null"]).env_clear();
     for (k, v) in cmd.get_envs() {
@@ -343,7 +352,10 @@ fn retarget(cmd: Command, line: &str, no_color: bool) -> Command {
     if no_color {
         script.env("NO_COLOR", "1");
     }
-    script.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    script
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     script
 }
 
@@ -355,11 +367,20 @@ fn real_diff_payload() -> Value {
     muster_tests::git(dir, &["init", "-q", "-b", "main"]);
     std::fs::write(dir.join("hello.txt"), "first line\nhello world\n").unwrap();
     muster_tests::git_commit_all(dir, "base");
-    let base = muster_tests::git(dir, &["rev-parse", "HEAD"]).trim().to_owned();
-    std::fs::write(dir.join("hello.txt"), "first line\nhello, world\na new line\n").unwrap();
+    let base = muster_tests::git(dir, &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned();
+    std::fs::write(
+        dir.join("hello.txt"),
+        "first line\nhello, world\na new line\n",
+    )
+    .unwrap();
     muster_tests::git_commit_all(dir, "work");
     let range = format!("{base}..HEAD");
-    let stat = muster_tests::git(dir, &["diff", "--no-color", "--no-ext-diff", "--stat", &range]);
+    let stat = muster_tests::git(
+        dir,
+        &["diff", "--no-color", "--no-ext-diff", "--stat", &range],
+    );
     let patch = muster_tests::git(dir, &["diff", "--no-color", "--no-ext-diff", &range]);
     json!({
         "base": base,
@@ -377,13 +398,26 @@ async fn errors_are_one_line_even_with_rust_backtrace(cli: &Cli) {
         let env = [("RUST_BACKTRACE", backtrace)];
         let missing = cli.run(&["issue", "show", "MUS-99"], &env).await;
         assert_eq!(
-            (missing.code, missing.stderr.as_str(), missing.stdout.as_str()),
+            (
+                missing.code,
+                missing.stderr.as_str(),
+                missing.stdout.as_str()
+            ),
             (Some(1), "error: issue MUS-99 not found\n", "")
         );
-        let bad = cli.run(&["issue", "create", "--title", "x", "--status", "doing"], &env).await;
+        let bad = cli
+            .run(
+                &["issue", "create", "--title", "x", "--status", "doing"],
+                &env,
+            )
+            .await;
         assert_eq!(bad.code, Some(1), "{bad:?}");
         assert_eq!(bad.stderr.lines().count(), 1, "{bad:?}");
-        assert!(bad.stderr.starts_with("error: status: unknown status \"doing\""), "{bad:?}");
+        assert!(
+            bad.stderr
+                .starts_with("error: status: unknown status \"doing\""),
+            "{bad:?}"
+        );
     }
 }
 

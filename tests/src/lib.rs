@@ -431,7 +431,9 @@ pub fn agent_cli(name: &str, test: &str) -> Option<PathBuf> {
         skip(
             Part::AgentClis,
             test,
-            &format!("`{name}` is not installed (looked in MUSTER_AGENT_CLIS_DIR and ~/.cache/muster-agent-clis)"),
+            &format!(
+                "`{name}` is not installed (looked in MUSTER_AGENT_CLIS_DIR and ~/.cache/muster-agent-clis)"
+            ),
             "Install the pinned CLIs with .ci/run (step \"Agent CLIs\") or set MUSTER_AGENT_CLIS_DIR",
         );
     }

@@ -137,8 +137,14 @@ mod tests {
         let coloured = diff_block(7, &payload, true);
         assert!(coloured.contains("\x1b[32m+new\x1b[0m"), "{coloured:?}");
         assert!(coloured.contains("\x1b[31m-old[2J\x1b[0m"), "{coloured:?}");
-        assert!(coloured.contains("\x1b[1m--- a/a.txt\x1b[0m"), "{coloured:?}");
-        assert!(coloured.contains("\x1b[36m@@ -1,2 +1,2 @@\x1b[0m"), "{coloured:?}");
+        assert!(
+            coloured.contains("\x1b[1m--- a/a.txt\x1b[0m"),
+            "{coloured:?}"
+        );
+        assert!(
+            coloured.contains("\x1b[36m@@ -1,2 +1,2 @@\x1b[0m"),
+            "{coloured:?}"
+        );
         assert!(coloured.contains("\n keep\n"), "context lines stay plain");
         let empty = serde_json::json!({"base": "", "branch": "b", "stat": "", "patch": ""});
         assert_eq!(diff_block(2, &empty, false), "#2 diff: b\n    (no changes)");

@@ -451,7 +451,15 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
 /// A tool's input: the one argument that says what it does (a command, a path, a pattern) when there is
 /// one, else the input's JSON.
 fn tool_input(input: &Value) -> String {
-    const MAIN: [&str; 7] = ["command", "cmd", "file_path", "path", "pattern", "url", "query"];
+    const MAIN: [&str; 7] = [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "pattern",
+        "url",
+        "query",
+    ];
     match MAIN.iter().find_map(|k| input[*k].as_str()) {
         Some(main) => main.to_owned(),
         None => compact(input),

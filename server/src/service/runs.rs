@@ -146,7 +146,9 @@ fn parse_id_prefix(raw: &str) -> std::result::Result<String, ValidationError> {
     if digits.is_empty() || digits.len() > 32 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(ValidationError::new(
             "id_prefix",
-            format!("must be the start of a run id: 1 to 32 hex digits, hyphens optional (got {raw:?})"),
+            format!(
+                "must be the start of a run id: 1 to 32 hex digits, hyphens optional (got {raw:?})"
+            ),
         ));
     }
     let mut prefix = String::with_capacity(36);

@@ -133,7 +133,7 @@ async fn issue_update_validation(t: &Env) {
             issue["priority"].as_str(),
             issue["status"].as_str()
         ),
-        (Some("Original"), Some("low"), Some("backlog"))
+        (Some("Original"), Some("low"), Some("todo"))
     );
     assert_eq!(kinds(&issue), ["created"], "no activity from refused edits");
     // An empty patch changes nothing and records nothing.

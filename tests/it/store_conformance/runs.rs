@@ -617,7 +617,10 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
         );
     }
     assert_eq!(
-        ids(store.list_runs(f.ws.id, &by_prefix(text.clone())).await.unwrap()),
+        ids(store
+            .list_runs(f.ws.id, &by_prefix(text.clone()))
+            .await
+            .unwrap()),
         vec![made[1]],
         "a whole id is one run"
     );
