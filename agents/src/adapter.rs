@@ -239,6 +239,22 @@ pub trait Adapter: fmt::Debug + Send + Sync {
 
     /// Where this CLI looks for `<skill>/SKILL.md` folders, relative to the working directory.
     fn skills_dir(&self) -> &'static Path;
+
+    /// A folder where the CLI keeps a log of the run (one JSON object per line, appended as it goes)
+    /// that reports each model request's usage, for a CLI whose stdout reports usage only at the end
+    /// (Codex writes `CODEX_HOME/sessions/…/rollout-*.jsonl`). Read it with
+    /// [`Adapter::parse_usage_log_line`]. `None` (the default): stdout says it all.
+    fn usage_log_dir(&self, spec: &RunSpec) -> Option<PathBuf> {
+        let _ = spec;
+        None
+    }
+
+    /// One line of the [`Adapter::usage_log_dir`] log as events: [`AgentEvent::TurnUsage`] for a
+    /// request's usage, nothing for anything else. Pure and total, like [`Adapter::parse_line`].
+    fn parse_usage_log_line(&self, line: &str) -> Vec<AgentEvent> {
+        let _ = line;
+        Vec::new()
+    }
 }
 
 /// The adapter for `kind`; custom commands get the stream-json reader (use

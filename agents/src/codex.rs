@@ -52,6 +52,14 @@ impl Adapter for CodexAdapter {
     fn skills_dir(&self) -> &'static Path {
         Path::new(".agents/skills")
     }
+
+    fn usage_log_dir(&self, spec: &RunSpec) -> Option<std::path::PathBuf> {
+        Some(spec.home_dir.join(".codex").join("sessions"))
+    }
+
+    fn parse_usage_log_line(&self, line: &str) -> Vec<AgentEvent> {
+        parse_rollout_line(line)
+    }
 }
 
 /// Builds the launch spec: `codex exec --json --skip-git-repo-check [--model] <sandbox>
@@ -383,6 +391,31 @@ fn change_kind(kind: &str) -> FileChangeKind {
         "add" => FileChangeKind::Add,
         "delete" => FileChangeKind::Delete,
         _ => FileChangeKind::Update,
+    }
+}
+
+/// One line of Codex's session rollout (`CODEX_HOME/sessions/…/rollout-*.jsonl`): a `token_count`
+/// event becomes the [`AgentEvent::TurnUsage`] of the request it follows (`last_token_usage`);
+/// everything else, and anything unreadable, nothing. `codex exec --json` reports usage only in its
+/// final `turn.completed`; the rollout is how a budget sees each request.
+pub fn parse_rollout_line(line: &str) -> Vec<AgentEvent> {
+    #[derive(Deserialize)]
+    struct RolloutLine {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        payload: Value,
+    }
+    let Ok(parsed) = serde_json::from_str::<RolloutLine>(line) else {
+        return Vec::new();
+    };
+    if parsed.kind != "event_msg" || parsed.payload["type"] != "token_count" {
+        return Vec::new();
+    }
+    let last = &parsed.payload["info"]["last_token_usage"];
+    match serde_json::from_value::<CodexUsage>(last.clone()) {
+        Ok(usage) if !last.is_null() => vec![AgentEvent::TurnUsage(usage.normalized())],
+        _ => Vec::new(),
     }
 }
 

@@ -208,3 +208,24 @@ fn in_progress_text_and_unknown_items() {
         assert_eq!(parse_line(line), [AgentEvent::raw(line)], "{line}");
     }
 }
+
+#[test]
+fn the_rollouts_token_counts_are_turn_usage() {
+    let count = r#"{"timestamp":"2026-12-03T10:50:27.995Z","ordinal":17,"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":60,"cached_input_tokens":10,"cache_write_input_tokens":0,"output_tokens":24,"reasoning_output_tokens":6,"total_tokens":84},"last_token_usage":{"input_tokens":30,"cached_input_tokens":5,"cache_write_input_tokens":0,"output_tokens":12,"reasoning_output_tokens":3,"total_tokens":42},"last_usage_includes_reasoning":false,"model_context_window":258400},"rate_limits":null}}"#;
+    assert_eq!(
+        parse_rollout_line(count),
+        [AgentEvent::TurnUsage(TokenUsage {
+            input: 25,
+            output: 12,
+            cache_read: 5,
+            cache_write: 0,
+            cost_usd: None,
+        })]
+    );
+    let rate_limits_only =
+        r#"{"type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{}}}"#;
+    assert_eq!(parse_rollout_line(rate_limits_only), []);
+    let other = r#"{"type":"response_item","payload":{"type":"message","role":"user"}}"#;
+    assert_eq!(parse_rollout_line(other), []);
+    assert_eq!(parse_rollout_line("not json"), []);
+}

@@ -148,6 +148,9 @@ pub(super) struct Tally {
     /// The turns (`TurnUsage` events) since the last `Usage` report, priced: what the run has spent
     /// that no final report covers yet. Budgets count both; a run stopped mid-way keeps it.
     pub turns: Usage,
+    /// Whether a final `Usage` report has come: turns reported after it (Codex's session log is read
+    /// a little behind its stdout) are already covered.
+    pub reported: bool,
     /// Why the run engine stopped the run, when a guard did (the budget's figures).
     pub stop_note: Option<String>,
     pub session_id: Option<String>,
@@ -179,9 +182,12 @@ impl Tally {
             AgentEvent::Usage(u) => {
                 // The final report covers every turn before it.
                 self.turns = Usage::default();
+                self.reported = true;
                 self.usage.add_priced(*u, self.model.as_deref(), rates);
             }
-            AgentEvent::TurnUsage(u) => self.turns.add_priced(*u, self.model.as_deref(), rates),
+            AgentEvent::TurnUsage(u) if !self.reported => {
+                self.turns.add_priced(*u, self.model.as_deref(), rates);
+            }
             AgentEvent::Error { .. } => self.errors.add(event),
             AgentEvent::Finished { ok, summary } => self.finished = Some((*ok, summary.clone())),
             _ => {}

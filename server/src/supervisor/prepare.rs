@@ -35,6 +35,8 @@ pub(super) struct Prepared {
     pub skills: crate::skills::Materialized,
     /// The `sandbox` event's payload (the mode, and the rules and ports when sandboxed).
     pub sandbox: serde_json::Value,
+    /// Where the CLI logs each model request's usage, when its stdout does not (Codex).
+    pub usage_log: Option<PathBuf>,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -176,6 +178,7 @@ async fn finish_prepare(
         running_as_root: running_as_root(),
     };
     secrets.extend(crate::redact::url_credentials(spec.base_url.as_deref()));
+    let usage_log = adapter.usage_log_dir(&spec);
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
@@ -195,6 +198,7 @@ async fn finish_prepare(
         worktree,
         skills,
         sandbox,
+        usage_log,
     })
 }
 

@@ -24,6 +24,8 @@ use crate::redact::Redactor;
 
 /// How many output lines may wait for the supervisor before the readers (and so the child) block.
 const LINE_BUFFER: usize = 256;
+/// How often the CLI's usage log is looked at for new lines (Codex writes one per model request).
+const USAGE_LOG_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Supervises `run` to its end. Never panics on store or process errors: they end the run as failed.
 #[tracing::instrument(skip_all, fields(run.id = %run.id))]
@@ -92,6 +94,7 @@ pub(super) async fn supervise(
         redactor.clone(),
         worktree.as_ref(),
         prepared.sandbox,
+        prepared.usage_log,
     )
     .await;
     revoke_token(&state, &run).await;
@@ -164,8 +167,9 @@ async fn run_child(
     redactor: Redactor,
     worktree: Option<&Worktree>,
     sandbox: serde_json::Value,
+    usage_log: Option<std::path::PathBuf>,
 ) -> (Ending, Tally) {
-    let mut lines = read_lines(child);
+    let mut lines = read_lines(child, usage_log);
     let mut log = EventLog::new(ctx.run.id, redactor);
     // The first event: what the agent may reach (shown as one block on the run page).
     log.push("sandbox", sandbox);
@@ -262,12 +266,18 @@ async fn mark_in_progress(state: &AppState, issue: &Issue, agent: &Agent) {
     }
 }
 
-/// Starts one reader task per output stream, both feeding one channel that closes when both end.
-fn read_lines(child: &mut Child) -> mpsc::Receiver<Line> {
+/// Starts one reader task per output stream (and one for the CLI's usage log, if it keeps one), all
+/// feeding one channel that closes when they end; the usage log's reader ends with stdout.
+fn read_lines(child: &mut Child, usage_log: Option<std::path::PathBuf>) -> mpsc::Receiver<Line> {
     let (tx, rx) = mpsc::channel(LINE_BUFFER);
+    let stdout_done = CancellationToken::new();
+    if let Some(dir) = usage_log {
+        tokio::spawn(tail_usage_log(dir, tx.clone(), stdout_done.clone()));
+    }
     if let Some(out) = child.stdout.take() {
         let tx = tx.clone();
         tokio::spawn(async move {
+            let _done = stdout_done.drop_guard();
             let mut lines = CappedLines::new(BufReader::new(out));
             while let Ok(Some(line)) = lines.next_line().await {
                 if tx.send(Line::Out(line)).await.is_err() {
@@ -287,4 +297,66 @@ fn read_lines(child: &mut Child) -> mpsc::Receiver<Line> {
         });
     }
     rx
+}
+
+/// Follows the first `*.jsonl` file that appears under `dir` (Codex's session rollout), sending each
+/// complete line as it is appended; after `done` (stdout closed: the CLI is gone) reads what is left
+/// and ends.
+async fn tail_usage_log(dir: std::path::PathBuf, tx: mpsc::Sender<Line>, done: CancellationToken) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut reader = None;
+    let mut partial = String::new();
+    loop {
+        let finished = done.is_cancelled();
+        if reader.is_none()
+            && let Some(path) = first_jsonl(&dir).await
+            && let Ok(file) = tokio::fs::File::open(&path).await
+        {
+            reader = Some(BufReader::new(file));
+        }
+        if let Some(file) = reader.as_mut() {
+            // Whole lines only: a line still being written stays in `partial` until its newline.
+            while let Ok(n) = file.read_line(&mut partial).await {
+                if n == 0 || !partial.ends_with('\n') {
+                    break;
+                }
+                let line = std::mem::take(&mut partial);
+                if tx
+                    .send(Line::UsageLog(line.trim_end().to_owned()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+        if finished {
+            return;
+        }
+        tokio::select! {
+            () = done.cancelled() => {}
+            () = tokio::time::sleep(USAGE_LOG_POLL) => {}
+        }
+    }
+}
+
+/// The first `*.jsonl` file under `dir`, depth first in name order (`sessions/YYYY/MM/DD/rollout-….jsonl`).
+async fn first_jsonl(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let mut entries = Vec::new();
+    let mut read = tokio::fs::read_dir(dir).await.ok()?;
+    while let Ok(Some(entry)) = read.next_entry().await {
+        entries.push(entry.path());
+    }
+    entries.sort();
+    for path in entries {
+        if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
+            return Some(path);
+        }
+        if path.is_dir()
+            && let Some(found) = Box::pin(first_jsonl(&path)).await
+        {
+            return Some(found);
+        }
+    }
+    None
 }

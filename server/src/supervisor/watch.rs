@@ -32,6 +32,8 @@ const WATCHDOG_TICK: (Duration, Duration) = (Duration::from_millis(50), Duration
 pub(super) enum Line {
     Out(String),
     Err(String),
+    /// A line of the CLI's own usage log ([`muster_agents::Adapter::usage_log_dir`]).
+    UsageLog(String),
 }
 
 /// What the watch loop needs to know about its run.
@@ -173,15 +175,22 @@ fn take_line(
     rates: &RateTable,
     guard: bool,
 ) -> Option<Ending> {
-    let out = match line {
+    let (out, events) = match line {
         Line::Err(text) => {
             log.push("stderr", json!({ "line": text }));
             return None;
         }
-        Line::Out(text) => text,
+        Line::Out(text) => {
+            let events = ctx.adapter.parse_line(&text);
+            (text, events)
+        }
+        Line::UsageLog(text) => {
+            let events = ctx.adapter.parse_usage_log_line(&text);
+            (text, events)
+        }
     };
     let mut end = None;
-    for event in ctx.adapter.parse_line(&out) {
+    for event in events {
         tally.add(&event, rates);
         let payload = serde_json::to_value(&event).unwrap_or_else(|_| json!({ "line": out }));
         log.push(event.kind(), payload);
