@@ -416,7 +416,7 @@ async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
         async move {
             browser
                 .execute(
-                    &format!("const e = document.querySelector('{css}'); return !!e && e.offsetParent !== null && e.getClientRects().length > 0"),
+                    &format!("const e = document.querySelector('{css}'); return !!e && e.closest('details').open && e.checkVisibility() && e.getBoundingClientRect().height > 0"),
                     vec![],
                 )
                 .await
