@@ -31,7 +31,10 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
     let coder = agent(&store, f.ws.id, "coder", 2).await;
     let i = issue(&store, f.ws.id, "Do it", IssueStatus::Todo).await;
     let j = issue(&store, f.ws.id, "Do that", IssueStatus::Todo).await;
-    let failed = store.create_run(&new_run(f.ws.id, i.id, coder.id)).await.unwrap();
+    let failed = store
+        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .await
+        .unwrap();
     let usage = Usage {
         input_tokens: 10,
         output_tokens: 5,
@@ -51,13 +54,22 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
     let done = store.finish_run(failed.id, &outcome).await.unwrap();
     let read = store.get_run(failed.id).await.unwrap();
     for run in [&done, &read] {
-        assert_eq!(run.failure_detail.as_deref(), Some("unexpected status 401 Unauthorized"));
+        assert_eq!(
+            run.failure_detail.as_deref(),
+            Some("unexpected status 401 Unauthorized")
+        );
         assert!(run.usage.cost_unknown, "{run:?}");
         assert_eq!(run.usage, usage);
     }
     // A run that cost nothing known stays a known zero; a queued run knows no failure.
-    let priced = store.create_run(&new_run(f.ws.id, j.id, coder.id)).await.unwrap();
-    assert_eq!((priced.failure_detail.as_deref(), priced.usage.cost_unknown), (None, false));
+    let priced = store
+        .create_run(&new_run(f.ws.id, j.id, coder.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (priced.failure_detail.as_deref(), priced.usage.cost_unknown),
+        (None, false)
+    );
     let zero = store
         .finish_run(
             priced.id,
@@ -71,7 +83,10 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
-    assert_eq!((zero.failure_detail, zero.usage.cost_unknown), (None, false));
+    assert_eq!(
+        (zero.failure_detail, zero.usage.cost_unknown),
+        (None, false)
+    );
 }
 
 fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
