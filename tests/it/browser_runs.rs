@@ -361,8 +361,9 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
         tokio::time::sleep(POLL * 4).await;
         browser.goto(&server.url("/w/acme/inbox")).await.unwrap();
     }
+    // Unread: the failure, and the first run's work awaiting review (issue 17).
     browser
-        .wait_for_text(".inbox-link .inbox-count", "1", LIVE)
+        .wait_for_text(".inbox-link .inbox-count", "2", LIVE)
         .await
         .unwrap();
     browser
@@ -372,7 +373,7 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
     // Pages that do not count the inbox themselves load the badge.
     browser.goto(&server.url("/w/acme/agents")).await.unwrap();
     browser
-        .wait_for_text(".inbox-link #inbox-count", "1", LIVE)
+        .wait_for_text(".inbox-link #inbox-count", "2", LIVE)
         .await
         .unwrap();
     if screenshots {

@@ -90,7 +90,12 @@ impl World {
         format!("http://{}{path}", self.addr)
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, String) {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, String) {
         let mut req = reqwest::Client::new()
             .request(method, self.url(path))
             .bearer_auth(&self.token);
@@ -122,8 +127,10 @@ impl World {
         let path = self.scripts.path().join(format!("{name}.sh"));
         std::fs::write(&path, format!("#!/bin/sh\ncat >/dev/null\n{body}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        self.agent(json!({ "name": name, "kind": "custom", "command": path.display().to_string() }))
-            .await;
+        self.agent(
+            json!({ "name": name, "kind": "custom", "command": path.display().to_string() }),
+        )
+        .await;
     }
 
     /// The owner files a todo issue assigned to `agent` (which starts a run); returns its key.
@@ -175,7 +182,10 @@ impl World {
             if !items.is_empty() {
                 return items;
             }
-            assert!(tokio::time::Instant::now() < deadline, "no inbox item about {run}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no inbox item about {run}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -217,9 +227,14 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     let Some(w) = World::start(backend, Vec::new()).await else {
         return;
     };
-    w.custom("fixer", &format!("echo fixed > fix.txt\ncat <<'EOF'\n{UNPRICED_DONE}\nEOF"))
+    w.custom(
+        "fixer",
+        &format!("echo fixed > fix.txt\ncat <<'EOF'\n{UNPRICED_DONE}\nEOF"),
+    )
+    .await;
+    let key = w
+        .assign("Parser crashes on empty input", "Fix it.", "fixer")
         .await;
-    let key = w.assign("Parser crashes on empty input", "Fix it.", "fixer").await;
     let run = w.finished(&key, IssueStatus::InReview).await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
 
@@ -242,11 +257,15 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     assert_eq!(all.len(), 1, "{all:?}");
     let page = w.get_ok("/w/acme/inbox").await;
     assert!(page.contains("Awaiting review"), "{page}");
-    assert!(page.contains(&format!("/w/acme/runs/{}#run-{}-diff", run.id, run.id)), "{page}");
+    assert!(
+        page.contains(&format!("/w/acme/runs/{}#run-{}-diff", run.id, run.id)),
+        "{page}"
+    );
 
     // The cost is unknown, not zero: stored so, and shown so everywhere.
     assert!(run.usage.cost_unknown, "{run:?}");
-    let api: Value = serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
+    let api: Value =
+        serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
     assert_eq!(api["cost"], "unpriced", "{api}");
     assert_eq!(api["cost_unknown"], true, "{api}");
     let issue_page = w.get_ok(&format!("/w/acme/issues/{key}")).await;
@@ -260,7 +279,10 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     let show = w.muster(&["run", "show", &id]).await;
     assert!(show.contains("1200 in, 300 out, unpriced"), "{show}");
     let list = w.muster(&["run", "list"]).await;
-    assert!(list.contains("unpriced") && !list.contains("$0.0000"), "{list}");
+    assert!(
+        list.contains("unpriced") && !list.contains("$0.0000"),
+        "{list}"
+    );
 
     // A command that exits non-zero without a word says so, and no review item is made for it.
     w.custom("quitter", "exit 3").await;
@@ -303,11 +325,15 @@ async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &
     assert_eq!(run.status, RunStatus::Failed, "{run:?}");
     assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
 
-    let api: Value = serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
+    let api: Value =
+        serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
     assert_eq!(api["failure_message"], expected, "{api}");
     let issue_page = w.get_ok(&format!("/w/acme/issues/{key}")).await;
     assert!(issue_page.contains(expected), "{issue_page}");
-    assert!(issue_page.contains("<details class=\"failure-details\""), "{issue_page}");
+    assert!(
+        issue_page.contains("<details class=\"failure-details\""),
+        "{issue_page}"
+    );
     assert!(
         issue_page.contains(&format!("href=\"/w/acme/agents/{name}\"")),
         "a link to the agent's settings: {issue_page}"
@@ -320,8 +346,14 @@ async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &
     );
     let inbox = w.get_ok("/w/acme/inbox").await;
     assert!(inbox.contains(expected), "{inbox}");
-    assert!(inbox.contains("<details class=\"failure-details\""), "{inbox}");
-    assert!(inbox.contains("reason: auth"), "the raw diagnostic: {inbox}");
+    assert!(
+        inbox.contains("<details class=\"failure-details\""),
+        "{inbox}"
+    );
+    assert!(
+        inbox.contains("reason: auth"),
+        "the raw diagnostic: {inbox}"
+    );
     // The key never shows.
     for text in [&issue_page, &inbox, &api.to_string()] {
         assert!(!text.contains(KEY));
@@ -384,14 +416,18 @@ async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    w.custom("keyless", &format!("cat <<'EOF'\n{REFUSED}\nEOF\nexit 1")).await;
+    w.custom("keyless", &format!("cat <<'EOF'\n{REFUSED}\nEOF\nexit 1"))
+        .await;
     let key = w.assign("Needs a key", "", "keyless").await;
     let run = w.finished(&key, IssueStatus::Todo).await;
     assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
 
     browser.goto(&w.url("/login")).await.unwrap();
     browser.fill("#login-email", "ada@acme.test").await.unwrap();
-    browser.fill("#login-password", "correct-horse").await.unwrap();
+    browser
+        .fill("#login-password", "correct-horse")
+        .await
+        .unwrap();
     browser
         .click("form[action='/login'] button[type=submit]")
         .await
@@ -416,18 +452,35 @@ async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
         async move {
             browser
                 .execute(
-                    &format!("const e = document.querySelector('{css}'); return !!e && e.offsetParent !== null && e.getClientRects().length > 0"),
+                    &format!("const e = document.querySelector('{css}'); return !!e && e.closest('details').open && e.checkVisibility() && e.getBoundingClientRect().height > 0"),
                     vec![],
                 )
                 .await
                 .unwrap()
         }
     };
-    assert_eq!(shown(".run-failure .failure-diagnostic").await, json!(false), "closed at first");
-    browser.click(".run-failure details.failure-details > summary").await.unwrap();
-    assert_eq!(shown(".run-failure .failure-diagnostic").await, json!(true), "open after a click");
-    let raw = browser.text(".run-failure .failure-diagnostic").await.unwrap();
-    assert!(raw.contains("Failed to authenticate. API Error: 401 mock error 401"), "{raw}");
+    assert_eq!(
+        shown(".run-failure .failure-diagnostic").await,
+        json!(false),
+        "closed at first"
+    );
+    browser
+        .click(".run-failure details.failure-details > summary")
+        .await
+        .unwrap();
+    assert_eq!(
+        shown(".run-failure .failure-diagnostic").await,
+        json!(true),
+        "open after a click"
+    );
+    let raw = browser
+        .text(".run-failure .failure-diagnostic")
+        .await
+        .unwrap();
+    assert!(
+        raw.contains("Failed to authenticate. API Error: 401 mock error 401"),
+        "{raw}"
+    );
     assert!(raw.contains("exit code: 1"), "{raw}");
     browser.screenshot("run-failure").await.unwrap();
 
@@ -436,12 +489,24 @@ async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
         .goto(&w.url(&format!("/w/acme/issues/{key}")))
         .await
         .unwrap();
-    assert_eq!(shown(".run-failure-row .failure-diagnostic").await, json!(false));
-    browser.click(".run-failure-row details.failure-details > summary").await.unwrap();
-    assert_eq!(shown(".run-failure-row .failure-diagnostic").await, json!(true));
+    assert_eq!(
+        shown(".run-failure-row .failure-diagnostic").await,
+        json!(false)
+    );
+    browser
+        .click(".run-failure-row details.failure-details > summary")
+        .await
+        .unwrap();
+    assert_eq!(
+        shown(".run-failure-row .failure-diagnostic").await,
+        json!(true)
+    );
     browser.screenshot("issue-run-failure").await.unwrap();
     browser.goto(&w.url("/w/acme/inbox")).await.unwrap();
-    browser.click(".inbox-item details.failure-details > summary").await.unwrap();
+    browser
+        .click(".inbox-item details.failure-details > summary")
+        .await
+        .unwrap();
     assert_eq!(shown(".inbox-item .failure-diagnostic").await, json!(true));
     browser.screenshot("inbox-failure").await.unwrap();
     browser.close().await.unwrap();

@@ -126,7 +126,10 @@ impl Usage {
         } else if self.cost_unknown && self.cost_usd == 0.0 {
             ("unpriced".to_owned(), Some(UNPRICED_TITLE))
         } else if self.cost_unknown {
-            (format!("${:.4} + unpriced", self.cost_usd), Some(UNPRICED_TITLE))
+            (
+                format!("${:.4} + unpriced", self.cost_usd),
+                Some(UNPRICED_TITLE),
+            )
         } else {
             (format!("${:.4}", self.cost_usd), None)
         }

@@ -191,11 +191,23 @@ async fn succeeded(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) ->
 /// The summary and diff stat were redacted when the run was recorded.
 fn review_message(run: &Run, issue: &Issue, agent: &Agent) -> String {
     let line = |text: Option<&str>, last: bool| {
-        let mut lines = text.unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty());
-        let line = if last { lines.next_back() } else { lines.next() };
+        let mut lines = text
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty());
+        let line = if last {
+            lines.next_back()
+        } else {
+            lines.next()
+        };
         line.map(|l| {
             let cut: String = l.chars().take(200).collect();
-            if cut.len() < l.len() { format!("{cut}…") } else { cut }
+            if cut.len() < l.len() {
+                format!("{cut}…")
+            } else {
+                cut
+            }
         })
     };
     let mut message = format!(

@@ -21,7 +21,73 @@ store_cases!(
     run_tokens_live_with_their_run,
     a_runner_finds_the_runs_it_left,
     notifications_reach_listeners,
+    a_failure_detail_and_an_unknown_cost_are_kept,
 );
+
+/// Issue 17: the decisive error and "some tokens had no price" survive the round trip, apart from
+/// a known cost of zero.
+async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
+    let f = fixture(&store, "kept", "KPT").await;
+    let coder = agent(&store, f.ws.id, "coder", 2).await;
+    let i = issue(&store, f.ws.id, "Do it", IssueStatus::Todo).await;
+    let j = issue(&store, f.ws.id, "Do that", IssueStatus::Todo).await;
+    let failed = store
+        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .await
+        .unwrap();
+    let usage = Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        cost_unknown: true,
+        ..Usage::default()
+    };
+    let outcome = RunOutcome {
+        status: RunStatus::Failed,
+        exit_code: Some(1),
+        failure_reason: Some(FailureReason::Auth),
+        failure_detail: Some("unexpected status 401 Unauthorized".into()),
+        usage,
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+    };
+    let done = store.finish_run(failed.id, &outcome).await.unwrap();
+    let read = store.get_run(failed.id).await.unwrap();
+    for run in [&done, &read] {
+        assert_eq!(
+            run.failure_detail.as_deref(),
+            Some("unexpected status 401 Unauthorized")
+        );
+        assert!(run.usage.cost_unknown, "{run:?}");
+        assert_eq!(run.usage, usage);
+    }
+    // A run that cost nothing known stays a known zero; a queued run knows no failure.
+    let priced = store
+        .create_run(&new_run(f.ws.id, j.id, coder.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (priced.failure_detail.as_deref(), priced.usage.cost_unknown),
+        (None, false)
+    );
+    let zero = store
+        .finish_run(
+            priced.id,
+            &RunOutcome {
+                status: RunStatus::Succeeded,
+                failure_reason: None,
+                failure_detail: None,
+                usage: Usage::default(),
+                ..outcome
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (zero.failure_detail, zero.usage.cost_unknown),
+        (None, false)
+    );
+}
 
 fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
     NewRun {

@@ -97,7 +97,7 @@ fn identity(v: &AgentFormView, f: &Form<'_>) -> Markup {
             (f.field("Name", "name", Some("Letters, digits, - _ and . only: it is how you assign issues to this agent, also from the command line."), f.required("name", "text", &v.name)))
             (f.field("Colour", "color", None, f.input("color", "color", &v.color)))
         }
-        (f.field("Model", "model", Some("Empty uses the CLI's default."), f.input("model", "text", &v.model)))
+        (f.field("Model", "model", Some("Empty uses the CLI's default; a Codex agent with a base URL must name one."), f.input("model", "text", &v.model)))
     }
 }
 

@@ -12,8 +12,8 @@ use crate::layout::page;
 use crate::partials::form::csrf;
 use crate::partials::widgets::{PersonChip, RunPill, Timestamp};
 use crate::views::{
-    FailureView, LongTextView, RunCountersView, RunDiffView, RunHeaderView, RunItemKind, RunItemView,
-    RunLiveFrame, RunPageView, ToolResultView,
+    FailureView, LongTextView, RunCountersView, RunDiffView, RunHeaderView, RunItemKind,
+    RunItemView, RunLiveFrame, RunPageView, ToolResultView,
 };
 
 /// The run page. While the run is live, the page sits inside the `ws` extension's connection

@@ -216,7 +216,8 @@ pub fn run_rows() -> Vec<RunRowView> {
                 what: "Codex's API key was refused by the provider (401)".into(),
                 to_do: "check the agent's OPENAI_API_KEY secret".into(),
                 settings_url: Some("/w/acme/agents/codex".into()),
-                details: "error: unexpected status 401 Unauthorized\nexit code: 1\nreason: auth".into(),
+                details: "error: unexpected status 401 Unauthorized\nexit code: 1\nreason: auth"
+                    .into(),
             }),
             duration: "12s".into(),
             diff_stat: Some("1 file changed, 3 insertions(+)".into()),

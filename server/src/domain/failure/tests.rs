@@ -62,7 +62,11 @@ fn a_refused_key_names_the_cli_the_status_and_the_secret() {
     ];
     for (runtime, kind, stream, what, to_do) in cases {
         let track = track(runtime, stream);
-        assert_eq!(track.reason(), FailureReason::Auth, "{runtime:?}: {track:?}");
+        assert_eq!(
+            track.reason(),
+            FailureReason::Auth,
+            "{runtime:?}: {track:?}"
+        );
         let text = explain(&facts(&track, kind, Some(1)));
         assert_eq!(text.what, what);
         assert_eq!(text.to_do, to_do);
@@ -133,10 +137,16 @@ fn each_cause_says_what_to_do() {
         summary: None,
         model: Some("gpt-9"),
     });
-    assert_eq!(with_model.what, "The provider does not know the model \"gpt-9\"");
+    assert_eq!(
+        with_model.what,
+        "The provider does not know the model \"gpt-9\""
+    );
 
     let limited = only(FailureReason::RateLimit, AgentKind::Claude, None);
-    assert_eq!(limited.what, "The model provider rate-limited Claude Code (429)");
+    assert_eq!(
+        limited.what,
+        "The model provider rate-limited Claude Code (429)"
+    );
     let unreachable = only(
         FailureReason::Network,
         AgentKind::Codex,

@@ -321,12 +321,9 @@ impl RunView {
         let runtime = names.runtimes.get(&run.agent_id);
         let kind = runtime.map(|(kind, _)| *kind);
         let model = runtime.and_then(|(_, model)| model.as_deref());
-        let failure = crate::domain::failure::FailureFacts::of(
-            run,
-            kind.unwrap_or(AgentKind::Custom),
-            model,
-        )
-        .map(|facts| crate::domain::failure::explain(&facts).sentence());
+        let failure =
+            crate::domain::failure::FailureFacts::of(run, kind.unwrap_or(AgentKind::Custom), model)
+                .map(|facts| crate::domain::failure::explain(&facts).sentence());
         RunView {
             cost: run.usage.cost_label(kind).0,
             cost_unknown: run.usage.cost_unknown,

@@ -97,7 +97,8 @@ async fn show(
     // The raw diagnostic of each failed run, for its "details" toggle.
     let mut details = HashMap::new();
     for e in &entries {
-        if let (InboxKind::RunFailed | InboxKind::OverBudget, Some(run)) = (e.item.kind, e.item.run_id)
+        if let (InboxKind::RunFailed | InboxKind::OverBudget, Some(run)) =
+            (e.item.kind, e.item.run_id)
             && let Ok(run) = state.store.get_run(run).await
             && let Some(failure) = failure_view(&slug, &run, &people)
         {
