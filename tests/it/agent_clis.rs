@@ -838,6 +838,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run) and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn codex_sends_the_agents_openai_key_as_a_bearer_token() {
     let Some(binary) = locate(&CODEX) else { return };
     for backend in [
@@ -849,6 +850,7 @@ async fn codex_sends_the_agents_openai_key_as_a_bearer_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run) and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn opencode_sends_the_agents_openai_key_as_a_bearer_token() {
     let Some(binary) = locate(&OPENCODE) else {
         return;
@@ -862,6 +864,7 @@ async fn opencode_sends_the_agents_openai_key_as_a_bearer_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn claude_code_sends_the_agents_anthropic_key_to_a_base_url() {
     let Some(binary) = locate(&CLAUDE) else {
         return;
@@ -872,6 +875,7 @@ async fn claude_code_sends_the_agents_anthropic_key_to_a_base_url() {
 /// A Codex agent with a base URL and no model: refused when saved, with a message on `model`; one saved
 /// before that rule fails at run start with the same message, and the model server hears nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run) and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn a_codex_agent_with_a_base_url_needs_a_model() {
     let Some(binary) = locate(&CODEX) else { return };
     for backend in [
@@ -1020,6 +1024,7 @@ fn turn_tokens(cli: &Cli) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn claude_code_is_stopped_after_the_turn_that_crossed_its_budget() {
     let Some(binary) = locate(&CLAUDE) else {
         return;
@@ -1028,6 +1033,7 @@ async fn claude_code_is_stopped_after_the_turn_that_crossed_its_budget() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn codex_is_stopped_after_the_turn_that_crossed_its_budget() {
     let Some(binary) = locate(&CODEX) else { return };
     budget_scenario(&CODEX, &binary, turn_tokens(&CODEX), 1).await;

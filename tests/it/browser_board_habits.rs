@@ -119,6 +119,7 @@ async fn wait_selected(browser: &Browser, text: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn keyboard_palette_card_menu_and_instant_filters() {
     let Some(db) = TestDb::new(Backend::Sqlite).await else {
         return;

@@ -56,6 +56,7 @@ async fn js(browser: &Browser, script: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn agent_form_skill_import_and_theme_in_chromium() {
     let Some((_db, app)) = server().await else {
         return;
@@ -235,6 +236,7 @@ async fn login_status(app: &TestApp, password: &str) -> StatusCode {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn a_person_changes_their_password_in_chromium() {
     let Some((_db, app)) = server().await else {
         return;

@@ -51,6 +51,7 @@ async fn assert_on_screen(browser: &Browser, css: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     let Some(db) = TestDb::new(Backend::Sqlite).await else {
         return;

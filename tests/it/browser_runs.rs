@@ -573,6 +573,7 @@ async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
 /// the agent's page has no "not installed" banner, and the finished run's page shows the answer as one
 /// block, not repeated under Finished.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver and the local model (MUSTER_LOCAL_LLAMA_DIR, installed by .ci/run); run with --include-ignored"]
 async fn a_real_local_model_answer_reads_as_one_block() {
     let Some(model) = LocalLlama::start().await else {
         return;
@@ -653,11 +654,13 @@ async fn a_real_local_model_answer_reads_as_one_block() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn a_local_model_answer_reads_as_one_block_sqlite() {
     a_local_model_answer_reads_as_one_block(Backend::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn a_local_model_answer_reads_as_one_block_postgres() {
     a_local_model_answer_reads_as_one_block(Backend::Postgres).await;
 }

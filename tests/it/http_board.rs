@@ -182,6 +182,7 @@ async fn search_finds_issues_by_key_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn search_finds_issues_by_key_postgres() {
     search_by_key(Backend::Postgres).await;
 }
@@ -302,6 +303,7 @@ async fn card_menu_assigns_with_csrf_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn card_menu_assigns_with_csrf_postgres() {
     card_menu_and_assign(Backend::Postgres).await;
 }

@@ -139,6 +139,7 @@ async fn setup_link_and_first_agent_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn setup_link_and_first_agent_postgres() {
     setup_link_and_first_agent(Backend::Postgres).await;
 }

@@ -307,6 +307,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_sqlite() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_postgres() {
     success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Postgres).await;
 }
@@ -362,6 +363,7 @@ async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn a_refused_key_says_so_with_the_real_claude_code() {
     let Some(binary) = muster_tests::agent_cli("claude", "the refused-key text with Claude Code")
     else {
@@ -384,6 +386,7 @@ async fn a_refused_key_says_so_with_the_real_claude_code() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn a_refused_key_says_so_with_the_real_codex() {
     let Some(binary) = muster_tests::agent_cli("codex", "the refused-key text with Codex") else {
         return;
@@ -409,6 +412,7 @@ async fn a_refused_key_says_so_with_the_real_codex() {
 const REFUSED: &str = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Failed to authenticate. API Error: 401 mock error 401","session_id":"s-2","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
     let Some(w) = World::start(Backend::Sqlite, Vec::new()).await else {
         return;
