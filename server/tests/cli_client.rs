@@ -733,7 +733,7 @@ async fn bootstrap_again_mints_another_token_only_with_the_right_password() {
         .await;
     assert_eq!(
         (short.code, short.stderr.as_str()),
-        (1, "error: password: must be at least 8 characters\n")
+        (1, "error: password: must be at least 12 characters\n")
     );
     let email = h
         .bootstrap(&["--email", "not-an-email", "--password", PASSWORD])
@@ -798,7 +798,7 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
     assert!(
         short
             .stderr
-            .contains("password: must be at least 8 characters"),
+            .contains("password: must be at least 12 characters"),
         "{}",
         short.stderr
     );

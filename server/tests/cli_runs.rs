@@ -291,7 +291,7 @@ async fn run_commands_list_show_logs_cancel_and_retry() {
         logs.stdout.lines().collect::<Vec<_>>(),
         [
             "#1 text: Looking at the tests",
-            "#2 tool_call: Bash {\"command\":\"ls\"}",
+            "#2 tool_call: Bash ls",
             "#3 command: $ cargo test (exit 101) 1 failed",
             "#4 error: boom",
         ]

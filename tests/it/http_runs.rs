@@ -296,7 +296,9 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
     let result = html
         .find("1 failed: &lt;b&gt;parse_empty&lt;/b&gt;")
         .unwrap();
-    let next = html.find(r#"id="run-entry-7""#).unwrap();
+    // The command that followed the call (seq 7) is shown in the call's block, not again on its own.
+    assert!(!html.contains(r#"id="run-entry-7""#), "{html}");
+    let next = html.find(r#"id="run-entry-8""#).unwrap();
     assert!(
         call < result && result < next,
         "result paired with its call"
@@ -646,8 +648,8 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
     let (mut socket, _) = connect(None).await.unwrap();
 
     // The result of the call the page already shows goes into its slot; new entries are appended.
-    append(&store, run.id, 5, &every_kind()[4..7]).await;
-    let got = read_until(&mut socket, r#"data-seq="7""#).await;
+    append(&store, run.id, 5, &every_kind()[4..8]).await;
+    let got = read_until(&mut socket, r#"data-seq="8""#).await;
     assert!(
         got.contains(&format!(
             r#"<div class="tool-result-slot" id="run-{}-result-toolu_1" hx-swap-oob="outerHTML">"#,
@@ -657,8 +659,10 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
     );
     assert!(got.contains(&format!(r##"hx-swap-oob="beforeend:#run-{}-log""##, run.id)));
     assert!(
-        got.contains(r#"id="run-entry-7""#) && !got.contains(r#"id="run-entry-4""#),
-        "nothing the page has is sent again"
+        got.contains(r#"id="run-entry-8""#)
+            && !got.contains(r#"id="run-entry-7""#)
+            && !got.contains(r#"id="run-entry-4""#),
+        "nothing the page has is sent again, and the call's command joins the call: {got}"
     );
     assert!(
         got.contains(r#"<dd class="counter-input">1,000</dd>"#),
@@ -666,7 +670,7 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
     );
 
     // The run ends: the final header (retry, no cancel) and the diff, then a normal close.
-    append(&store, run.id, 8, &every_kind()[7..]).await;
+    append(&store, run.id, 9, &every_kind()[8..]).await;
     store
         .finish_run(
             run.id,

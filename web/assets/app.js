@@ -741,6 +741,9 @@
         else delete params[k];
       }
     });
+  });
+})();
+
 // == 17-issue: in-place editing on the issue page ==
 // An in-place form ([data-swap-invalid]) answered 422 gets the page again with its messages: swap it in
 // like a success, so the form shows what to fix with the input kept.

@@ -368,11 +368,25 @@ exit 1"#,
         .iter()
         .find(|i| i.run_id == Some(failed.id))
         .unwrap_or_else(|| panic!("no inbox item for the failed run: {inbox:?}"));
+    // The inbox says what happened in words; the raw error it came from is the run's failure detail,
+    // redacted like every other line the agent wrote.
+    assert!(!item.message.contains(SECRET), "{}", item.message);
+    let (status, text) = w
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/v1/runs/{}", failed.id),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK.as_u16(), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+    let detail = serde_json::from_str::<Value>(&text).unwrap()["failure_detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(
-        item.message
-            .contains("cannot use key [redacted] ([redacted])"),
-        "{}",
-        item.message
+        detail.contains("cannot use key [redacted] ([redacted])"),
+        "{text}"
     );
     // The agent's comment is the agent's, and a person's comment is kept as written.
     let (status, text) = w
