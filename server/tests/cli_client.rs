@@ -684,6 +684,42 @@ async fn revoked_and_garbage_tokens_fail_with_an_authentication_message() {
     );
 }
 
+/// The 12-character rule is for new passwords: an owner whose password was set under the old 8-character
+/// rule still bootstraps again with it (a new account with a short password is still refused).
+#[tokio::test(flavor = "multi_thread")]
+async fn bootstrap_again_accepts_an_existing_shorter_password() {
+    let h = Harness::start().await;
+    h.bootstrap(&["--email", EMAIL, "--password", PASSWORD])
+        .await
+        .ok();
+    let store = &h.app.store;
+    let user = store
+        .get_user_by_email(&muster::domain::Email::parse(EMAIL).unwrap())
+        .await
+        .unwrap();
+    let old = "eight-ch";
+    store
+        .change_password(user.id, &muster::auth::hash_password(old).unwrap(), None)
+        .await
+        .unwrap();
+    let again = h
+        .bootstrap(&["--email", EMAIL, "--password", old, "--json"])
+        .await
+        .ok()
+        .json();
+    assert!(
+        again["token"].as_str().is_some_and(|t| !t.is_empty()),
+        "{again}"
+    );
+    let short = h
+        .bootstrap(&["--email", "new@example.com", "--password", old])
+        .await;
+    assert_eq!(
+        (short.code, short.stderr.as_str()),
+        (1, "error: password: must be at least 12 characters\n")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bootstrap_again_mints_another_token_only_with_the_right_password() {
     let h = Harness::start().await;
