@@ -36,6 +36,9 @@
     setTimeout(function () { t.remove(); }, 5000);
   }
 
+  // The later blocks of this file (palette, card menu) use the same two.
+  window.Muster = { csrfToken: csrfToken, toast: toast };
+
   // ---- board drag and drop ------------------------------------------------------------------
   var drag = null; // { item, card, fromList, fromNext, dropped }
 
@@ -239,22 +242,10 @@
 (function () {
   "use strict";
 
-  function csrfToken() {
-    var meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.getAttribute("content") : "";
-  }
+  // The first block's CSRF reader and toasts, shared rather than written again.
+  var csrfToken = window.Muster.csrfToken;
 
-  function toast(message, kind) {
-    var box = document.getElementById("toasts");
-    if (!box) return;
-    var t = document.createElement("div");
-    t.className = "toast toast-" + (kind || "error");
-    t.setAttribute("role", kind === "ok" ? "status" : "alert");
-    t.textContent = message;
-    box.appendChild(t);
-    setTimeout(function () { t.classList.add("toast-out"); }, 4500);
-    setTimeout(function () { t.remove(); }, 5000);
-  }
+  var toast = window.Muster.toast;
 
   // The error page's message, for a toast.
   function errorText(res) {
