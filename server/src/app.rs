@@ -9,79 +9,52 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::hub::Hub;
-use crate::secrets::SecretBox;
-use crate::service::runtimes::RuntimeCache;
+use crate::engine::Engine;
 use crate::store::{self, Store};
 
-/// What every handler can reach. Cheap to clone.
+/// What every handler can reach: the run engine, and what only the web side needs. Cheap to clone;
+/// derefs to the [`Engine`], so `state.store` and friends read as before.
 #[derive(Clone)]
 pub struct AppState {
-    /// The database, behind the one storage trait.
-    pub store: Arc<dyn Store>,
-    /// The configuration the server started with.
-    pub config: Arc<Config>,
-    /// Live updates to browsers.
-    pub hub: Hub,
-    /// Seals agent secrets at rest.
-    pub secrets: Arc<SecretBox>,
+    /// The run engine's context (store, hub, config, secrets, runtimes, live runs).
+    pub engine: Engine,
     /// The one-time first-run setup token, while no account exists.
     pub setup_token: Arc<Mutex<Option<String>>>,
     /// Cancelled when the server shuts down, so long-lived connections (WebSockets) end.
     pub shutdown: CancellationToken,
-    /// Detected agent runtimes, cached.
-    pub runtimes: RuntimeCache,
-    /// The run engine's handles: the runner's wake-up, live runs' cancel tokens, its clocks.
-    pub runs: crate::supervisor::Runs,
-    /// The address the HTTP listener is bound to (set by [`build`]); runs reach the API here when no
-    /// public URL is configured.
-    pub bound_addr: Option<std::net::SocketAddr>,
     /// Sign-in rate limits (per client address, per account).
     pub login_throttle: Arc<crate::throttle::LoginThrottle>,
     /// Open live connections: capped per person, ended at sign-out and removal from a workspace.
     pub live: crate::live::LiveConnections,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
 impl AppState {
     /// Builds the state around a store; creates the first-run setup token when there is no account yet.
     pub async fn new(store: Arc<dyn Store>, config: Config) -> anyhow::Result<Self> {
-        let secrets = SecretBox::load_or_create(&config.data_dir)?;
         let setup_token = if store.count_users().await? == 0 {
             Some(crate::auth::new_secret("setup").secret)
         } else {
             None
         };
-        let runtimes = RuntimeCache::new(config.runtime_paths.clone());
         crate::auth::warm_up().await;
+        let engine = Engine::new(store, config)?;
         Ok(AppState {
-            login_throttle: Arc::new(crate::throttle::LoginThrottle::new(config.login_limits)),
-            live: crate::live::LiveConnections::new(config.live_connections_per_user),
-            store,
-            config: Arc::new(config),
-            hub: Hub::default(),
-            secrets: Arc::new(secrets),
+            login_throttle: Arc::new(crate::throttle::LoginThrottle::new(
+                engine.config.login_limits,
+            )),
+            live: crate::live::LiveConnections::new(engine.config.live_connections_per_user),
+            engine,
             setup_token: Arc::new(Mutex::new(setup_token)),
             shutdown: CancellationToken::new(),
-            runtimes,
-            runs: crate::supervisor::Runs::default(),
-            bound_addr: None,
         })
-    }
-
-    /// The URL agents and other programs reach this server at: the public URL when configured, else the
-    /// bound address (a wildcard address becomes loopback).
-    pub fn api_url(&self) -> Option<String> {
-        if let Some(url) = &self.config.public_url {
-            return Some(url.trim_end_matches('/').to_owned());
-        }
-        let mut addr = self.bound_addr?;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(match addr {
-                std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        Some(format!("http://{addr}"))
     }
 
     /// The first-run setup link, while setup is pending.
@@ -123,7 +96,7 @@ impl Application {
     /// Replaces the run engine's clocks (tests shorten them instead of sleeping). Call before
     /// [`Application::run_until_stopped`].
     pub fn set_run_timing(&mut self, timing: crate::supervisor::RunTiming) {
-        self.state.runs = crate::supervisor::Runs::with_timing(timing);
+        self.state.engine.runs = crate::supervisor::Runs::with_timing(timing);
     }
 
     /// Serves, with the embedded runner, until `shutdown` is cancelled; then lets in-flight requests
@@ -132,12 +105,12 @@ impl Application {
         let router = crate::http::router(self.state.clone());
         let sockets = self.state.shutdown.clone();
         let runner_stop = CancellationToken::new();
-        if let Err(e) = crate::supervisor::relay::start(&self.state, sockets.clone()).await {
+        if let Err(e) = crate::supervisor::relay::start(&self.state.engine, sockets.clone()).await {
             tracing::warn!(error = %e, "cannot listen for other replicas; wake-ups stay local");
         }
         let runner = self.state.config.embedded_runner.then(|| {
             tokio::spawn(crate::supervisor::runner::run(
-                self.state.clone(),
+                self.state.engine.clone(),
                 runner_stop.clone(),
             ))
         });
@@ -184,7 +157,7 @@ pub async fn build(config: Config) -> anyhow::Result<Application> {
     if let Err(e) = crate::skills::builtin::seed_all(state.store.as_ref()).await {
         tracing::warn!(error = %e, "cannot seed the built-in skills");
     }
-    state.bound_addr = listener.local_addr().ok();
+    state.engine.bound_addr = listener.local_addr().ok();
     // Detect agent CLIs in the background, so the first Runtimes page does not wait for it.
     let runtimes = state.runtimes.clone();
     tokio::spawn(async move {

@@ -60,6 +60,8 @@ pub enum Command {
     Workspace(WorkspaceArgs),
     /// Agent runs: list, show, logs (--follow), cancel, retry.
     Run(RunArgs),
+    /// Run agents for Muster servers from this machine, over one WebSocket per server.
+    Runner(Box<RunnerArgs>),
     /// Agent runtimes on this machine: detect.
     Runtime {
         #[command(flatten)]
@@ -414,6 +416,27 @@ pub struct ServeArgs {
     #[arg(long, env = "MUSTER_MAX_EVENTS_PER_RUN", default_value_t = crate::config::DEFAULT_MAX_EVENTS_PER_RUN,
         value_parser = clap::value_parser!(i64).range(1..))]
     pub max_events_per_run: i64,
+    /// Sign-in attempts allowed per minute from one client address (then 429 with Retry-After).
+    #[arg(long, env = "MUSTER_LOGIN_PER_IP_PER_MINUTE", default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub login_per_ip_per_minute: u32,
+    /// Sign-in attempts allowed per 15 minutes on one account (then 429 with Retry-After).
+    #[arg(long, env = "MUSTER_LOGIN_PER_ACCOUNT_PER_15_MINUTES", default_value_t = 5,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub login_per_account_per_15_minutes: u32,
+    /// Most live connections (board and run WebSockets, run event streams) one person may hold open.
+    #[arg(long, env = "MUSTER_LIVE_CONNECTIONS_PER_USER", default_value_t = 32,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub live_connections_per_user: u32,
+    #[command(flatten)]
+    pub agents: AgentHostArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// How this machine runs agents: shared by `serve` (its embedded runner) and `muster runner`.
+#[derive(Debug, Args)]
+pub struct AgentHostArgs {
     /// Folder of the runs' work folders (worktree, HOME, TMPDIR), kept out of the data folder
     /// [default: $XDG_CACHE_HOME/muster/runs, e.g. ~/.cache/muster/runs].
     #[arg(long, env = "MUSTER_RUNS_DIR")]
@@ -434,22 +457,50 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub agent_rw_paths: Vec<PathBuf>,
-    /// Sign-in attempts allowed per minute from one client address (then 429 with Retry-After).
-    #[arg(long, env = "MUSTER_LOGIN_PER_IP_PER_MINUTE", default_value_t = 10,
-        value_parser = clap::value_parser!(u32).range(1..))]
-    pub login_per_ip_per_minute: u32,
-    /// Sign-in attempts allowed per 15 minutes on one account (then 429 with Retry-After).
-    #[arg(long, env = "MUSTER_LOGIN_PER_ACCOUNT_PER_15_MINUTES", default_value_t = 5,
-        value_parser = clap::value_parser!(u32).range(1..))]
-    pub login_per_account_per_15_minutes: u32,
-    /// Most live connections (board and run WebSockets, run event streams) one person may hold open.
-    #[arg(long, env = "MUSTER_LIVE_CONNECTIONS_PER_USER", default_value_t = 32,
-        value_parser = clap::value_parser!(u32).range(1..))]
-    pub live_connections_per_user: u32,
     #[command(flatten)]
     pub runtime_paths: RuntimePaths,
+}
+
+impl AgentHostArgs {
+    /// The runs folder: the flag, else the user's cache folder.
+    pub fn runs_dir(&self) -> anyhow::Result<PathBuf> {
+        match &self.runs_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => dirs::cache_dir()
+                .map(|d| d.join("muster").join("runs"))
+                .context("cannot find a cache directory for this user; pass --runs-dir or set MUSTER_RUNS_DIR"),
+        }
+    }
+}
+
+/// `muster runner` options.
+#[derive(Debug, Args)]
+pub struct RunnerArgs {
+    /// A Muster server's URL (e.g. http://muster.internal:7777). Repeat it (or separate with commas) for
+    /// several replicas: the runner connects to the first that answers and fails over to the others.
+    #[arg(
+        long = "server",
+        env = "MUSTER_RUNNER_SERVERS",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub servers: Vec<String>,
+    /// The runner token (from the Runners page or `muster runner-token create`).
+    #[arg(long, env = "MUSTER_RUNNER_TOKEN", hide_env_values = true)]
+    pub token: Secret,
+    /// This runner's name on the Runners page, and for agents bound to named runners [default: the host name].
+    #[arg(long, env = "MUSTER_RUNNER_NAME")]
+    pub name: Option<String>,
+    /// The most runs this runner executes at once.
+    #[arg(long, env = "MUSTER_RUNNER_MAX_RUNS", default_value_t = 4,
+        value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_runs: u32,
+    /// The runner's own folder: its outbox of events the server has not acknowledged yet and its clones
+    /// of the workspaces' repositories [default: $XDG_DATA_HOME/muster-runner, e.g. ~/.local/share/muster-runner].
+    #[arg(long, env = "MUSTER_RUNNER_DIR")]
+    pub state_dir: Option<PathBuf>,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub agents: AgentHostArgs,
 }
 
 impl DbArgs {
@@ -480,12 +531,7 @@ impl ServeArgs {
     /// The server configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let (data_dir, database_url, pool) = self.db.resolve()?;
-        let runs_dir = match &self.runs_dir {
-            Some(dir) => dir.clone(),
-            None => dirs::cache_dir()
-                .map(|d| d.join("muster").join("runs"))
-                .context("cannot find a cache directory for this user; pass --runs-dir or set MUSTER_RUNS_DIR")?,
-        };
+        let runs_dir = self.agents.runs_dir()?;
         anyhow::ensure!(
             !runs_dir.starts_with(&data_dir) && !data_dir.starts_with(&runs_dir),
             "--runs-dir {} must be outside the data directory {} (agents may use the runs folder)",
@@ -495,18 +541,18 @@ impl ServeArgs {
         Ok(Config {
             addr: self.addr,
             runs_dir,
-            allow_unsandboxed_agents: self.allow_unsandboxed_agents,
-            agent_ports: self.agent_ports.clone(),
-            agent_rw_paths: self.agent_rw_paths.clone(),
+            allow_unsandboxed_agents: self.agents.allow_unsandboxed_agents,
+            agent_ports: self.agents.agent_ports.clone(),
+            agent_rw_paths: self.agents.agent_rw_paths.clone(),
             data_dir,
             database_url,
             pool,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             public_url: self.public_url.clone(),
-            runtime_paths: self.runtime_paths.overrides(),
+            runtime_paths: self.agents.runtime_paths.overrides(),
             embedded_runner: !self.no_runner,
             self_exe: crate::config::default_self_exe(),
-            llama_urls: self.runtime_paths.llama_urls(),
+            llama_urls: self.agents.runtime_paths.llama_urls(),
             max_events_per_run: self.max_events_per_run,
             login_limits: crate::config::LoginLimits {
                 per_ip_per_minute: self.login_per_ip_per_minute,
@@ -552,6 +598,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             client::run::run(&remote, args.command).await
         }
+        Command::Runner(args) => crate::runner::remote::run(*args).await,
         Command::Runtime {
             paths,
             allow_unsandboxed_agents,

@@ -199,9 +199,7 @@ async fn cancel_stops_the_whole_process_group() {
         (r.status == RunStatus::Running).then_some(())
     })
     .await;
-    muster::supervisor::cancel(&env.state, run.id)
-        .await
-        .unwrap();
+    env.state.cancel(run.id).await.unwrap();
     let run = env.finished(run.id).await;
     assert_eq!(run.status, RunStatus::Cancelled, "{run:?}");
     poll("every process of the group to be gone", || async {
@@ -228,9 +226,7 @@ async fn cancelling_a_queued_run_finishes_it() {
         ))
         .await
         .unwrap();
-    let cancelled = muster::supervisor::cancel(&env.state, run.id)
-        .await
-        .unwrap();
+    let cancelled = env.state.cancel(run.id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     env.stop().await;
 }

@@ -267,7 +267,7 @@ async fn a_run_token_is_confined_to_its_issue() {
         .await
         .unwrap();
     assert_eq!(page.status(), 403, "pages are for people");
-    muster::supervisor::cancel(&env.state, run.id)
+    env.state.cancel(run.id)
         .await
         .unwrap();
     env.finished(run.id).await;

@@ -180,7 +180,7 @@ async fn queue_run_if_due(state: &AppState, before: Option<&Issue>, after: &Issu
     if !after.status.starts_runs() || was_due {
         return;
     }
-    if let Err(e) = crate::supervisor::queue(state, after, agent).await {
+    if let Err(e) = state.queue(after, agent).await {
         tracing::warn!(error = %e, issue = %after.key, "cannot queue a run");
     }
 }
@@ -214,7 +214,7 @@ async fn cancel_runs_if_unwanted(state: &AppState, caller: &Caller, before: &Iss
         .filter(|r| r.agent_id == agent && !r.status.is_terminal())
     {
         tracing::info!(run.id = %run.id, issue = %after.key, unassigned, "cancelling a run no longer wanted");
-        if let Err(e) = crate::supervisor::cancel(state, run.id).await {
+        if let Err(e) = state.cancel(run.id).await {
             tracing::warn!(error = %e, run.id = %run.id, "cannot cancel the run");
         }
     }
@@ -275,7 +275,7 @@ async fn stop_runs(state: &AppState, issue: &Issue) -> Result<()> {
         for run in &live {
             if cancelled.insert(run.id) {
                 tracing::info!(run.id = %run.id, issue = %issue.key, "cancelling a run of an issue being deleted");
-                crate::supervisor::cancel(state, run.id).await?;
+                state.cancel(run.id).await?;
             }
         }
         tokio::time::sleep(STOP_POLL).await;

@@ -23,9 +23,7 @@ use serde::Deserialize;
 
 use super::{Caller, Problems, announce};
 use crate::app::AppState;
-use crate::domain::{
-    AgentName, IssueKey, NewRun, Run, RunEvent, RunId, RunStatus, Seq, ValidationError,
-};
+use crate::domain::{AgentName, IssueKey, Run, RunEvent, RunId, RunStatus, Seq, ValidationError};
 use crate::http::{Error, Result};
 use crate::hub::{LiveEvent, Subscription, Topic};
 use crate::store::{self, RunFilter};
@@ -183,7 +181,7 @@ pub async fn cancel(state: &AppState, caller: &Caller, id: RunId) -> Result<Run>
     if run.status.is_terminal() {
         return Err(already_ended(&run));
     }
-    let now = crate::supervisor::cancel(state, id).await?;
+    let now = state.cancel(id).await?;
     tracing::info!(run.id = %id, status = %now.status, "run cancel requested");
     announce_issue(state, caller, &now).await;
     Ok(now)
@@ -223,26 +221,13 @@ pub async fn retry(state: &AppState, caller: &Caller, id: RunId) -> Result<Run> 
         };
         return Err(Error::conflict("status", why));
     }
-    let new = NewRun {
-        workspace_id: run.workspace_id,
-        issue_id: run.issue_id,
-        agent_id: run.agent_id,
-        attempt: run.attempt + 1,
-        not_before: None,
-        chain_depth: run.chain_depth,
-    };
-    let queued = match state.store.create_run(&new).await {
-        Ok(queued) => queued,
-        Err(store::Error::Conflict { constraint }) if constraint == "run_one_active_key" => {
-            return Err(Error::conflict(
-                "agent",
-                "this agent already has a queued or live run on this issue; cancel it first",
-            ));
-        }
-        Err(e) => return Err(e.into()),
+    let Some(queued) = state.requeue(&run, None).await? else {
+        return Err(Error::conflict(
+            "agent",
+            "this agent already has a queued or live run on this issue; cancel it first",
+        ));
     };
     tracing::info!(run.id = %queued.id, retry_of = %run.id, attempt = queued.attempt, "run retry queued");
-    state.runs.wake();
     announce_issue(state, caller, &queued).await;
     Ok(queued)
 }

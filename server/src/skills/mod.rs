@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 pub use materialize::Materialized;
 pub use parse::{ParsedSkill, Problem};
 
-use crate::app::AppState;
 use crate::domain::{Agent, Skill};
+use crate::engine::Engine;
 
 /// Writes `agent`'s enabled skills for a run: into the CLI's skills folder (see [`materialize`]), or
 /// appended to the brief at `brief` for custom and Llama agents. The returned manifest removes what it
 /// wrote when dropped, so keep it alive until the run has ended.
 pub async fn materialize(
-    state: &AppState,
+    state: &Engine,
     agent: &Agent,
     workdir: &Path,
     home: &Path,

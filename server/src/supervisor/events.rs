@@ -9,9 +9,9 @@ use muster_agents::{AgentEvent, RateTable};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::app::AppState;
 use crate::domain::failure::ErrorTrack;
 use crate::domain::{NewRunEvent, RunId, Seq, Usage};
+use crate::engine::Engine;
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
 use crate::store;
@@ -45,7 +45,7 @@ impl EventLog {
 
     /// A log that continues after the events already stored for `run_id` (recovering a crashed run).
     pub(super) async fn resume(
-        state: &AppState,
+        state: &Engine,
         run_id: RunId,
         redactor: Redactor,
     ) -> store::Result<Self> {
@@ -87,7 +87,7 @@ impl EventLog {
 
     /// Commits pending events, then tells the run's subscribers. On error the batch is kept for the next
     /// try (the append is idempotent on `(run_id, seq)`).
-    pub(super) async fn flush(&mut self, state: &AppState) -> store::Result<()> {
+    pub(super) async fn flush(&mut self, state: &Engine) -> store::Result<()> {
         self.keep_within_cap();
         if self.pending.is_empty() {
             return Ok(());

@@ -3,15 +3,13 @@
 //! left; otherwise back to `todo` with an inbox item. Every text recorded here (summary, diff stat, failure
 //! message, inbox item, comment) has passed the run's redactor.
 
-use chrono::Utc;
-
 use super::events::Tally;
-use crate::app::AppState;
 use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{
     Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
-    NewRun, Run, RunOutcome, RunStatus, Usage,
+    Run, RunOutcome, RunStatus, Usage,
 };
+use crate::engine::Engine;
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
 use crate::store;
@@ -111,7 +109,7 @@ fn outcome(ending: &Ending, tally: &Tally, redactor: &Redactor) -> RunOutcome {
 /// Records how the run ended and moves the issue on; `redactor` hides the run's secrets in what is kept.
 #[tracing::instrument(skip_all, fields(run.id = %run.id))]
 pub(super) async fn conclude(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     agent: &Agent,
@@ -146,7 +144,7 @@ pub(super) async fn conclude(
 }
 
 /// Finishes a run whose issue or agent cannot be read (deleted meanwhile).
-pub(super) async fn conclude_unloaded(state: &AppState, run: &Run, ending: Ending) {
+pub(super) async fn conclude_unloaded(state: &Engine, run: &Run, ending: Ending) {
     // Nothing the agent said is kept (there is no tally), so there is nothing of its to redact.
     let outcome = outcome(&ending, &Tally::default(), &Redactor::default());
     if let Err(e) = state.store.finish_run(run.id, &outcome).await {
@@ -155,7 +153,7 @@ pub(super) async fn conclude_unloaded(state: &AppState, run: &Run, ending: Endin
     state.runs.wake();
 }
 
-async fn succeeded(state: &AppState, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
+async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
     if let Some(summary) = &run.summary
         && let Ok(mut comment) = NewComment::parse(CommentAuthor::Agent(agent.id), summary)
     {
@@ -228,7 +226,7 @@ fn review_message(run: &Run, issue: &Issue, agent: &Agent) -> String {
 }
 
 async fn failed(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     agent: &Agent,
@@ -238,16 +236,9 @@ async fn failed(
     if reason.retryable() && run.attempt <= agent.profile.max_retries {
         let exponent = u32::try_from(run.attempt - 1).unwrap_or(0).min(16);
         let backoff = state.runs.timing().retry_base * 2u32.pow(exponent);
-        let retry = NewRun {
-            workspace_id: run.workspace_id,
-            issue_id: run.issue_id,
-            agent_id: run.agent_id,
-            attempt: run.attempt + 1,
-            not_before: Some(Utc::now() + backoff),
-            chain_depth: run.chain_depth,
-        };
-        let queued = state.store.create_run(&retry).await?;
-        tracing::info!(retry.id = %queued.id, attempt = queued.attempt, backoff_ms = backoff.as_millis(), "retry queued");
+        if let Some(queued) = state.requeue(run, Some(backoff)).await? {
+            tracing::info!(retry.id = %queued.id, backoff_ms = backoff.as_millis(), "retry queued");
+        }
         return Ok(());
     }
     return_to_todo(state, issue, agent).await?;
@@ -272,7 +263,7 @@ async fn failed(
 /// re-queued at once (up to the agent's retry limit, at least once); otherwise a person decides, through
 /// an inbox item offering a retry. `agent` is `None` when it cannot be read (then: the inbox).
 pub(super) async fn after_interruption(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     agent: Option<&Agent>,
@@ -282,22 +273,11 @@ pub(super) async fn after_interruption(
     if changed || run.attempt > limit {
         return interrupted(state, run, issue).await;
     }
-    let retry = NewRun {
-        workspace_id: run.workspace_id,
-        issue_id: run.issue_id,
-        agent_id: run.agent_id,
-        attempt: run.attempt + 1,
-        not_before: None,
-        chain_depth: run.chain_depth,
-    };
-    let queued = match state.store.create_run(&retry).await {
-        Ok(queued) => queued,
+    let Some(queued) = state.requeue(run, None).await? else {
         // Someone queued a run of this agent on this issue meanwhile: nothing to add.
-        Err(store::Error::Conflict { .. }) => return Ok(()),
-        Err(e) => return Err(e),
+        return Ok(());
     };
     tracing::info!(retry.id = %queued.id, attempt = queued.attempt, "interrupted run re-queued");
-    state.hub.relay(crate::hub::Relayed::RunQueued(queued.id));
     let note = format!(
         "A run on {} was interrupted (its runner stopped) before it changed anything; Muster queued it again \
          (attempt {}).",
@@ -307,12 +287,11 @@ pub(super) async fn after_interruption(
         note.run_id = Some(run.id);
         state.store.add_comment(issue.id, &note).await?;
     }
-    state.runs.wake();
     Ok(())
 }
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
-pub(super) async fn interrupted(state: &AppState, run: &Run, issue: &Issue) -> store::Result<()> {
+pub(super) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> store::Result<()> {
     move_if_in(
         state,
         issue,
@@ -328,7 +307,7 @@ pub(super) async fn interrupted(state: &AppState, run: &Run, issue: &Issue) -> s
     inbox(state, run, issue, InboxKind::RunInterrupted, message).await
 }
 
-async fn return_to_todo(state: &AppState, issue: &Issue, agent: &Agent) -> store::Result<()> {
+async fn return_to_todo(state: &Engine, issue: &Issue, agent: &Agent) -> store::Result<()> {
     move_if_in(
         state,
         issue,
@@ -343,7 +322,7 @@ async fn return_to_todo(state: &AppState, issue: &Issue, agent: &Agent) -> store
 /// Moves the issue to `to` (end of the column) only if it is still in one of `from` — a person may have
 /// moved it meanwhile, and their move wins. Says whether it moved.
 async fn move_if_in(
-    state: &AppState,
+    state: &Engine,
     issue: &Issue,
     from: &[IssueStatus],
     to: IssueStatus,
@@ -361,7 +340,7 @@ async fn move_if_in(
 }
 
 async fn inbox(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     kind: InboxKind,
@@ -384,7 +363,7 @@ async fn inbox(
 }
 
 /// Tells the board that the issue (or its run) changed.
-pub(super) fn announce(state: &AppState, issue: &Issue) {
+pub(super) fn announce(state: &Engine, issue: &Issue) {
     state.hub.publish(
         Topic::Board(issue.workspace_id),
         LiveEvent::IssueChanged(issue.key.clone()),

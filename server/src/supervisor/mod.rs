@@ -29,8 +29,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::AppState;
 use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus};
+use crate::engine::Engine;
 use crate::store;
 
 /// The clocks of the run engine. Production uses [`RunTiming::default`]; tests shorten them through
@@ -129,58 +129,79 @@ impl Runs {
     }
 }
 
-/// Queues a first attempt of `agent` on `issue` and wakes the runner. `Ok(None)` when that agent already
-/// has a live run on the issue (`run_one_active_key`).
-pub async fn queue(state: &AppState, issue: &Issue, agent: AgentId) -> store::Result<Option<Run>> {
-    let new = NewRun {
-        workspace_id: issue.workspace_id,
-        issue_id: issue.id,
-        agent_id: agent,
-        attempt: 1,
-        not_before: None,
-        chain_depth: 0,
-    };
-    match state.store.create_run(&new).await {
-        Ok(run) => {
-            tracing::info!(run.id = %run.id, issue = %issue.key, "run queued");
-            state.runs.wake();
-            state.hub.relay(crate::hub::Relayed::RunQueued(run.id));
-            Ok(Some(run))
-        }
-        Err(store::Error::Conflict { constraint }) if constraint == "run_one_active_key" => {
-            Ok(None)
-        }
-        Err(e) => Err(e),
+impl Engine {
+    /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent
+    /// already has a live run on the issue (`run_one_active_key`).
+    pub async fn queue(&self, issue: &Issue, agent: AgentId) -> store::Result<Option<Run>> {
+        let new = NewRun {
+            workspace_id: issue.workspace_id,
+            issue_id: issue.id,
+            agent_id: agent,
+            attempt: 1,
+            not_before: None,
+            chain_depth: 0,
+        };
+        self.enqueue(&new).await
     }
-}
 
-/// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it as
-/// `cancelled`); a queued one is finished as `cancelled` at once. Returns the run as it now stands.
-pub async fn cancel(state: &AppState, run_id: RunId) -> store::Result<Run> {
-    if let Some(token) = state.runs.token(run_id) {
-        token.cancel();
-        return state.store.get_run(run_id).await;
+    /// Queues the next attempt of `run` (same agent, same issue, same chain depth), claimable after
+    /// `delay` (a retry's backoff) or at once. `Ok(None)` when the agent already has a live run on the
+    /// issue. The one way a run is queued again: a person's retry, a retryable failure, an interruption.
+    pub async fn requeue(&self, run: &Run, delay: Option<Duration>) -> store::Result<Option<Run>> {
+        let new = NewRun {
+            workspace_id: run.workspace_id,
+            issue_id: run.issue_id,
+            agent_id: run.agent_id,
+            attempt: run.attempt + 1,
+            not_before: delay.map(|d| chrono::Utc::now() + d),
+            chain_depth: run.chain_depth,
+        };
+        self.enqueue(&new).await
     }
-    let run = state.store.get_run(run_id).await?;
-    if matches!(run.status, RunStatus::Claimed | RunStatus::Running) {
-        // Held by another replica's runner: it cancels when told.
-        state.hub.relay(crate::hub::Relayed::CancelRun(run_id));
-        return Ok(run);
-    }
-    if run.status != RunStatus::Queued {
-        return Ok(run);
-    }
-    let outcome = finish::cancelled_outcome();
-    match state.store.finish_run(run_id, &outcome).await {
-        Ok(run) => Ok(run),
-        // Claimed meanwhile: the runner now holds its token.
-        Err(store::Error::Conflict { .. }) => match state.runs.token(run_id) {
-            Some(token) => {
-                token.cancel();
-                state.store.get_run(run_id).await
+
+    /// Creates the run, then wakes this replica's runners and tells the other replicas.
+    async fn enqueue(&self, new: &NewRun) -> store::Result<Option<Run>> {
+        match self.store.create_run(new).await {
+            Ok(run) => {
+                tracing::info!(run.id = %run.id, attempt = run.attempt, "run queued");
+                self.runs.wake();
+                self.hub.relay(crate::hub::Relayed::RunQueued(run.id));
+                Ok(Some(run))
             }
-            None => state.store.get_run(run_id).await,
-        },
-        Err(e) => Err(e),
+            Err(store::Error::Conflict { constraint }) if constraint == "run_one_active_key" => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it
+    /// as `cancelled`); a queued one is finished as `cancelled` at once. Returns the run as it now stands.
+    pub async fn cancel(&self, run_id: RunId) -> store::Result<Run> {
+        if let Some(token) = self.runs.token(run_id) {
+            token.cancel();
+            return self.store.get_run(run_id).await;
+        }
+        let run = self.store.get_run(run_id).await?;
+        if matches!(run.status, RunStatus::Claimed | RunStatus::Running) {
+            // Held by another replica's runner: it cancels when told.
+            self.hub.relay(crate::hub::Relayed::CancelRun(run_id));
+            return Ok(run);
+        }
+        if run.status != RunStatus::Queued {
+            return Ok(run);
+        }
+        let outcome = finish::cancelled_outcome();
+        match self.store.finish_run(run_id, &outcome).await {
+            Ok(run) => Ok(run),
+            // Claimed meanwhile: the runner now holds its token.
+            Err(store::Error::Conflict { .. }) => {
+                if let Some(token) = self.runs.token(run_id) {
+                    token.cancel();
+                }
+                self.store.get_run(run_id).await
+            }
+            Err(e) => Err(e),
+        }
     }
 }

@@ -14,8 +14,8 @@ use muster_agents::{
 
 use super::brief;
 use super::git::{self, Worktree};
-use crate::app::AppState;
 use crate::domain::{Agent, AgentKind, Comment, FailureReason, Issue, NewApiToken, Role, Run};
+use crate::engine::Engine;
 
 /// A run ready to spawn.
 pub(super) struct Prepared {
@@ -59,7 +59,7 @@ impl PrepareError {
 type EnvVars = Vec<(String, String)>;
 
 /// Where a run keeps its files.
-pub(super) fn run_dir(state: &AppState, run: &Run) -> PathBuf {
+pub(super) fn run_dir(state: &Engine, run: &Run) -> PathBuf {
     state.config.runs_dir.join(run.id.to_string())
 }
 
@@ -72,7 +72,7 @@ pub(super) fn branch_name(issue: &Issue, run: &Run) -> String {
 /// creates the run's token and builds the launch spec. A worktree made here is discarded again if a
 /// later step fails.
 pub(super) async fn prepare(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     comments: &[Comment],
@@ -98,7 +98,7 @@ pub(super) async fn prepare(
 }
 
 async fn finish_prepare(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     comments: &[Comment],
@@ -205,7 +205,7 @@ async fn finish_prepare(
 /// Puts the launch inside the sandbox (when the mode says so) and returns it with the `sandbox` event's
 /// payload. A program that cannot be found is a missing CLI, reported before the exec step would.
 fn confine(
-    state: &AppState,
+    state: &Engine,
     mode: &crate::sandbox::Mode,
     launch: LaunchSpec,
     dir: &Path,
@@ -276,7 +276,7 @@ fn confine(
 /// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,
 /// or a plain folder when the workspace has no repository.
 async fn work_dir(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     agent: &Agent,
@@ -310,7 +310,7 @@ async fn work_dir(
 
 /// A token valid for this run only (see `http::extract`), held by the workspace's first owner; it dies
 /// with the run.
-async fn run_token(state: &AppState, run: &Run) -> Result<String, PrepareError> {
+async fn run_token(state: &Engine, run: &Run) -> Result<String, PrepareError> {
     let members = state
         .store
         .list_members(run.workspace_id)
@@ -341,7 +341,7 @@ async fn run_token(state: &AppState, run: &Run) -> Result<String, PrepareError> 
 
 /// The profile's variables with secrets opened, plus the run's own (`MUSTER_*`).
 fn open_env(
-    state: &AppState,
+    state: &Engine,
     agent: &Agent,
     issue: &Issue,
     run: &Run,
@@ -380,7 +380,7 @@ fn open_env(
 /// The binary, its leading arguments and the adapter. A custom agent's command runs through `sh -c`
 /// (the profile's extra arguments become `$1…`), its output read as Claude-style stream-json.
 async fn program(
-    state: &AppState,
+    state: &Engine,
     agent: &Agent,
     kind: RuntimeKind,
 ) -> Result<(PathBuf, Vec<String>, Box<dyn Adapter>), PrepareError> {
@@ -424,7 +424,7 @@ async fn program(
     ))
 }
 
-async fn detected_path(state: &AppState, kind: RuntimeKind) -> Option<PathBuf> {
+async fn detected_path(state: &Engine, kind: RuntimeKind) -> Option<PathBuf> {
     let (_, found) = state.runtimes.get().await;
     found.into_iter().find(|d| d.kind == kind)?.path
 }

@@ -11,12 +11,12 @@
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::AppState;
 use crate::domain::{IssueKey, RunId, WorkspaceId};
+use crate::engine::Engine;
 use crate::hub::{LiveEvent, Relayed, Topic};
 
 /// Starts relaying when the store can listen (Postgres); returns once both tasks are running.
-pub async fn start(state: &AppState, stop: CancellationToken) -> anyhow::Result<()> {
+pub async fn start(state: &Engine, stop: CancellationToken) -> anyhow::Result<()> {
     let Some(mut notes) = state.store.listen().await? else {
         return Ok(());
     };
@@ -57,7 +57,7 @@ pub async fn start(state: &AppState, stop: CancellationToken) -> anyhow::Result<
 }
 
 /// Acts on another replica's note.
-fn apply(state: &AppState, note: Relayed) {
+fn apply(state: &Engine, note: Relayed) {
     match note {
         Relayed::Live(topic, event) => state.hub.publish_local(topic, event),
         Relayed::RunQueued(_) => state.runs.wake(),

@@ -16,10 +16,10 @@ use super::finish::{self, Ending};
 use super::git::{self, Worktree};
 use super::prepare::{self, Prepared};
 use super::watch::{self, Line, Watch};
-use crate::app::AppState;
 use crate::domain::{
     Actor, Agent, CommentAuthor, FailureReason, Issue, IssueStatus, Run, RunnerId,
 };
+use crate::engine::Engine;
 use crate::redact::Redactor;
 
 /// How many output lines may wait for the supervisor before the readers (and so the child) block.
@@ -30,7 +30,7 @@ const USAGE_LOG_POLL: std::time::Duration = std::time::Duration::from_millis(100
 /// Supervises `run` to its end. Never panics on store or process errors: they end the run as failed.
 #[tracing::instrument(skip_all, fields(run.id = %run.id))]
 pub(super) async fn supervise(
-    state: AppState,
+    state: Engine,
     runner: RunnerId,
     run: Run,
     token: CancellationToken,
@@ -106,7 +106,7 @@ pub(super) async fn supervise(
 }
 
 /// Revokes the run's token (it also stops working once the run is no longer live).
-async fn revoke_token(state: &AppState, run: &Run) {
+async fn revoke_token(state: &Engine, run: &Run) {
     if let Err(e) = state.store.revoke_run_tokens(run.id).await {
         tracing::warn!(error = %e, "cannot revoke the run's token");
     }
@@ -205,7 +205,7 @@ async fn run_child(
 
 /// Prepares the run and spawns its child; `Err` is the ending of a run that never started.
 async fn launch(
-    state: &AppState,
+    state: &Engine,
     run: &Run,
     issue: &Issue,
     agent: &Agent,
@@ -233,7 +233,7 @@ async fn launch(
     }
 }
 
-async fn load(state: &AppState, run: &Run) -> crate::store::Result<(Issue, Agent)> {
+async fn load(state: &Engine, run: &Run) -> crate::store::Result<(Issue, Agent)> {
     let issue = state.store.get_issue_by_id(run.issue_id).await?;
     let agent = state
         .store
@@ -244,7 +244,7 @@ async fn load(state: &AppState, run: &Run) -> crate::store::Result<(Issue, Agent
 
 /// A `todo` issue goes to `in_progress` when its run starts; either way the board hears that the run is
 /// now running (its card's run indicator changes even when the issue does not move).
-async fn mark_in_progress(state: &AppState, issue: &Issue, agent: &Agent) {
+async fn mark_in_progress(state: &Engine, issue: &Issue, agent: &Agent) {
     if issue.status != IssueStatus::Todo {
         finish::announce(state, issue);
         return;

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EventLog, Tally};
 use super::{finish, git, prepare, run};
-use crate::app::AppState;
 use crate::domain::{Run, Runner};
+use crate::engine::Engine;
 use crate::redact::Redactor;
 
 /// The embedded runner's name in the runner table.
@@ -25,7 +25,7 @@ pub const EMBEDDED_RUNNER: &str = "embedded";
 const REGISTER_RETRY: Duration = Duration::from_secs(2);
 
 /// Runs the embedded runner until `stop` is cancelled, then waits for its runs to wind down.
-pub async fn run(state: AppState, stop: CancellationToken) {
+pub async fn run(state: Engine, stop: CancellationToken) {
     let Some(runner) = register(&state, &stop).await else {
         return;
     };
@@ -67,7 +67,7 @@ pub async fn run(state: AppState, stop: CancellationToken) {
 /// This server's runner name: [`EMBEDDED_RUNNER`] and an id kept in the data directory, so a restart
 /// finds the runs its previous life left behind while replicas with their own data directories do not
 /// mistake each other's runs for theirs.
-async fn runner_name(state: &AppState) -> String {
+async fn runner_name(state: &Engine) -> String {
     let file = state.config.data_dir.join("runner-id");
     let id = match tokio::fs::read_to_string(&file).await {
         Ok(id) if !id.trim().is_empty() => id.trim().to_owned(),
@@ -82,7 +82,7 @@ async fn runner_name(state: &AppState) -> String {
     format!("{EMBEDDED_RUNNER}-{id}")
 }
 
-async fn register(state: &AppState, stop: &CancellationToken) -> Option<Runner> {
+async fn register(state: &Engine, stop: &CancellationToken) -> Option<Runner> {
     let detected = serde_json::json!([]);
     let name = runner_name(state).await;
     loop {
@@ -102,7 +102,7 @@ async fn register(state: &AppState, stop: &CancellationToken) -> Option<Runner> 
 }
 
 fn start(
-    state: &AppState,
+    state: &Engine,
     runner: &Runner,
     claimed: Run,
     stop: &CancellationToken,
@@ -123,7 +123,7 @@ fn start(
 /// group (only if a member still carries the run's id in its environment, so a reused pid is never hit),
 /// commits the work in its worktree and logs the diff, then records it `interrupted` — re-queued if it
 /// had changed nothing, else left to a person. The events it stored stay.
-async fn recover(state: &AppState, runner: &Runner) {
+async fn recover(state: &Engine, runner: &Runner) {
     let left = match state.store.list_live_runs_of_runner(runner.id).await {
         Ok(left) => left,
         Err(e) => {
@@ -184,7 +184,7 @@ async fn recover(state: &AppState, runner: &Runner) {
 
 /// Marks runs whose lease lapsed (a crashed server or a lost runner) as interrupted; each is re-queued if
 /// it had no worktree, else left to a person with an inbox item. The events they stored stay.
-async fn sweep(state: &AppState) {
+async fn sweep(state: &Engine) {
     let lost = match state.store.interrupt_expired_runs(Utc::now()).await {
         Ok(lost) => lost,
         Err(e) => {

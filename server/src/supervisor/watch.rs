@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EventLog, Tally};
 use super::finish::{self, Ending, Stop};
-use crate::app::AppState;
 use crate::domain::{Agent, Budget, InboxKind, Issue, NewInboxItem, Run, RunnerId};
+use crate::engine::Engine;
 use crate::store;
 
 /// After the child exits (or is stopped), how long to wait for the rest of its output.
@@ -38,7 +38,7 @@ pub(super) enum Line {
 
 /// What the watch loop needs to know about its run.
 pub(super) struct Watch<'a> {
-    pub state: &'a AppState,
+    pub state: &'a Engine,
     pub run: &'a Run,
     pub runner: RunnerId,
     pub agent: &'a Agent,

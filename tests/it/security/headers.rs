@@ -272,7 +272,8 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     new.status = IssueStatus::Todo;
     new.assignee = Some(Assignee::Agent(agent.id));
     let issue = state.store.create_issue(ws.id, &new).await.unwrap();
-    let run = muster::supervisor::queue(&state, &issue, agent.id)
+    let run = state
+        .queue(&issue, agent.id)
         .await
         .unwrap()
         .expect("a run is queued");

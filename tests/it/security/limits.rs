@@ -265,7 +265,8 @@ async fn a_runaway_run_is_stopped_at_the_event_cap(backend: Backend) {
     )
     .await;
     let issue = todo(&state, ws.id, "Print forever").await;
-    let run = muster::supervisor::queue(&state, &issue, runaway.id)
+    let run = state
+        .queue(&issue, runaway.id)
         .await
         .unwrap()
         .expect("a run is queued");
@@ -339,7 +340,8 @@ async fn a_runaway_run_is_stopped_at_the_event_cap(backend: Backend) {
     )
     .await;
     let issue = todo(&state, ws.id, "Say three things").await;
-    let run = muster::supervisor::queue(&state, &issue, short.id)
+    let run = state
+        .queue(&issue, short.id)
         .await
         .unwrap()
         .expect("a run is queued");
