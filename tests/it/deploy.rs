@@ -1,7 +1,8 @@
 //! The deployment files say the truth, checked without a Docker engine or systemd:
-//! - every `muster` command line in `docker-compose.yml` and `docs/muster-runner.service` is one the
-//!   binary accepts, with the environment the process would get (the image's `ENV`, then the service's
-//!   `environment`, `${VAR}`s replaced by [`SAMPLES`]); a `MUSTER_*` variable no flag reads is an error;
+//! - every `muster` command line in `docker-compose.yml`, `docs/muster-runner.service` and the README's
+//!   "Team deployment" is one the binary accepts, with the environment the process would get (for
+//!   compose: the image's `ENV`, then the service's `environment`, `${VAR}`s replaced by `SAMPLES`); a
+//!   `MUSTER_*` variable no flag reads is an error;
 //! - the compose file has the shape the README's "Team deployment" describes: two board-only replicas
 //!   on one database and one data volume (one `secret.key`), and one runner naming both;
 //! - the Dockerfile's `runner` stage installs `.ci/agent-clis.txt`'s pins, the builds the install hints
@@ -312,6 +313,20 @@ fn the_systemd_unit_starts_a_runner_the_binary_accepts() {
         runs.display(),
         cache.display()
     );
+}
+
+#[test]
+fn every_muster_command_line_in_the_readme_section_is_accepted_by_the_binary() {
+    let commands = readme_commands("## Team deployment");
+    let verbs: BTreeSet<&str> = commands.iter().map(|(argv, _)| argv[1].as_str()).collect();
+    assert_eq!(
+        verbs,
+        BTreeSet::from(["admin", "runner", "serve"]),
+        "the section shows bootstrap, serve and runner"
+    );
+    for (argv, env) in &commands {
+        parse_with_env("README.md", argv, env).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 #[test]

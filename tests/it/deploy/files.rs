@@ -356,3 +356,64 @@ pub(super) fn unit_settings(rel: &str) -> Vec<(String, String)> {
     }
     settings
 }
+
+/// The `muster` command lines in the `sh` blocks of one README section, with the variables assigned in
+/// front of them: continuation lines joined, comments dropped, `docker compose exec SERVICE` taken off.
+pub(super) fn readme_commands(heading: &str) -> Vec<(Vec<String>, BTreeMap<String, String>)> {
+    let readme = read_repo_file("README.md");
+    let start = readme
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("README.md has no {heading:?}"));
+    let section = &readme[start + heading.len() + 2..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let (mut commands, mut in_sh, mut pending) = (Vec::new(), false, String::new());
+    for line in section.lines() {
+        match line.trim() {
+            "```sh" => in_sh = true,
+            "```" => in_sh = false,
+            line if in_sh => match line.strip_suffix('\\') {
+                Some(head) => pending = pending + head + " ",
+                None => commands.extend(command_words(&(std::mem::take(&mut pending) + line))),
+            },
+            _ => {}
+        }
+    }
+    commands
+}
+
+/// A shell line's `muster` command, split as the shell would (single quotes only), or `None`.
+fn command_words(line: &str) -> Option<(Vec<String>, BTreeMap<String, String>)> {
+    let (mut words, mut word, mut quoted, mut in_word) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, in_word) = (!quoted, true),
+            '#' if !quoted && !in_word => break,
+            c if c.is_whitespace() && !quoted => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                }
+                in_word = false;
+            }
+            c => (word, in_word) = (word + &c.to_string(), true),
+        }
+    }
+    assert!(!quoted, "README.md: an unclosed quote in {line:?}");
+    if in_word {
+        words.push(word);
+    }
+    let mut env = BTreeMap::new();
+    let mut rest = words.as_slice();
+    while let Some((k, v)) = rest.first().and_then(|w| w.split_once('=')) {
+        env.insert(k.to_owned(), v.to_owned());
+        rest = &rest[1..];
+    }
+    if let ["docker", "compose", "exec", _service, tail @ ..] = rest
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        rest = &rest[rest.len() - tail.len()..];
+    }
+    (rest.first()? == "muster").then(|| (rest.to_vec(), env))
+}
