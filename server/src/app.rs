@@ -96,7 +96,7 @@ impl Application {
     /// Replaces the run engine's clocks (tests shorten them instead of sleeping). Call before
     /// [`Application::run_until_stopped`].
     pub fn set_run_timing(&mut self, timing: crate::supervisor::RunTiming) {
-        self.state.engine.runs = crate::supervisor::Runs::with_timing(timing);
+        self.state.engine.runs = crate::engine::Runs::with_timing(timing);
     }
 
     /// Serves, with the embedded runner, until `shutdown` is cancelled; then lets in-flight requests
@@ -105,11 +105,16 @@ impl Application {
         let router = crate::http::router(self.state.clone());
         let sockets = self.state.shutdown.clone();
         let runner_stop = CancellationToken::new();
-        if let Err(e) = crate::supervisor::relay::start(&self.state.engine, sockets.clone()).await {
+        if let Err(e) = crate::engine::relay::start(&self.state.engine, sockets.clone()).await {
             tracing::warn!(error = %e, "cannot listen for other replicas; wake-ups stay local");
         }
+        // Every replica sweeps runs whose runner vanished, runner or not.
+        let sweep = tokio::spawn(crate::engine::sweep::run(
+            self.state.engine.clone(),
+            runner_stop.clone(),
+        ));
         let runner = self.state.config.embedded_runner.then(|| {
-            tokio::spawn(crate::supervisor::runner::run(
+            tokio::spawn(crate::runner::local::run(
                 self.state.engine.clone(),
                 runner_stop.clone(),
             ))
@@ -130,6 +135,7 @@ impl Application {
         } {
             tracing::error!(error = %e, "the embedded runner panicked");
         }
+        let _ = sweep.await;
         self.state.store.close().await;
         served
     }
@@ -239,7 +245,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
 }
 
-async fn shutdown_signal() -> &'static str {
+pub(crate) async fn shutdown_signal() -> &'static str {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

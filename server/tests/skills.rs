@@ -7,6 +7,7 @@ use std::path::Path;
 
 use muster::domain::{AgentKind, Skill, SkillFile, SkillId, SkillSource, Slug, WorkspaceId};
 use muster::skills::archive::{self, MAX_ENTRIES, MAX_RATIO};
+use muster::runner::protocol::SkillBundle;
 use muster::skills::materialize::{brief_section, skills_root, write_skills};
 use muster::skills::parse::MAX_FILE_BYTES;
 
@@ -173,7 +174,7 @@ fn materialization_never_touches_repository_skills_and_removes_only_its_own() {
     let root = skills_root(AgentKind::Claude, work.path(), home.path()).unwrap();
     let demo = skill("demo", &[("scripts/run.sh", "echo hi\n")]);
     let other = skill("other", &[]);
-    let mut written = write_skills(&root, &[&demo, &other]).unwrap();
+    let mut written = write_skills(&root, &[&SkillBundle::of(&demo), &SkillBundle::of(&other)]).unwrap();
     let root = root.path();
     assert_eq!(
         std::fs::read_to_string(repo_demo.join("SKILL.md")).unwrap(),
@@ -213,7 +214,7 @@ fn folders_muster_created_are_removed_when_the_manifest_drops() {
         let root = skills_root(kind, work.path(), home.path()).unwrap();
         let s = skill("demo", &[]);
         {
-            let written = write_skills(&root, &[&s]).unwrap();
+            let written = write_skills(&root, &[&SkillBundle::of(&s)]).unwrap();
             let root = root.path();
             assert!(root.join("demo/SKILL.md").is_file(), "{kind:?}");
             assert!(!written.manifest().is_empty());
@@ -235,7 +236,7 @@ fn folders_muster_created_are_removed_when_the_manifest_drops() {
 #[test]
 fn runtimes_without_skills_folders_get_them_in_the_brief() {
     let s = skill("demo", &[("notes.md", "remember")]);
-    let section = brief_section(&[&s]);
+    let section = brief_section(&[&SkillBundle::of(&s)]);
     assert!(section.contains("### Skill: demo"));
     assert!(section.contains("_The demo skill._"));
     assert!(section.contains("# Demo\n\nStep one."));

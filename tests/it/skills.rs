@@ -192,7 +192,10 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     let (work, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let brief = work.path().join("CLAUDE.md");
     std::fs::write(&brief, "# brief\n").unwrap();
-    let written = muster::skills::materialize(&state, &agent, work.path(), home.path(), &brief)
+    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
+        .await
+        .unwrap();
+    let written = muster::skills::materialize(AgentKind::Claude, &bundles, work.path(), home.path(), &brief)
         .await
         .unwrap();
     assert!(
@@ -214,12 +217,18 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     // Disabled, then detached: not written, not listed.
     store.attach_skill(agent.id, skill.id, false).await.unwrap();
     let (work2, home2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let off = muster::skills::materialize(&state, &agent, work2.path(), home2.path(), &brief)
+    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
+        .await
+        .unwrap();
+    let off = muster::skills::materialize(AgentKind::Claude, &bundles, work2.path(), home2.path(), &brief)
         .await
         .unwrap();
     assert!(off.manifest().is_empty(), "a disabled skill is not written");
     store.detach_skill(agent.id, skill.id).await.unwrap();
-    let none = muster::skills::materialize(&state, &agent, work2.path(), home2.path(), &brief)
+    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
+        .await
+        .unwrap();
+    let none = muster::skills::materialize(AgentKind::Claude, &bundles, work2.path(), home2.path(), &brief)
         .await
         .unwrap();
     assert!(none.manifest().is_empty());

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod headers;
 mod health;
 pub mod pages;
+mod runner_socket;
 
 use axum::Router;
 use axum::extract::MatchedPath;
@@ -26,6 +27,7 @@ pub fn router(state: AppState) -> Router {
     let traced = Router::new()
         .merge(api::router())
         .merge(pages::router())
+        .merge(runner_socket::router())
         .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_FORM_BYTES))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {

@@ -179,20 +179,28 @@ fn rights(access: Access, abi: ABI) -> BitFlags<AccessFs> {
 }
 
 /// Drops every capability of every set, bounding first (that needs CAP_SETPCAP, itself dropped last),
-/// and checks that none is left.
+/// and checks that none is left. A process without CAP_SETPCAP (any non-root user: `muster runner` on a
+/// workstation) cannot shrink its bounding set; it holds no capability to lose, and with `no_new_privs`
+/// (set before) no exec can gain one, so its bounding set is left as it is.
 fn drop_capabilities() -> Result<(), String> {
-    let sets = [
+    let can_bound = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)
+        .map_err(|e| format!("sandbox: reading the effective capabilities: {e}"))?;
+    let all = [
         CapSet::Bounding,
         CapSet::Ambient,
         CapSet::Inheritable,
         CapSet::Effective,
         CapSet::Permitted,
     ];
-    for set in sets {
+    let sets: Vec<CapSet> = all
+        .into_iter()
+        .filter(|set| can_bound || *set != CapSet::Bounding)
+        .collect();
+    for set in sets.iter().copied() {
         caps::clear(None, set)
             .map_err(|e| format!("sandbox: dropping {set:?} capabilities: {e}"))?;
     }
-    for set in sets {
+    for set in sets.iter().copied() {
         let left = caps::read(None, set)
             .map_err(|e| format!("sandbox: reading {set:?} capabilities: {e}"))?;
         if !left.is_empty() {

@@ -267,7 +267,7 @@ async fn stop_runs(state: &AppState, issue: &Issue) -> Result<()> {
             .list_runs_for_issue(issue.id)
             .await?
             .into_iter()
-            .filter(|r| !r.status.is_terminal() || state.runs.token(r.id).is_some())
+            .filter(|r| !r.status.is_terminal() || state.runs.holds(r.id))
             .collect();
         if live.is_empty() || tokio::time::Instant::now() >= deadline {
             return Ok(());

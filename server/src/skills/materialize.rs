@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use super::parse::{self, SKILL_MD};
 use crate::confined;
-use crate::domain::{AgentKind, Skill};
+use crate::domain::AgentKind;
+use crate::runner::protocol::SkillBundle;
 
 /// What was written for one run. Dropping it removes what was written, deepest first.
 #[derive(Debug, Default)]
@@ -107,7 +108,7 @@ pub fn skills_root(kind: AgentKind, workdir: &Path, home: &Path) -> Option<Skill
 
 /// Writes `skills` under `root`, never into a folder that exists already and never through a link: a
 /// link on the way is [`confined::Error::Link`] (and whatever was written before is removed again).
-pub fn write_skills(root: &SkillsRoot, skills: &[&Skill]) -> Result<Materialized, confined::Error> {
+pub fn write_skills(root: &SkillsRoot, skills: &[&SkillBundle]) -> Result<Materialized, confined::Error> {
     let mut out = Materialized::default();
     out.base.clone_from(&root.base);
     if skills.is_empty() {
@@ -167,7 +168,7 @@ fn free_folder(root: &Path, slug: &str) -> (String, bool) {
 }
 
 /// The skills as a brief section, for runtimes without native skills.
-pub fn brief_section(skills: &[&Skill]) -> String {
+pub fn brief_section(skills: &[&SkillBundle]) -> String {
     if skills.is_empty() {
         return String::new();
     }
@@ -178,7 +179,7 @@ pub fn brief_section(skills: &[&Skill]) -> String {
         let _ = writeln!(
             out,
             "\n### Skill: {}\n\n_{}_\n\n{}",
-            s.slug.as_str(),
+            s.slug,
             s.description,
             parse::instructions(&s.body).trim_end()
         );

@@ -12,30 +12,25 @@ use std::path::{Path, PathBuf};
 pub use materialize::Materialized;
 pub use parse::{ParsedSkill, Problem};
 
-use crate::domain::{Agent, Skill};
-use crate::engine::Engine;
+use crate::domain::AgentKind;
+use crate::runner::protocol::SkillBundle;
 
-/// Writes `agent`'s enabled skills for a run: into the CLI's skills folder (see [`materialize`]), or
-/// appended to the brief at `brief` for custom and Llama agents. The returned manifest removes what it
-/// wrote when dropped, so keep it alive until the run has ended.
+/// Writes a run's skills (the agent's enabled ones, as its order carries them): into the CLI's skills
+/// folder (see [`materialize`]), or appended to the brief at `brief` for custom and Llama agents. The
+/// returned manifest removes what it wrote when dropped, so keep it alive until the run has ended.
 pub async fn materialize(
-    state: &Engine,
-    agent: &Agent,
+    kind: AgentKind,
+    bundles: &[SkillBundle],
     workdir: &Path,
     home: &Path,
     brief: &Path,
 ) -> Result<Materialized, String> {
-    let attached = state
-        .store
-        .agent_skills(agent.id)
-        .await
-        .map_err(|e| format!("cannot load the agent's skills: {e}"))?;
-    let enabled: Vec<&Skill> = attached
-        .iter()
-        .filter(|a| a.enabled)
-        .map(|a| &a.skill)
-        .collect();
-    let kind = agent.profile.kind;
+    for b in bundles {
+        // The order comes from the server, but a folder name is still checked before it touches a disk.
+        crate::domain::Slug::parse(&b.slug)
+            .map_err(|e| format!("a skill of this run has a bad name {:?}: {e}", b.slug))?;
+    }
+    let enabled: Vec<&SkillBundle> = bundles.iter().collect();
     let written = match materialize::skills_root(kind, workdir, home) {
         Some(root) => match materialize::write_skills(&root, &enabled) {
             Ok(written) => written,
@@ -63,11 +58,7 @@ pub async fn materialize(
         }
     };
     for note in &written.notes {
-        tracing::info!(
-            agent = agent.profile.name.as_str(),
-            note,
-            "skill renamed for this run"
-        );
+        tracing::info!(note, "skill renamed for this run");
     }
     tracing::debug!(count = enabled.len(), kind = %kind, "skills handed to the run");
     Ok(written)
@@ -75,7 +66,7 @@ pub async fn materialize(
 
 /// Appends the skills to the brief (a regular file Muster wrote at the top of the workdir), never
 /// through a link.
-async fn append_to_brief(brief: &Path, skills: &[&Skill]) -> Result<(), String> {
+async fn append_to_brief(brief: &Path, skills: &[&SkillBundle]) -> Result<(), String> {
     if skills.is_empty() {
         return Ok(());
     }

@@ -20,7 +20,7 @@ pub(super) fn file_name(kind: AgentKind) -> &'static str {
 }
 
 /// The brief as Markdown.
-pub(super) fn render(issue: &Issue, comments: &[Comment], agent: &Agent) -> String {
+pub(crate) fn render(issue: &Issue, comments: &[Comment], agent: &Agent) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {}: {}\n", issue.key, issue.title.as_str());
     if issue.body.trim().is_empty() {
@@ -60,7 +60,7 @@ pub(super) fn render(issue: &Issue, comments: &[Comment], agent: &Agent) -> Stri
 }
 
 /// The prompt given on stdin: short, pointing at the brief.
-pub(super) fn prompt(issue: &Issue, kind: AgentKind) -> String {
+pub(crate) fn prompt(issue: &Issue, kind: AgentKind) -> String {
     format!(
         "Work on issue {}: {}. The full brief is in {} in the current directory. Finish with a short \
          summary of what you did.",

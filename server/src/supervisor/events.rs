@@ -1,5 +1,6 @@
-//! A run's event log on the way out: numbering (seq from 1), redaction (`crate::redact`), small batches
-//! (flushed at [`FLUSH_COUNT`] events or [`FLUSH_AFTER`] after the first pending one), commit, then publish.
+//! A run's event log on the way out: numbering (seq from the order's `next_seq`), redaction
+//! (`crate::redact`), small batches (flushed at [`FLUSH_COUNT`] events or [`FLUSH_AFTER`] after the first
+//! pending one) handed to the runner's outbox, which keeps them until the server has stored them.
 //! Also the running tally (usage, session, summary, last error) the finish step needs.
 
 use std::time::Duration;
@@ -10,11 +11,10 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::domain::failure::ErrorTrack;
-use crate::domain::{NewRunEvent, RunId, Seq, Usage};
-use crate::engine::Engine;
-use crate::hub::{LiveEvent, Topic};
+use crate::domain::{NewRunEvent, Seq, Usage};
 use crate::redact::Redactor;
-use crate::store;
+use crate::runner::core::Link;
+use crate::runner::protocol::{Held, ToServer};
 
 /// Pending events that trigger an immediate flush.
 pub(super) const FLUSH_COUNT: usize = 32;
@@ -22,7 +22,7 @@ pub(super) const FLUSH_COUNT: usize = 32;
 pub(super) const FLUSH_AFTER: Duration = Duration::from_millis(100);
 /// Numbers, redacts and batches a run's events.
 pub(super) struct EventLog {
-    run_id: RunId,
+    held: Held,
     next_seq: Seq,
     pending: Vec<NewRunEvent>,
     first_pending: Option<Instant>,
@@ -32,34 +32,15 @@ pub(super) struct EventLog {
 }
 
 impl EventLog {
-    pub(super) fn new(run_id: RunId, redactor: Redactor) -> Self {
+    /// A log numbering from `next_seq`.
+    pub(super) fn new(held: Held, next_seq: Seq, redactor: Redactor) -> Self {
         Self {
-            run_id,
-            next_seq: 1,
+            held,
+            next_seq: next_seq.max(1),
             pending: Vec::new(),
             first_pending: None,
             redactor,
             cap: Seq::MAX,
-        }
-    }
-
-    /// A log that continues after the events already stored for `run_id` (recovering a crashed run).
-    pub(super) async fn resume(
-        state: &Engine,
-        run_id: RunId,
-        redactor: Redactor,
-    ) -> store::Result<Self> {
-        let mut log = Self::new(run_id, redactor);
-        log.set_cap(state.config.max_events_per_run);
-        loop {
-            let page = state
-                .store
-                .run_events_since(run_id, log.next_seq - 1, 1000)
-                .await?;
-            match page.last() {
-                Some(last) => log.next_seq = last.seq + 1,
-                None => return Ok(log),
-            }
         }
     }
 
@@ -80,32 +61,30 @@ impl EventLog {
         self.pending.len() >= FLUSH_COUNT
     }
 
-    /// When the oldest pending event must be committed, if any is pending.
+    /// When the oldest pending event must be sent, if any is pending.
     pub(super) fn due(&self) -> Option<Instant> {
         self.first_pending.map(|t| t + FLUSH_AFTER)
     }
 
-    /// Commits pending events, then tells the run's subscribers. On error the batch is kept for the next
-    /// try (the append is idempotent on `(run_id, seq)`).
-    pub(super) async fn flush(&mut self, state: &Engine) -> store::Result<()> {
+    /// The seq of the last event numbered so far (0 before any).
+    pub(super) fn last_seq(&self) -> Seq {
+        (self.next_seq - 1).min(self.cap)
+    }
+
+    /// Hands the pending events to the outbox (the server stores, then publishes, then acknowledges).
+    pub(super) fn flush(&mut self, link: &Link) {
         self.keep_within_cap();
         if self.pending.is_empty() {
-            return Ok(());
+            return;
         }
-        let last_seq = state
-            .store
-            .append_run_events(self.run_id, &self.pending)
-            .await?;
-        self.pending.clear();
+        let events = std::mem::take(&mut self.pending);
         self.first_pending = None;
-        state.hub.publish(
-            Topic::Run(self.run_id),
-            LiveEvent::RunEvents {
-                run_id: self.run_id,
-                last_seq,
-            },
-        );
-        Ok(())
+        link.keep(ToServer::Events {
+            run_id: self.held.run_id,
+            epoch: self.held.epoch,
+            from_seq: events[0].seq,
+            events,
+        });
     }
 }
 

@@ -1,9 +1,9 @@
-//! Preparing a claimed run: its work directory (a git worktree when the workspace has a repository), HOME
-//! and TMPDIR under `<runs_dir>/<run_id>/` (outside the data folder), the brief, the run's token (`MUSTER_URL`, `MUSTER_TOKEN`,
-//! `MUSTER_ISSUE` let the agent use `muster issue …` on its issue), the [`RunSpec`] built from the agent
-//! profile (secrets opened here and nowhere else), and the launch spec, which starts the agent through the
-//! sandbox's exec step (`crate::sandbox`) unless the operator allowed unsandboxed agents on a kernel that
-//! cannot sandbox them.
+//! Preparing a run from its order: its work directory (a git worktree when the workspace has a
+//! repository), HOME and TMPDIR under `<runs_dir>/<run_id>/` (outside the data folder), the brief and the
+//! skills, the run's environment (`MUSTER_URL`, `MUSTER_TOKEN`, `MUSTER_ISSUE` let the agent use `muster
+//! issue …` on its issue), the [`RunSpec`] built from the agent profile, and the launch spec, which
+//! starts the agent through the sandbox's exec step (`crate::sandbox`) unless the operator allowed
+//! unsandboxed agents on a kernel that cannot sandbox them.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -14,8 +14,10 @@ use muster_agents::{
 
 use super::brief;
 use super::git::{self, Worktree};
-use crate::domain::{Agent, AgentKind, Comment, FailureReason, Issue, NewApiToken, Role, Run};
-use crate::engine::Engine;
+use super::run::Host;
+use crate::config::Config;
+use crate::domain::{AgentKind, FailureReason, RunId};
+use crate::runner::protocol::{AgentSpec, Order};
 
 /// A run ready to spawn.
 pub(super) struct Prepared {
@@ -55,38 +57,40 @@ impl PrepareError {
     }
 }
 
-/// A child's environment variables, in order.
-type EnvVars = Vec<(String, String)>;
 
 /// Where a run keeps its files.
-pub(super) fn run_dir(state: &Engine, run: &Run) -> PathBuf {
-    state.config.runs_dir.join(run.id.to_string())
+pub(super) fn run_dir(config: &Config, run: RunId) -> PathBuf {
+    config.runs_dir.join(run.to_string())
 }
 
-/// The branch a run works on: `muster/<KEY>-r<attempt>`.
-pub(super) fn branch_name(issue: &Issue, run: &Run) -> String {
-    format!("muster/{}-r{}", issue.key, run.attempt)
+/// The values the run's redactor hides: the agent's secret variables, its base URL's credentials and
+/// the run's token.
+pub(super) fn order_secrets(order: &Order) -> Vec<String> {
+    let mut secrets: Vec<String> = order
+        .agent
+        .env
+        .iter()
+        .filter(|v| v.secret && !v.value.is_empty())
+        .map(|v| v.value.clone())
+        .collect();
+    secrets.push(order.token.clone());
+    secrets.extend(crate::redact::url_credentials(order.agent.base_url.as_deref()));
+    secrets
 }
 
-/// Creates the work directory (a git worktree when the workspace has a repository), writes the brief,
-/// creates the run's token and builds the launch spec. A worktree made here is discarded again if a
-/// later step fails.
-pub(super) async fn prepare(
-    state: &Engine,
-    run: &Run,
-    issue: &Issue,
-    comments: &[Comment],
-    agent: &Agent,
-) -> Result<Prepared, PrepareError> {
-    let dir = run_dir(state, run);
+/// Creates the work directory (a git worktree when the workspace has a repository), writes the brief
+/// and the skills, and builds the launch spec. A worktree made here is discarded again if a later step
+/// fails.
+pub(super) async fn prepare(host: &Host, order: &Order) -> Result<Prepared, PrepareError> {
+    let dir = run_dir(&host.config, order.run_id);
     for sub in ["home", "tmp"] {
         let path = dir.join(sub);
         tokio::fs::create_dir_all(&path)
             .await
             .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", path.display())))?;
     }
-    let worktree = work_dir(state, run, issue, agent, &dir).await?;
-    match finish_prepare(state, run, issue, comments, agent, worktree.clone()).await {
+    let worktree = work_dir(host, order, &dir).await?;
+    match finish_prepare(host, order, worktree.clone()).await {
         Ok(prepared) => Ok(prepared),
         Err(e) => {
             if let Some(tree) = &worktree {
@@ -98,38 +102,34 @@ pub(super) async fn prepare(
 }
 
 async fn finish_prepare(
-    state: &Engine,
-    run: &Run,
-    issue: &Issue,
-    comments: &[Comment],
-    agent: &Agent,
+    host: &Host,
+    order: &Order,
     worktree: Option<Worktree>,
 ) -> Result<Prepared, PrepareError> {
-    let dir = run_dir(state, run);
+    let dir = run_dir(&host.config, order.run_id);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
-    let p = &agent.profile;
-    if let Some(problem) = crate::service::agents::model_problem(p) {
-        // Saved before the rule: refuse to start rather than run an agent that can do nothing.
-        return Err(PrepareError::config(format!(
-            "the agent's model is not set: {problem}; set it on the agent's page"
-        )));
-    }
+    let p = &order.agent;
     // The repository's own context file, if any, is kept and the brief added after it.
     let tracked = worktree.as_ref().is_some_and(|t| t.brief_tracked);
-    let text = brief::render(issue, comments, agent);
-    let brief_path = brief::write(&workdir, p.kind, text, tracked)
+    let brief_path = brief::write(&workdir, p.kind, order.brief.clone(), tracked)
         .await
         .map_err(PrepareError::config)?;
-    let skills = crate::skills::materialize(state, agent, &workdir, &home, &brief_path)
+    let skills = crate::skills::materialize(p.kind, &order.skills, &workdir, &home, &brief_path)
         .await
         .map_err(PrepareError::config)?;
-    let (mut env, mut secrets) = open_env(state, agent, issue, run)?;
-    let token = run_token(state, run).await?;
-    env.push(("MUSTER_TOKEN".to_owned(), token.clone()));
-    secrets.push(token);
+    let mut env = vec![
+        ("MUSTER_ISSUE".to_owned(), order.issue_key.clone()),
+        ("MUSTER_RUN_ID".to_owned(), order.run_id.to_string()),
+    ];
+    if let Some(url) = order.api_url.clone().or_else(|| host.api_url.clone()) {
+        env.push(("MUSTER_URL".to_owned(), url));
+    }
+    env.extend(p.env.iter().map(|v| (v.key.clone(), v.value.clone())));
+    env.push(("MUSTER_TOKEN".to_owned(), order.token.clone()));
+    let secrets = order_secrets(order);
     if worktree.is_some() {
         env.extend(git::agent_env(&dir));
-        let identity = git::agent_identity(p.name.as_str());
+        let identity = git::agent_identity(&p.name);
         env.splice(0..0, identity);
     }
     let kind: RuntimeKind = p
@@ -137,13 +137,13 @@ async fn finish_prepare(
         .as_str()
         .parse()
         .map_err(|e| PrepareError::config(format!("{e}")))?;
-    let (binary, extra_args, adapter) = program(state, agent, kind).await?;
-    let mode = crate::sandbox::mode(&state.config);
+    let (binary, extra_args, adapter) = program(host, p, kind).await?;
+    let mode = crate::sandbox::mode(&host.config);
     if let crate::sandbox::Mode::Refused { reason } = &mode {
         return Err(PrepareError {
             reason: FailureReason::Sandbox,
             message: format!(
-                "agents cannot start on this server: {reason}; the operator can start it with --allow-unsandboxed-agents"
+                "agents cannot start on this runner: {reason}; the operator can start it with --allow-unsandboxed-agents"
             ),
         });
     }
@@ -151,13 +151,13 @@ async fn finish_prepare(
     let permission_mode: PermissionMode = p.permission_mode.as_str().parse().unwrap_or_default();
     let spec = RunSpec {
         binary,
-        prompt: brief::prompt(issue, p.kind),
+        prompt: order.prompt.clone(),
         model: p.model.clone(),
         // A llama agent without its own URL uses the first configured local server (the child's
         // environment is cleared, so it would never see MUSTER_LLAMA_URL itself).
         base_url: p.base_url.clone().or_else(|| {
             (p.kind == AgentKind::Llama)
-                .then(|| state.config.llama_urls.first().map(|(_, url)| url.clone()))
+                .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
                 .flatten()
         }),
         // The agent's own key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) travels in `env`; the
@@ -177,17 +177,18 @@ async fn finish_prepare(
         resume_session: None,
         running_as_root: running_as_root(),
     };
+    let mut secrets = secrets;
     secrets.extend(crate::redact::url_credentials(spec.base_url.as_deref()));
     let usage_log = adapter.usage_log_dir(&spec);
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
     let (launch, sandbox) = confine(
-        state,
+        host,
         &mode,
         launch,
         &dir,
-        agent,
+        p,
         permission_mode == PermissionMode::ReadOnly,
     )?;
     Ok(Prepared {
@@ -205,11 +206,11 @@ async fn finish_prepare(
 /// Puts the launch inside the sandbox (when the mode says so) and returns it with the `sandbox` event's
 /// payload. A program that cannot be found is a missing CLI, reported before the exec step would.
 fn confine(
-    state: &Engine,
+    host: &Host,
     mode: &crate::sandbox::Mode,
     launch: LaunchSpec,
     dir: &Path,
-    agent: &Agent,
+    agent: &AgentSpec,
     read_only: bool,
 ) -> Result<(LaunchSpec, serde_json::Value), PrepareError> {
     use crate::sandbox::{self, Mode};
@@ -224,13 +225,8 @@ fn confine(
             message: format!("{} is not installed", launch.program.display()),
         });
     }
-    let mut ports = state.config.agent_ports.clone();
-    ports.extend(
-        state
-            .api_url()
-            .as_deref()
-            .and_then(sandbox::policy::url_port),
-    );
+    let mut ports = host.config.agent_ports.clone();
+    ports.extend(host.api_url.as_deref().and_then(sandbox::policy::url_port));
     ports.extend(
         launch
             .env_value("MUSTER_URL")
@@ -238,17 +234,16 @@ fn confine(
     );
     ports.extend(
         agent
-            .profile
             .base_url
             .as_deref()
-            .or_else(|| state.config.llama_urls.first().map(|(_, u)| u.as_str()))
+            .or_else(|| host.config.llama_urls.first().map(|(_, u)| u.as_str()))
             .and_then(sandbox::policy::url_port),
     );
     let (home, tmp) = (dir.join("home"), dir.join("tmp"));
-    let runs_dir = &state.config.runs_dir;
-    let protected = [state.config.data_dir.as_path(), runs_dir.as_path()];
-    let custom = (agent.profile.kind == AgentKind::Custom)
-        .then_some(agent.profile.command.as_deref())
+    let runs_dir = &host.config.runs_dir;
+    let protected = [host.config.data_dir.as_path(), runs_dir.as_path()];
+    let custom = (agent.kind == AgentKind::Custom)
+        .then_some(agent.command.as_deref())
         .flatten();
     let facts = sandbox::policy::RunFacts {
         workdir: &cwd,
@@ -261,130 +256,44 @@ fn confine(
         abi: *abi,
         connect_ports: ports,
         search_path: search_path.as_deref(),
-        extra_rw: &state.config.agent_rw_paths,
+        extra_rw: &host.config.agent_rw_paths,
         extra_read: &[git::exclude_file(dir)],
-        muster: &state.config.self_exe,
+        muster: &host.config.self_exe,
     };
     let policy = sandbox::policy::for_run(&facts)
         .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
     let payload = sandbox::event_payload(mode, Some(&policy));
-    let launch = sandbox::wrap(launch, &policy, &state.config.self_exe, &home, &tmp)
+    let launch = sandbox::wrap(launch, &policy, &host.config.self_exe, &home, &tmp)
         .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
     Ok((launch, payload))
 }
 
 /// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,
 /// or a plain folder when the workspace has no repository.
-async fn work_dir(
-    state: &Engine,
-    run: &Run,
-    issue: &Issue,
-    agent: &Agent,
-    dir: &Path,
-) -> Result<Option<Worktree>, PrepareError> {
-    let ws = state
-        .store
-        .get_workspace(run.workspace_id)
-        .await
-        .map_err(|e| PrepareError::config(format!("cannot read the workspace: {e}")))?;
-    let Some(repo) = ws.repo_path.filter(|r| !r.trim().is_empty()) else {
+async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Worktree>, PrepareError> {
+    let Some(repo) = order.repo.as_deref() else {
         let workdir = dir.join("work");
         tokio::fs::create_dir_all(&workdir).await.map_err(|e| {
             PrepareError::config(format!("cannot create {}: {e}", workdir.display()))
         })?;
         return Ok(None);
     };
-    let short: String = run.id.to_string().chars().take(8).collect();
-    let brief = brief::file_name(agent.profile.kind);
-    git::create(
-        Path::new(&repo),
-        dir,
-        &branch_name(issue, run),
-        &short,
-        brief,
-    )
-    .await
-    .map(Some)
-    .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
-}
-
-/// A token valid for this run only (see `http::extract`), held by the workspace's first owner; it dies
-/// with the run.
-async fn run_token(state: &Engine, run: &Run) -> Result<String, PrepareError> {
-    let members = state
-        .store
-        .list_members(run.workspace_id)
+    let short: String = order.run_id.to_string().chars().take(8).collect();
+    let brief = brief::file_name(order.agent.kind);
+    let _ = &host.repo_cache;
+    git::create(Path::new(repo), dir, &order.branch, &short, brief)
         .await
-        .map_err(|e| PrepareError::config(format!("cannot read the workspace's members: {e}")))?;
-    let owner = members
-        .iter()
-        .find(|m| m.role == Role::Owner)
-        .ok_or_else(|| {
-            PrepareError::config("the workspace has no owner to hold the run's token")
-        })?;
-    let secret = crate::auth::new_secret(crate::service::tokens::TOKEN_KIND);
-    let new = NewApiToken {
-        workspace_id: run.workspace_id,
-        user_id: owner.user.id,
-        name: format!("run {}", run.id),
-        prefix: secret.prefix,
-        token_hash: secret.hash,
-        run_id: Some(run.id),
-    };
-    state
-        .store
-        .create_api_token(&new)
-        .await
-        .map_err(|e| PrepareError::config(format!("cannot create the run's token: {e}")))?;
-    Ok(secret.secret)
-}
-
-/// The profile's variables with secrets opened, plus the run's own (`MUSTER_*`).
-fn open_env(
-    state: &Engine,
-    agent: &Agent,
-    issue: &Issue,
-    run: &Run,
-) -> Result<(EnvVars, Vec<String>), PrepareError> {
-    let mut env = vec![
-        ("MUSTER_ISSUE".to_owned(), issue.key.to_string()),
-        ("MUSTER_RUN_ID".to_owned(), run.id.to_string()),
-    ];
-    if let Some(url) = state.api_url() {
-        env.push(("MUSTER_URL".to_owned(), url));
-    }
-    let mut secrets = Vec::new();
-    for var in &agent.profile.env {
-        if let Some(why) = crate::domain::reserved_env(&var.key) {
-            // Refused when the agent is saved; one stored before that rule is skipped here.
-            tracing::warn!(key = %var.key, why, "agent env variable ignored");
-            continue;
-        }
-        let value = if var.secret {
-            state.secrets.open(&var.value).map_err(|e| {
-                PrepareError::config(format!("cannot open the secret {}: {e:#}", var.key))
-            })?
-        } else {
-            var.value.clone()
-        };
-        // A key saved as a plain variable is still a key: the run's log never shows it.
-        let hidden = var.secret || muster_agents::API_KEY_VARS.contains(&var.key.as_str());
-        if hidden && !value.is_empty() {
-            secrets.push(value.clone());
-        }
-        env.push((var.key.clone(), value));
-    }
-    Ok((env, secrets))
+        .map(Some)
+        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
 }
 
 /// The binary, its leading arguments and the adapter. A custom agent's command runs through `sh -c`
 /// (the profile's extra arguments become `$1…`), its output read as Claude-style stream-json.
 async fn program(
-    state: &Engine,
-    agent: &Agent,
+    host: &Host,
+    p: &AgentSpec,
     kind: RuntimeKind,
 ) -> Result<(PathBuf, Vec<String>, Box<dyn Adapter>), PrepareError> {
-    let p = &agent.profile;
     if p.kind == AgentKind::Custom {
         let command = p
             .command
@@ -400,12 +309,12 @@ async fn program(
         // Muster runs the local-model agent loop itself, as `muster llama-loop` in a child process, so
         // every guard (stall, budget, signals to the group) applies as for any CLI.
         return Ok((
-            state.config.self_exe.clone(),
+            host.config.self_exe.clone(),
             p.extra_args.clone(),
             muster_agents::adapter_for(kind),
         ));
     }
-    let configured = state
+    let configured = host
         .config
         .runtime_paths
         .iter()
@@ -413,7 +322,7 @@ async fn program(
         .map(|(_, p)| p.clone());
     let binary = match configured {
         Some(path) => path,
-        None => detected_path(state, kind)
+        None => detected_path(host, kind)
             .await
             .unwrap_or_else(|| PathBuf::from(kind.as_str())),
     };
@@ -424,8 +333,8 @@ async fn program(
     ))
 }
 
-async fn detected_path(state: &Engine, kind: RuntimeKind) -> Option<PathBuf> {
-    let (_, found) = state.runtimes.get().await;
+async fn detected_path(host: &Host, kind: RuntimeKind) -> Option<PathBuf> {
+    let (_, found) = host.runtimes.get().await;
     found.into_iter().find(|d| d.kind == kind)?.path
 }
 

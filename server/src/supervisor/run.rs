@@ -1,8 +1,13 @@
-//! One supervisor task per claimed run: prepare, spawn, start, watch, stop, finish.
+//! One task per run a runner executes: prepare, spawn, report the start, watch, stop, wrap up, report
+//! the end. Also the recovery of a run a previous life of the runner left behind.
 //!
-//! Invariants: the child is always reaped before the run is finished; after a lost lease nothing more is
-//! written for the run (another party owns it now); output lines are read by two reader tasks into one
-//! channel, so the watch loop's `select!` never cancels a half-read line.
+//! Invariants: the child is always reaped before the run is reported finished; after a lost claim
+//! nothing more is reported for the run (another claim owns it now); output lines are read by two reader
+//! tasks into one channel, so the watch loop's `select!` never cancels a half-read line.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use muster_agents::process::{self, CappedLines};
 use serde_json::json;
@@ -11,83 +16,116 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::ending::{self, Ending};
 use super::events::{EventLog, Tally};
-use super::finish::{self, Ending};
 use super::git::{self, Worktree};
 use super::prepare::{self, Prepared};
 use super::watch::{self, Line, Watch};
-use crate::domain::{
-    Actor, Agent, CommentAuthor, FailureReason, Issue, IssueStatus, Run, RunnerId,
-};
-use crate::engine::Engine;
+use super::RunTiming;
+use crate::config::Config;
+use crate::domain::{FailureReason, RunId};
 use crate::redact::Redactor;
+use crate::runner::core::Link;
+use crate::runner::protocol::{Held, Order, Orphan, Started, ToServer};
+use crate::service::runtimes::RuntimeCache;
 
 /// How many output lines may wait for the supervisor before the readers (and so the child) block.
 const LINE_BUFFER: usize = 256;
 /// How often the CLI's usage log is looked at for new lines (Codex writes one per model request).
 const USAGE_LOG_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Supervises `run` to its end. Never panics on store or process errors: they end the run as failed.
-#[tracing::instrument(skip_all, fields(run.id = %run.id))]
-pub(super) async fn supervise(
-    state: Engine,
-    runner: RunnerId,
-    run: Run,
+/// What a runner's machine offers the runs it executes. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    /// The runner's configuration: its runs folder, its data folder (kept from agents), the sandbox
+    /// settings, local model servers, the `muster` executable.
+    pub config: Arc<Config>,
+    /// The agent CLIs on this machine.
+    pub runtimes: RuntimeCache,
+    /// The clocks (grace periods, stall override in tests).
+    pub timing: RunTiming,
+    /// The URL agents reach the API at when the order names none (the server this runner reaches).
+    pub api_url: Option<String>,
+    /// Where clones of the workspaces' repositories live.
+    pub repo_cache: PathBuf,
+}
+
+/// A run's stop signal: a person's cancel, a lost claim, or the runner's shutdown (the parent token).
+pub struct RunSignal {
     token: CancellationToken,
-    stop: CancellationToken,
-) {
-    let (issue, agent) = match load(&state, &run).await {
-        Ok(found) => found,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot load the run's issue or agent");
-            let failed = Ending::NotStarted(FailureReason::Config, format!("{e}"));
-            finish::conclude_unloaded(&state, &run, failed).await;
-            return;
+    shutdown: CancellationToken,
+    lost: AtomicBool,
+}
+
+impl RunSignal {
+    /// A signal that also fires when `shutdown` (the runner's stop) does.
+    pub fn new(shutdown: &CancellationToken) -> Self {
+        Self {
+            token: shutdown.child_token(),
+            shutdown: shutdown.clone(),
+            lost: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the runner is shutting down (the run then ends `interrupted`).
+    pub fn is_shutdown(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
+    /// Stops the run; `lost`: the runner no longer holds it, so it must write nothing more.
+    pub fn stop(&self, lost: bool) {
+        if lost {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        self.token.cancel();
+    }
+
+    /// Whether the run's claim was lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+/// Executes `order` to its end and reports it through `link`. Never panics on process errors: they end
+/// the run as failed.
+#[tracing::instrument(skip_all, fields(run.id = %order.run_id))]
+pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &RunSignal) {
+    let held = Held {
+        run_id: order.run_id,
+        epoch: order.epoch,
     };
-    let (prepared, mut child) = match launch(&state, &run, &issue, &agent).await {
+    let (prepared, mut child) = match launch(host, &order).await {
         Ok(launched) => launched,
         Err(ending) => {
-            revoke_token(&state, &run).await;
-            let redactor = Redactor::for_agent(&state.secrets, &agent, None);
-            let tally = Tally::default();
-            finish::conclude(&state, &run, &issue, &agent, ending, tally, &redactor).await;
+            let redactor = Redactor::new(&prepare::order_secrets(&order));
+            let report = ending::finished(held, order.next_seq - 1, &ending, &Tally::default(), &redactor);
+            link.keep(ToServer::Finished(report));
             return;
         }
     };
     let pid = child.id().and_then(|p| i32::try_from(p).ok());
-    let workdir = prepared.workdir.display().to_string();
-    let branch = prepared.worktree.as_ref().map(|t| t.branch.as_str());
-    if let Err(e) = state
-        .store
-        .start_run(run.id, runner, pid, Some(&workdir), branch)
-        .await
-    {
-        // Cancelled or taken away between the claim and now: stop what we started, write nothing more.
-        tracing::info!(error = %e, "run no longer ours at start; stopping it");
-        let t = state.runs.timing();
-        let _ = process::stop_group_with(&mut child, t.int_grace, t.term_grace).await;
-        if let Some(tree) = &prepared.worktree {
-            git::discard(tree).await;
-        }
-        revoke_token(&state, &run).await;
-        return;
-    }
-    tracing::info!(pid, agent = %agent.profile.name.as_str(), "run started");
-    mark_in_progress(&state, &issue, &agent).await;
+    link.keep(ToServer::Started(Started {
+        run_id: order.run_id,
+        epoch: order.epoch,
+        pid,
+        workdir: Some(prepared.workdir.display().to_string()),
+        branch: prepared.worktree.as_ref().map(|t| t.branch.clone()),
+    }));
+    tracing::info!(pid, agent = %order.agent.name, "run started");
+    let redactor = Redactor::new(&prepared.secrets);
     let ctx = Watch {
-        state: &state,
-        run: &run,
-        runner,
-        agent: &agent,
-        issue: &issue,
+        host,
+        order: &order,
+        link,
         adapter: prepared.adapter.as_ref(),
-        token: &token,
-        stop: &stop,
+        signal,
     };
     let worktree = prepared.worktree;
-    let redactor = Redactor::new(&prepared.secrets);
-    let (ending, tally) = run_child(
+    let (ending, tally, last_seq) = run_child(
         &ctx,
         &mut child,
         pid,
@@ -97,19 +135,43 @@ pub(super) async fn supervise(
         prepared.usage_log,
     )
     .await;
-    revoke_token(&state, &run).await;
-    if matches!(ending, Ending::LeaseLost) {
-        tracing::warn!("lease lost; the run was stopped and is left to its new owner");
+    if matches!(ending, Ending::LeaseLost) || signal.is_lost() {
+        tracing::warn!("claim lost; the run was stopped and is left to its new owner");
         return;
     }
-    finish::conclude(&state, &run, &issue, &agent, ending, tally, &redactor).await;
+    let report = ending::finished(held, last_seq, &ending, &tally, &redactor);
+    link.keep(ToServer::Finished(report));
 }
 
-/// Revokes the run's token (it also stops working once the run is no longer live).
-async fn revoke_token(state: &Engine, run: &Run) {
-    if let Err(e) = state.store.revoke_run_tokens(run.id).await {
-        tracing::warn!(error = %e, "cannot revoke the run's token");
+/// Finishes a run a previous life of this runner left behind: stops what is left of its process group
+/// (only if a member still carries the run's id in its environment, so a reused pid is never hit),
+/// commits the work in its worktree and logs the diff, then reports it `interrupted` — the server
+/// re-queues it if it changed nothing, else leaves it to a person. The events it stored stay.
+pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
+    let run_id = orphan.run_id;
+    if let Some(pgid) = orphan.pid.and_then(|p| u32::try_from(p).ok())
+        && process::group_has_env(pgid, "MUSTER_RUN_ID", &run_id.to_string())
+    {
+        tracing::warn!(run.id = %run_id, pgid, "stopping the orphaned agent");
+        process::kill_leftovers(pgid).await;
     }
+    let redactor = Redactor::new(&orphan.secrets);
+    let next_seq = orphan.next_seq.max(link.kept_seq(run_id) + 1);
+    let held = Held {
+        run_id,
+        epoch: orphan.epoch,
+    };
+    let mut log = EventLog::new(held, next_seq, redactor.clone());
+    let mut tally = Tally::default();
+    if let Some(tree) = git::recorded(&prepare::run_dir(&host.config, run_id)).await {
+        let (stat, changed) =
+            wrap_up_worktree(&tree, &orphan.issue_key, &orphan.agent_name, run_id, &mut log).await;
+        tally.diff_stat = stat;
+        tally.changed = changed;
+    }
+    log.flush(link);
+    let report = ending::finished(held, log.last_seq(), &Ending::Orphaned, &tally, &redactor);
+    link.keep(ToServer::Finished(report));
 }
 
 /// Commits the agent's work on its branch, logs the diff as the run's last event (kind `diff`) and
@@ -117,18 +179,13 @@ async fn revoke_token(state: &Engine, run: &Run) {
 /// failure counts as changed, and then the worktree is kept so nothing is lost).
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
-    issue: &Issue,
-    agent: &Agent,
-    run: &Run,
+    issue_key: &str,
+    agent_name: &str,
+    run_id: RunId,
     log: &mut EventLog,
 ) -> (Option<String>, bool) {
-    let message = format!(
-        "{}: work of {} (Muster run {})",
-        issue.key,
-        agent.profile.name.as_str(),
-        run.id
-    );
-    let author = format!("{} (muster)", agent.profile.name.as_str());
+    let message = format!("{issue_key}: work of {agent_name} (Muster run {run_id})");
+    let author = format!("{agent_name} (muster)");
     match git::commit_work(tree, &message, &author).await {
         Ok(diff) => {
             log.push(
@@ -159,7 +216,8 @@ pub(super) async fn wrap_up_worktree(
 }
 
 /// Watches the child until it ends or must be stopped; stops and reaps it and whatever is left of its
-/// process group; wraps up the worktree; commits every event.
+/// process group; wraps up the worktree; hands every event to the outbox. Returns the ending, the tally
+/// and the last event seq.
 async fn run_child(
     ctx: &Watch<'_>,
     child: &mut Child,
@@ -168,19 +226,23 @@ async fn run_child(
     worktree: Option<&Worktree>,
     sandbox: serde_json::Value,
     usage_log: Option<std::path::PathBuf>,
-) -> (Ending, Tally) {
+) -> (Ending, Tally, crate::domain::Seq) {
     let mut lines = read_lines(child, usage_log);
-    let mut log = EventLog::new(ctx.run.id, redactor);
+    let held = Held {
+        run_id: ctx.order.run_id,
+        epoch: ctx.order.epoch,
+    };
+    let mut log = EventLog::new(held, ctx.order.next_seq, redactor);
     // The first event: what the agent may reach (shown as one block on the run page).
     log.push("sandbox", sandbox);
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
-        model: ctx.agent.profile.model.clone(),
+        model: ctx.order.agent.model.clone(),
         ..Tally::default()
     };
     let mut ending = watch::watch(ctx, child, &mut lines, &mut log, &mut tally).await;
     if !matches!(ending, Ending::Exited(_)) {
-        let t = ctx.state.runs.timing();
+        let t = &ctx.host.timing;
         let status = process::stop_group_with(child, t.int_grace, t.term_grace).await;
         let code = status.ok().and_then(|s| s.code());
         ending = ending.with_exit_code(code);
@@ -190,32 +252,33 @@ async fn run_child(
         // The leader exited by itself, leaving background children behind: no survivors.
         tracing::info!(pgid, "stopped what the agent left running");
     }
+    if ctx.signal.is_lost() {
+        if let Some(tree) = worktree {
+            git::discard(tree).await;
+        }
+        return (Ending::LeaseLost, tally, log.last_seq());
+    }
     watch::drain(ctx, &mut lines, &mut log, &mut tally).await;
     tally.settle();
     if let Some(tree) = worktree {
-        let (stat, changed) = wrap_up_worktree(tree, ctx.issue, ctx.agent, ctx.run, &mut log).await;
+        let (stat, changed) = wrap_up_worktree(
+            tree,
+            &ctx.order.issue_key,
+            &ctx.order.agent.name,
+            ctx.order.run_id,
+            &mut log,
+        )
+        .await;
         tally.diff_stat = stat;
         tally.changed = changed;
     }
-    if let Err(e) = log.flush(ctx.state).await {
-        tracing::error!(error = %e, "cannot store the run's last events");
-    }
-    (ending, tally)
+    log.flush(ctx.link);
+    (ending, tally, log.last_seq())
 }
 
 /// Prepares the run and spawns its child; `Err` is the ending of a run that never started.
-async fn launch(
-    state: &Engine,
-    run: &Run,
-    issue: &Issue,
-    agent: &Agent,
-) -> Result<(Prepared, Child), Ending> {
-    let comments = state
-        .store
-        .list_comments(issue.id)
-        .await
-        .unwrap_or_default();
-    let prepared = prepare::prepare(state, run, issue, &comments, agent)
+async fn launch(host: &Host, order: &Order) -> Result<(Prepared, Child), Ending> {
+    let prepared = prepare::prepare(host, order)
         .await
         .map_err(|e| Ending::NotStarted(e.reason, e.message))?;
     match process::spawn(&prepared.launch).await {
@@ -230,39 +293,6 @@ async fn launch(
             };
             Err(Ending::NotStarted(reason, format!("{e}")))
         }
-    }
-}
-
-async fn load(state: &Engine, run: &Run) -> crate::store::Result<(Issue, Agent)> {
-    let issue = state.store.get_issue_by_id(run.issue_id).await?;
-    let agent = state
-        .store
-        .get_agent(run.workspace_id, run.agent_id)
-        .await?;
-    Ok((issue, agent))
-}
-
-/// A `todo` issue goes to `in_progress` when its run starts; either way the board hears that the run is
-/// now running (its card's run indicator changes even when the issue does not move).
-async fn mark_in_progress(state: &Engine, issue: &Issue, agent: &Agent) {
-    if issue.status != IssueStatus::Todo {
-        finish::announce(state, issue);
-        return;
-    }
-    let actor: Actor = CommentAuthor::Agent(agent.id);
-    match state
-        .store
-        .move_issue(
-            issue.workspace_id,
-            &issue.key,
-            IssueStatus::InProgress,
-            None,
-            actor,
-        )
-        .await
-    {
-        Ok(_) => finish::announce(state, issue),
-        Err(e) => tracing::warn!(error = %e, "cannot move the issue to in progress"),
     }
 }
 

@@ -1,27 +1,28 @@
-//! The watch loop of a running child: one `select!` over output lines, child exit, cancel, the heartbeat
-//! (lease renewal), the stall watchdog and the batch flush timer.
+//! The watch loop of a running child: one `select!` over output lines, child exit, the run's stop
+//! signal, the stall watchdog and the batch flush timer. (Leases are renewed by the runner's heartbeat,
+//! for all its runs at once.)
 //!
 //! Guards: an auth-classified error stops the run at once (CLIs otherwise retry a 401 for minutes); usage
 //! past the agent's budget stops it gracefully after the turn that crossed it (each model request's usage
 //! counts as it is reported, `TurnUsage`, not only the CLI's final report), with an `error` event saying
 //! what was spent; reaching the event cap stops it; no output for the stall timeout flags the run `stalled`
-//! (store, inbox, board) and a second timeout stops it; any output clears the flag.
+//! (the server records it, tells the inbox and the board) and a second timeout stops it; any output
+//! clears the flag.
 
 use std::time::Duration;
 
-use chrono::Utc;
 use muster_agents::{Adapter, AgentEvent, ErrorClass, RateTable};
 use serde_json::json;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
-use tokio_util::sync::CancellationToken;
 
+use super::ending::{Ending, Stop};
 use super::events::{EventLog, Tally};
-use super::finish::{self, Ending, Stop};
-use crate::domain::{Agent, Budget, InboxKind, Issue, NewInboxItem, Run, RunnerId};
-use crate::engine::Engine;
-use crate::store;
+use super::run::{Host, RunSignal};
+use crate::domain::Budget;
+use crate::runner::core::Link;
+use crate::runner::protocol::{Order, ToServer};
 
 /// After the child exits (or is stopped), how long to wait for the rest of its output.
 const DRAIN_WAIT: Duration = Duration::from_secs(2);
@@ -38,14 +39,11 @@ pub(super) enum Line {
 
 /// What the watch loop needs to know about its run.
 pub(super) struct Watch<'a> {
-    pub state: &'a Engine,
-    pub run: &'a Run,
-    pub runner: RunnerId,
-    pub agent: &'a Agent,
-    pub issue: &'a Issue,
+    pub host: &'a Host,
+    pub order: &'a Order,
+    pub link: &'a Link,
     pub adapter: &'a dyn Adapter,
-    pub token: &'a CancellationToken,
-    pub stop: &'a CancellationToken,
+    pub signal: &'a RunSignal,
 }
 
 /// Runs until the child exits or a guard, cancel or shutdown says stop. Does not stop the child.
@@ -56,11 +54,10 @@ pub(super) async fn watch(
     log: &mut EventLog,
     tally: &mut Tally,
 ) -> Ending {
-    let t = ctx.state.runs.timing();
+    let t = &ctx.host.timing;
     let stall = t.stall_override.unwrap_or_else(|| {
-        Duration::from_secs(u64::try_from(ctx.agent.profile.stall_timeout_secs.max(1)).unwrap_or(1))
+        Duration::from_secs(u64::try_from(ctx.order.agent.stall_timeout_secs.max(1)).unwrap_or(1))
     });
-    let mut heartbeat = tokio::time::interval_at(Instant::now() + t.heartbeat, t.heartbeat);
     let tick = (stall / 4).clamp(WATCHDOG_TICK.0, WATCHDOG_TICK.1);
     let mut watchdog = tokio::time::interval(tick);
     watchdog.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -68,12 +65,15 @@ pub(super) async fn watch(
     let mut last_output = Instant::now();
     let mut stalled = false;
     let mut open = true;
-    log.set_cap(ctx.state.config.max_events_per_run);
+    log.set_cap(ctx.order.max_events);
     loop {
         let due = log.due();
         tokio::select! {
-            () = ctx.token.cancelled() => {
-                let stop = if ctx.stop.is_cancelled() { Stop::Shutdown } else { Stop::Cancelled };
+            () = ctx.signal.token().cancelled() => {
+                if ctx.signal.is_lost() {
+                    return Ending::LeaseLost;
+                }
+                let stop = if ctx.signal.is_shutdown() { Stop::Shutdown } else { Stop::Cancelled };
                 return Ending::Stopped(stop, None);
             }
             status = child.wait() => {
@@ -84,24 +84,19 @@ pub(super) async fn watch(
                 last_output = Instant::now();
                 if stalled {
                     stalled = false;
-                    set_stalled(ctx, log, false).await;
+                    set_stalled(ctx, log, false);
                 }
                 if let Some(end) = take_line(ctx, line, log, tally, &rates, true) {
                     return end;
                 }
                 if log.capped() {
-                    return Ending::Stopped(Stop::EventCap(ctx.state.config.max_events_per_run), None);
+                    return Ending::Stopped(Stop::EventCap(ctx.order.max_events), None);
                 }
                 if log.must_flush() {
-                    flush(ctx, log).await;
+                    flush(ctx, log);
                 }
             }
-            () = sleep_until(due), if due.is_some() => flush(ctx, log).await,
-            _ = heartbeat.tick() => {
-                if renew(ctx).await.is_err() {
-                    return Ending::LeaseLost;
-                }
-            }
+            () = sleep_until(due), if due.is_some() => flush(ctx, log),
             _ = watchdog.tick() => {
                 let quiet = last_output.elapsed();
                 if stalled && quiet >= stall * 2 {
@@ -109,7 +104,7 @@ pub(super) async fn watch(
                 }
                 if !stalled && quiet >= stall {
                     stalled = true;
-                    set_stalled(ctx, log, true).await;
+                    set_stalled(ctx, log, true);
                 }
             }
         }
@@ -129,7 +124,7 @@ pub(super) async fn drain(
         // Guards no longer matter: the child is gone, only the events and the tally do.
         let _ = take_line(ctx, line, log, tally, &rates, false);
         if log.must_flush() {
-            flush(ctx, log).await;
+            flush(ctx, log);
         }
     }
 }
@@ -141,28 +136,9 @@ async fn sleep_until(due: Option<Instant>) {
     }
 }
 
-async fn flush(ctx: &Watch<'_>, log: &mut EventLog) {
-    if let Err(e) = log.flush(ctx.state).await {
-        tracing::warn!(error = %e, "cannot store run events; will retry");
-    }
-}
-
-/// Renews the lease; `Err` only when the lease is gone (transient store errors are logged and ignored:
-/// the lease still has most of its time).
-async fn renew(ctx: &Watch<'_>) -> Result<(), ()> {
-    let until = Utc::now() + ctx.state.runs.timing().lease;
-    match ctx
-        .state
-        .store
-        .renew_lease(ctx.run.id, ctx.runner, until)
-        .await
-    {
-        Ok(()) => Ok(()),
-        Err(store::Error::Conflict { .. } | store::Error::NotFound) => Err(()),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot renew the lease; will retry");
-            Ok(())
-        }
+fn flush(ctx: &Watch<'_>, log: &mut EventLog) {
+    if !ctx.signal.is_lost() {
+        log.flush(ctx.link);
     }
 }
 
@@ -205,7 +181,7 @@ fn take_line(
     if guard
         && end.is_none()
         && tally.stop_note.is_none()
-        && let Some(note) = over_budget(ctx.agent.profile.budget, tally)
+        && let Some(note) = over_budget(ctx.order.agent.budget, tally)
     {
         // Checked after every line, so after every turn's usage: the run stops after the turn that
         // crossed its budget.
@@ -234,32 +210,18 @@ fn over_budget(budget: Budget, tally: &Tally) -> Option<String> {
     })
 }
 
-/// Flags (or clears) the stall in the store, the log, the inbox and on the board.
-async fn set_stalled(ctx: &Watch<'_>, log: &mut EventLog, stalled: bool) {
-    let at = stalled.then(Utc::now);
-    if let Err(e) = ctx.state.store.set_run_stalled(ctx.run.id, at).await {
-        tracing::warn!(error = %e, "cannot flag the run's stall");
-    }
+/// Flags (or clears) the stall: in the log, and to the server (which records it, tells the inbox and
+/// the board).
+fn set_stalled(ctx: &Watch<'_>, log: &mut EventLog, stalled: bool) {
     let status = if stalled { "stalled" } else { "running" };
     log.push("status", json!({ "status": status }));
-    flush(ctx, log).await;
+    flush(ctx, log);
     if stalled {
         tracing::warn!("run stalled: no output for the stall timeout");
-        let item = NewInboxItem {
-            workspace_id: ctx.run.workspace_id,
-            user_id: None,
-            kind: InboxKind::RunStalled,
-            issue_id: Some(ctx.issue.id),
-            run_id: Some(ctx.run.id),
-            message: format!(
-                "{} has been silent on {} for its stall timeout; it is stopped after a second one",
-                ctx.agent.profile.name.as_str(),
-                ctx.issue.key
-            ),
-        };
-        if let Err(e) = ctx.state.store.create_inbox_item(&item).await {
-            tracing::warn!(error = %e, "cannot create the stall inbox item");
-        }
     }
-    finish::announce(ctx.state, ctx.issue);
+    ctx.link.note(ToServer::Stalled {
+        run_id: ctx.order.run_id,
+        epoch: ctx.order.epoch,
+        stalled,
+    });
 }

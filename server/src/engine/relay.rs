@@ -62,9 +62,8 @@ fn apply(state: &Engine, note: Relayed) {
         Relayed::Live(topic, event) => state.hub.publish_local(topic, event),
         Relayed::RunQueued(_) => state.runs.wake(),
         Relayed::CancelRun(run) => {
-            if let Some(token) = state.runs.token(run) {
+            if state.runs.tell(run, false) {
                 tracing::info!(run.id = %run, "cancelled by another replica");
-                token.cancel();
             }
         }
     }

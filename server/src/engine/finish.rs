@@ -3,7 +3,6 @@
 //! left; otherwise back to `todo` with an inbox item. Every text recorded here (summary, diff stat, failure
 //! message, inbox item, comment) has passed the run's redactor.
 
-use super::events::Tally;
 use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{
     Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
@@ -12,145 +11,71 @@ use crate::domain::{
 use crate::engine::Engine;
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
+use crate::runner::protocol::Finished;
 use crate::store;
 
-/// Why a run had to be stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stop {
-    Cancelled,
-    Shutdown,
-    Stalled,
-    OverBudget,
-    Auth,
-    /// The run produced as many events as a run may keep (the cap).
-    EventCap(crate::domain::Seq),
-}
-
-/// How the supervision of a run ended.
-#[derive(Debug)]
-pub(super) enum Ending {
-    /// Preparing or spawning failed; the message says why.
-    NotStarted(FailureReason, String),
-    /// The child exited by itself, with this exit code.
-    Exited(Option<i32>),
-    /// The supervisor stopped the child; the exit code once reaped.
-    Stopped(Stop, Option<i32>),
-    /// The lease was lost: someone else owns the run now.
-    LeaseLost,
-    /// Found live at the runner's start: the server that ran it died (its process group was stopped).
-    Orphaned,
-}
-
-impl Ending {
-    /// The same ending with the exit code of the stopped child.
-    pub(super) fn with_exit_code(self, code: Option<i32>) -> Self {
-        match self {
-            Ending::Stopped(stop, _) => Ending::Stopped(stop, code),
-            other => other,
-        }
-    }
-}
-
-/// The recorded outcome of an ending, its texts redacted.
-fn outcome(ending: &Ending, tally: &Tally, redactor: &Redactor) -> RunOutcome {
-    let (status, exit_code, failure_reason) = match ending {
-        Ending::NotStarted(reason, _) => (RunStatus::Failed, None, Some(*reason)),
-        Ending::Exited(code) => {
-            let ok = *code == Some(0) && tally.finished.as_ref().is_none_or(|(ok, _)| *ok);
-            if ok {
-                (RunStatus::Succeeded, *code, None)
-            } else {
-                (RunStatus::Failed, *code, Some(tally.errors.reason()))
-            }
-        }
-        Ending::Stopped(stop, code) => match stop {
-            Stop::Cancelled => (RunStatus::Cancelled, *code, None),
-            Stop::Shutdown => (
-                RunStatus::Interrupted,
-                *code,
-                Some(FailureReason::RunnerLost),
-            ),
-            Stop::Stalled => (RunStatus::TimedOut, *code, Some(FailureReason::Stalled)),
-            Stop::OverBudget => (RunStatus::Failed, *code, Some(FailureReason::OverBudget)),
-            Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
-            Stop::EventCap(_) => (RunStatus::Failed, *code, Some(FailureReason::EventCap)),
-        },
-        Ending::LeaseLost | Ending::Orphaned => (
-            RunStatus::Interrupted,
-            None,
-            Some(FailureReason::RunnerLost),
-        ),
-    };
-    let summary = match ending {
-        Ending::NotStarted(_, message) => Some(message.clone()),
-        Ending::Stopped(Stop::EventCap(cap), _) => Some(super::events::cap_message(*cap)),
-        _ => tally.summary(),
-    };
-    // The decisive error, for a failure that was not of our making (a stop or an unstarted run says why
-    // itself in its reason and summary).
-    let failure_detail = match ending {
-        Ending::Exited(_) | Ending::Stopped(Stop::Auth, _) if failure_reason.is_some() => {
-            tally.errors.message()
-        }
-        _ => None,
-    };
-    RunOutcome {
-        status,
-        exit_code,
-        failure_reason,
-        failure_detail: redactor.opt(failure_detail),
-        usage: tally.usage,
-        summary: redactor.opt(summary.as_deref()),
-        diff_stat: redactor.opt(tally.diff_stat.as_deref()),
-        session_id: redactor.opt(tally.session_id.as_deref()),
-    }
-}
-
-/// Records how the run ended and moves the issue on; `redactor` hides the run's secrets in what is kept.
+/// Records how the run ended, as its runner reports it under the claim's `epoch`, and moves the issue
+/// on; `redactor` hides the run's secrets in what Muster writes about it (the runner already redacted
+/// what it reported). `Err(Conflict run_lease)` when the run is no longer live at that epoch.
 #[tracing::instrument(skip_all, fields(run.id = %run.id))]
-pub(super) async fn conclude(
+pub(crate) async fn conclude(
     state: &Engine,
     run: &Run,
-    issue: &Issue,
-    agent: &Agent,
-    ending: Ending,
-    tally: Tally,
+    report: &Finished,
     redactor: &Redactor,
-) {
-    let outcome = outcome(&ending, &tally, redactor);
-    let finished = match state.store.finish_run(run.id, &outcome).await {
-        Ok(finished) => finished,
+) -> store::Result<()> {
+    let outcome = RunOutcome {
+        status: report.status,
+        exit_code: report.exit_code,
+        failure_reason: report.failure_reason,
+        failure_detail: redactor.opt(report.failure_detail.as_deref()),
+        usage: report.usage,
+        summary: redactor.opt(report.summary.as_deref()),
+        diff_stat: redactor.opt(report.diff_stat.as_deref()),
+        session_id: redactor.opt(report.session_id.as_deref()),
+    };
+    if !outcome.status.is_terminal() {
+        return Err(store::Error::Conflict {
+            constraint: "run_status".to_owned(),
+        });
+    }
+    let finished = state
+        .store
+        .finish_leased_run(run.id, report.epoch, &outcome)
+        .await?;
+    tracing::info!(status = %finished.status, reason = ?finished.failure_reason, "run finished");
+    if let Err(e) = state.store.revoke_run_tokens(run.id).await {
+        tracing::warn!(error = %e, "cannot revoke the run's token");
+    }
+    let loaded = async {
+        let issue = state.store.get_issue_by_id(run.issue_id).await?;
+        let agent = state.store.get_agent(run.workspace_id, run.agent_id).await;
+        Ok::<_, store::Error>((issue, agent.ok()))
+    };
+    let (issue, agent) = match loaded.await {
+        Ok(found) => found,
         Err(e) => {
-            // `run_lease`: already finished elsewhere (a cancel of a claimed run, an expired lease).
-            tracing::warn!(error = %e, "cannot record the run's end");
+            tracing::warn!(error = %e, "cannot read the finished run's issue");
             state.runs.wake();
-            return;
+            return Ok(());
         }
     };
-    tracing::info!(status = %finished.status, reason = ?finished.failure_reason, "run finished");
-    let followed = match finished.status {
-        RunStatus::Succeeded => succeeded(state, &finished, issue, agent).await,
-        RunStatus::Cancelled => return_to_todo(state, issue, agent).await,
-        RunStatus::Interrupted => {
-            after_interruption(state, &finished, issue, Some(agent), tally.changed).await
+    let followed = match (finished.status, agent.as_ref()) {
+        (RunStatus::Succeeded, Some(agent)) => succeeded(state, &finished, &issue, agent).await,
+        (RunStatus::Cancelled, Some(agent)) => return_to_todo(state, &issue, agent).await,
+        (RunStatus::Interrupted, agent) => {
+            after_interruption(state, &finished, &issue, agent, report.changed).await
         }
-        _ => failed(state, &finished, issue, agent, redactor).await,
+        (_, Some(agent)) => failed(state, &finished, &issue, agent, redactor).await,
+        // The agent was deleted meanwhile: nothing to retry, nothing to say in its name.
+        (_, None) => Ok(()),
     };
     if let Err(e) = followed {
         tracing::warn!(error = %e, "cannot update the issue after the run");
     }
-    announce(state, issue);
+    announce(state, &issue);
     state.runs.wake();
-}
-
-/// Finishes a run whose issue or agent cannot be read (deleted meanwhile).
-pub(super) async fn conclude_unloaded(state: &Engine, run: &Run, ending: Ending) {
-    // Nothing the agent said is kept (there is no tally), so there is nothing of its to redact.
-    let outcome = outcome(&ending, &Tally::default(), &Redactor::default());
-    if let Err(e) = state.store.finish_run(run.id, &outcome).await {
-        tracing::warn!(error = %e, "cannot record the run's end");
-    }
-    state.runs.wake();
+    Ok(())
 }
 
 async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> store::Result<()> {
@@ -262,7 +187,7 @@ async fn failed(
 /// After an interruption (a stopped or lost runner): a run that had not changed its worktree yet is
 /// re-queued at once (up to the agent's retry limit, at least once); otherwise a person decides, through
 /// an inbox item offering a retry. `agent` is `None` when it cannot be read (then: the inbox).
-pub(super) async fn after_interruption(
+pub(crate) async fn after_interruption(
     state: &Engine,
     run: &Run,
     issue: &Issue,
@@ -291,7 +216,7 @@ pub(super) async fn after_interruption(
 }
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
-pub(super) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> store::Result<()> {
+pub(crate) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> store::Result<()> {
     move_if_in(
         state,
         issue,
@@ -363,7 +288,7 @@ async fn inbox(
 }
 
 /// Tells the board that the issue (or its run) changed.
-pub(super) fn announce(state: &Engine, issue: &Issue) {
+pub(crate) fn announce(state: &Engine, issue: &Issue) {
     state.hub.publish(
         Topic::Board(issue.workspace_id),
         LiveEvent::IssueChanged(issue.key.clone()),
@@ -371,7 +296,7 @@ pub(super) fn announce(state: &Engine, issue: &Issue) {
 }
 
 /// A cancelled-before-start outcome (used for queued runs).
-pub(super) fn cancelled_outcome() -> RunOutcome {
+pub(crate) fn cancelled_outcome() -> RunOutcome {
     RunOutcome {
         status: RunStatus::Cancelled,
         exit_code: None,

@@ -1,0 +1,240 @@
+//! The run engine's context: what queueing, cancelling, claiming, supervising and finishing runs need —
+//! the store, the hub, the configuration, the secret box, the detected runtimes and the live runs — and
+//! nothing of HTTP. `AppState` owns one (and derefs to it); the engine never reaches back.
+//!
+//! The server's side of runs lives here: queueing, cancelling and re-queueing ([`Engine::queue`],
+//! [`Engine::cancel`], [`Engine::requeue`]), the runner sessions that claim runs for runners and record
+//! what they report ([`session`]), the orders they are sent ([`order`]), how a run's end moves its issue
+//! ([`finish`]), the sweep of runs whose runner vanished ([`sweep`]) and the wake-ups between replicas
+//! ([`relay`]). Executing a run is the runner's (`crate::supervisor`, `crate::runner`).
+
+pub(crate) mod finish;
+pub mod order;
+pub mod relay;
+pub mod session;
+pub(crate) mod sweep;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::config::Config;
+use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus};
+use crate::hub::Hub;
+use crate::runner::protocol::ToRunner;
+use crate::secrets::SecretBox;
+use crate::service::runtimes::RuntimeCache;
+use crate::store::{self, Store};
+pub use crate::supervisor::RunTiming;
+
+/// The run engine's handles. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    /// The database, behind the one storage trait.
+    pub store: Arc<dyn Store>,
+    /// The configuration the server started with.
+    pub config: Arc<Config>,
+    /// Live updates to browsers (and, through the relay, to other replicas).
+    pub hub: Hub,
+    /// Seals agent secrets at rest.
+    pub secrets: Arc<SecretBox>,
+    /// Detected agent runtimes, cached.
+    pub runtimes: RuntimeCache,
+    /// The runner's wake-up, live runs' cancel tokens, the engine's clocks.
+    pub runs: Runs,
+    /// The address the HTTP listener is bound to (set once bound); runs reach the API here when no
+    /// public URL is configured.
+    pub bound_addr: Option<SocketAddr>,
+}
+
+impl Engine {
+    /// The engine around `store`, with the secret box kept in the configured data directory.
+    pub fn new(store: Arc<dyn Store>, config: Config) -> anyhow::Result<Self> {
+        let secrets = SecretBox::load_or_create(&config.data_dir)?;
+        let runtimes = RuntimeCache::new(config.runtime_paths.clone());
+        Ok(Self {
+            store,
+            config: Arc::new(config),
+            hub: Hub::default(),
+            secrets: Arc::new(secrets),
+            runtimes,
+            runs: Runs::default(),
+            bound_addr: None,
+        })
+    }
+
+    /// The URL agents and other programs reach this server at: the public URL when configured, else the
+    /// bound address (a wildcard address becomes loopback).
+    pub fn api_url(&self) -> Option<String> {
+        if let Some(url) = &self.config.public_url {
+            return Some(url.trim_end_matches('/').to_owned());
+        }
+        let mut addr = self.bound_addr?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Some(format!("http://{addr}"))
+    }
+}
+
+/// The engine's live handles: the runners' wake-up, the runs this replica's runner sessions hold (to
+/// reach each with a cancel), the clocks.
+#[derive(Clone, Default)]
+pub struct Runs {
+    inner: Arc<RunsInner>,
+}
+
+struct RunsInner {
+    /// Bumped on every wake-up; each runner session watches it (all of them wake, not one).
+    wake: watch::Sender<u64>,
+    /// Held runs and the session that holds each.
+    held: Mutex<HashMap<RunId, mpsc::UnboundedSender<ToRunner>>>,
+    timing: RunTiming,
+}
+
+impl Default for RunsInner {
+    fn default() -> Self {
+        Self {
+            wake: watch::Sender::new(0),
+            held: Mutex::default(),
+            timing: RunTiming::default(),
+        }
+    }
+}
+
+impl Runs {
+    /// Handles with the given clocks.
+    pub fn with_timing(timing: RunTiming) -> Self {
+        Self {
+            inner: Arc::new(RunsInner {
+                timing,
+                ..RunsInner::default()
+            }),
+        }
+    }
+
+    /// The clocks.
+    pub fn timing(&self) -> &RunTiming {
+        &self.inner.timing
+    }
+
+    /// Wakes every runner session of this replica, so that they claim at once.
+    pub fn wake(&self) {
+        self.inner.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes at every [`Runs::wake`].
+    pub(crate) fn wake_ups(&self) -> watch::Receiver<u64> {
+        self.inner.wake.subscribe()
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, mpsc::UnboundedSender<ToRunner>>> {
+        self.inner
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that a session of this replica holds `run`; `to_runner` reaches its runner.
+    pub(crate) fn hold(&self, run: RunId, to_runner: mpsc::UnboundedSender<ToRunner>) {
+        self.held().insert(run, to_runner);
+    }
+
+    /// Forgets a run (finished, lost, or its session ended).
+    pub(crate) fn release(&self, run: RunId) {
+        self.held().remove(&run);
+    }
+
+    /// Whether a runner session of this replica holds `run`.
+    pub fn holds(&self, run: RunId) -> bool {
+        self.held().contains_key(&run)
+    }
+
+    /// Tells the runner holding `run` (through this replica) to stop it; `false` when none here does.
+    pub(crate) fn tell(&self, run: RunId, lost: bool) -> bool {
+        let sender = self.held().get(&run).cloned();
+        sender.is_some_and(|tx| tx.send(ToRunner::Cancel { run_id: run, lost }).is_ok())
+    }
+}
+
+impl Engine {
+    /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent
+    /// already has a live run on the issue (`run_one_active_key`).
+    pub async fn queue(&self, issue: &Issue, agent: AgentId) -> store::Result<Option<Run>> {
+        let new = NewRun {
+            workspace_id: issue.workspace_id,
+            issue_id: issue.id,
+            agent_id: agent,
+            attempt: 1,
+            not_before: None,
+            chain_depth: 0,
+        };
+        self.enqueue(&new).await
+    }
+
+    /// Queues the next attempt of `run` (same agent, same issue, same chain depth), claimable after
+    /// `delay` (a retry's backoff) or at once. `Ok(None)` when the agent already has a live run on the
+    /// issue. The one way a run is queued again: a person's retry, a retryable failure, an interruption.
+    pub async fn requeue(&self, run: &Run, delay: Option<Duration>) -> store::Result<Option<Run>> {
+        let new = NewRun {
+            workspace_id: run.workspace_id,
+            issue_id: run.issue_id,
+            agent_id: run.agent_id,
+            attempt: run.attempt + 1,
+            not_before: delay.map(|d| chrono::Utc::now() + d),
+            chain_depth: run.chain_depth,
+        };
+        self.enqueue(&new).await
+    }
+
+    /// Creates the run, then wakes this replica's runners and tells the other replicas.
+    async fn enqueue(&self, new: &NewRun) -> store::Result<Option<Run>> {
+        match self.store.create_run(new).await {
+            Ok(run) => {
+                tracing::info!(run.id = %run.id, attempt = run.attempt, "run queued");
+                self.runs.wake();
+                self.hub.relay(crate::hub::Relayed::RunQueued(run.id));
+                Ok(Some(run))
+            }
+            Err(store::Error::Conflict { constraint }) if constraint == "run_one_active_key" => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it
+    /// as `cancelled`); a queued one is finished as `cancelled` at once. Returns the run as it now stands.
+    pub async fn cancel(&self, run_id: RunId) -> store::Result<Run> {
+        if self.runs.tell(run_id, false) {
+            return self.store.get_run(run_id).await;
+        }
+        let run = self.store.get_run(run_id).await?;
+        if matches!(run.status, RunStatus::Claimed | RunStatus::Running) {
+            // Held by another replica's runner: it cancels when told.
+            self.hub.relay(crate::hub::Relayed::CancelRun(run_id));
+            return Ok(run);
+        }
+        if run.status != RunStatus::Queued {
+            return Ok(run);
+        }
+        let outcome = finish::cancelled_outcome();
+        match self.store.finish_run(run_id, &outcome).await {
+            Ok(run) => Ok(run),
+            // Claimed meanwhile: the runner now holds its token.
+            Err(store::Error::Conflict { .. }) => {
+                if !self.runs.tell(run_id, false) {
+                    self.hub.relay(crate::hub::Relayed::CancelRun(run_id));
+                }
+                self.store.get_run(run_id).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

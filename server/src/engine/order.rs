@@ -1,0 +1,202 @@
+//! What a runner is sent for a run it was given: the [`Order`] (the brief and prompt rendered here, the
+//! agent's secrets opened here and nowhere else, its enabled skills as bundles, the repository setting,
+//! a token valid for that run only), and what it is told about runs its previous life left behind.
+
+use crate::domain::{Agent, FailureReason, NewApiToken, Role, Run};
+use crate::runner::protocol::{AgentSpec, Order, Orphan, SkillBundle, SpecEnv};
+
+use super::Engine;
+
+/// Why a claimed run cannot be ordered; it is recorded as failed with this reason and message.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub reason: FailureReason,
+    pub message: String,
+}
+
+fn config(message: impl Into<String>) -> Refusal {
+    Refusal {
+        reason: FailureReason::Config,
+        message: message.into(),
+    }
+}
+
+/// The branch a run works on: `muster/<KEY>-r<attempt>`.
+pub(crate) fn branch_name(issue_key: &str, attempt: i32) -> String {
+    format!("muster/{issue_key}-r{attempt}")
+}
+
+/// An agent's enabled skills, as orders carry them.
+pub async fn skill_bundles(
+    store: &dyn crate::store::Store,
+    agent: crate::domain::AgentId,
+) -> Result<Vec<SkillBundle>, String> {
+    let attached = store
+        .agent_skills(agent)
+        .await
+        .map_err(|e| format!("cannot load the agent's skills: {e}"))?;
+    Ok(attached
+        .into_iter()
+        .filter(|a| a.enabled)
+        .map(|a| SkillBundle::of(&a.skill))
+        .collect())
+}
+
+/// The order for a run just claimed.
+pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> {
+    let store = &engine.store;
+    let issue = store
+        .get_issue_by_id(run.issue_id)
+        .await
+        .map_err(|e| config(format!("cannot read the run's issue: {e}")))?;
+    let agent = store
+        .get_agent(run.workspace_id, run.agent_id)
+        .await
+        .map_err(|e| config(format!("cannot read the run's agent: {e}")))?;
+    if let Some(problem) = crate::service::agents::model_problem(&agent.profile) {
+        // Saved before the rule: refuse to start rather than run an agent that can do nothing.
+        return Err(config(format!(
+            "the agent's model is not set: {problem}; set it on the agent's page"
+        )));
+    }
+    let comments = store.list_comments(issue.id).await.unwrap_or_default();
+    let ws = store
+        .get_workspace(run.workspace_id)
+        .await
+        .map_err(|e| config(format!("cannot read the workspace: {e}")))?;
+    let skills = skill_bundles(store.as_ref(), agent.id)
+        .await
+        .map_err(config)?;
+    let spec = agent_spec(engine, &agent)?;
+    let token = run_token(engine, run).await?;
+    Ok(Order {
+        run_id: run.id,
+        epoch: run.lease_epoch,
+        workspace_id: run.workspace_id,
+        attempt: run.attempt,
+        issue_key: issue.key.to_string(),
+        branch: branch_name(&issue.key.to_string(), run.attempt),
+        brief: crate::supervisor::render_brief(&issue, &comments, &agent),
+        prompt: crate::supervisor::brief_prompt(&issue, agent.profile.kind),
+        agent: spec,
+        skills,
+        repo: ws.repo_path.filter(|r| !r.trim().is_empty()),
+        token,
+        api_url: engine.config.public_url.clone().map(|u| u.trim_end_matches('/').to_owned()),
+        max_events: engine.config.max_events_per_run,
+        next_seq: 1,
+    })
+}
+
+/// What a runner is told about a run its previous life left behind.
+pub(crate) async fn orphan(engine: &Engine, run: &Run) -> Result<Orphan, crate::store::Error> {
+    let issue = engine.store.get_issue_by_id(run.issue_id).await?;
+    let agent = engine.store.get_agent(run.workspace_id, run.agent_id).await.ok();
+    let mut next_seq = 1;
+    loop {
+        let page = engine.store.run_events_since(run.id, next_seq - 1, 1000).await?;
+        match page.last() {
+            Some(last) => next_seq = last.seq + 1,
+            None => break,
+        }
+    }
+    let secrets = agent
+        .as_ref()
+        .and_then(|a| agent_spec(engine, a).ok())
+        .map(|spec| {
+            spec.env
+                .into_iter()
+                .filter(|v| v.secret)
+                .map(|v| v.value)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Orphan {
+        run_id: run.id,
+        epoch: run.lease_epoch,
+        pid: run.pid,
+        next_seq,
+        issue_key: issue.key.to_string(),
+        agent_name: agent
+            .map(|a| a.profile.name.as_str().to_owned())
+            .unwrap_or_default(),
+        secrets,
+    })
+}
+
+/// The profile as the runner needs it, secrets opened. A key saved as a plain variable is still a key:
+/// it is marked secret so the run's log never shows it. Reserved variables stored before that rule are
+/// skipped.
+fn agent_spec(engine: &Engine, agent: &Agent) -> Result<AgentSpec, Refusal> {
+    let p = &agent.profile;
+    let mut env = Vec::new();
+    for var in &p.env {
+        if let Some(why) = crate::domain::reserved_env(&var.key) {
+            tracing::warn!(key = %var.key, why, "agent env variable ignored");
+            continue;
+        }
+        let value = if var.secret {
+            engine.secrets.open(&var.value).map_err(|e| {
+                config(format!("cannot open the secret {}: {e:#}", var.key))
+            })?
+        } else {
+            var.value.clone()
+        };
+        let secret = var.secret || muster_agents::API_KEY_VARS.contains(&var.key.as_str());
+        env.push(SpecEnv {
+            key: var.key.clone(),
+            value,
+            secret,
+        });
+    }
+    Ok(AgentSpec {
+        name: p.name.as_str().to_owned(),
+        kind: p.kind,
+        model: p.model.clone(),
+        instructions: p.instructions.clone(),
+        env,
+        extra_args: p.extra_args.clone(),
+        permission_mode: p.permission_mode,
+        stall_timeout_secs: p.stall_timeout_secs,
+        budget: p.budget,
+        command: p.command.clone(),
+        base_url: p.base_url.clone(),
+    })
+}
+
+/// A token valid for this run only (see `http::extract`), held by the workspace's first owner; it dies
+/// with the run.
+async fn run_token(engine: &Engine, run: &Run) -> Result<String, Refusal> {
+    let members = engine
+        .store
+        .list_members(run.workspace_id)
+        .await
+        .map_err(|e| config(format!("cannot read the workspace's members: {e}")))?;
+    let owner = members
+        .iter()
+        .find(|m| m.role == Role::Owner)
+        .ok_or_else(|| config("the workspace has no owner to hold the run's token"))?;
+    let secret = crate::auth::new_secret(crate::service::tokens::TOKEN_KIND);
+    let new = NewApiToken {
+        workspace_id: run.workspace_id,
+        user_id: owner.user.id,
+        name: format!("run {}", run.id),
+        prefix: secret.prefix,
+        token_hash: secret.hash,
+        run_id: Some(run.id),
+    };
+    engine
+        .store
+        .create_api_token(&new)
+        .await
+        .map_err(|e| config(format!("cannot create the run's token: {e}")))?;
+    Ok(secret.secret)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn branch_names_carry_the_key_and_attempt() {
+        assert_eq!(super::branch_name("ACM-7", 2), "muster/ACM-7-r2");
+    }
+}

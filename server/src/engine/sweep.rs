@@ -1,0 +1,60 @@
+//! The sweep: every replica, every [`RunTiming::sweep_every`](crate::supervisor::RunTiming), marks runs
+//! whose lease lapsed (their runner vanished, or the server that ran them died) as interrupted. Each is
+//! re-queued when it had not changed anything yet, else left to a person with an inbox item; the events
+//! it stored stay. The store's `interrupt_expired_runs` is one statement, so two replicas sweeping at
+//! once never handle a run twice.
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Engine, finish};
+
+/// Sweeps until `stop` fires.
+pub(crate) async fn run(engine: Engine, stop: CancellationToken) {
+    let every = engine.runs.timing().sweep_every;
+    loop {
+        once(&engine).await;
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// One sweep.
+pub(crate) async fn once(engine: &Engine) {
+    let lost = match engine.store.interrupt_expired_runs(Utc::now()).await {
+        Ok(lost) => lost,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot sweep expired runs");
+            return;
+        }
+    };
+    for run in lost {
+        tracing::warn!(run.id = %run.id, "run interrupted: its runner is gone");
+        engine.runs.release(run.id);
+        if let Err(e) = engine.store.revoke_run_tokens(run.id).await {
+            tracing::warn!(error = %e, "cannot revoke the run's token");
+        }
+        let issue = match engine.store.get_issue_by_id(run.issue_id).await {
+            Ok(issue) => issue,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read an interrupted run's issue");
+                continue;
+            }
+        };
+        let agent = engine
+            .store
+            .get_agent(run.workspace_id, run.agent_id)
+            .await
+            .ok();
+        // Its worktree (if any) is on the runner's machine: assume it changed something once started.
+        let changed = run.branch.is_some();
+        if let Err(e) =
+            finish::after_interruption(engine, &run, &issue, agent.as_ref(), changed).await
+        {
+            tracing::warn!(error = %e, "cannot report an interrupted run");
+        }
+        finish::announce(engine, &issue);
+    }
+}

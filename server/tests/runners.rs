@@ -1,0 +1,618 @@
+//! Remote runners, for real: `muster serve` replicas (board only) on one PostgreSQL and `muster runner`
+//! processes, each with its own HOME, PATH and state folder, standing in for separate machines. A run
+//! streams to a viewer on the other replica; `kill -9` of the runner's replica mid-run (the runner fails
+//! over, the viewer sees every line exactly once, in order); `kill -9` of a runner mid-run (the run is
+//! marked within 30 s, and not executed twice); a token revoked mid-run; and what the server refuses: an
+//! older protocol, a wrong token, events for a run the runner does not hold or under a stale epoch.
+//! Bounded polls only, never a sleep as synchronisation.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures_util::{SinkExt as _, StreamExt as _};
+use muster::domain::*;
+use muster::runner::protocol::{self, ToRunner, ToServer};
+use muster::secrets::SecretBox;
+use muster::store::Store;
+use muster_tests::{Backend, TestDb};
+use serde_json::{Value, json};
+use support::{poll, seed_workspace};
+use tokio_tungstenite::tungstenite::Message;
+
+/// A child process killed when dropped (a failed assertion never leaves servers behind).
+struct Proc {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    fn kill_nine(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The shared world: one database, one data folder (one secret key, as in the compose file), a scratch
+/// folder for logs, runner homes and scripts.
+struct World {
+    db: TestDb,
+    store: std::sync::Arc<dyn Store>,
+    scratch: tempfile::TempDir,
+    ws: Workspace,
+    owner: User,
+    api_token: String,
+}
+
+impl World {
+    async fn new(backend: Backend) -> Option<World> {
+        let db = TestDb::new(backend).await?;
+        let store = db.store().await;
+        let (owner, ws) = seed_workspace(&store).await;
+        let api_token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "tests").await;
+        Some(World {
+            db,
+            store,
+            scratch: tempfile::tempdir().unwrap(),
+            ws,
+            owner,
+            api_token,
+        })
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.db.dir.path().join("data")
+    }
+
+    fn database_url(&self) -> String {
+        match &self.db.url {
+            muster::store::DatabaseUrl::Sqlite(p) => format!("sqlite://{}", p.display()),
+            muster::store::DatabaseUrl::Postgres(u) => u.clone(),
+        }
+    }
+
+    /// Starts a board-only replica and waits until it answers.
+    async fn replica(&self, name: &str) -> (Proc, String) {
+        let port = free_port();
+        let log = self.scratch.path().join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_muster"))
+            .args(["serve", "--no-runner", "--addr", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(["--database-url", &self.database_url()])
+            .env("RUST_LOG", "muster=debug")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let health = format!("{url}/healthz");
+        poll(&format!("replica {name} to answer"), || async {
+            let ok = reqwest::get(&health).await.ok()?;
+            ok.status().is_success().then_some(())
+        })
+        .await;
+        (Proc { child, log }, url)
+    }
+
+    /// A runner token of the workspace.
+    async fn runner_token(&self, name: &str) -> (RunnerToken, String) {
+        let secret = muster::auth::new_secret("mrt");
+        let token = self
+            .store
+            .create_runner_token(&NewRunnerToken {
+                workspace_id: self.ws.id,
+                name: name.to_owned(),
+                prefix: secret.prefix,
+                token_hash: secret.hash,
+                created_by: self.owner.id,
+            })
+            .await
+            .unwrap();
+        (token, secret.secret)
+    }
+
+    /// Starts `muster runner` as a separate machine would: its own HOME, state and runs folders, and a
+    /// PATH holding only the system's tools (plus `extra_path`).
+    fn runner(&self, name: &str, servers: &[&str], token: &str, extra_path: Option<&Path>) -> Proc {
+        let home = self.scratch.path().join(format!("{name}-home"));
+        std::fs::create_dir_all(&home).unwrap();
+        let log = self.scratch.path().join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let mut path = String::new();
+        if let Some(extra) = extra_path {
+            path.push_str(&extra.display().to_string());
+            path.push(':');
+        }
+        path.push_str("/usr/local/bin:/usr/bin:/bin");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_muster"));
+        cmd.arg("runner");
+        for s in servers {
+            cmd.args(["--server", s]);
+        }
+        let child = cmd
+            .args(["--token", token, "--name", name, "--max-runs", "2"])
+            .arg("--state-dir")
+            .arg(self.scratch.path().join(format!("{name}-state")))
+            .arg("--runs-dir")
+            .arg(self.scratch.path().join(format!("{name}-runs")))
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", path)
+            .env("RUST_LOG", "muster=debug")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        Proc { child, log }
+    }
+
+    /// A custom agent running `body` as a script in the scratch folder (readable by any runner).
+    async fn agent(&self, name: &str, body: &str, runners: &[&str]) -> Agent {
+        use std::os::unix::fs::PermissionsExt as _;
+        let script = self.scratch.path().join(format!("{name}.sh"));
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let secrets = SecretBox::load_or_create(&self.data_dir()).unwrap();
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        new.command = Some(script.display().to_string());
+        new.max_retries = 1;
+        new.runners = runners.iter().map(|r| (*r).to_owned()).collect();
+        new.env = vec![EnvVar {
+            key: "SECRET_TOKEN".to_owned(),
+            value: secrets.seal(support::SECRET).unwrap(),
+            secret: true,
+        }];
+        self.store.create_agent(self.ws.id, &new).await.unwrap()
+    }
+
+    /// An issue assigned to `agent` through the API of `server` (which queues the run).
+    async fn assign(&self, server: &str, title: &str, agent: &Agent) -> (Issue, Run) {
+        let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
+        new.status = IssueStatus::Todo;
+        let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
+        let resp = reqwest::Client::new()
+            .patch(format!("{server}/api/v1/issues/{}", issue.key))
+            .bearer_auth(&self.api_token)
+            .json(&json!({ "assignee": agent.profile.name.as_str() }))
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "assign: {}", resp.text().await.unwrap());
+        let run = poll("the run to be queued", || async {
+            self.store
+                .list_runs_for_issue(issue.id)
+                .await
+                .unwrap()
+                .into_iter()
+                .next()
+        })
+        .await;
+        (issue, run)
+    }
+
+    async fn run(&self, id: RunId) -> Run {
+        self.store.get_run(id).await.unwrap()
+    }
+
+    /// Every stored event's `tick-N` numbers, in seq order.
+    async fn ticks(&self, run: RunId) -> Vec<u32> {
+        let events = self.store.run_events_since(run, 0, 100_000).await.unwrap();
+        events.iter().filter_map(|e| tick(&e.payload)).collect()
+    }
+}
+
+/// The `tick-N` a stand-in agent printed, if this event carries one.
+fn tick(payload: &Value) -> Option<u32> {
+    let text = payload.to_string();
+    let at = text.find("tick-")? + 5;
+    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// A stand-in agent printing `tick-1` … `tick-N`, one every `pause` seconds.
+fn ticker(n: u32, pause: &str) -> String {
+    format!("i=1; while [ $i -le {n} ]; do echo tick-$i; i=$((i+1)); sleep {pause}; done")
+}
+
+/// Follows the run's SSE stream on `server` from the start to its `end` event, collecting ticks.
+async fn view(server: String, token: String, run: RunId) -> Vec<u32> {
+    let mut resp = reqwest::Client::new()
+        .get(format!("{server}/api/v1/runs/{run}/events/stream?after=0"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "stream: {}", resp.status());
+    let mut buffer = String::new();
+    let mut ticks = Vec::new();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            if frame.lines().any(|l| l == "event: end") {
+                return ticks;
+            }
+            for line in frame.lines() {
+                if let Some(data) = line.strip_prefix("data: ")
+                    && let Ok(event) = serde_json::from_str::<Value>(data)
+                    && let Some(t) = tick(&event["payload"])
+                {
+                    ticks.push(t);
+                }
+            }
+        }
+    }
+    panic!("the stream ended without its end event; ticks so far: {ticks:?}");
+}
+
+fn one_to(n: u32) -> Vec<u32> {
+    (1..=n).collect()
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (mut first, first_url) = world.replica("replica-1").await;
+    let (second, second_url) = world.replica("replica-2").await;
+    let (_, token) = world.runner_token("build box").await;
+    let agent = world.agent("ticker", &ticker(150, "0.02"), &[]).await;
+    // The runner prefers the first replica; the viewer watches on the second.
+    let runner = world.runner("box-a", &[&first_url, &second_url], &token, None);
+    poll("the runner to register", || async {
+        let runners = world.store.list_runners(world.ws.id).await.unwrap();
+        runners.iter().any(|r| r.name == "box-a").then_some(())
+    })
+    .await;
+    let (issue, run) = world.assign(&second_url, "Tick through a failover", &agent).await;
+    let viewer = tokio::spawn(view(second_url.clone(), world.api_token.clone(), run.id));
+    // Mid-run: kill -9 the replica the runner is connected to.
+    poll("the run to be part-way", || async {
+        (world.ticks(run.id).await.len() >= 30).then_some(())
+    })
+    .await;
+    first.kill_nine();
+    let done = poll("the run to finish on the other replica", || async {
+        let run = world.run(run.id).await;
+        run.status.is_terminal().then_some(run)
+    })
+    .await;
+    assert_eq!(
+        done.status,
+        RunStatus::Succeeded,
+        "run: {done:?}\nrunner log:\n{}\nreplica-2 log:\n{}",
+        runner.log(),
+        second.log()
+    );
+    assert_eq!(world.ticks(run.id).await, one_to(150), "stored: every line once, in order");
+    let seen = tokio::time::timeout(Duration::from_secs(30), viewer)
+        .await
+        .expect("the viewer reaches the end")
+        .unwrap();
+    assert_eq!(seen, one_to(150), "the viewer on the other replica: every line once, in order");
+    assert!(
+        runner.log().contains("connection lost"),
+        "the runner says it failed over:\n{}",
+        runner.log()
+    );
+    let issue = world.store.get_issue_by_id(issue.id).await.unwrap();
+    assert_eq!(issue.status, IssueStatus::InReview);
+    let secret_shown = world
+        .store
+        .run_events_since(run.id, 0, 100_000)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| e.payload.to_string().contains(support::SECRET));
+    assert!(!secret_shown, "the agent's secret never reaches the log");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (_replica, url) = world.replica("replica").await;
+    let (_, token) = world.runner_token("laptops").await;
+    // Bound to box-a: only box-a may take the first attempt; the retry may go to either.
+    let agent = world.agent("slow", &ticker(600, "0.05"), &[]).await;
+    let mut box_a = world.runner("box-a", &[&url], &token, None);
+    poll("box-a to register", || async {
+        let runners = world.store.list_runners(world.ws.id).await.unwrap();
+        runners.iter().any(|r| r.name == "box-a").then_some(())
+    })
+    .await;
+    let (_, run) = world.assign(&url, "Tick until the runner dies", &agent).await;
+    poll("the run to print", || async {
+        (world.ticks(run.id).await.len() >= 10).then_some(())
+    })
+    .await;
+    box_a.kill_nine();
+    let killed_at = tokio::time::Instant::now();
+    let stored_at_kill = world.ticks(run.id).await.len();
+    let interrupted = poll_for(Duration::from_secs(45), "the run to be marked interrupted", || async {
+        let run = world.run(run.id).await;
+        (run.status == RunStatus::Interrupted).then_some(run)
+    })
+    .await;
+    let took = killed_at.elapsed();
+    assert!(
+        took <= Duration::from_secs(31),
+        "marked {took:?} after the kill (lease 20 s + sweep 10 s)"
+    );
+    assert_eq!(interrupted.failure_reason, Some(FailureReason::RunnerLost));
+    // A second runner comes: it takes the next attempt, never the interrupted run itself.
+    let _box_b = world.runner("box-b", &[&url], &token, None);
+    let retry = poll_for(Duration::from_secs(60), "the next attempt to run on box-b", || async {
+        let runs = world.store.list_runs_for_issue(interrupted.issue_id).await.unwrap();
+        runs.into_iter().find(|r| r.attempt == 2 && r.status == RunStatus::Running)
+    })
+    .await;
+    let box_b = world
+        .store
+        .list_runners(world.ws.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == "box-b")
+        .unwrap();
+    assert_eq!(retry.runner_id, Some(box_b.id));
+    let after = world.run(run.id).await;
+    assert_eq!(after.status, RunStatus::Interrupted, "the interrupted run stays so");
+    let ticks = world.ticks(run.id).await;
+    assert!(ticks.len() >= stored_at_kill, "nothing stored is lost");
+    let mut sorted = ticks.clone();
+    sorted.dedup();
+    assert_eq!(sorted, ticks, "no line stored twice");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn a_token_revoked_mid_run_disconnects_the_runner_and_its_run_is_handled() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (_replica, url) = world.replica("replica").await;
+    let (token, secret) = world.runner_token("revoked soon").await;
+    let agent = world.agent("long", &ticker(600, "0.05"), &[]).await;
+    let mut runner = world.runner("box-r", &[&url], &secret, None);
+    let (_, run) = world.assign(&url, "Tick until revoked", &agent).await;
+    poll("the run to print", || async {
+        (world.ticks(run.id).await.len() >= 5).then_some(())
+    })
+    .await;
+    world
+        .store
+        .revoke_runner_token(world.ws.id, token.id, chrono::Utc::now())
+        .await
+        .unwrap();
+    let status = poll_for(Duration::from_secs(20), "the runner to stop", || async {
+        runner.child.try_wait().unwrap()
+    })
+    .await;
+    assert!(!status.success(), "the runner exits with an error when its token is revoked");
+    assert!(
+        runner.log().contains("revoked"),
+        "the runner says why:\n{}",
+        runner.log()
+    );
+    let run = poll_for(Duration::from_secs(45), "the run to be handled", || async {
+        let run = world.run(run.id).await;
+        run.status.is_terminal().then_some(run)
+    })
+    .await;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    let _ = &mut runner;
+}
+
+/// A raw protocol client: the tests' own WebSocket to a replica.
+struct RawClient {
+    socket: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+}
+
+impl RawClient {
+    async fn connect(url: &str) -> RawClient {
+        let ws = url.replacen("http://", "ws://", 1) + "/api/v1/runners/connect";
+        let (socket, _) = tokio_tungstenite::connect_async(ws).await.unwrap();
+        RawClient { socket }
+    }
+
+    async fn send(&mut self, message: &ToServer) {
+        let text = serde_json::to_string(message).unwrap();
+        self.socket.send(Message::Text(text.into())).await.unwrap();
+    }
+
+    /// The next protocol message, or the close frame's (code, reason).
+    async fn next(&mut self) -> Result<ToRunner, (u16, String)> {
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(20), self.socket.next())
+                .await
+                .expect("the server answers");
+            match frame {
+                Some(Ok(Message::Text(text))) => return Ok(serde_json::from_str(&text).unwrap()),
+                Some(Ok(Message::Close(Some(frame)))) => {
+                    return Err((u16::from(frame.code), frame.reason.to_string()));
+                }
+                Some(Ok(Message::Close(None))) | None => return Err((1005, String::new())),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err((1006, e.to_string())),
+            }
+        }
+    }
+
+    async fn hello(&mut self, token: &str, version: u32, name: &str) {
+        let hello = protocol::Hello {
+            protocol: version,
+            token: token.to_owned(),
+            name: name.to_owned(),
+            version: "test".to_owned(),
+            runtimes: Vec::new(),
+            local_models: Vec::new(),
+            max_runs: 1,
+            live: Vec::new(),
+        };
+        self.send(&ToServer::Hello(hello)).await;
+    }
+}
+
+fn event(seq: Seq) -> NewRunEvent {
+    NewRunEvent {
+        seq,
+        at: chrono::Utc::now(),
+        kind: "text".to_owned(),
+        payload: json!({ "text": "forged" }),
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_not_hold() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (_replica, url) = world.replica("replica").await;
+    let (_, token) = world.runner_token("raw").await;
+
+    // An older protocol: closed with 4002 and a reason naming both versions.
+    let mut old = RawClient::connect(&url).await;
+    old.hello(&token, protocol::PROTOCOL_VERSION - 1, "old").await;
+    let (code, reason) = old.next().await.unwrap_err();
+    assert_eq!(code, 4002, "{reason}");
+    assert!(reason.contains("protocol"), "{reason}");
+
+    // A wrong token: closed with 4001 before anything is registered.
+    let mut wrong = RawClient::connect(&url).await;
+    wrong.hello("mrt_not-a-token", protocol::PROTOCOL_VERSION, "intruder").await;
+    let (code, reason) = wrong.next().await.unwrap_err();
+    assert_eq!(code, 4001, "{reason}");
+    let runners = world.store.list_runners(world.ws.id).await.unwrap();
+    assert!(!runners.iter().any(|r| r.name == "intruder"), "nothing registered");
+
+    // A message before hello: closed with 4003.
+    let mut rude = RawClient::connect(&url).await;
+    rude.send(&ToServer::Claim { slots: 1 }).await;
+    let (code, _) = rude.next().await.unwrap_err();
+    assert_eq!(code, 4003);
+
+    // A real runner holds a run; a second connection with the same token tries to write into it.
+    let agent = world.agent("held", &ticker(400, "0.05"), &[]).await;
+    let _runner = world.runner("box-h", &[&url], &token, None);
+    let (_, run) = world.assign(&url, "Held by box-h", &agent).await;
+    let running = poll("the run to run", || async {
+        let run = world.run(run.id).await;
+        (run.status == RunStatus::Running).then_some(run)
+    })
+    .await;
+    let mut forger = RawClient::connect(&url).await;
+    forger.hello(&token, protocol::PROTOCOL_VERSION, "forger").await;
+    let Ok(ToRunner::Welcome(_)) = forger.next().await else {
+        panic!("the forger's hello is welcome (its token is valid)");
+    };
+    let before = world.store.run_events_since(run.id, 0, 100_000).await.unwrap().len();
+    let forged_seq = 90_000;
+    for epoch in [running.lease_epoch, running.lease_epoch - 1] {
+        forger
+            .send(&ToServer::Events {
+                run_id: run.id,
+                epoch,
+                from_seq: forged_seq,
+                events: vec![event(forged_seq)],
+            })
+            .await;
+        let answer = loop {
+            match forger.next().await.unwrap() {
+                ToRunner::Alive => {}
+                other => break other,
+            }
+        };
+        let ToRunner::Refused { run_id, reason } = answer else {
+            panic!("events for a run the forger does not hold are refused, got {answer:?}");
+        };
+        assert_eq!(run_id, run.id);
+        assert!(reason.contains("does not hold"), "{reason}");
+    }
+    let forged = world
+        .store
+        .run_events_since(run.id, forged_seq - 1, 10)
+        .await
+        .unwrap();
+    assert!(forged.is_empty(), "nothing written: {forged:?}");
+    assert!(
+        world.store.run_events_since(run.id, 0, 100_000).await.unwrap().len() >= before,
+        "the real runner's events keep coming"
+    );
+    // A finish from the forger does not end the run either.
+    let finish = protocol::Finished {
+        run_id: run.id,
+        epoch: running.lease_epoch,
+        last_seq: 1,
+        status: RunStatus::Succeeded,
+        exit_code: Some(0),
+        failure_reason: None,
+        failure_detail: None,
+        usage: Usage::default(),
+        summary: Some("forged".to_owned()),
+        diff_stat: None,
+        session_id: None,
+        changed: false,
+    };
+    forger.send(&ToServer::Finished(finish)).await;
+    let answer = loop {
+        match forger.next().await.unwrap() {
+            ToRunner::Alive => {}
+            other => break other,
+        }
+    };
+    assert!(matches!(answer, ToRunner::Refused { .. }), "{answer:?}");
+    assert_eq!(world.run(run.id).await.status, RunStatus::Running);
+}
+
+/// Like `support::poll` with its own deadline.
+async fn poll_for<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "timed out after {deadline:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
