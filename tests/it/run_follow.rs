@@ -410,7 +410,9 @@ async fn a_lagging_follower_resyncs_from_the_store(s: &Server) {
     }
     assert!(events.next().await.is_none(), "the stream ends after Ended");
     // Following from a cursor replays only what is after it.
-    let rest: Vec<FollowItem> = follow(&s.state, s.state.shutdown.clone(), run.id, first - 2).collect().await;
+    let rest: Vec<FollowItem> = follow(&s.state, s.state.shutdown.clone(), run.id, first - 2)
+        .collect()
+        .await;
     assert!(
         matches!(&rest[..], [FollowItem::Event(a), FollowItem::Event(b), FollowItem::Ended(_)]
             if (a.seq, b.seq) == (first - 1, first))
@@ -447,6 +449,8 @@ async fn a_gap_in_a_live_log_is_waited_for_not_skipped(s: &Server) {
     conclude(&s.state, &issue, run.id).await;
     assert!(matches!(events.next().await, Some(FollowItem::Ended(_))));
 
-    let unknown: Vec<FollowItem> = follow(&s.state, RunId::new(), 0).collect().await;
+    let unknown: Vec<FollowItem> = follow(&s.state, s.state.shutdown.clone(), RunId::new(), 0)
+        .collect()
+        .await;
     assert_eq!(unknown, [FollowItem::Error("run not found".into())]);
 }
