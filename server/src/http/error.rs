@@ -197,3 +197,84 @@ pub(super) async fn log_internal_errors(request: Request, next: Next) -> Respons
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse as _;
+    use serde_json::{Value, json};
+
+    use super::Error;
+    use crate::service;
+
+    /// The status, `Retry-After` and JSON body a service error gets at the edge.
+    async fn answer(e: service::Error) -> (StatusCode, Option<String>, Value) {
+        let response = Error::from(e).into_response();
+        let status = response.status();
+        let retry = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, retry, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn service_refusals_get_their_status_and_field_at_the_edge() {
+        let refused = answer(service::Error::refused("token", "may only act on MUS-1")).await;
+        assert_eq!(
+            refused,
+            (
+                StatusCode::FORBIDDEN,
+                None,
+                json!({ "errors": { "token": ["may only act on MUS-1"] } })
+            )
+        );
+        let unknown = service::Error::Unknown {
+            field: "comment",
+            message: "x is not a comment on MUS-1".into(),
+        };
+        assert_eq!(
+            answer(unknown).await,
+            (
+                StatusCode::NOT_FOUND,
+                None,
+                json!({ "errors": { "comment": ["x is not a comment on MUS-1"] } })
+            )
+        );
+        let throttled = service::Error::Throttled {
+            field: "current_password",
+            message: "too many".into(),
+            retry_after_secs: Some(7),
+        };
+        assert_eq!(
+            answer(throttled).await,
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                Some("7".to_owned()),
+                json!({ "errors": { "current_password": ["too many"] } })
+            )
+        );
+        assert_eq!(
+            answer(service::Error::NotFound).await,
+            (
+                StatusCode::NOT_FOUND,
+                None,
+                json!({ "errors": { "resource": ["not found"] } })
+            )
+        );
+        let not_allowed = service::Error::not_allowed([("model", "owners only".to_owned())]);
+        assert_eq!(answer(not_allowed).await.0, StatusCode::FORBIDDEN);
+        let invalid = service::Error::invalid([("title", "must not be empty".to_owned())]);
+        assert_eq!(
+            answer(invalid).await,
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                json!({ "errors": { "title": ["must not be empty"] } })
+            )
+        );
+    }
+}
