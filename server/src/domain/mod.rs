@@ -8,6 +8,7 @@ pub mod failure;
 mod ids;
 mod issue;
 mod run;
+pub mod serde_util;
 mod skill;
 mod workspace;
 

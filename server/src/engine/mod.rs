@@ -26,7 +26,7 @@ use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus};
 use crate::hub::Hub;
 use crate::runner::protocol::ToRunner;
 use crate::secrets::SecretBox;
-use crate::service::runtimes::RuntimeCache;
+use crate::runtimes::RuntimeCache;
 use crate::store::{self, Store};
 pub use crate::supervisor::RunTiming;
 

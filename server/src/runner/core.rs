@@ -129,7 +129,7 @@ impl Runner {
     async fn hello(&self) -> Hello {
         let host = &self.inner.host;
         let (_, found) = host.runtimes.get().await;
-        let local = crate::service::runtimes::scan_local(&host.config.llama_urls).await;
+        let local = crate::runtimes::scan_local(&host.config.llama_urls).await;
         Hello {
             protocol: PROTOCOL_VERSION,
             token: self.inner.token.clone(),

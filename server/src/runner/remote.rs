@@ -22,7 +22,7 @@ use super::outbox::Outbox;
 use super::protocol::{CloseReason, ToRunner, ToServer};
 use crate::cli::RunnerArgs;
 use crate::config::Config;
-use crate::service::runtimes::RuntimeCache;
+use crate::runtimes::RuntimeCache;
 use crate::supervisor::{Host, RunTiming};
 
 /// The longest wait between connection attempts.

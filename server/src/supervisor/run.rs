@@ -27,7 +27,7 @@ use crate::domain::{FailureReason, RunId};
 use crate::redact::Redactor;
 use crate::runner::core::Link;
 use crate::runner::protocol::{Held, Order, Orphan, Started, ToServer};
-use crate::service::runtimes::RuntimeCache;
+use crate::runtimes::RuntimeCache;
 
 /// How many output lines may wait for the supervisor before the readers (and so the child) block.
 const LINE_BUFFER: usize = 256;
