@@ -55,6 +55,9 @@ impl PrepareError {
     }
 }
 
+/// The folder under the runs folder where this runner keeps its mirrors of repositories given as git URLs.
+const MIRRORS_DIR: &str = "repos";
+
 /// A child's environment variables, in order.
 type EnvVars = Vec<(String, String)>;
 
@@ -296,16 +299,25 @@ async fn work_dir(
     };
     let short: String = run.id.to_string().chars().take(8).collect();
     let brief = brief::file_name(agent.profile.kind);
-    git::create(
-        Path::new(&repo),
-        dir,
-        &branch_name(issue, run),
-        &short,
-        brief,
-    )
-    .await
-    .map(Some)
-    .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
+    let branch = branch_name(issue, run);
+    let source = git::RepoSource::parse(&repo).map_err(|e| {
+        PrepareError::config(format!(
+            "the workspace's repository setting is invalid: {e}"
+        ))
+    })?;
+    let made = match source {
+        git::RepoSource::Path(path) => git::create(&path, dir, &branch, &short, brief).await,
+        git::RepoSource::Url(url) => {
+            // The lead's remote runner will pass its own cache folder here.
+            let cache = state.config.runs_dir.join(MIRRORS_DIR);
+            let mirror = git::mirror(&cache, &url)
+                .await
+                .map_err(PrepareError::config)?;
+            git::create_from_mirror(&mirror, &url, dir, &branch, &short, brief).await
+        }
+    };
+    made.map(Some)
+        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
 }
 
 /// A token valid for this run only (see `http::extract`), held by the workspace's first owner; it dies

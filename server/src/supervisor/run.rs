@@ -112,15 +112,18 @@ async fn revoke_token(state: &Engine, run: &Run) {
     }
 }
 
-/// Commits the agent's work on its branch, logs the diff as the run's last event (kind `diff`) and
-/// removes the worktree directory (the branch stays). Returns whether the run changed anything (a git
-/// failure counts as changed, and then the worktree is kept so nothing is lost).
+/// Commits the agent's work on its branch, logs the diff (kind `diff`), pushes the branch to the
+/// repository's remote when it is a git URL, the run changed something and `push` allows it (kind
+/// `push`, or `error`: a refused push never fails the run), and removes the worktree directory (the
+/// branch stays). Returns whether the run changed anything (a git failure counts as changed, and then
+/// the worktree is kept so nothing is lost).
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue: &Issue,
     agent: &Agent,
     run: &Run,
     log: &mut EventLog,
+    push: bool,
 ) -> (Option<String>, bool) {
     let message = format!(
         "{}: work of {} (Muster run {})",
@@ -141,6 +144,9 @@ pub(super) async fn wrap_up_worktree(
                     "truncated": diff.truncated,
                 }),
             );
+            if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
+                push_work(tree, url, log).await;
+            }
             if let Err(e) = git::remove(tree).await {
                 tracing::warn!(error = %e, "cannot remove the run's worktree");
             }
@@ -154,6 +160,23 @@ pub(super) async fn wrap_up_worktree(
                 json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
             );
             (None, true)
+        }
+    }
+}
+
+/// Pushes the run's branch to `url` and logs the outcome (the remote shown without credentials).
+async fn push_work(tree: &Worktree, url: &str, log: &mut EventLog) {
+    match git::push_branch(tree, url).await {
+        Ok(()) => log.push(
+            "push",
+            json!({
+                "remote": crate::redact::without_credentials(url),
+                "branch": tree.branch,
+            }),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot push the run's branch");
+            log.push("error", json!({ "message": e }));
         }
     }
 }
@@ -193,7 +216,15 @@ async fn run_child(
     watch::drain(ctx, &mut lines, &mut log, &mut tally).await;
     tally.settle();
     if let Some(tree) = worktree {
-        let (stat, changed) = wrap_up_worktree(tree, ctx.issue, ctx.agent, ctx.run, &mut log).await;
+        let (stat, changed) = wrap_up_worktree(
+            tree,
+            ctx.issue,
+            ctx.agent,
+            ctx.run,
+            &mut log,
+            ctx.state.config.push_branches,
+        )
+        .await;
         tally.diff_stat = stat;
         tally.changed = changed;
     }

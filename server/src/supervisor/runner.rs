@@ -169,8 +169,15 @@ async fn recover(state: &Engine, runner: &Runner) {
                     continue;
                 }
             };
-            let (stat, changed) =
-                super::run::wrap_up_worktree(&tree, &issue, &agent, &run, &mut log).await;
+            let (stat, changed) = super::run::wrap_up_worktree(
+                &tree,
+                &issue,
+                &agent,
+                &run,
+                &mut log,
+                state.config.push_branches,
+            )
+            .await;
             if let Err(e) = log.flush(state).await {
                 tracing::warn!(error = %e, "cannot store the interrupted run's diff");
             }
