@@ -310,7 +310,7 @@ async fn work_dir(
         git::RepoSource::Url(url) => {
             // The lead's remote runner will pass its own cache folder here.
             let cache = state.config.runs_dir.join(MIRRORS_DIR);
-            let mirror = git::mirror(&cache, &url)
+            let mirror = holding_lease(state, run, git::mirror(&cache, &url))
                 .await
                 .map_err(PrepareError::config)?;
             git::create_from_mirror(&mirror, &url, dir, &branch, &short, brief).await
@@ -318,6 +318,30 @@ async fn work_dir(
     };
     made.map(Some)
         .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
+}
+
+/// Awaits `work` (a clone or fetch may outlast the claim's lease) while renewing the run's lease every
+/// heartbeat, as the watch loop does once the run is started, so a slow remote is not taken for a lost
+/// runner. A renewal that fails is left to `start_run`, which then finds the run no longer ours.
+async fn holding_lease<T>(state: &Engine, run: &Run, work: impl Future<Output = T>) -> T {
+    let Some(runner) = run.runner_id else {
+        return work.await;
+    };
+    let timing = state.runs.timing();
+    let mut tick = tokio::time::interval(timing.heartbeat);
+    tick.tick().await; // The first tick is immediate; the claim has just set the lease.
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = tick.tick() => {
+                let until = chrono::Utc::now() + timing.lease;
+                if let Err(e) = state.store.renew_lease(run.id, runner, until).await {
+                    tracing::warn!(error = %e, "cannot renew the lease while fetching the repository");
+                }
+            }
+        }
+    }
 }
 
 /// A token valid for this run only (see `http::extract`), held by the workspace's first owner; it dies

@@ -251,6 +251,8 @@ async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), String> 
     let args = [
         "fetch",
         "--quiet",
+        // FETCH_HEAD would name the URL in the mirror, which agents may read; nothing uses it.
+        "--no-write-fetch-head",
         "--prune",
         "--no-tags",
         "--",
