@@ -560,6 +560,7 @@ impl ServeArgs {
             },
             live_connections_per_user: usize::try_from(self.live_connections_per_user)
                 .unwrap_or(usize::MAX),
+            push_branches: true,
         })
     }
 }

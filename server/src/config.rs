@@ -45,6 +45,9 @@ pub struct Config {
     pub login_limits: LoginLimits,
     /// Most live connections (board and run page WebSockets, run event streams) one person may hold open.
     pub live_connections_per_user: usize,
+    /// Whether this runner pushes a run's branch back to the workspace's repository when that is a git
+    /// URL (the diff reaches the server either way).
+    pub push_branches: bool,
 }
 
 /// Sign-in rate limits: past them `POST /login` answers 429 with `Retry-After`, before any password is
@@ -102,6 +105,7 @@ impl Config {
             agent_rw_paths: Vec::new(),
             login_limits: LoginLimits::default(),
             live_connections_per_user: LIVE_CONNECTIONS_PER_USER,
+            push_branches: true,
         }
     }
 }

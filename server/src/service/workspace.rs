@@ -1,4 +1,4 @@
-//! Workspace settings: the local git repository runs get worktrees of.
+//! Workspace settings: the git repository runs get worktrees of (a folder on the server or a git URL).
 
 use serde::Deserialize;
 
@@ -7,14 +7,16 @@ use crate::domain::Workspace;
 use crate::engine::Engine;
 
 /// Settings as typed or sent. `repo_path`: an absolute path to a git repository with at least one
-/// commit; empty or `null` clears it (runs then get a plain work folder).
+/// commit, or a git URL without credentials that runners clone; empty or `null` clears it (runs then
+/// get a plain work folder).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct WorkspaceInput {
     pub repo_path: Option<String>,
 }
 
-/// Sets or clears the workspace's repository (owners and admins). The path must be a git repository
-/// with at least one commit; it is stored as the repository's top-level folder.
+/// Sets or clears the workspace's repository (owners and admins). A path must be a git repository
+/// with at least one commit and is stored as the repository's top-level folder; a URL is checked for
+/// syntax only (see `git::check_repo`).
 pub async fn set_repo(
     state: &Engine,
     caller: &Caller,
@@ -29,10 +31,10 @@ pub async fn set_repo(
     let repo = if raw.is_empty() {
         None
     } else {
-        let top = crate::supervisor::git::check_repo(raw)
+        let repo = crate::supervisor::git::check_repo(raw)
             .await
             .map_err(|message| Error::invalid([("repo_path", message)]))?;
-        Some(top.display().to_string())
+        Some(repo)
     };
     let ws = state
         .store

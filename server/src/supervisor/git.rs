@@ -6,12 +6,19 @@
 //! kept out of the diff (hidden from the agent's `git status` through `core.excludesFile` in its
 //! environment, deleted — or restored when the repository tracks that file — before the work is
 //! committed), and so are the skill folders Muster writes; the agent's work is committed on its branch
-//! before the worktree directory is removed, so nothing is lost; the branch stays.
+//! before the worktree directory is removed, so nothing is lost; the branch stays. A repository that is a
+//! git URL is reached through a per-runner mirror (see [`remote`]).
+
+mod remote;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+pub use remote::{
+    NETWORK_TIMEOUT, REMOTE_HEAD, RepoSource, mirror, mirror_path, mirror_with_timeout, push_branch,
+};
 
 /// Longest a single git command may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -40,6 +47,10 @@ pub struct Worktree {
     /// The repository's git folder the worktree shares (`R/.git`), read when it was created.
     #[serde(default)]
     pub git_common_dir: Option<PathBuf>,
+    /// The git URL the repository mirrors, when the workspace's repository is one (`repo` is then the
+    /// runner's mirror): where the branch is pushed at the end.
+    #[serde(default)]
+    pub remote: Option<String>,
 }
 
 /// What a run changed, against its base.
@@ -89,6 +100,15 @@ async fn git_in(tree: &Worktree, args: &[&str]) -> Result<String, String> {
 }
 
 async fn git_with(cwd: &Path, args: &[&str], extra: &[(String, String)]) -> Result<String, String> {
+    git_with_timeout(cwd, args, extra, GIT_TIMEOUT).await
+}
+
+async fn git_with_timeout(
+    cwd: &Path,
+    args: &[&str],
+    extra: &[(String, String)],
+    timeout: Duration,
+) -> Result<String, String> {
     let shown = args.join(" ");
     let args: Vec<String> = SAFE_CONFIG
         .iter()
@@ -100,7 +120,7 @@ async fn git_with(cwd: &Path, args: &[&str], extra: &[(String, String)]) -> Resu
         ("LC_ALL".to_owned(), "C".to_owned()),
     ];
     env.extend_from_slice(extra);
-    let out = muster_agents::process::run_captured("git", &args, cwd, &env, GIT_TIMEOUT)
+    let out = muster_agents::process::run_captured("git", &args, cwd, &env, timeout)
         .await
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound if cwd.is_dir() => {
@@ -119,19 +139,15 @@ async fn git_with(cwd: &Path, args: &[&str], extra: &[(String, String)]) -> Resu
     ))
 }
 
-/// Checks that `raw` names a git repository with at least one commit; returns its top-level folder.
-/// The error is a sentence a person can act on.
-pub async fn check_repo(raw: &str) -> Result<PathBuf, String> {
-    let path = Path::new(raw.trim());
-    if raw.trim().is_empty() {
-        return Err("must not be empty".to_owned());
-    }
-    if !path.is_absolute() {
-        return Err(format!(
-            "{} is not an absolute path; give the full path, e.g. /home/me/project",
-            path.display()
-        ));
-    }
+/// Checks a workspace's repository setting and returns the value to store. A URL is checked for syntax
+/// only (the server may not reach it; each runner clones it). A path must name a git repository with at
+/// least one commit and is stored as its top-level folder. The error is a sentence a person can act on.
+pub async fn check_repo(raw: &str) -> Result<String, String> {
+    let path = match RepoSource::parse(raw)? {
+        RepoSource::Url(url) => return Ok(url),
+        RepoSource::Path(path) => path,
+    };
+    let path = path.as_path();
     match tokio::fs::metadata(path).await {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!("{} does not exist on the server", path.display()));
@@ -155,7 +171,7 @@ pub async fn check_repo(raw: &str) -> Result<PathBuf, String> {
             top.display()
         )
     })?;
-    Ok(top)
+    Ok(top.display().to_string())
 }
 
 /// The commit HEAD points at.
@@ -174,7 +190,45 @@ pub async fn create(
     run_short: &str,
     brief: &str,
 ) -> Result<Worktree, String> {
-    let base = head_commit(repo).await.map_err(|e| {
+    make(repo, None, run_dir, branch, run_short, brief).await
+}
+
+/// [`create`] from a runner's mirror of `url` (see [`mirror`]): the branch starts at the remote's HEAD
+/// as last fetched, and is renamed too when the remote already has a branch of that name (a run on
+/// another runner), so that pushing it never meets someone else's branch.
+pub async fn create_from_mirror(
+    mirror: &Path,
+    url: &str,
+    run_dir: &Path,
+    branch: &str,
+    run_short: &str,
+    brief: &str,
+) -> Result<Worktree, String> {
+    make(mirror, Some(url), run_dir, branch, run_short, brief).await
+}
+
+async fn make(
+    repo: &Path,
+    remote: Option<&str>,
+    run_dir: &Path,
+    branch: &str,
+    run_short: &str,
+    brief: &str,
+) -> Result<Worktree, String> {
+    let base = match remote {
+        None => head_commit(repo).await,
+        Some(_) => git(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                &format!("{REMOTE_HEAD}^{{commit}}"),
+            ],
+        )
+        .await
+        .map(|sha| sha.trim().to_owned()),
+    };
+    let base = base.map_err(|e| {
         format!(
             "the repository {} has no commit to branch from: {e}",
             repo.display()
@@ -182,17 +236,19 @@ pub async fn create(
     })?;
     let mut branch = branch.to_owned();
     let exists = |b: String| async move {
-        git(
-            repo,
-            &[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("refs/heads/{b}"),
-            ],
-        )
-        .await
-        .is_ok()
+        let mut names = vec![format!("refs/heads/{b}")];
+        if remote.is_some() {
+            names.push(format!("{}/{b}", remote::REMOTE_BRANCHES));
+        }
+        for name in names {
+            if git(repo, &["rev-parse", "--verify", "--quiet", &name])
+                .await
+                .is_ok()
+            {
+                return true;
+            }
+        }
+        false
     };
     if exists(branch.clone()).await {
         branch = format!("{branch}-{run_short}");
@@ -224,6 +280,7 @@ pub async fn create(
         brief_tracked: tracked,
         git_dir,
         git_common_dir,
+        remote: remote.map(str::to_owned),
     };
     let json = serde_json::to_vec_pretty(&tree).map_err(|e| e.to_string())?;
     tokio::fs::write(run_dir.join(STATE_FILE), json)

@@ -280,8 +280,26 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Workt
     };
     let short: String = order.run_id.to_string().chars().take(8).collect();
     let brief = brief::file_name(order.agent.kind);
-    let _ = &host.repo_cache;
-    git::create(Path::new(repo), dir, &order.branch, &short, brief)
+    let source = git::RepoSource::parse(repo).map_err(|e| {
+        PrepareError::config(format!(
+            "the workspace's repository setting is invalid: {e}"
+        ))
+    })?;
+    // The runner's heartbeat renews the claim's lease meanwhile (a first clone may outlast it).
+    let made = match source {
+        git::RepoSource::Path(path) => {
+            git::create(&path, dir, &order.branch, &short, brief).await
+        }
+        git::RepoSource::Url(url) => {
+            let mirror = git::mirror(&host.repo_cache, &url)
+                .await
+                .map_err(PrepareError::config)?;
+            git::create_from_mirror(&mirror, &url, dir, &order.branch, &short, brief).await
+        }
+    };
+    made.map(Some)
+        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
+}
         .await
         .map(Some)
         .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))

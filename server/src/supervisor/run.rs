@@ -165,7 +165,7 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
     let mut tally = Tally::default();
     if let Some(tree) = git::recorded(&prepare::run_dir(&host.config, run_id)).await {
         let (stat, changed) =
-            wrap_up_worktree(&tree, &orphan.issue_key, &orphan.agent_name, run_id, &mut log).await;
+            wrap_up_worktree(&tree, &orphan.issue_key, &orphan.agent_name, run_id, &mut log, host.config.push_branches).await;
         tally.diff_stat = stat;
         tally.changed = changed;
     }
@@ -174,15 +174,18 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
     link.keep(ToServer::Finished(report));
 }
 
-/// Commits the agent's work on its branch, logs the diff as the run's last event (kind `diff`) and
-/// removes the worktree directory (the branch stays). Returns whether the run changed anything (a git
-/// failure counts as changed, and then the worktree is kept so nothing is lost).
+/// Commits the agent's work on its branch, logs the diff (kind `diff`), pushes the branch to the
+/// repository's remote when it is a git URL, the run changed something and `push` allows it (kind
+/// `push`, or `error`: a refused push never fails the run), and removes the worktree directory (the
+/// branch stays). Returns whether the run changed anything (a git failure counts as changed, and then
+/// the worktree is kept so nothing is lost).
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue_key: &str,
     agent_name: &str,
     run_id: RunId,
     log: &mut EventLog,
+    push: bool,
 ) -> (Option<String>, bool) {
     let message = format!("{issue_key}: work of {agent_name} (Muster run {run_id})");
     let author = format!("{agent_name} (muster)");
@@ -198,6 +201,9 @@ pub(super) async fn wrap_up_worktree(
                     "truncated": diff.truncated,
                 }),
             );
+            if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
+                push_work(tree, url, log).await;
+            }
             if let Err(e) = git::remove(tree).await {
                 tracing::warn!(error = %e, "cannot remove the run's worktree");
             }
@@ -211,6 +217,23 @@ pub(super) async fn wrap_up_worktree(
                 json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
             );
             (None, true)
+        }
+    }
+}
+
+/// Pushes the run's branch to `url` and logs the outcome (the remote shown without credentials).
+async fn push_work(tree: &Worktree, url: &str, log: &mut EventLog) {
+    match git::push_branch(tree, url).await {
+        Ok(()) => log.push(
+            "push",
+            json!({
+                "remote": crate::redact::without_credentials(url),
+                "branch": tree.branch,
+            }),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot push the run's branch");
+            log.push("error", json!({ "message": e }));
         }
     }
 }
@@ -267,6 +290,7 @@ async fn run_child(
             &ctx.order.agent.name,
             ctx.order.run_id,
             &mut log,
+            ctx.host.config.push_branches,
         )
         .await;
         tally.diff_stat = stat;
