@@ -267,9 +267,7 @@ async fn a_run_token_is_confined_to_its_issue() {
         .await
         .unwrap();
     assert_eq!(page.status(), 403, "pages are for people");
-    env.state.cancel(run.id)
-        .await
-        .unwrap();
+    env.state.cancel(run.id).await.unwrap();
     env.finished(run.id).await;
     let (status, _) = call(Method::GET, format!("/api/v1/issues/{key}"), json!({})).await;
     assert_eq!(status, 401, "revoked with the run");

@@ -60,7 +60,7 @@ pub(super) async fn supervise(
     let branch = prepared.worktree.as_ref().map(|t| t.branch.as_str());
     if let Err(e) = state
         .store
-        .start_run(run.id, runner, pid, Some(&workdir), branch)
+        .start_run(run.id, runner, run.lease_epoch, pid, Some(&workdir), branch)
         .await
     {
         // Cancelled or taken away between the claim and now: stop what we started, write nothing more.

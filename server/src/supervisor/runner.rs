@@ -18,6 +18,7 @@ use super::{finish, git, prepare, run};
 use crate::domain::{Run, Runner};
 use crate::engine::Engine;
 use crate::redact::Redactor;
+use crate::store::ClaimScope;
 
 /// The embedded runner's name in the runner table.
 pub const EMBEDDED_RUNNER: &str = "embedded";
@@ -35,11 +36,12 @@ pub async fn run(state: Engine, stop: CancellationToken) {
     let mut last_sweep = Instant::now();
     let mut tasks = JoinSet::new();
     let timing = state.runs.timing().clone();
+    let scope = ClaimScope::anything(&runner.name);
     while !stop.is_cancelled() {
         let now = Utc::now();
         match state
             .store
-            .claim_next_run(runner.id, now, now + timing.lease)
+            .claim_next_run(runner.id, &scope, now, now + timing.lease)
             .await
         {
             Ok(Some(claimed)) => {

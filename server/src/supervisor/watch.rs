@@ -154,7 +154,7 @@ async fn renew(ctx: &Watch<'_>) -> Result<(), ()> {
     match ctx
         .state
         .store
-        .renew_lease(ctx.run.id, ctx.runner, until)
+        .renew_lease(ctx.run.id, ctx.runner, ctx.run.lease_epoch, until)
         .await
     {
         Ok(()) => Ok(()),
