@@ -12,6 +12,7 @@ mod browser_issue;
 mod browser_runs;
 mod browser_smoke;
 mod cli;
+mod deploy;
 mod http_board;
 mod http_forms;
 mod http_health;
