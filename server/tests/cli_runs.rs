@@ -150,13 +150,25 @@ impl Harness {
             .unwrap();
         let now = Utc::now();
         let claimed = store
-            .claim_next_run(runner.id, now, now + TimeDelta::minutes(5))
+            .claim_next_run(
+                runner.id,
+                &muster::store::ClaimScope::anything(&runner.name),
+                now,
+                now + TimeDelta::minutes(5),
+            )
             .await
             .unwrap()
             .unwrap();
         assert_eq!(claimed.id, queued.id);
         let run = store
-            .start_run(queued.id, runner.id, Some(1), None, None)
+            .start_run(
+                queued.id,
+                runner.id,
+                claimed.lease_epoch,
+                Some(1),
+                None,
+                None,
+            )
             .await
             .unwrap();
         (issue, run)

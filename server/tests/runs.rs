@@ -261,13 +261,25 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
             .await
             .unwrap();
         let claimed = store
-            .claim_next_run(old.id, then, then + TimeDelta::seconds(20))
+            .claim_next_run(
+                old.id,
+                &muster::store::ClaimScope::anything(&old.name),
+                then,
+                then + TimeDelta::seconds(20),
+            )
             .await
             .unwrap()
             .unwrap();
         assert_eq!(claimed.id, queued.id);
         store
-            .start_run(claimed.id, old.id, Some(1), None, branch)
+            .start_run(
+                claimed.id,
+                old.id,
+                claimed.lease_epoch,
+                Some(1),
+                None,
+                branch,
+            )
             .await
             .unwrap();
         let logged: Vec<NewRunEvent> = (1..=2)

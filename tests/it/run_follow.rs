@@ -172,7 +172,12 @@ impl Server {
         let mut claimed = self
             .state
             .store
-            .claim_next_run(runner.id, now, now + TimeDelta::minutes(5))
+            .claim_next_run(
+                runner.id,
+                &muster::store::ClaimScope::anything(&runner.name),
+                now,
+                now + TimeDelta::minutes(5),
+            )
             .await
             .unwrap()
             .expect("a queued run");
@@ -180,13 +185,18 @@ impl Server {
             let r = claimed;
             self.state
                 .store
-                .start_run(r.id, r.runner_id.unwrap(), None, None, None)
+                .start_run(r.id, r.runner_id.unwrap(), r.lease_epoch, None, None, None)
                 .await
                 .unwrap();
             claimed = self
                 .state
                 .store
-                .claim_next_run(runner.id, now, now + TimeDelta::minutes(5))
+                .claim_next_run(
+                    runner.id,
+                    &muster::store::ClaimScope::anything(&runner.name),
+                    now,
+                    now + TimeDelta::minutes(5),
+                )
                 .await
                 .unwrap()
                 .expect("our queued run");
@@ -194,7 +204,14 @@ impl Server {
         let run = self
             .state
             .store
-            .start_run(queued.id, runner.id, Some(1), None, None)
+            .start_run(
+                queued.id,
+                runner.id,
+                claimed.lease_epoch,
+                Some(1),
+                None,
+                None,
+            )
             .await
             .unwrap();
         (issue, run)

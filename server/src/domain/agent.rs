@@ -107,6 +107,9 @@ pub struct NewAgent {
     pub command: Option<String>,
     /// A model server URL (local Llama, or a proxy for a CLI's provider).
     pub base_url: Option<String>,
+    /// The names of the runners this agent's runs may go to (each a valid [`super::RunnerName`]); any
+    /// runner when empty.
+    pub runners: Vec<String>,
 }
 
 impl NewAgent {
@@ -127,6 +130,7 @@ impl NewAgent {
             budget: Budget::default(),
             command: None,
             base_url: None,
+            runners: Vec::new(),
         }
     }
 
@@ -192,6 +196,16 @@ impl NewAgent {
                 ));
             } else if let Some(why) = reserved_env(&var.key) {
                 errors.push(ValidationError::new("env", format!("{}: {why}", var.key)));
+            }
+        }
+        for (i, name) in self.runners.iter().enumerate() {
+            if let Err(e) = super::RunnerName::parse_field("runners", name) {
+                errors.push(e);
+            } else if self.runners[..i].contains(name) {
+                errors.push(ValidationError::new(
+                    "runners",
+                    format!("runner {name:?} is listed twice"),
+                ));
             }
         }
         if errors.is_empty() {

@@ -48,6 +48,8 @@ id_type!(
     SkillId,
     /// A runner (embedded or remote).
     RunnerId,
+    /// A workspace's runner token (the credential `muster runner --token` presents).
+    RunnerTokenId,
     /// One attempt of one agent on one issue.
     RunId,
     /// Something that needs a person's attention.

@@ -8,6 +8,7 @@ pub mod failure;
 mod ids;
 mod issue;
 mod run;
+mod runner;
 pub mod serde_util;
 mod skill;
 mod workspace;
@@ -17,8 +18,8 @@ pub use agent::{
     reserved_env,
 };
 pub use ids::{
-    ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId, SessionId,
-    SkillId, TokenId, UserId, WorkspaceId,
+    ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId,
+    RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,
@@ -29,6 +30,7 @@ pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
     RunOutcome, RunStatus, Runner, Seq, Usage,
 };
+pub use runner::{NewRunnerToken, RunnerName, RunnerToken};
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};
 pub use workspace::{
     ApiToken, Email, Invitation, IssuePrefix, Member, NewApiToken, NewInvitation, NewSession,

@@ -6,7 +6,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{AgentId, InboxItemId, IssueId, RunId, RunnerId, UserId, WorkspaceId, string_enum};
+use super::{
+    AgentId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId, UserId, WorkspaceId, string_enum,
+};
 
 string_enum!(
     /// Where a run is in its life.
@@ -194,6 +196,9 @@ pub struct Run {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// How many times the run was claimed: each claim increments it, and a runner's renewals, events and
+    /// finish count only at the epoch of its own claim, so a runner that lost the run writes nothing.
+    pub lease_epoch: i64,
 }
 
 /// An event to append; the producer numbers events so a resend after a reconnect is idempotent.
@@ -216,7 +221,8 @@ pub struct RunEvent {
     pub payload: serde_json::Value,
 }
 
-/// A place where runs execute.
+/// A place where runs execute: a server's embedded runner (no workspace, no token, a globally unique
+/// name) or a remote `muster runner` (one workspace's, identified by its token and name).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Runner {
     pub id: RunnerId,
@@ -226,6 +232,12 @@ pub struct Runner {
     pub detected: serde_json::Value,
     pub last_heartbeat_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
+    /// The workspace a remote runner serves; `None` for an embedded runner (it serves every workspace).
+    pub workspace_id: Option<WorkspaceId>,
+    /// The token a remote runner registered with; `None` for an embedded runner.
+    pub token_id: Option<RunnerTokenId>,
+    /// Its token was revoked: it can no longer connect.
+    pub revoked: bool,
 }
 
 string_enum!(

@@ -142,3 +142,52 @@ fn failure_reasons_know_what_to_retry() {
     assert!(RunStatus::Running.is_active() && !RunStatus::Queued.is_active());
     assert!(RunStatus::Interrupted.is_terminal() && !RunStatus::Claimed.is_terminal());
 }
+
+#[test]
+fn runner_names_are_checked_with_precise_messages() {
+    for ok in [
+        "gpu-box",
+        "embedded-0a1b2c3d4e5f",
+        "a",
+        "build_1.local",
+        &"x".repeat(64),
+    ] {
+        assert_eq!(RunnerName::parse(ok).unwrap().as_str(), ok);
+    }
+    let message = |raw: &str| RunnerName::parse(raw).unwrap_err().to_string();
+    assert_eq!(message(""), "name: a runner name must not be empty");
+    assert_eq!(
+        message(&"x".repeat(65)),
+        format!(
+            "name: runner name {:?} is longer than 64 characters (65)",
+            "x".repeat(65)
+        )
+    );
+    assert_eq!(
+        message("gpu box"),
+        "name: runner name \"gpu box\" may contain only letters, digits, '-', '_' and '.' (found ' ')"
+    );
+    assert!(RunnerName::parse(" gpu").is_err(), "never trimmed silently");
+}
+
+#[test]
+fn an_agents_runner_binding_lists_valid_names_once() {
+    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Codex);
+    assert!(a.runners.is_empty(), "any runner by default");
+    a.runners = vec!["gpu".into(), "bad/name".into(), "gpu".into(), "mac".into()];
+    let errors: Vec<String> = a
+        .validate()
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "runners: runner name \"bad/name\" may contain only letters, digits, '-', '_' and '.' (found '/')",
+            "runners: runner \"gpu\" is listed twice",
+        ]
+    );
+    a.runners = vec!["gpu".into(), "mac".into()];
+    assert!(a.validate().is_ok());
+}

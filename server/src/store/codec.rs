@@ -13,8 +13,8 @@ use uuid::fmt::Hyphenated;
 use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, FailureReason,
     InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle,
-    PermissionMode, Priority, Role, RunId, RunStatus, RunnerId, SessionId, SkillId, SkillSource,
-    Slug, TokenId, UserId, WorkspaceId,
+    PermissionMode, Priority, Role, RunId, RunStatus, RunnerId, RunnerTokenId, SessionId, SkillId,
+    SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -58,6 +58,7 @@ uuid_codec!(
     AgentId,
     SkillId,
     RunnerId,
+    RunnerTokenId,
     RunId,
     InboxItemId,
     ActivityId,

@@ -57,7 +57,7 @@ macro_rules! comment_cols {
 macro_rules! agent_cols { () => {
     "agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, permission_mode, \
      max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, command, base_url, \
-     created_at, updated_at"
+     runner_names, created_at, updated_at"
 } }
 macro_rules! skill_cols { () => {
     "s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.body, s.source, s.content_hash, \
@@ -67,17 +67,26 @@ macro_rules! run_cols { () => {
     "run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, runner_id, lease_expires_at, \
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
-     started_at, finished_at, failure_detail, cost_unknown"
+     started_at, finished_at, failure_detail, cost_unknown, lease_epoch"
 } }
 macro_rules! token_cols { () => {
     "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
+} }
+macro_rules! runner_token_cols { () => {
+    "runner_token_id, workspace_id, name, prefix, created_by, created_at, last_used_at, revoked_at"
+} }
+/// A runner with `revoked` from its token (an embedded runner has none, so is never revoked).
+macro_rules! runner_select { () => {
+    "select r.runner_id, r.name, r.version, r.detected, r.last_heartbeat_at, r.created_at, r.workspace_id, \
+     r.token_id, (t.revoked_at is not null) as revoked \
+     from runner r left join runner_token t on t.runner_token_id = r.token_id"
 } }
 macro_rules! inbox_cols { () => {
     "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at, resolved_at"
 } }
 pub(super) use {
     agent_cols, comment_cols, inbox_cols, invitation_select, issue_select, member_select, run_cols,
-    skill_cols, token_cols, user_cols, ws_cols,
+    runner_select, runner_token_cols, skill_cols, token_cols, user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -598,8 +607,8 @@ macro_rules! impl_store {
                 let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
                     "insert into agent (agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, ",
                     "permission_mode, max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, ",
-                    "command, base_url, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, ",
-                    "$12, $13, $14, $15, $16, $17, $18, $18) returning ", agent_cols!()))
+                    "command, base_url, runner_names, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, ",
+                    "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19) returning ", agent_cols!()))
                     .bind(AgentId::new()).bind(ws), new)
                     .bind(now).fetch_one(&self.pool).await?;
                 Ok(row.into())
@@ -628,7 +637,8 @@ macro_rules! impl_store {
                     "update agent set name = $3, color = $4, kind = $5, model = $6, instructions = $7, env = $8, ",
                     "extra_args = $9, permission_mode = $10, max_concurrent_runs = $11, stall_timeout_secs = $12, ",
                     "max_retries = $13, budget_usd = $14, budget_tokens = $15, command = $16, base_url = $17, ",
-                    "updated_at = $18 where agent_id = $1 and workspace_id = $2 returning ", agent_cols!()))
+                    "runner_names = $18, updated_at = $19 where agent_id = $1 and workspace_id = $2 returning ",
+                    agent_cols!()))
                     .bind(id).bind(ws), new)
                     .bind(now()).fetch_one(&self.pool).await?;
                 Ok(row.into())
@@ -723,15 +733,92 @@ macro_rules! impl_store {
                 Ok(skills.into_iter().zip(enabled).map(|(skill, enabled)| AgentSkill { agent_id: agent, skill, enabled }).collect())
             }
 
+            async fn create_runner_token(&self, new: &NewRunnerToken) -> Result<RunnerToken> {
+                let row = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
+                    "insert into runner_token (runner_token_id, workspace_id, name, prefix, token_hash, created_by, ",
+                    "created_at) values ($1, $2, $3, $4, $5, $6, $7) returning ", runner_token_cols!()))
+                    .bind(RunnerTokenId::new()).bind(new.workspace_id).bind(&new.name).bind(&new.prefix)
+                    .bind(&new.token_hash).bind(new.created_by).bind(now())
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn list_runner_tokens(&self, ws: WorkspaceId) -> Result<Vec<RunnerToken>> {
+                let rows = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
+                    "select ", runner_token_cols!(), " from runner_token where workspace_id = $1 ",
+                    "order by created_at desc, runner_token_id desc"))
+                    .bind(ws).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn revoke_runner_token(&self, ws: WorkspaceId, id: RunnerTokenId, now: DateTime<Utc>) -> Result<RunnerToken> {
+                let row = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
+                    "update runner_token set revoked_at = coalesce(revoked_at, $3) ",
+                    "where runner_token_id = $1 and workspace_id = $2 returning ", runner_token_cols!()))
+                    .bind(id).bind(ws).bind(micros(now)).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn use_runner_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<RunnerToken> {
+                let row = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
+                    "update runner_token set last_used_at = $2 where token_hash = $1 and revoked_at is null ",
+                    "returning ", runner_token_cols!()))
+                    .bind(token_hash).bind(micros(now)).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
             async fn register_runner(&self, name: &str, version: &str, detected: &serde_json::Value) -> Result<Runner> {
                 let now = now();
-                let row = sqlx::query_as::<$db, RunnerRow>(
+                let id = sqlx::query_scalar::<$db, RunnerId>(
                     "insert into runner (runner_id, name, version, detected, last_heartbeat_at, created_at) \
-                     values ($1, $2, $3, $4, $5, $5) on conflict (name) do update set version = excluded.version, \
-                     detected = excluded.detected, last_heartbeat_at = excluded.last_heartbeat_at \
-                     returning runner_id, name, version, detected, last_heartbeat_at, created_at")
+                     values ($1, $2, $3, $4, $5, $5) on conflict (name) where token_id is null do update set \
+                     version = excluded.version, detected = excluded.detected, \
+                     last_heartbeat_at = excluded.last_heartbeat_at returning runner_id")
                     .bind(RunnerId::new()).bind(name).bind(version).bind(sqlx::types::Json(detected)).bind(now)
                     .fetch_one(&self.pool).await?;
+                self.get_runner(id).await
+            }
+
+            async fn register_remote_runner(
+                &self, token: &RunnerToken, name: &RunnerName, version: &str, detected: &serde_json::Value,
+                now: DateTime<Utc>,
+            ) -> Result<Runner> {
+                let now = micros(now);
+                let mut tx = self.begin_write().await?;
+                // The workspace is the stored token's, and a token revoked since it was used registers nothing.
+                let ws = sqlx::query_scalar::<$db, WorkspaceId>(
+                    "select workspace_id from runner_token where runner_token_id = $1 and revoked_at is null")
+                    .bind(token.id).fetch_one(&mut *tx).await?;
+                let id = sqlx::query_scalar::<$db, RunnerId>(
+                    "insert into runner (runner_id, name, version, detected, last_heartbeat_at, created_at, \
+                     workspace_id, token_id) values ($1, $2, $3, $4, $5, $5, $6, $7) \
+                     on conflict (token_id, name) do update set version = excluded.version, \
+                     detected = excluded.detected, last_heartbeat_at = excluded.last_heartbeat_at returning runner_id")
+                    .bind(RunnerId::new()).bind(name.as_str()).bind(version).bind(sqlx::types::Json(detected))
+                    .bind(now).bind(ws).bind(token.id)
+                    .fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                self.get_runner(id).await
+            }
+
+            async fn runner_heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<()> {
+                let done = sqlx::query::<$db>("update runner set last_heartbeat_at = $2 where runner_id = $1")
+                    .bind(runner).bind(micros(now)).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn list_runners(&self, ws: WorkspaceId) -> Result<Vec<Runner>> {
+                let rows = sqlx::query_as::<$db, RunnerRow>(concat!(runner_select!(),
+                    " where r.workspace_id = $1 or r.workspace_id is null ",
+                    "order by r.last_heartbeat_at desc, r.runner_id"))
+                    .bind(ws).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn get_runner(&self, id: RunnerId) -> Result<Runner> {
+                let row = sqlx::query_as::<$db, RunnerRow>(concat!(runner_select!(), " where r.runner_id = $1"))
+                    .bind(id).fetch_one(&self.pool).await?;
                 Ok(row.into())
             }
 
@@ -777,24 +864,47 @@ macro_rules! impl_store {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
-            async fn claim_next_run(&self, runner: RunnerId, now: DateTime<Utc>, lease_until: DateTime<Utc>) -> Result<Option<Run>> {
-                self.claim(runner, now, lease_until).await
+            async fn list_queued_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>> {
+                let rows = sqlx::query_as::<$db, RunRow>(concat!("select ", run_cols!(), " from run ",
+                    "where workspace_id = $1 and status = 'queued' order by created_at, run_id"))
+                    .bind(ws).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
             }
 
-            async fn renew_lease(&self, run: RunId, runner: RunnerId, lease_until: DateTime<Utc>) -> Result<()> {
+            async fn claim_next_run(
+                &self, runner: RunnerId, scope: &$crate::store::ClaimScope, now: DateTime<Utc>, lease_until: DateTime<Utc>,
+            ) -> Result<Option<Run>> {
+                self.claim(runner, scope, now, lease_until).await
+            }
+
+            async fn renew_lease(&self, run: RunId, runner: RunnerId, epoch: i64, lease_until: DateTime<Utc>) -> Result<()> {
                 let done = sqlx::query::<$db>(
-                    "update run set lease_expires_at = $3 where run_id = $1 and runner_id = $2 and status in ('claimed', 'running')")
-                    .bind(run).bind(runner).bind(lease_until).execute(&self.pool).await?;
+                    "update run set lease_expires_at = $3 where run_id = $1 and runner_id = $2 and lease_epoch = $4 \
+                     and status in ('claimed', 'running')")
+                    .bind(run).bind(runner).bind(lease_until).bind(epoch).execute(&self.pool).await?;
                 if done.rows_affected() == 0 { return Err(Error::conflict("run_lease")); }
                 Ok(())
             }
 
-            async fn start_run(&self, run: RunId, runner: RunnerId, pid: Option<i32>, worktree: Option<&str>, branch: Option<&str>) -> Result<Run> {
+            async fn start_run(
+                &self, run: RunId, runner: RunnerId, epoch: i64, pid: Option<i32>, worktree: Option<&str>,
+                branch: Option<&str>,
+            ) -> Result<Run> {
                 let row = sqlx::query_as::<$db, RunRow>(concat!(
                     "update run set status = 'running', pid = $3, worktree = $4, branch = $5 ",
-                    "where run_id = $1 and runner_id = $2 and status = 'claimed' returning ", run_cols!()))
-                    .bind(run).bind(runner).bind(pid).bind(worktree).bind(branch)
+                    "where run_id = $1 and runner_id = $2 and lease_epoch = $6 and status = 'claimed' returning ",
+                    run_cols!()))
+                    .bind(run).bind(runner).bind(pid).bind(worktree).bind(branch).bind(epoch)
                     .fetch_optional(&self.pool).await?;
+                row.map(Into::into).ok_or_else(|| Error::conflict("run_lease"))
+            }
+
+            async fn release_run(&self, run: RunId, runner: RunnerId, epoch: i64) -> Result<Run> {
+                let row = sqlx::query_as::<$db, RunRow>(concat!(
+                    "update run set status = 'queued', runner_id = null, lease_expires_at = null, started_at = null ",
+                    "where run_id = $1 and runner_id = $2 and lease_epoch = $3 and status = 'claimed' returning ",
+                    run_cols!()))
+                    .bind(run).bind(runner).bind(epoch).fetch_optional(&self.pool).await?;
                 row.map(Into::into).ok_or_else(|| Error::conflict("run_lease"))
             }
 
@@ -828,6 +938,29 @@ macro_rules! impl_store {
                 }
             }
 
+            async fn finish_leased_run(&self, run: RunId, epoch: i64, outcome: &RunOutcome) -> Result<Run> {
+                if !outcome.status.is_terminal() {
+                    return Err(anyhow::anyhow!("finish_leased_run needs a final status, not {}", outcome.status).into());
+                }
+                let u = &outcome.usage;
+                let row = sqlx::query_as::<$db, RunRow>(concat!(
+                    "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
+                    "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
+                    "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
+                    "stalled_at = null, failure_detail = $14, cost_unknown = $15 ",
+                    "where run_id = $1 and lease_epoch = $16 and status in ('claimed', 'running') returning ", run_cols!()))
+                    .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
+                    .bind(u.input_tokens).bind(u.output_tokens).bind(u.cache_read_tokens).bind(u.cache_write_tokens)
+                    .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
+                    .bind(outcome.session_id.as_deref()).bind(now())
+                    .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown).bind(epoch)
+                    .fetch_optional(&self.pool).await?;
+                match row {
+                    Some(row) => Ok(row.into()),
+                    None => { self.get_run(run).await?; Err(Error::conflict("run_lease")) }
+                }
+            }
+
             async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>> {
                 let rows = sqlx::query_as::<$db, RunRow>(concat!(
                     "update run set status = 'interrupted', failure_reason = 'runner_lost', finished_at = $1, ",
@@ -845,23 +978,25 @@ macro_rules! impl_store {
             }
 
             async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq> {
-                if let Some(bad) = events.iter().find(|e| e.seq < 1) {
-                    return Err(anyhow::anyhow!("run event seq must be at least 1, got {}", bad.seq).into());
-                }
+                check_seqs(events)?;
                 let mut tx = self.begin_write().await?;
                 sqlx::query_scalar::<$db, RunId>("select run_id from run where run_id = $1")
                     .bind(run).fetch_one(&mut *tx).await?;
-                for chunk in events.chunks(APPEND_CHUNK) {
-                    let mut qb = sqlx::QueryBuilder::<$db>::new("insert into run_event (run_id, seq, at, kind, payload) ");
-                    qb.push_values(chunk, |mut row, e| {
-                        row.push_bind(run).push_bind(e.seq).push_bind(e.at).push_bind(e.kind.clone())
-                            .push_bind(sqlx::types::Json(e.payload.clone()));
-                    });
-                    qb.push(" on conflict (run_id, seq) do nothing");
-                    qb.build().execute(&mut *tx).await?;
-                }
-                let last = sqlx::query_scalar::<$db, i64>("select coalesce(max(seq), 0) from run_event where run_id = $1")
-                    .bind(run).fetch_one(&mut *tx).await?;
+                let last = insert_events!($db, tx, run, events);
+                tx.commit().await?;
+                Ok(last)
+            }
+
+            async fn append_leased_run_events(&self, run: RunId, epoch: i64, events: &[NewRunEvent]) -> Result<Seq> {
+                check_seqs(events)?;
+                let mut tx = self.begin_write().await?;
+                // The row lock (Postgres; SQLite's write lock is already held) keeps a new claim, a finish or an
+                // interruption from committing between this check and the insert.
+                let mut qb = sqlx::QueryBuilder::<$db>::new("select status, lease_epoch from run where run_id = ");
+                qb.push_bind(run).push(Self::LOCK_FOR_SHARE);
+                let (status, held) = qb.build_query_as::<(RunStatus, i64)>().fetch_one(&mut *tx).await?;
+                if !status.is_active() || held != epoch { return Err(Error::conflict("run_lease")); }
+                let last = insert_events!($db, tx, run, events);
                 tx.commit().await?;
                 Ok(last)
             }
@@ -1000,7 +1135,7 @@ macro_rules! next_position {
 }
 pub(super) use next_position;
 
-/// Binds the profile columns `$3..=$17` of an agent insert or update.
+/// Binds the profile columns `$3..=$18` of an agent insert or update.
 macro_rules! bind_agent {
     ($query:expr, $new:expr) => {{
         let new: &NewAgent = $new;
@@ -1020,6 +1155,7 @@ macro_rules! bind_agent {
             .bind(new.budget.tokens)
             .bind(new.command.as_deref())
             .bind(new.base_url.as_deref())
+            .bind(sqlx::types::Json(&new.runners))
     }};
 }
 pub(super) use bind_agent;
@@ -1089,11 +1225,80 @@ fn like_escaped(text: &str) -> String {
     out
 }
 
-/// Marks a queued run as claimed by `runner` inside the claim transaction.
+/// Stores `events` idempotently on `(run_id, seq)` inside the surrounding transaction; evaluates to the
+/// highest seq now stored for the run.
+macro_rules! insert_events {
+    ($db:ty, $tx:ident, $run:expr, $events:expr) => {{
+        for chunk in $events.chunks(APPEND_CHUNK) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "insert into run_event (run_id, seq, at, kind, payload) ",
+            );
+            qb.push_values(chunk, |mut row, e| {
+                row.push_bind($run)
+                    .push_bind(e.seq)
+                    .push_bind(e.at)
+                    .push_bind(e.kind.clone())
+                    .push_bind(sqlx::types::Json(e.payload.clone()));
+            });
+            qb.push(" on conflict (run_id, seq) do nothing");
+            qb.build().execute(&mut *$tx).await?;
+        }
+        sqlx::query_scalar::<$db, i64>(
+            "select coalesce(max(seq), 0) from run_event where run_id = $1",
+        )
+        .bind($run)
+        .fetch_one(&mut *$tx)
+        .await?
+    }};
+}
+pub(super) use insert_events;
+
+/// Refuses events numbered below 1 (seq 0 is the cursor "before all").
+pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result<()> {
+    match events.iter().find(|e| e.seq < 1) {
+        Some(bad) => {
+            Err(anyhow::anyhow!("run event seq must be at least 1, got {}", bad.seq).into())
+        }
+        None => Ok(()),
+    }
+}
+
+/// Narrows a claim's candidate query (over `run r join agent a`) to `scope`: its workspace, its agent
+/// kinds, and agents unbound or bound to the claiming runner's name. `$bound_open`/`$bound_close`
+/// surround the runner name with the dialect's "the agent's `runner_names` is empty or contains it".
+macro_rules! push_claim_scope {
+    ($qb:ident, $scope:expr, $bound_open:expr, $bound_close:expr) => {{
+        let scope: &$crate::store::ClaimScope = $scope;
+        if let Some(ws) = scope.workspace {
+            $qb.push(" and r.workspace_id = ").push_bind(ws);
+        }
+        match scope.kinds.as_deref() {
+            None => {}
+            Some([]) => {
+                $qb.push(" and 1 = 0");
+            }
+            Some(kinds) => {
+                $qb.push(" and a.kind in (");
+                let mut list = $qb.separated(", ");
+                for kind in kinds {
+                    list.push_bind(*kind);
+                }
+                list.push_unseparated(")");
+            }
+        }
+        $qb.push($bound_open)
+            .push_bind(scope.runner_name.clone())
+            .push($bound_close);
+    }};
+}
+pub(super) use push_claim_scope;
+
+/// Marks a queued run as claimed by `runner` inside the claim transaction, under a new lease epoch.
 macro_rules! take_run {
     ($db:ty, $tx:ident, $run:expr, $runner:expr, $now:expr, $lease_until:expr) => {
         sqlx::query_as::<$db, RunRow>(concat!(
-            "update run set status = 'claimed', runner_id = $2, lease_expires_at = $3, started_at = $4 ",
+            "update run set status = 'claimed', runner_id = $2, lease_expires_at = $3, started_at = $4, ",
+            "lease_epoch = lease_epoch + 1 ",
             "where run_id = $1 and status = 'queued' returning ", run_cols!()))
             .bind($run).bind($runner).bind($lease_until).bind($now)
             .fetch_one(&mut *$tx).await?

@@ -23,9 +23,9 @@ use crate::domain::{
     Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, CommentId, Email,
     InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
     IssueStatus, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation, NewIssue,
-    NewRun, NewRunEvent, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run, RunEvent, RunId,
-    RunOutcome, Runner, RunnerId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId,
-    Workspace, WorkspaceId,
+    NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run,
+    RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq,
+    Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -95,6 +95,8 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "agent.workspace_id, agent.name" => "agent_workspace_name_key",
         "issue.workspace_id, issue.number" => "issue_workspace_number_key",
         "runner.name" => "runner_name_key",
+        "runner.token_id, runner.name" => "runner_token_name_key",
+        "runner_token.token_hash" => "runner_token_token_hash_key",
         "run.issue_id, run.agent_id" => "run_one_active_key",
         "run_event.run_id, run_event.seq" => "run_event_pkey",
         "api_token.token_hash" => "api_token_token_hash_key",
@@ -131,6 +133,29 @@ impl Default for RunFilter {
             agent: None,
             id_prefix: None,
             limit: 50,
+        }
+    }
+}
+
+/// Which queued runs a runner may claim ([`Store::claim_next_run`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimScope {
+    /// Only runs of this workspace (a remote runner serves its token's workspace); any when `None`.
+    pub workspace: Option<WorkspaceId>,
+    /// Only runs of agents of these kinds (the CLIs the runner has); any when `None`, none when empty.
+    pub kinds: Option<Vec<crate::domain::AgentKind>>,
+    /// The claiming runner's name: an agent bound to named runners (`NewAgent::runners`) goes only to
+    /// one of them; an unbound agent goes to any runner.
+    pub runner_name: String,
+}
+
+impl ClaimScope {
+    /// Any workspace, any kind: a server's embedded runner named `runner_name`.
+    pub fn anything(runner_name: &str) -> Self {
+        Self {
+            workspace: None,
+            kinds: None,
+            runner_name: runner_name.to_owned(),
         }
     }
 }
@@ -430,14 +455,49 @@ pub trait Store: Send + Sync + 'static {
     /// The skills attached to an agent, by slug.
     async fn agent_skills(&self, agent: AgentId) -> Result<Vec<AgentSkill>>;
 
-    // --- runners, runs and the run log ---
-    /// Registers a runner by name, or refreshes its version, detected CLIs and heartbeat.
+    // --- runner tokens and runners ---
+    /// Stores a runner token (only its hash and display prefix).
+    async fn create_runner_token(&self, new: &NewRunnerToken) -> Result<RunnerToken>;
+    /// A workspace's runner tokens, newest first, revoked ones included (with `revoked_at` set).
+    async fn list_runner_tokens(&self, ws: WorkspaceId) -> Result<Vec<RunnerToken>>;
+    /// Revokes a runner token of `ws` at `now` (`NotFound` for another workspace's); revoking again keeps
+    /// the first `revoked_at`.
+    async fn revoke_runner_token(
+        &self,
+        ws: WorkspaceId,
+        id: RunnerTokenId,
+        now: DateTime<Utc>,
+    ) -> Result<RunnerToken>;
+    /// The unrevoked runner token with this hash, with `last_used_at` set to `now` (`NotFound` when the
+    /// hash is unknown or the token revoked).
+    async fn use_runner_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<RunnerToken>;
+    /// Registers an embedded runner by its globally unique name, or refreshes its version, detected CLIs
+    /// and heartbeat.
     async fn register_runner(
         &self,
         name: &str,
         version: &str,
         detected: &serde_json::Value,
     ) -> Result<Runner>;
+    /// Registers a remote runner of `token`'s workspace by (token, name), or refreshes its version,
+    /// detected CLIs and heartbeat: re-registering with the same token and name returns the same runner,
+    /// so a reconnected runner keeps its identity and runs. `NotFound` when the token is revoked.
+    async fn register_remote_runner(
+        &self,
+        token: &RunnerToken,
+        name: &RunnerName,
+        version: &str,
+        detected: &serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<Runner>;
+    /// Records a runner's heartbeat (`NotFound` for an unknown runner).
+    async fn runner_heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<()>;
+    /// A workspace's remote runners and every embedded runner, most recent heartbeat first.
+    async fn list_runners(&self, ws: WorkspaceId) -> Result<Vec<Runner>>;
+    /// A runner by id.
+    async fn get_runner(&self, id: RunnerId) -> Result<Runner>;
+
+    // --- runs and the run log ---
     /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue).
     async fn create_run(&self, new: &NewRun) -> Result<Run>;
     /// A run by id.
@@ -446,34 +506,48 @@ pub trait Store: Send + Sync + 'static {
     async fn list_runs_for_issue(&self, issue: IssueId) -> Result<Vec<Run>>;
     /// A workspace's runs matching `filter`, newest first, at most `filter.limit`.
     async fn list_runs(&self, ws: WorkspaceId, filter: &RunFilter) -> Result<Vec<Run>>;
-    /// Claims the oldest claimable queued run for `runner` with a lease until `lease_until`, respecting each
-    /// agent's max concurrent runs. Never hands one run to two callers.
+    /// A workspace's queued runs, oldest first (what waits for a runner, and for which agent).
+    async fn list_queued_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;
+    /// Claims the oldest claimable queued run within `scope` for `runner` with a lease until
+    /// `lease_until`, respecting each agent's max concurrent runs, and increments its lease epoch. Never
+    /// hands one run to two callers.
     async fn claim_next_run(
         &self,
         runner: RunnerId,
+        scope: &ClaimScope,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> Result<Option<Run>>;
-    /// Extends the lease of a run this runner holds (`run_lease` if it no longer does).
+    /// Extends the lease of a run this runner holds at `epoch` (`run_lease` if it no longer does).
     async fn renew_lease(
         &self,
         run: RunId,
         runner: RunnerId,
+        epoch: i64,
         lease_until: DateTime<Utc>,
     ) -> Result<()>;
-    /// Marks a claimed run as running, with its process and workspace.
+    /// Marks a run claimed by `runner` at `epoch` as running, with its process and workspace
+    /// (`run_lease` if it is no longer that claim).
     async fn start_run(
         &self,
         run: RunId,
         runner: RunnerId,
+        epoch: i64,
         pid: Option<i32>,
         worktree: Option<&str>,
         branch: Option<&str>,
     ) -> Result<Run>;
+    /// Gives back a run `runner` claimed at `epoch` but never started: it is queued again (its epoch
+    /// stays, so the next claim's is higher). `run_lease` unless it is still that unstarted claim.
+    async fn release_run(&self, run: RunId, runner: RunnerId, epoch: i64) -> Result<Run>;
     /// Flags or clears a run's stall.
     async fn set_run_stalled(&self, run: RunId, at: Option<DateTime<Utc>>) -> Result<()>;
-    /// Records how a live run ended (`run_lease` if the run is no longer live).
+    /// Records how a live run ended (`run_lease` if the run is no longer live). For the server's own
+    /// decisions (cancelling a queued run); a runner finishes with [`Store::finish_leased_run`].
     async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run>;
+    /// Records how a claimed or running run ended, only at `epoch` (`run_lease` otherwise: the runner
+    /// lost the run, and its outcome is not recorded). `NotFound` for an unknown run.
+    async fn finish_leased_run(&self, run: RunId, epoch: i64, outcome: &RunOutcome) -> Result<Run>;
     /// Marks every live run whose lease expired before `now` as interrupted; returns them.
     async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>>;
     /// The runs `runner` holds (claimed or running), oldest first: at a runner's start these were left
@@ -482,6 +556,14 @@ pub trait Store: Send + Sync + 'static {
     /// Stores events idempotently on `(run_id, seq)` (a resent event is ignored) and returns the highest
     /// seq now stored for the run.
     async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq>;
+    /// Like [`Store::append_run_events`], but only while the run is claimed or running at `epoch`,
+    /// checked in the same transaction as the insert: `run_lease` (and nothing written) otherwise.
+    async fn append_leased_run_events(
+        &self,
+        run: RunId,
+        epoch: i64,
+        events: &[NewRunEvent],
+    ) -> Result<Seq>;
     /// Up to `limit` events with `seq > after`, in order.
     async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>>;
 

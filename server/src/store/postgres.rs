@@ -32,6 +32,12 @@ impl PgStore {
     const BACKEND: Backend = Backend::Postgres;
     const LABEL_FILTER_OPEN: &'static str = " and i.labels @> jsonb_build_array(";
     const LABEL_FILTER_CLOSE: &'static str = "::text)";
+    /// An agent bound to no runner, or to the bound runner name that follows.
+    const BOUND_OPEN: &'static str =
+        " and (jsonb_array_length(a.runner_names) = 0 or a.runner_names @> jsonb_build_array(";
+    const BOUND_CLOSE: &'static str = "::text))";
+    /// Holds the run row against a concurrent claim, finish or interruption until the transaction ends.
+    const LOCK_FOR_SHARE: &'static str = " for share";
 
     pub(super) async fn connect(url: &str, options: PoolOptions) -> anyhow::Result<Self> {
         let redacted = super::DatabaseUrl::Postgres(url.to_owned()).redacted();
@@ -138,21 +144,26 @@ impl PgStore {
     async fn claim(
         &self,
         runner: RunnerId,
+        scope: &super::ClaimScope,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> Result<Option<Run>> {
         for _ in 0..CLAIM_ATTEMPTS {
             let mut tx = self.pool.begin().await?;
-            let candidate = sqlx::query_as::<_, (RunId, AgentId, i32)>(
+            let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(
                 "select r.run_id, r.agent_id, a.max_concurrent_runs from run r join agent a on a.agent_id = r.agent_id \
-                 where r.status = 'queued' and (r.not_before is null or r.not_before <= $1) \
-                 and (select count(*) from run x where x.agent_id = r.agent_id and x.status in ('claimed', 'running')) \
-                     < a.max_concurrent_runs \
-                 order by r.created_at, r.run_id limit 1 for update of r skip locked",
-            )
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
+                 where r.status = 'queued' and (r.not_before is null or r.not_before <= ",
+            );
+            qb.push_bind(now).push(
+                ") and (select count(*) from run x where x.agent_id = r.agent_id \
+                 and x.status in ('claimed', 'running')) < a.max_concurrent_runs",
+            );
+            push_claim_scope!(qb, scope, Self::BOUND_OPEN, Self::BOUND_CLOSE);
+            qb.push(" order by r.created_at, r.run_id limit 1 for update of r skip locked");
+            let candidate = qb
+                .build_query_as::<(RunId, AgentId, i32)>()
+                .fetch_optional(&mut *tx)
+                .await?;
             let Some((run, agent, max)) = candidate else {
                 return Ok(None);
             };

@@ -9,8 +9,9 @@ use crate::domain::{
     Budget, Comment, CommentAuthor, CommentId, Email, EnvVar, FailureReason, InboxItem,
     InboxItemId, InboxKind, Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix,
     IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role, Run,
-    RunEvent, RunId, RunStatus, Runner, RunnerId, Session, SessionId, Skill, SkillFile, SkillId,
-    SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
+    RunEvent, RunId, RunStatus, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId,
+    Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace,
+    WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -228,6 +229,7 @@ pub(super) struct AgentRow {
     budget_tokens: Option<i64>,
     command: Option<String>,
     base_url: Option<String>,
+    runner_names: Json<Vec<String>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -255,6 +257,7 @@ impl From<AgentRow> for Agent {
                 },
                 command: r.command,
                 base_url: r.base_url,
+                runners: r.runner_names.0,
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -316,6 +319,9 @@ pub(super) struct RunnerRow {
     detected: Json<serde_json::Value>,
     last_heartbeat_at: DateTime<Utc>,
     created_at: DateTime<Utc>,
+    workspace_id: Option<WorkspaceId>,
+    token_id: Option<RunnerTokenId>,
+    revoked: bool,
 }
 
 impl From<RunnerRow> for Runner {
@@ -327,6 +333,36 @@ impl From<RunnerRow> for Runner {
             detected: r.detected.0,
             last_heartbeat_at: r.last_heartbeat_at,
             created_at: r.created_at,
+            workspace_id: r.workspace_id,
+            token_id: r.token_id,
+            revoked: r.revoked,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct RunnerTokenRow {
+    runner_token_id: RunnerTokenId,
+    workspace_id: WorkspaceId,
+    name: String,
+    prefix: String,
+    created_by: Option<UserId>,
+    created_at: DateTime<Utc>,
+    last_used_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<RunnerTokenRow> for RunnerToken {
+    fn from(r: RunnerTokenRow) -> Self {
+        RunnerToken {
+            id: r.runner_token_id,
+            workspace_id: r.workspace_id,
+            name: r.name,
+            prefix: r.prefix,
+            created_by: r.created_by,
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+            revoked_at: r.revoked_at,
         }
     }
 }
@@ -362,6 +398,7 @@ pub(super) struct RunRow {
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
+    lease_epoch: i64,
 }
 
 impl From<RunRow> for Run {
@@ -398,6 +435,7 @@ impl From<RunRow> for Run {
             created_at: r.created_at,
             started_at: r.started_at,
             finished_at: r.finished_at,
+            lease_epoch: r.lease_epoch,
         }
     }
 }

@@ -31,6 +31,12 @@ impl SqliteStore {
     const LABEL_FILTER_OPEN: &'static str =
         " and exists (select 1 from json_each(i.labels) where json_each.value = ";
     const LABEL_FILTER_CLOSE: &'static str = ")";
+    /// An agent bound to no runner, or to the bound runner name that follows.
+    const BOUND_OPEN: &'static str = " and (json_array_length(a.runner_names) = 0 or exists \
+         (select 1 from json_each(a.runner_names) where json_each.value = ";
+    const BOUND_CLOSE: &'static str = "))";
+    /// `BEGIN IMMEDIATE` already holds the database's write lock for the whole transaction.
+    const LOCK_FOR_SHARE: &'static str = "";
 
     pub(super) async fn connect(path: &Path, options: PoolOptions) -> anyhow::Result<Self> {
         private_files(path)?;
@@ -107,20 +113,25 @@ impl SqliteStore {
     async fn claim(
         &self,
         runner: RunnerId,
+        scope: &super::ClaimScope,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> Result<Option<Run>> {
         let mut tx = self.begin_write().await?;
-        let candidate = sqlx::query_scalar::<_, RunId>(
+        let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "select r.run_id from run r join agent a on a.agent_id = r.agent_id \
-             where r.status = 'queued' and (r.not_before is null or r.not_before <= $1) \
-             and (select count(*) from run x where x.agent_id = r.agent_id and x.status in ('claimed', 'running')) \
-                 < a.max_concurrent_runs \
-             order by r.created_at, r.run_id limit 1",
-        )
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
+             where r.status = 'queued' and (r.not_before is null or r.not_before <= ",
+        );
+        qb.push_bind(now).push(
+            ") and (select count(*) from run x where x.agent_id = r.agent_id \
+             and x.status in ('claimed', 'running')) < a.max_concurrent_runs",
+        );
+        push_claim_scope!(qb, scope, Self::BOUND_OPEN, Self::BOUND_CLOSE);
+        qb.push(" order by r.created_at, r.run_id limit 1");
+        let candidate = qb
+            .build_query_scalar::<RunId>()
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some(run) = candidate else {
             return Ok(None);
         };

@@ -178,7 +178,12 @@ async fn run_token(t: &Env, key: &str, name: &str) -> String {
         .unwrap();
     let now = Utc::now();
     let claimed = store
-        .claim_next_run(runner.id, now, now + TimeDelta::minutes(10))
+        .claim_next_run(
+            runner.id,
+            &muster::store::ClaimScope::anything(&runner.name),
+            now,
+            now + TimeDelta::minutes(10),
+        )
         .await
         .unwrap()
         .unwrap();

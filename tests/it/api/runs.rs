@@ -57,13 +57,25 @@ async fn start_next(t: &Env) -> Run {
     let run = t
         .app
         .store
-        .claim_next_run(runner.id, now, now + TimeDelta::seconds(60))
+        .claim_next_run(
+            runner.id,
+            &muster::store::ClaimScope::anything(&runner.name),
+            now,
+            now + TimeDelta::seconds(60),
+        )
         .await
         .unwrap()
         .expect("a queued run");
     t.app
         .store
-        .start_run(run.id, runner.id, Some(1), None, Some("muster/ALP-1-r1"))
+        .start_run(
+            run.id,
+            runner.id,
+            run.lease_epoch,
+            Some(1),
+            None,
+            Some("muster/ALP-1-r1"),
+        )
         .await
         .unwrap()
 }

@@ -118,7 +118,12 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         .unwrap();
     let now = Utc::now();
     let claimed = store
-        .claim_next_run(runner.id, now, now + TimeDelta::seconds(30))
+        .claim_next_run(
+            runner.id,
+            &muster::store::ClaimScope::anything(&runner.name),
+            now,
+            now + TimeDelta::seconds(30),
+        )
         .await
         .unwrap()
         .expect("a queued run");

@@ -9,6 +9,7 @@ mod inbox_read;
 mod invitations;
 mod issues;
 mod people;
+mod runners;
 mod runs;
 mod skills_agents;
 

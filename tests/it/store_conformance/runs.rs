@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
-use muster::store::Store;
+use muster::store::{ClaimScope, Store};
 use serde_json::json;
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
@@ -89,6 +89,11 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
     );
 }
 
+/// Every workspace and kind, as an embedded runner claims (agents in these cases are bound to no runner).
+fn any() -> ClaimScope {
+    ClaimScope::anything("embedded")
+}
+
 fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
     NewRun {
         workspace_id: ws,
@@ -144,7 +149,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
     let now = Utc::now();
     let lease = now + TimeDelta::seconds(20);
     let claimed = store
-        .claim_next_run(r1.id, now, lease)
+        .claim_next_run(r1.id, &any(), now, lease)
         .await
         .unwrap()
         .expect("a queued run");
@@ -155,7 +160,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
     assert!(claimed.lease_expires_at.is_some() && claimed.started_at.is_some());
     assert!(
         store
-            .claim_next_run(r2.id, now, lease)
+            .claim_next_run(r2.id, &any(), now, lease)
             .await
             .unwrap()
             .is_none(),
@@ -163,18 +168,31 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
     );
 
     store
-        .renew_lease(run.id, r1.id, lease + TimeDelta::seconds(5))
+        .renew_lease(
+            run.id,
+            r1.id,
+            claimed.lease_epoch,
+            lease + TimeDelta::seconds(5),
+        )
         .await
         .unwrap();
-    assert_conflict(store.renew_lease(run.id, r2.id, lease).await, "run_lease");
     assert_conflict(
-        store.start_run(run.id, r2.id, Some(1), None, None).await,
+        store
+            .renew_lease(run.id, r2.id, claimed.lease_epoch, lease)
+            .await,
+        "run_lease",
+    );
+    assert_conflict(
+        store
+            .start_run(run.id, r2.id, claimed.lease_epoch, Some(1), None, None)
+            .await,
         "run_lease",
     );
     let running = store
         .start_run(
             run.id,
             r1.id,
+            claimed.lease_epoch,
             Some(4242),
             Some("/tmp/wt"),
             Some("muster/MUS-1-r1"),
@@ -291,7 +309,11 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
         .unwrap();
     let lease = now + TimeDelta::seconds(20);
     let mut claimed = Vec::new();
-    while let Some(run) = store.claim_next_run(r.id, now, lease).await.unwrap() {
+    while let Some(run) = store
+        .claim_next_run(r.id, &any(), now, lease)
+        .await
+        .unwrap()
+    {
         claimed.push(run);
     }
     assert_eq!(claimed.len(), 2, "max_concurrent_runs = 2 caps the claims");
@@ -309,21 +331,21 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
     };
     store.finish_run(claimed[0].id, &outcome).await.unwrap();
     let next = store
-        .claim_next_run(r.id, now, lease)
+        .claim_next_run(r.id, &any(), now, lease)
         .await
         .unwrap()
         .expect("a freed slot");
     assert_eq!(next.agent_id, pair.id);
     assert!(
         store
-            .claim_next_run(r.id, now, lease)
+            .claim_next_run(r.id, &any(), now, lease)
             .await
             .unwrap()
             .is_none()
     );
     let future = now + TimeDelta::seconds(61);
     let late = store
-        .claim_next_run(r.id, future, future + TimeDelta::seconds(20))
+        .claim_next_run(r.id, &any(), future, future + TimeDelta::seconds(20))
         .await
         .unwrap()
         .expect("backoff over");
@@ -361,7 +383,7 @@ async fn eight_claimers_take_two_hundred_runs_exactly_once(store: Arc<dyn Store>
                     .unwrap();
                 let mut mine = Vec::new();
                 while let Some(run) = store
-                    .claim_next_run(r.id, now, now + TimeDelta::seconds(20))
+                    .claim_next_run(r.id, &any(), now, now + TimeDelta::seconds(20))
                     .await
                     .unwrap()
                 {
@@ -407,17 +429,17 @@ async fn expired_leases_are_interrupted(store: Arc<dyn Store>) {
         .unwrap();
     let now = Utc::now();
     let short = store
-        .claim_next_run(r.id, now, now + TimeDelta::seconds(5))
+        .claim_next_run(r.id, &any(), now, now + TimeDelta::seconds(5))
         .await
         .unwrap()
         .unwrap();
     let long = store
-        .claim_next_run(r.id, now, now + TimeDelta::seconds(60))
+        .claim_next_run(r.id, &any(), now, now + TimeDelta::seconds(60))
         .await
         .unwrap()
         .unwrap();
     store
-        .start_run(long.id, r.id, Some(1), None, None)
+        .start_run(long.id, r.id, long.lease_epoch, Some(1), None, None)
         .await
         .unwrap();
     assert!(store.interrupt_expired_runs(now).await.unwrap().is_empty());
@@ -445,7 +467,12 @@ async fn expired_leases_are_interrupted(store: Arc<dyn Store>) {
         all_lost.iter().map(|r| r.id).collect::<Vec<_>>(),
         vec![long.id]
     );
-    assert_conflict(store.renew_lease(long.id, r.id, now).await, "run_lease");
+    assert_conflict(
+        store
+            .renew_lease(long.id, r.id, long.lease_epoch, now)
+            .await,
+        "run_lease",
+    );
 }
 
 fn event(seq: i64, text: &str) -> NewRunEvent {
@@ -739,7 +766,7 @@ async fn run_tokens_live_with_their_run(store: Arc<dyn Store>) {
     let now = Utc::now();
     assert_not_found(store.use_api_token("hash-run", now).await);
     store
-        .claim_next_run(r.id, now, now + TimeDelta::seconds(20))
+        .claim_next_run(r.id, &any(), now, now + TimeDelta::seconds(20))
         .await
         .unwrap()
         .unwrap();
@@ -775,7 +802,7 @@ async fn run_tokens_live_with_their_run(store: Arc<dyn Store>) {
         .unwrap();
     store.finish_run(run.id, &cancelled()).await.unwrap();
     store
-        .claim_next_run(r.id, now, now + TimeDelta::seconds(20))
+        .claim_next_run(r.id, &any(), now, now + TimeDelta::seconds(20))
         .await
         .unwrap()
         .unwrap();
@@ -814,7 +841,7 @@ async fn a_runner_finds_the_runs_it_left(store: Arc<dyn Store>) {
             .unwrap();
         let claimer = if n == 2 { r2.id } else { r1.id };
         let run = store
-            .claim_next_run(claimer, now, lease)
+            .claim_next_run(claimer, &any(), now, lease)
             .await
             .unwrap()
             .unwrap();
@@ -823,6 +850,7 @@ async fn a_runner_finds_the_runs_it_left(store: Arc<dyn Store>) {
                 .start_run(
                     run.id,
                     r1.id,
+                    run.lease_epoch,
                     Some(42),
                     Some("/tmp/w"),
                     Some("muster/MUS-2-r1"),
