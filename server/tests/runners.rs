@@ -44,6 +44,10 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            // A failed test shows what each process said.
+            eprintln!("----- {} -----\n{}", self.log.display(), self.log());
+        }
     }
 }
 
@@ -99,7 +103,12 @@ impl World {
         let log = self.scratch.path().join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_muster"))
-            .args(["serve", "--no-runner", "--addr", &format!("127.0.0.1:{port}")])
+            .args([
+                "serve",
+                "--no-runner",
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+            ])
             .arg("--data-dir")
             .arg(self.data_dir())
             .args(["--database-url", &self.database_url()])
@@ -175,7 +184,11 @@ impl World {
     /// A custom agent running `body` as a script in the scratch folder (readable by any runner).
     async fn agent(&self, name: &str, body: &str, runners: &[&str]) -> Agent {
         use std::os::unix::fs::PermissionsExt as _;
-        let script = self.scratch.path().join(format!("{name}.sh"));
+        // In a folder of their own: the sandbox lets the agent read its program's folder, which must
+        // hold nothing of the runner's.
+        let scripts = self.scratch.path().join("scripts");
+        std::fs::create_dir_all(&scripts).unwrap();
+        let script = scripts.join(format!("{name}.sh"));
         std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let secrets = SecretBox::load_or_create(&self.data_dir()).unwrap();
@@ -203,7 +216,11 @@ impl World {
             .send()
             .await
             .unwrap();
-        assert!(resp.status().is_success(), "assign: {}", resp.text().await.unwrap());
+        assert!(
+            resp.status().is_success(),
+            "assign: {}",
+            resp.text().await.unwrap()
+        );
         let run = poll("the run to be queued", || async {
             self.store
                 .list_runs_for_issue(issue.id)
@@ -231,7 +248,10 @@ impl World {
 fn tick(payload: &Value) -> Option<u32> {
     let text = payload.to_string();
     let at = text.find("tick-")? + 5;
-    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
@@ -292,7 +312,9 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
         runners.iter().any(|r| r.name == "box-a").then_some(())
     })
     .await;
-    let (issue, run) = world.assign(&second_url, "Tick through a failover", &agent).await;
+    let (issue, run) = world
+        .assign(&second_url, "Tick through a failover", &agent)
+        .await;
     let viewer = tokio::spawn(view(second_url.clone(), world.api_token.clone(), run.id));
     // Mid-run: kill -9 the replica the runner is connected to.
     poll("the run to be part-way", || async {
@@ -312,12 +334,20 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
         runner.log(),
         second.log()
     );
-    assert_eq!(world.ticks(run.id).await, one_to(150), "stored: every line once, in order");
+    assert_eq!(
+        world.ticks(run.id).await,
+        one_to(150),
+        "stored: every line once, in order"
+    );
     let seen = tokio::time::timeout(Duration::from_secs(30), viewer)
         .await
         .expect("the viewer reaches the end")
         .unwrap();
-    assert_eq!(seen, one_to(150), "the viewer on the other replica: every line once, in order");
+    assert_eq!(
+        seen,
+        one_to(150),
+        "the viewer on the other replica: every line once, in order"
+    );
     assert!(
         runner.log().contains("connection lost"),
         "the runner says it failed over:\n{}",
@@ -351,7 +381,9 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
         runners.iter().any(|r| r.name == "box-a").then_some(())
     })
     .await;
-    let (_, run) = world.assign(&url, "Tick until the runner dies", &agent).await;
+    let (_, run) = world
+        .assign(&url, "Tick until the runner dies", &agent)
+        .await;
     poll("the run to print", || async {
         (world.ticks(run.id).await.len() >= 10).then_some(())
     })
@@ -359,10 +391,14 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
     box_a.kill_nine();
     let killed_at = tokio::time::Instant::now();
     let stored_at_kill = world.ticks(run.id).await.len();
-    let interrupted = poll_for(Duration::from_secs(45), "the run to be marked interrupted", || async {
-        let run = world.run(run.id).await;
-        (run.status == RunStatus::Interrupted).then_some(run)
-    })
+    let interrupted = poll_for(
+        Duration::from_secs(45),
+        "the run to be marked interrupted",
+        || async {
+            let run = world.run(run.id).await;
+            (run.status == RunStatus::Interrupted).then_some(run)
+        },
+    )
     .await;
     let took = killed_at.elapsed();
     assert!(
@@ -372,10 +408,19 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
     assert_eq!(interrupted.failure_reason, Some(FailureReason::RunnerLost));
     // A second runner comes: it takes the next attempt, never the interrupted run itself.
     let _box_b = world.runner("box-b", &[&url], &token, None);
-    let retry = poll_for(Duration::from_secs(60), "the next attempt to run on box-b", || async {
-        let runs = world.store.list_runs_for_issue(interrupted.issue_id).await.unwrap();
-        runs.into_iter().find(|r| r.attempt == 2 && r.status == RunStatus::Running)
-    })
+    let retry = poll_for(
+        Duration::from_secs(60),
+        "the next attempt to run on box-b",
+        || async {
+            let runs = world
+                .store
+                .list_runs_for_issue(interrupted.issue_id)
+                .await
+                .unwrap();
+            runs.into_iter()
+                .find(|r| r.attempt == 2 && r.status == RunStatus::Running)
+        },
+    )
     .await;
     let box_b = world
         .store
@@ -387,7 +432,11 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
         .unwrap();
     assert_eq!(retry.runner_id, Some(box_b.id));
     let after = world.run(run.id).await;
-    assert_eq!(after.status, RunStatus::Interrupted, "the interrupted run stays so");
+    assert_eq!(
+        after.status,
+        RunStatus::Interrupted,
+        "the interrupted run stays so"
+    );
     let ticks = world.ticks(run.id).await;
     assert!(ticks.len() >= stored_at_kill, "nothing stored is lost");
     let mut sorted = ticks.clone();
@@ -415,11 +464,22 @@ async fn a_token_revoked_mid_run_disconnects_the_runner_and_its_run_is_handled()
         .revoke_runner_token(world.ws.id, token.id, chrono::Utc::now())
         .await
         .unwrap();
-    let status = poll_for(Duration::from_secs(20), "the runner to stop", || async {
-        runner.child.try_wait().unwrap()
-    })
-    .await;
-    assert!(!status.success(), "the runner exits with an error when its token is revoked");
+    let until = tokio::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = runner.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the runner did not stop:\n{}",
+            runner.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        !status.success(),
+        "the runner exits with an error when its token is revoked"
+    );
     assert!(
         runner.log().contains("revoked"),
         "the runner says why:\n{}",
@@ -431,7 +491,6 @@ async fn a_token_revoked_mid_run_disconnects_the_runner_and_its_run_is_handled()
     })
     .await;
     assert_eq!(run.status, RunStatus::Interrupted);
-    let _ = &mut runner;
 }
 
 /// A raw protocol client: the tests' own WebSocket to a replica.
@@ -506,18 +565,24 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
 
     // An older protocol: closed with 4002 and a reason naming both versions.
     let mut old = RawClient::connect(&url).await;
-    old.hello(&token, protocol::PROTOCOL_VERSION - 1, "old").await;
+    old.hello(&token, protocol::PROTOCOL_VERSION - 1, "old")
+        .await;
     let (code, reason) = old.next().await.unwrap_err();
     assert_eq!(code, 4002, "{reason}");
     assert!(reason.contains("protocol"), "{reason}");
 
     // A wrong token: closed with 4001 before anything is registered.
     let mut wrong = RawClient::connect(&url).await;
-    wrong.hello("mrt_not-a-token", protocol::PROTOCOL_VERSION, "intruder").await;
+    wrong
+        .hello("mrt_not-a-token", protocol::PROTOCOL_VERSION, "intruder")
+        .await;
     let (code, reason) = wrong.next().await.unwrap_err();
     assert_eq!(code, 4001, "{reason}");
     let runners = world.store.list_runners(world.ws.id).await.unwrap();
-    assert!(!runners.iter().any(|r| r.name == "intruder"), "nothing registered");
+    assert!(
+        !runners.iter().any(|r| r.name == "intruder"),
+        "nothing registered"
+    );
 
     // A message before hello: closed with 4003.
     let mut rude = RawClient::connect(&url).await;
@@ -535,11 +600,18 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
     })
     .await;
     let mut forger = RawClient::connect(&url).await;
-    forger.hello(&token, protocol::PROTOCOL_VERSION, "forger").await;
+    forger
+        .hello(&token, protocol::PROTOCOL_VERSION, "forger")
+        .await;
     let Ok(ToRunner::Welcome(_)) = forger.next().await else {
         panic!("the forger's hello is welcome (its token is valid)");
     };
-    let before = world.store.run_events_since(run.id, 0, 100_000).await.unwrap().len();
+    let before = world
+        .store
+        .run_events_since(run.id, 0, 100_000)
+        .await
+        .unwrap()
+        .len();
     let forged_seq = 90_000;
     for epoch in [running.lease_epoch, running.lease_epoch - 1] {
         forger
@@ -569,7 +641,13 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
         .unwrap();
     assert!(forged.is_empty(), "nothing written: {forged:?}");
     assert!(
-        world.store.run_events_since(run.id, 0, 100_000).await.unwrap().len() >= before,
+        world
+            .store
+            .run_events_since(run.id, 0, 100_000)
+            .await
+            .unwrap()
+            .len()
+            >= before,
         "the real runner's events keep coming"
     );
     // A finish from the forger does not end the run either.

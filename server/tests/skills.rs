@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::path::Path;
 
 use muster::domain::{AgentKind, Skill, SkillFile, SkillId, SkillSource, Slug, WorkspaceId};
-use muster::skills::archive::{self, MAX_ENTRIES, MAX_RATIO};
 use muster::runner::protocol::SkillBundle;
+use muster::skills::archive::{self, MAX_ENTRIES, MAX_RATIO};
 use muster::skills::materialize::{brief_section, skills_root, write_skills};
 use muster::skills::parse::MAX_FILE_BYTES;
 
@@ -174,7 +174,8 @@ fn materialization_never_touches_repository_skills_and_removes_only_its_own() {
     let root = skills_root(AgentKind::Claude, work.path(), home.path()).unwrap();
     let demo = skill("demo", &[("scripts/run.sh", "echo hi\n")]);
     let other = skill("other", &[]);
-    let mut written = write_skills(&root, &[&SkillBundle::of(&demo), &SkillBundle::of(&other)]).unwrap();
+    let mut written =
+        write_skills(&root, &[&SkillBundle::of(&demo), &SkillBundle::of(&other)]).unwrap();
     let root = root.path();
     assert_eq!(
         std::fs::read_to_string(repo_demo.join("SKILL.md")).unwrap(),

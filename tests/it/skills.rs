@@ -195,9 +195,15 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
         .await
         .unwrap();
-    let written = muster::skills::materialize(AgentKind::Claude, &bundles, work.path(), home.path(), &brief)
-        .await
-        .unwrap();
+    let written = muster::skills::materialize(
+        AgentKind::Claude,
+        &bundles,
+        work.path(),
+        home.path(),
+        &brief,
+    )
+    .await
+    .unwrap();
     assert!(
         work.path()
             .join(".claude/skills/our-migrations/SKILL.md")
@@ -220,17 +226,29 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
         .await
         .unwrap();
-    let off = muster::skills::materialize(AgentKind::Claude, &bundles, work2.path(), home2.path(), &brief)
-        .await
-        .unwrap();
+    let off = muster::skills::materialize(
+        AgentKind::Claude,
+        &bundles,
+        work2.path(),
+        home2.path(),
+        &brief,
+    )
+    .await
+    .unwrap();
     assert!(off.manifest().is_empty(), "a disabled skill is not written");
     store.detach_skill(agent.id, skill.id).await.unwrap();
     let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
         .await
         .unwrap();
-    let none = muster::skills::materialize(AgentKind::Claude, &bundles, work2.path(), home2.path(), &brief)
-        .await
-        .unwrap();
+    let none = muster::skills::materialize(
+        AgentKind::Claude,
+        &bundles,
+        work2.path(),
+        home2.path(),
+        &brief,
+    )
+    .await
+    .unwrap();
     assert!(none.manifest().is_empty());
     let listed = init_skills(&binary, &server, work2.path(), home2.path()).await;
     assert!(

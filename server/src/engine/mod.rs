@@ -25,8 +25,8 @@ use crate::config::Config;
 use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus};
 use crate::hub::Hub;
 use crate::runner::protocol::ToRunner;
-use crate::secrets::SecretBox;
 use crate::runtimes::RuntimeCache;
+use crate::secrets::SecretBox;
 use crate::store::{self, Store};
 pub use crate::supervisor::RunTiming;
 

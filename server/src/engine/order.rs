@@ -82,7 +82,11 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         skills,
         repo: ws.repo_path.filter(|r| !r.trim().is_empty()),
         token,
-        api_url: engine.config.public_url.clone().map(|u| u.trim_end_matches('/').to_owned()),
+        api_url: engine
+            .config
+            .public_url
+            .clone()
+            .map(|u| u.trim_end_matches('/').to_owned()),
         max_events: engine.config.max_events_per_run,
         next_seq: 1,
     })
@@ -91,10 +95,17 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
 /// What a runner is told about a run its previous life left behind.
 pub(crate) async fn orphan(engine: &Engine, run: &Run) -> Result<Orphan, crate::store::Error> {
     let issue = engine.store.get_issue_by_id(run.issue_id).await?;
-    let agent = engine.store.get_agent(run.workspace_id, run.agent_id).await.ok();
+    let agent = engine
+        .store
+        .get_agent(run.workspace_id, run.agent_id)
+        .await
+        .ok();
     let mut next_seq = 1;
     loop {
-        let page = engine.store.run_events_since(run.id, next_seq - 1, 1000).await?;
+        let page = engine
+            .store
+            .run_events_since(run.id, next_seq - 1, 1000)
+            .await?;
         match page.last() {
             Some(last) => next_seq = last.seq + 1,
             None => break,
@@ -136,9 +147,10 @@ fn agent_spec(engine: &Engine, agent: &Agent) -> Result<AgentSpec, Refusal> {
             continue;
         }
         let value = if var.secret {
-            engine.secrets.open(&var.value).map_err(|e| {
-                config(format!("cannot open the secret {}: {e:#}", var.key))
-            })?
+            engine
+                .secrets
+                .open(&var.value)
+                .map_err(|e| config(format!("cannot open the secret {}: {e:#}", var.key)))?
         } else {
             var.value.clone()
         };

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Engine, finish, order};
 use crate::domain::{
-    AgentKind, ClaimScope, CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run,
-    RunId, RunStatus, Runner, Usage,
+    AgentKind, CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run, RunId, RunStatus, Runner,
+    Usage,
 };
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
@@ -33,7 +33,7 @@ use crate::runner::protocol::{
     CloseReason, Finished, Held, Hello, Orphan, PROTOCOL_VERSION, Started, ToRunner, ToServer,
     Welcome,
 };
-use crate::store;
+use crate::store::{self, ClaimScope};
 
 /// How the transport authenticated the peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,13 +120,9 @@ impl Session {
                 ),
             ));
         }
-        let name = hello.name.trim();
-        if name.is_empty() || name.len() > 64 {
-            return Err(Closed::new(
-                CloseReason::Protocol,
-                "a runner name must have 1 to 64 characters",
-            ));
-        }
+        let name = hello.name.as_str();
+        let runner_name = crate::domain::RunnerName::parse(name)
+            .map_err(|e| Closed::new(CloseReason::Protocol, format!("bad runner name: {e}")))?;
         let detected = serde_json::json!({
             "runtimes": hello.runtimes,
             "local_models": hello.local_models,
@@ -139,7 +135,7 @@ impl Session {
                     .store
                     .register_runner(name, &hello.version, &detected)
                     .await
-                    .map_err(internal)?;
+                    .map_err(|e| internal(&e))?;
                 let scope = ClaimScope {
                     workspace: None,
                     kinds: None,
@@ -157,13 +153,13 @@ impl Session {
                             "unknown or revoked runner token; create one on the Runners page",
                         ));
                     }
-                    Err(e) => return Err(internal(e)),
+                    Err(e) => return Err(internal(&e)),
                 };
                 let runner = engine
                     .store
-                    .register_remote_runner(&token, name, &hello.version, &detected, now)
+                    .register_remote_runner(&token, &runner_name, &hello.version, &detected, now)
                     .await
-                    .map_err(internal)?;
+                    .map_err(|e| internal(&e))?;
                 let mut kinds: Vec<AgentKind> = hello.runtimes.iter().map(|r| r.kind).collect();
                 // A custom agent's command runs through `sh`, which every runner has.
                 kinds.push(AgentKind::Custom);
@@ -209,7 +205,7 @@ impl Session {
             .store
             .list_live_runs_of_runner(self.runner.id)
             .await
-            .map_err(internal)?;
+            .map_err(|e| internal(&e))?;
         let mut orphans = Vec::new();
         for run in mine {
             let named = live
@@ -224,7 +220,9 @@ impl Session {
                     self.held.insert(run.id, run.lease_epoch);
                     orphans.push(orphan);
                 }
-                Err(e) => tracing::warn!(run.id = %run.id, error = %e, "cannot describe a run left behind"),
+                Err(e) => {
+                    tracing::warn!(run.id = %run.id, error = %e, "cannot describe a run left behind")
+                }
             }
         }
         for h in live {
@@ -294,6 +292,29 @@ impl Session {
                 Ok(())
             }
             ToServer::Finished(finished) => self.finished(finished).await,
+            ToServer::Release { run_id, epoch } => {
+                if self.check(run_id, epoch) {
+                    self.release(run_id);
+                    match self
+                        .engine
+                        .store
+                        .release_run(run_id, self.runner.id, epoch)
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::info!(run.id = %run_id, "run given back by its runner; queued again");
+                            self.engine.runs.wake();
+                            self.engine
+                                .hub
+                                .relay(crate::hub::Relayed::RunQueued(run_id));
+                        }
+                        Err(e) => {
+                            tracing::warn!(run.id = %run_id, error = %e, "cannot queue a given-back run again")
+                        }
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
@@ -317,7 +338,10 @@ impl Session {
 
     fn refuse(&mut self, run: RunId, reason: String) {
         tracing::warn!(run.id = %run, runner.name = %self.runner.name, reason, "runner message refused");
-        self.send(ToRunner::Refused { run_id: run, reason });
+        self.send(ToRunner::Refused {
+            run_id: run,
+            reason,
+        });
     }
 
     fn send(&self, message: ToRunner) {
@@ -443,7 +467,7 @@ impl Session {
                     });
                 }
             }
-            Err(e) => return Err(internal(e)),
+            Err(e) => return Err(internal(&e)),
         }
         Ok(())
     }
@@ -463,7 +487,13 @@ impl Session {
             if let Err(e) = self
                 .engine
                 .store
-                .move_issue(issue.workspace_id, &issue.key, IssueStatus::InProgress, None, actor)
+                .move_issue(
+                    issue.workspace_id,
+                    &issue.key,
+                    IssueStatus::InProgress,
+                    None,
+                    actor,
+                )
                 .await
             {
                 tracing::warn!(error = %e, "cannot move the issue to in progress");
@@ -489,7 +519,9 @@ impl Session {
         if !contiguous || from_seq < 1 {
             return Err(Closed::new(
                 CloseReason::Protocol,
-                format!("events of run {run} must be numbered from from_seq ({from_seq}) on, without gaps"),
+                format!(
+                    "events of run {run} must be numbered from from_seq ({from_seq}) on, without gaps"
+                ),
             ));
         }
         let mut tries = 0;
@@ -503,7 +535,10 @@ impl Session {
                 Ok(last) => break last,
                 Err(store::Error::Conflict { .. } | store::Error::NotFound) => {
                     self.release(run);
-                    self.refuse(run, format!("run {run} is no longer live under epoch {epoch}"));
+                    self.refuse(
+                        run,
+                        format!("run {run} is no longer live under epoch {epoch}"),
+                    );
                     return Ok(());
                 }
                 Err(e) if tries + 1 < STORE_TRIES => {
@@ -511,7 +546,7 @@ impl Session {
                     tracing::warn!(error = %e, tries, "cannot store run events; trying again");
                     tokio::time::sleep(Duration::from_millis(100) * 2u32.pow(tries)).await;
                 }
-                Err(e) => return Err(internal(e)),
+                Err(e) => return Err(internal(&e)),
             }
         };
         self.engine.hub.publish(
@@ -543,7 +578,12 @@ impl Session {
                 Err(e) => tracing::warn!(error = %e, "cannot check the runner's token"),
             }
         }
-        if let Err(e) = self.engine.store.runner_heartbeat(self.runner.id, now).await {
+        if let Err(e) = self
+            .engine
+            .store
+            .runner_heartbeat(self.runner.id, now)
+            .await
+        {
             tracing::warn!(error = %e, "cannot record the runner's heartbeat");
         }
         let until = now + self.engine.runs.timing().lease;
@@ -583,7 +623,11 @@ impl Session {
         let loaded = async {
             let run = self.engine.store.get_run(run_id).await?;
             let issue = self.engine.store.get_issue_by_id(run.issue_id).await?;
-            let agent = self.engine.store.get_agent(run.workspace_id, run.agent_id).await?;
+            let agent = self
+                .engine
+                .store
+                .get_agent(run.workspace_id, run.agent_id)
+                .await?;
             Ok::<_, store::Error>((run, issue, agent))
         };
         let Ok((run, issue, agent)) = loaded.await else {
@@ -621,9 +665,14 @@ impl Session {
                 self.send(ToRunner::Done { run_id });
                 return Ok(());
             }
-            Err(e) => return Err(internal(e)),
+            Err(e) => return Err(internal(&e)),
         };
-        let redactor = match self.engine.store.get_agent(run.workspace_id, run.agent_id).await {
+        let redactor = match self
+            .engine
+            .store
+            .get_agent(run.workspace_id, run.agent_id)
+            .await
+        {
             Ok(agent) => Redactor::for_agent(&self.engine.secrets, &agent, None),
             Err(_) => Redactor::default(),
         };
@@ -634,10 +683,16 @@ impl Session {
             }
             Err(store::Error::Conflict { .. }) => {
                 self.release(run_id);
-                self.refuse(run_id, format!("run {run_id} is no longer live under epoch {}", report.epoch));
+                self.refuse(
+                    run_id,
+                    format!(
+                        "run {run_id} is no longer live under epoch {}",
+                        report.epoch
+                    ),
+                );
                 return Ok(());
             }
-            Err(e) => return Err(internal(e)),
+            Err(e) => return Err(internal(&e)),
         }
         self.release(run_id);
         self.send(ToRunner::Done { run_id });
@@ -646,11 +701,10 @@ impl Session {
 }
 
 /// A store failure that ends the session; the runner reconnects and resends what was not acknowledged.
-fn internal(e: store::Error) -> Closed {
+fn internal(e: &store::Error) -> Closed {
     tracing::warn!(error = %e, "runner session ended by a store error");
     Closed::new(
         CloseReason::ServerError,
         "the server cannot reach its database; reconnecting",
     )
 }
-

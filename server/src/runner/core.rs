@@ -209,7 +209,8 @@ impl Runner {
                 () = stop.cancelled(), if draining.is_none() => {
                     let t = &self.inner.host.timing;
                     draining = Some(tokio::time::Instant::now() + t.int_grace + t.term_grace + DRAIN_EXTRA);
-                    Ok(())
+                    // No new runs from now on.
+                    wire.send(ToServer::Claim { slots: 0 }).await
                 }
                 () = tokio::time::sleep(DRAIN_POLL), if draining.is_some() => Ok(()),
                 changed = pushed.changed() => match changed {
@@ -270,9 +271,17 @@ impl Runner {
         }
     }
 
-    /// Starts executing an order in its own task.
+    /// Starts executing an order in its own task (or gives it back when the runner is stopping).
     fn start(&self, order: crate::runner::protocol::Order) {
         let run_id = order.run_id;
+        if self.inner.stop.is_cancelled() {
+            tracing::info!(run.id = %run_id, "stopping: giving the run back");
+            self.note(ToServer::Release {
+                run_id,
+                epoch: order.epoch,
+            });
+            return;
+        }
         if self.live().contains_key(&run_id) {
             tracing::warn!(run.id = %run_id, "the server sent a run this runner already executes");
             return;
@@ -285,9 +294,11 @@ impl Runner {
             let link = runner.link();
             crate::supervisor::run::execute(&runner.inner.host, order, &link, &signal).await;
             runner.live().remove(&run_id);
-            runner.note(ToServer::Claim {
-                slots: runner.free_slots(),
-            });
+            if !runner.inner.stop.is_cancelled() {
+                runner.note(ToServer::Claim {
+                    slots: runner.free_slots(),
+                });
+            }
         });
     }
 

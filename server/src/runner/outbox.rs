@@ -46,14 +46,14 @@ impl Outbox {
     }
 
     /// An outbox kept in `dir` too; loads what a previous life left there.
-    pub fn durable(dir: PathBuf) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&dir)
+    pub fn durable(dir: &std::path::Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create the outbox {}: {e}", dir.display()))?;
         let outbox = Self {
-            dir: Some(dir.clone()),
+            dir: Some(dir.to_path_buf()),
             ..Self::in_memory()
         };
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .collect();
@@ -75,7 +75,10 @@ impl Outbox {
         let loaded = state.entries.len();
         drop(state);
         if loaded > 0 {
-            tracing::info!(messages = loaded, "outbox loaded; resending after connecting");
+            tracing::info!(
+                messages = loaded,
+                "outbox loaded; resending after connecting"
+            );
         }
         Ok(outbox)
     }
@@ -135,16 +138,18 @@ impl Outbox {
     pub fn ack(&self, run: RunId, seq: Seq) {
         self.state().entries.retain(|e| match &e.message {
             ToServer::Started(s) if s.run_id == run => seq < 0,
-            ToServer::Events {
-                run_id, events, ..
-            } if *run_id == run => events.last().is_some_and(|last| last.seq > seq),
+            ToServer::Events { run_id, events, .. } if *run_id == run => {
+                events.last().is_some_and(|last| last.seq > seq)
+            }
             _ => true,
         });
     }
 
     /// The server recorded `run`'s finish, or refused the run: forget everything of it.
     pub fn forget(&self, run: RunId) {
-        self.state().entries.retain(|e| run_of(&e.message) != Some(run));
+        self.state()
+            .entries
+            .retain(|e| run_of(&e.message) != Some(run));
         if let Some(dir) = &self.dir {
             let _ = std::fs::remove_file(dir.join(format!("{run}.jsonl")));
         }
@@ -156,7 +161,14 @@ impl Outbox {
         let mut out: Vec<(Held, bool, Seq)> = Vec::new();
         for e in &self.state().entries {
             let (held, finish, seq) = match &e.message {
-                ToServer::Started(s) => (Held { run_id: s.run_id, epoch: s.epoch }, false, 0),
+                ToServer::Started(s) => (
+                    Held {
+                        run_id: s.run_id,
+                        epoch: s.epoch,
+                    },
+                    false,
+                    0,
+                ),
                 ToServer::Events {
                     run_id,
                     epoch,
@@ -226,20 +238,20 @@ mod tests {
     fn acknowledged_events_leave_and_the_rest_survive_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let run = RunId::new();
-        let outbox = Outbox::durable(dir.path().to_path_buf()).unwrap();
+        let outbox = Outbox::durable(dir.path()).unwrap();
         outbox.push(events(run, 1..=3));
         outbox.push(events(run, 4..=5));
         outbox.ack(run, 3);
         let left = outbox.after(0);
         assert_eq!(left.len(), 1, "only the unacknowledged batch is kept");
         // A new life reads the file: everything not forgotten is resent (the server ignores repeats).
-        let again = Outbox::durable(dir.path().to_path_buf()).unwrap();
+        let again = Outbox::durable(dir.path()).unwrap();
         let runs = again.runs();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].2, 5, "the highest kept seq");
         assert!(!runs[0].1, "no finish kept");
         again.forget(run);
         assert!(again.after(0).is_empty());
-        assert!(Outbox::durable(dir.path().to_path_buf()).unwrap().after(0).is_empty());
+        assert!(Outbox::durable(dir.path()).unwrap().after(0).is_empty());
     }
 }

@@ -51,6 +51,8 @@ pub enum ToServer {
     },
     /// How the run ended (kept until acknowledged with `done`).
     Finished(Finished),
+    /// The runner will not execute a run it was just sent (it is stopping): queue it again.
+    Release { run_id: RunId, epoch: i64 },
 }
 
 /// `hello`: who the runner is and what it can run.

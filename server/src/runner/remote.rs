@@ -88,7 +88,9 @@ impl Settings {
         config.runs_dir = runs_dir;
         config.allow_unsandboxed_agents = args.agents.allow_unsandboxed_agents;
         config.agent_ports.clone_from(&args.agents.agent_ports);
-        config.agent_rw_paths.clone_from(&args.agents.agent_rw_paths);
+        config
+            .agent_rw_paths
+            .clone_from(&args.agents.agent_rw_paths);
         config.runtime_paths = args.agents.runtime_paths.overrides();
         config.llama_urls = args.agents.runtime_paths.llama_urls();
         config.embedded_runner = false;
@@ -112,7 +114,9 @@ pub fn socket_url(raw: &str) -> anyhow::Result<(String, String)> {
     } else if let Some(rest) = base.strip_prefix("https://") {
         format!("wss://{rest}")
     } else {
-        anyhow::bail!("--server {raw:?} must be an http:// or https:// URL, like http://muster.internal:7777");
+        anyhow::bail!(
+            "--server {raw:?} must be an http:// or https:// URL, like http://muster.internal:7777"
+        );
     };
     anyhow::ensure!(
         base.split("://").nth(1).is_some_and(|h| !h.is_empty()),
@@ -144,9 +148,13 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
 }
 
 /// Runs the runner with `settings` until `stop` fires or a server refuses it for good.
-pub async fn serve(settings: Settings, timing: RunTiming, stop: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(
+    settings: Settings,
+    timing: RunTiming,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
     crate::app::prepare_data_dir(&settings.state_dir)?;
-    let outbox = Outbox::durable(settings.state_dir.join("outbox"))?;
+    let outbox = Outbox::durable(&settings.state_dir.join("outbox"))?;
     let runtimes = RuntimeCache::new(settings.config.runtime_paths.clone());
     runtimes.detect().await;
     let host = Host {
@@ -254,11 +262,17 @@ impl Wire for WsWire {
         loop {
             let frame = tokio::time::timeout(SILENCE, self.socket.next())
                 .await
-                .map_err(|_| Ended::Lost(format!("the server said nothing for {} s", SILENCE.as_secs())))?;
+                .map_err(|_| {
+                    Ended::Lost(format!(
+                        "the server said nothing for {} s",
+                        SILENCE.as_secs()
+                    ))
+                })?;
             match frame {
                 Some(Ok(Message::Text(text))) => {
-                    return serde_json::from_str(text.as_str())
-                        .map_err(|e| Ended::Lost(format!("the server sent a malformed message: {e}")));
+                    return serde_json::from_str(text.as_str()).map_err(|e| {
+                        Ended::Lost(format!("the server sent a malformed message: {e}"))
+                    });
                 }
                 Some(Ok(Message::Close(frame))) => {
                     let (code, reason) = frame

@@ -194,7 +194,7 @@ fn drop_capabilities() -> Result<(), String> {
     ];
     let sets: Vec<CapSet> = all
         .into_iter()
-        .filter(|set| can_bound || *set != CapSet::Bounding)
+        .filter(|set| can_bound || !matches!(set, CapSet::Bounding))
         .collect();
     for set in sets.iter().copied() {
         caps::clear(None, set)

@@ -108,7 +108,10 @@ pub fn skills_root(kind: AgentKind, workdir: &Path, home: &Path) -> Option<Skill
 
 /// Writes `skills` under `root`, never into a folder that exists already and never through a link: a
 /// link on the way is [`confined::Error::Link`] (and whatever was written before is removed again).
-pub fn write_skills(root: &SkillsRoot, skills: &[&SkillBundle]) -> Result<Materialized, confined::Error> {
+pub fn write_skills(
+    root: &SkillsRoot,
+    skills: &[&SkillBundle],
+) -> Result<Materialized, confined::Error> {
     let mut out = Materialized::default();
     out.base.clone_from(&root.base);
     if skills.is_empty() {

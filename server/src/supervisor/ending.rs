@@ -107,4 +107,3 @@ pub(super) fn finished(
         changed: tally.changed,
     }
 }
-

@@ -57,7 +57,6 @@ impl PrepareError {
     }
 }
 
-
 /// Where a run keeps its files.
 pub(super) fn run_dir(config: &Config, run: RunId) -> PathBuf {
     config.runs_dir.join(run.to_string())
@@ -74,7 +73,9 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
         .map(|v| v.value.clone())
         .collect();
     secrets.push(order.token.clone());
-    secrets.extend(crate::redact::url_credentials(order.agent.base_url.as_deref()));
+    secrets.extend(crate::redact::url_credentials(
+        order.agent.base_url.as_deref(),
+    ));
     secrets
 }
 
@@ -270,7 +271,11 @@ fn confine(
 
 /// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,
 /// or a plain folder when the workspace has no repository.
-async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Worktree>, PrepareError> {
+async fn work_dir(
+    host: &Host,
+    order: &Order,
+    dir: &Path,
+) -> Result<Option<Worktree>, PrepareError> {
     let Some(repo) = order.repo.as_deref() else {
         let workdir = dir.join("work");
         tokio::fs::create_dir_all(&workdir).await.map_err(|e| {
@@ -287,9 +292,7 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Workt
     })?;
     // The runner's heartbeat renews the claim's lease meanwhile (a first clone may outlast it).
     let made = match source {
-        git::RepoSource::Path(path) => {
-            git::create(&path, dir, &order.branch, &short, brief).await
-        }
+        git::RepoSource::Path(path) => git::create(&path, dir, &order.branch, &short, brief).await,
         git::RepoSource::Url(url) => {
             let mirror = git::mirror(&host.repo_cache, &url)
                 .await
@@ -298,10 +301,6 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Workt
         }
     };
     made.map(Some)
-        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
-}
-        .await
-        .map(Some)
         .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
 }
 

@@ -16,12 +16,12 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::RunTiming;
 use super::ending::{self, Ending};
 use super::events::{EventLog, Tally};
 use super::git::{self, Worktree};
 use super::prepare::{self, Prepared};
 use super::watch::{self, Line, Watch};
-use super::RunTiming;
 use crate::config::Config;
 use crate::domain::{FailureReason, RunId};
 use crate::redact::Redactor;
@@ -101,8 +101,17 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
     let (prepared, mut child) = match launch(host, &order).await {
         Ok(launched) => launched,
         Err(ending) => {
-            let redactor = Redactor::new(&prepare::order_secrets(&order));
-            let report = ending::finished(held, order.next_seq - 1, &ending, &Tally::default(), &redactor);
+            if let Ending::NotStarted(reason, message) = &ending {
+                tracing::warn!(%reason, message, "the run cannot start");
+            }
+            let redactor = Redactor::new(prepare::order_secrets(&order));
+            let report = ending::finished(
+                held,
+                order.next_seq - 1,
+                &ending,
+                &Tally::default(),
+                &redactor,
+            );
             link.keep(ToServer::Finished(report));
             return;
         }
@@ -164,8 +173,15 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
     let mut log = EventLog::new(held, next_seq, redactor.clone());
     let mut tally = Tally::default();
     if let Some(tree) = git::recorded(&prepare::run_dir(&host.config, run_id)).await {
-        let (stat, changed) =
-            wrap_up_worktree(&tree, &orphan.issue_key, &orphan.agent_name, run_id, &mut log, host.config.push_branches).await;
+        let (stat, changed) = wrap_up_worktree(
+            &tree,
+            &orphan.issue_key,
+            &orphan.agent_name,
+            run_id,
+            &mut log,
+            host.config.push_branches,
+        )
+        .await;
         tally.diff_stat = stat;
         tally.changed = changed;
     }
