@@ -34,7 +34,7 @@ pub enum LiveEvent {
     RunEvents { run_id: RunId, last_seq: Seq },
 }
 
-/// What other replicas must hear about (see `supervisor::relay`): ids only, never payloads.
+/// What other replicas must hear about (see `engine::relay`): ids only, never payloads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Relayed {
     /// A live event published here.
@@ -43,6 +43,8 @@ pub enum Relayed {
     RunQueued(RunId),
     /// A run must be cancelled by whichever replica holds it.
     CancelRun(RunId),
+    /// A runner token was revoked: every replica disconnects the runners using it.
+    RunnerTokenRevoked(crate::domain::RunnerTokenId),
 }
 
 /// Topic → channel map, plus the optional relay to other replicas (Postgres only).

@@ -148,6 +148,17 @@ impl World {
     /// Starts `muster runner` as a separate machine would: its own HOME, state and runs folders, and a
     /// PATH holding only the system's tools (plus `extra_path`).
     fn runner(&self, name: &str, servers: &[&str], token: &str, extra_path: Option<&Path>) -> Proc {
+        self.runner_with(name, servers, token, extra_path, &[])
+    }
+
+    fn runner_with(
+        &self,
+        name: &str,
+        servers: &[&str],
+        token: &str,
+        extra_path: Option<&Path>,
+        args: &[&str],
+    ) -> Proc {
         let home = self.scratch.path().join(format!("{name}-home"));
         std::fs::create_dir_all(&home).unwrap();
         let log = self.scratch.path().join(format!("{name}.log"));
@@ -165,6 +176,7 @@ impl World {
         }
         let child = cmd
             .args(["--token", token, "--name", name, "--max-runs", "2"])
+            .args(args)
             .arg("--state-dir")
             .arg(self.scratch.path().join(format!("{name}-state")))
             .arg("--runs-dir")
@@ -206,7 +218,19 @@ impl World {
 
     /// An issue assigned to `agent` through the API of `server` (which queues the run).
     async fn assign(&self, server: &str, title: &str, agent: &Agent) -> (Issue, Run) {
-        let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
+        self.assign_with_body(server, title, "", agent).await
+    }
+
+    async fn assign_with_body(
+        &self,
+        server: &str,
+        title: &str,
+        body: &str,
+        agent: &Agent,
+    ) -> (Issue, Run) {
+        let mut new = NewIssue::new(IssueTitle::parse(title).unwrap())
+            .with_body(body)
+            .unwrap();
         new.status = IssueStatus::Todo;
         let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
         let resp = reqwest::Client::new()
@@ -693,4 +717,85 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run) and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
+    let Some(claude) = muster_tests::agent_cli("claude", "a run of the real Claude Code on a remote runner")
+    else {
+        return;
+    };
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let server = muster_tests::model_server::ModelServer::start().await.unwrap();
+    let (_replica, url) = world.replica("replica").await;
+    let (_, token) = world.runner_token("claude box").await;
+    // Only this runner has Claude Code: its PATH and its --claude-path, as on a developer's laptop.
+    let claude_path = claude.display().to_string();
+    let runner = world.runner_with(
+        "claude-box",
+        &[&url],
+        &token,
+        claude.parent(),
+        &["--claude-path", &claude_path],
+    );
+    poll("the runner to report Claude Code", || async {
+        let runners = world.store.list_runners(world.ws.id).await.unwrap();
+        runners
+            .iter()
+            .find(|r| r.name == "claude-box")
+            .filter(|r| r.detected.to_string().contains("claude"))
+            .map(|_| ())
+    })
+    .await;
+    const KEY: &str = "sk-ant-remote-4711";
+    let secrets = SecretBox::load_or_create(&world.data_dir()).unwrap();
+    let mut new = NewAgent::new(AgentName::parse("claude").unwrap(), AgentKind::Claude);
+    new.base_url = Some(server.base_url().to_owned());
+    new.permission_mode = PermissionMode::Bypass;
+    new.max_retries = 0;
+    new.env = vec![
+        EnvVar {
+            key: "ANTHROPIC_API_KEY".to_owned(),
+            value: secrets.seal(KEY).unwrap(),
+            secret: true,
+        },
+        EnvVar {
+            key: "CLAUDE_CODE_MAX_RETRIES".to_owned(),
+            value: "0".to_owned(),
+            secret: false,
+        },
+    ];
+    let agent = world.store.create_agent(world.ws.id, &new).await.unwrap();
+    let (_, run) = world
+        .assign_with_body(&url, "Run a command remotely", "CMD=echo remote-$((6*7))", &agent)
+        .await;
+    let done = poll_for(Duration::from_secs(120), "the Claude run to finish", || async {
+        let run = world.run(run.id).await;
+        run.status.is_terminal().then_some(run)
+    })
+    .await;
+    let events = world.store.run_events_since(run.id, 0, 100_000).await.unwrap();
+    let log: String = events.iter().map(|e| format!("{} {}\n", e.kind, e.payload)).collect();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}\n{log}\nrunner:\n{}", runner.log());
+    let remote = world
+        .store
+        .list_runners(world.ws.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == "claude-box")
+        .unwrap();
+    assert_eq!(done.runner_id, Some(remote.id), "it ran on the remote runner");
+    assert!(log.contains("remote-42"), "the tool ran on the runner:\n{log}");
+    let requests = server.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path.starts_with("/v1/messages") && r.header("x-api-key") == Some(KEY)),
+        "Claude Code called the model with the agent's key"
+    );
+    assert!(!log.contains(KEY), "the key never reaches the log");
 }

@@ -20,9 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus};
+use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus, RunnerTokenId};
 use crate::hub::Hub;
 use crate::runner::protocol::ToRunner;
 use crate::runtimes::RuntimeCache;
@@ -95,6 +96,9 @@ struct RunsInner {
     wake: watch::Sender<u64>,
     /// Held runs and the session that holds each.
     held: Mutex<HashMap<RunId, mpsc::UnboundedSender<ToRunner>>>,
+    /// Remote runner sessions by token, each with its own kick (a revoked token ends them at once).
+    sessions: Mutex<HashMap<RunnerTokenId, HashMap<u64, CancellationToken>>>,
+    next_session: std::sync::atomic::AtomicU64,
     timing: RunTiming,
 }
 
@@ -103,6 +107,8 @@ impl Default for RunsInner {
         Self {
             wake: watch::Sender::new(0),
             held: Mutex::default(),
+            sessions: Mutex::default(),
+            next_session: std::sync::atomic::AtomicU64::new(0),
             timing: RunTiming::default(),
         }
     }
@@ -156,6 +162,50 @@ impl Runs {
         self.held().contains_key(&run)
     }
 
+    fn sessions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RunnerTokenId, HashMap<u64, CancellationToken>>> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Registers a remote runner's session under its token; its kick fires when the token is revoked.
+    /// Returns the session's number (for [`Runs::session_ended`]) and its kick.
+    pub(crate) fn session_started(&self, token: RunnerTokenId) -> (u64, CancellationToken) {
+        let n = self
+            .inner
+            .next_session
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let kick = CancellationToken::new();
+        self.sessions()
+            .entry(token)
+            .or_default()
+            .insert(n, kick.clone());
+        (n, kick)
+    }
+
+    /// Forgets an ended session.
+    pub(crate) fn session_ended(&self, token: RunnerTokenId, n: u64) {
+        let mut sessions = self.sessions();
+        if let Some(of_token) = sessions.get_mut(&token) {
+            of_token.remove(&n);
+            if of_token.is_empty() {
+                sessions.remove(&token);
+            }
+        }
+    }
+
+    /// Disconnects every runner session of this replica using `token`.
+    pub(crate) fn disconnect(&self, token: RunnerTokenId) {
+        if let Some(of_token) = self.sessions().remove(&token) {
+            for kick in of_token.values() {
+                kick.cancel();
+            }
+        }
+    }
+
     /// Tells the runner holding `run` (through this replica) to stop it; `false` when none here does.
     pub(crate) fn tell(&self, run: RunId, lost: bool) -> bool {
         let sender = self.held().get(&run).cloned();
@@ -207,6 +257,13 @@ impl Engine {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// A runner token was revoked: the runners using it are disconnected at once, on this replica and
+    /// (through the relay) every other; their runs' leases then lapse and the sweep handles them.
+    pub fn runner_token_revoked(&self, token: RunnerTokenId) {
+        self.runs.disconnect(token);
+        self.hub.relay(crate::hub::Relayed::RunnerTokenRevoked(token));
     }
 
     /// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it

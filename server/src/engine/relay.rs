@@ -61,6 +61,7 @@ fn apply(state: &Engine, note: Relayed) {
     match note {
         Relayed::Live(topic, event) => state.hub.publish_local(topic, event),
         Relayed::RunQueued(_) => state.runs.wake(),
+        Relayed::RunnerTokenRevoked(token) => state.runs.disconnect(token),
         Relayed::CancelRun(run) => {
             if state.runs.tell(run, false) {
                 tracing::info!(run.id = %run, "cancelled by another replica");
@@ -75,6 +76,7 @@ fn encode(origin: &str, note: &Relayed) -> String {
     match note {
         Relayed::RunQueued(run) => format!("{origin} run-queued {run}"),
         Relayed::CancelRun(run) => format!("{origin} cancel {run}"),
+        Relayed::RunnerTokenRevoked(token) => format!("{origin} runner-token-revoked {token}"),
         Relayed::Live(_, LiveEvent::RunEvents { run_id, last_seq }) => {
             format!("{origin} run {run_id} events {last_seq}")
         }
@@ -94,6 +96,7 @@ fn decode(message: &str) -> Option<(&str, Relayed)> {
     let note = match words.as_slice() {
         [_, "run-queued", id] => Relayed::RunQueued(run(id)?),
         [_, "cancel", id] => Relayed::CancelRun(run(id)?),
+        [_, "runner-token-revoked", id] => Relayed::RunnerTokenRevoked(id.parse().ok()?),
         [_, "run", id, "events", seq] => {
             let run_id = run(id)?;
             let last_seq = seq.parse().ok()?;
@@ -124,6 +127,7 @@ mod tests {
         let notes = [
             Relayed::RunQueued(run),
             Relayed::CancelRun(run),
+            Relayed::RunnerTokenRevoked(crate::domain::RunnerTokenId::new()),
             Relayed::Live(
                 Topic::Run(run),
                 LiveEvent::RunEvents {

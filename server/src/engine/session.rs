@@ -94,6 +94,8 @@ struct Session {
     runner: Runner,
     /// The hash of a remote runner's token, checked again at every heartbeat (revocation).
     token_hash: Option<String>,
+    /// A remote runner's token, its session number and kick (fired when the token is revoked).
+    kick: Option<(crate::domain::RunnerTokenId, u64, CancellationToken)>,
     scope: ClaimScope,
     outgoing: mpsc::UnboundedSender<ToRunner>,
     /// The runs this runner holds, with their claims' epochs.
@@ -129,7 +131,7 @@ impl Session {
             "max_runs": hello.max_runs,
         });
         let now = Utc::now();
-        let (runner, token_hash, scope) = match peer {
+        let (runner, remote, scope) = match peer {
             Peer::Embedded => {
                 let runner = engine
                     .store
@@ -173,13 +175,15 @@ impl Session {
                     kinds: Some(kinds),
                     runner_name: name.to_owned(),
                 };
-                (runner, Some(hash), scope)
+                let (n, kick) = engine.runs.session_started(token.id);
+                (runner, Some((hash, (token.id, n, kick))), scope)
             }
         };
         let mut session = Session {
             engine,
             runner,
-            token_hash,
+            token_hash: remote.as_ref().map(|(hash, _)| hash.clone()),
+            kick: remote.map(|(_, kick)| kick),
             scope,
             outgoing,
             held: HashMap::new(),
@@ -246,8 +250,15 @@ impl Session {
         let mut wake = self.engine.runs.wake_ups();
         let mut tick = tokio::time::interval(timing.idle_tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let kick = self
+            .kick
+            .as_ref()
+            .map_or_else(CancellationToken::new, |(_, _, kick)| kick.clone());
         loop {
             tokio::select! {
+                () = kick.cancelled() => {
+                    return Err(Closed::new(CloseReason::Revoked, "this runner's token was revoked"));
+                }
                 () = stop.cancelled() => {
                     return Err(Closed::new(CloseReason::Shutdown, "the server is shutting down"));
                 }
@@ -363,6 +374,9 @@ impl Session {
     fn close(&mut self) {
         for run in self.held.keys() {
             self.engine.runs.release(*run);
+        }
+        if let Some((token, n, _)) = &self.kick {
+            self.engine.runs.session_ended(*token, *n);
         }
         tracing::info!(runner.name = %self.runner.name, held = self.held.len(), "runner disconnected");
     }
