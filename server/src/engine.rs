@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::hub::Hub;
+use crate::runtimes::RuntimeCache;
 use crate::secrets::SecretBox;
-use crate::service::runtimes::RuntimeCache;
 use crate::store::Store;
 use crate::supervisor::Runs;
 

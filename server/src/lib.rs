@@ -16,6 +16,7 @@ pub mod live;
 pub mod markdown;
 pub mod redact;
 pub mod runner;
+pub mod runtimes;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

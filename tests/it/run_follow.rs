@@ -385,7 +385,7 @@ async fn reconnecting_clients_get_every_event_once_in_order(s: &Server) {
 /// lags; it re-reads the store and still yields every event once, then `Ended`.
 async fn a_lagging_follower_resyncs_from_the_store(s: &Server) {
     let (issue, run) = s.running_run(0).await;
-    let mut events = Box::pin(follow(&s.state, run.id, 0));
+    let mut events = Box::pin(follow(&s.state, s.state.shutdown.clone(), run.id, 0));
     let first = 3 * i64::try_from(muster::hub::LIVE_CHANNEL_CAPACITY).unwrap();
     commit(&s.state, run.id, 1..2).await;
     let Some(FollowItem::Event(e)) = events.next().await else {
@@ -427,7 +427,9 @@ async fn a_lagging_follower_resyncs_from_the_store(s: &Server) {
     }
     assert!(events.next().await.is_none(), "the stream ends after Ended");
     // Following from a cursor replays only what is after it.
-    let rest: Vec<FollowItem> = follow(&s.state, run.id, first - 2).collect().await;
+    let rest: Vec<FollowItem> = follow(&s.state, s.state.shutdown.clone(), run.id, first - 2)
+        .collect()
+        .await;
     assert!(
         matches!(&rest[..], [FollowItem::Event(a), FollowItem::Event(b), FollowItem::Ended(_)]
             if (a.seq, b.seq) == (first - 1, first))
@@ -438,7 +440,7 @@ async fn a_lagging_follower_resyncs_from_the_store(s: &Server) {
 /// gap and goes on once it is filled. Following an unknown run yields an error.
 async fn a_gap_in_a_live_log_is_waited_for_not_skipped(s: &Server) {
     let (issue, run) = s.running_run(0).await;
-    let mut events = Box::pin(follow(&s.state, run.id, 0));
+    let mut events = Box::pin(follow(&s.state, s.state.shutdown.clone(), run.id, 0));
     commit(&s.state, run.id, 1..3).await;
     commit(&s.state, run.id, 4..5).await;
     for want in [1, 2] {
@@ -464,6 +466,8 @@ async fn a_gap_in_a_live_log_is_waited_for_not_skipped(s: &Server) {
     conclude(&s.state, &issue, run.id).await;
     assert!(matches!(events.next().await, Some(FollowItem::Ended(_))));
 
-    let unknown: Vec<FollowItem> = follow(&s.state, RunId::new(), 0).collect().await;
+    let unknown: Vec<FollowItem> = follow(&s.state, s.state.shutdown.clone(), RunId::new(), 0)
+        .collect()
+        .await;
     assert_eq!(unknown, [FollowItem::Error("run not found".into())]);
 }

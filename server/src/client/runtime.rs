@@ -9,7 +9,7 @@ use std::io::Read as _;
 
 use super::output::{clean, print_json, table};
 use crate::cli::LlamaLoopArgs;
-use crate::service::runtimes::{LocalModels, RuntimeCache, install_hint, label, scan_local};
+use crate::runtimes::{LocalModels, RuntimeCache, install_hint, label, scan_local};
 
 /// What to do with runtimes.
 #[derive(Debug, Subcommand)]

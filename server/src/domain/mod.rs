@@ -9,6 +9,7 @@ mod ids;
 mod issue;
 mod run;
 mod runner;
+pub mod serde_util;
 mod skill;
 mod workspace;
 

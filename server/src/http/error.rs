@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::domain::ValidationError;
-use crate::store;
+use crate::{service, store};
 
 /// `Result` with the HTTP [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -98,35 +98,35 @@ impl From<ValidationError> for Error {
 }
 
 impl From<store::Error> for Error {
+    /// Through the service's mapping, so a violated constraint reads the same from every layer.
     fn from(e: store::Error) -> Self {
-        match e {
-            store::Error::NotFound => Error::NotFound,
-            store::Error::Conflict { constraint } => conflict_message(&constraint),
-            store::Error::Other(e) => Error::Internal(e),
-        }
+        service::Error::from(e).into()
     }
 }
 
-fn conflict_message(constraint: &str) -> Error {
-    match constraint {
-        "workspace_slug_key" => Error::conflict("slug", "is already taken"),
-        "app_user_email_key" => Error::conflict("email", "already has an account"),
-        "member_pkey" => Error::conflict("email", "is already a member"),
-        "agent_workspace_name_key" => {
-            Error::conflict("name", "another agent already has this name")
+impl From<service::Error> for Error {
+    /// The edge where a use-case's refusal gets its status: a precise refusal is a 403, a precise
+    /// unknown a 404, a throttle a 429 (with `Retry-After`), each with its field's message.
+    fn from(e: service::Error) -> Self {
+        match e {
+            service::Error::Forbidden => Error::Forbidden,
+            service::Error::NotAllowed(fields) => Error::NotAllowed(fields),
+            service::Error::NotFound => Error::NotFound,
+            service::Error::Unknown { field, message } => {
+                Error::Rejected(StatusCode::NOT_FOUND, field, message)
+            }
+            service::Error::Refused { field, message } => {
+                Error::Rejected(StatusCode::FORBIDDEN, field, message)
+            }
+            service::Error::Conflict(fields) => Error::Conflict(fields),
+            service::Error::Invalid(fields) => Error::Invalid(fields),
+            service::Error::Throttled {
+                field,
+                message,
+                retry_after_secs,
+            } => Error::TooManyRequests(field, message, retry_after_secs),
+            service::Error::Internal(cause) => Error::Internal(cause),
         }
-        "skill_workspace_slug_key" => {
-            Error::conflict("slug", "another skill already has this slug")
-        }
-        "run_one_active_key" => {
-            Error::conflict("agent", "this agent already has a live run on this issue")
-        }
-        "last_owner" => Error::conflict("role", "a workspace needs at least one owner"),
-        "foreign_key" => Error::conflict(
-            "id",
-            "is still in use or refers to something that does not exist",
-        ),
-        other => Error::conflict("id", format!("conflicts with existing data ({other})")),
     }
 }
 
@@ -196,4 +196,85 @@ pub(super) async fn log_internal_errors(request: Request, next: Next) -> Respons
         response = (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse as _;
+    use serde_json::{Value, json};
+
+    use super::Error;
+    use crate::service;
+
+    /// The status, `Retry-After` and JSON body a service error gets at the edge.
+    async fn answer(e: service::Error) -> (StatusCode, Option<String>, Value) {
+        let response = Error::from(e).into_response();
+        let status = response.status();
+        let retry = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, retry, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn service_refusals_get_their_status_and_field_at_the_edge() {
+        let refused = answer(service::Error::refused("token", "may only act on MUS-1")).await;
+        assert_eq!(
+            refused,
+            (
+                StatusCode::FORBIDDEN,
+                None,
+                json!({ "errors": { "token": ["may only act on MUS-1"] } })
+            )
+        );
+        let unknown = service::Error::Unknown {
+            field: "comment",
+            message: "x is not a comment on MUS-1".into(),
+        };
+        assert_eq!(
+            answer(unknown).await,
+            (
+                StatusCode::NOT_FOUND,
+                None,
+                json!({ "errors": { "comment": ["x is not a comment on MUS-1"] } })
+            )
+        );
+        let throttled = service::Error::Throttled {
+            field: "current_password",
+            message: "too many".into(),
+            retry_after_secs: Some(7),
+        };
+        assert_eq!(
+            answer(throttled).await,
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                Some("7".to_owned()),
+                json!({ "errors": { "current_password": ["too many"] } })
+            )
+        );
+        assert_eq!(
+            answer(service::Error::NotFound).await,
+            (
+                StatusCode::NOT_FOUND,
+                None,
+                json!({ "errors": { "resource": ["not found"] } })
+            )
+        );
+        let not_allowed = service::Error::not_allowed([("model", "owners only".to_owned())]);
+        assert_eq!(answer(not_allowed).await.0, StatusCode::FORBIDDEN);
+        let invalid = service::Error::invalid([("title", "must not be empty".to_owned())]);
+        assert_eq!(
+            answer(invalid).await,
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                json!({ "errors": { "title": ["must not be empty"] } })
+            )
+        );
+    }
 }

@@ -13,6 +13,9 @@ use crate::auth;
 use crate::domain::{ApiToken, RunStatus, Slug, User};
 use crate::service::{Caller, RunScope, RunSecret};
 
+/// Input structs of the API name it here; it lives with the domain so the service can use it too.
+pub use crate::domain::serde_util::whole_number;
+
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "muster_session";
 /// Header that carries the CSRF token on script requests.
@@ -108,7 +111,7 @@ impl FromRequestParts<AppState> for WsMember {
         let current = CurrentUser::from_request_parts(parts, state).await?;
         if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
             // Pages are for people: a run's token gets the same refusal as on the API.
-            return Err(run_scope(state, token, parts).await?.refusal());
+            return Err(run_scope(state, token, parts).await?.refusal().into());
         }
         let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
             .await
@@ -150,7 +153,7 @@ impl FromRequestParts<AppState> for ApiCaller {
             Some(token) => {
                 let scope = run_scope(state, token, parts).await?;
                 if !run_may(parts, &scope) {
-                    return Err(scope.refusal());
+                    return Err(scope.refusal().into());
                 }
                 Some(scope)
             }
@@ -210,7 +213,7 @@ impl FromRequestParts<AppState> for ApiUser {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let current = CurrentUser::from_request_parts(parts, state).await?;
         if let Some(token) = current.token.as_ref().filter(|t| t.run_id.is_some()) {
-            return Err(run_scope(state, token, parts).await?.refusal());
+            return Err(run_scope(state, token, parts).await?.refusal().into());
         }
         if current.token.is_none() {
             session_write_has_csrf(parts, &current)?;
@@ -459,32 +462,4 @@ impl<S: Send + Sync> FromRequestParts<S> for HxRequest {
             parts.headers.get("hx-request").is_some_and(|v| v == "true"),
         ))
     }
-}
-
-/// Deserializes an optional whole number that may arrive as an integral float (`3.0`): JSON Schema's
-/// `integer` includes such numbers, so the API takes them as the document promises. A fraction or a value
-/// out of the target's range is refused with a message naming it.
-pub fn whole_number<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: TryFrom<i64>,
-{
-    use serde::Deserialize as _;
-    use serde::de::Error as _;
-    let Some(n) = Option::<serde_json::Number>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    let whole = n.as_i64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && (-9.0e18..9.0e18).contains(f))
-            .map(|f| f as i64)
-    });
-    let Some(whole) = whole else {
-        return Err(D::Error::custom(format!(
-            "expected a whole number, got {n}"
-        )));
-    };
-    T::try_from(whole)
-        .map(Some)
-        .map_err(|_| D::Error::custom(format!("{n} is out of range")))
 }

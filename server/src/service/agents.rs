@@ -7,10 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Caller, Problems};
-use crate::app::AppState;
+use super::{Caller, Error, Problems, Result};
 use crate::domain::{Agent, AgentName, Budget, EnvVar, NewAgent, ValidationError};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 
 /// One environment variable as sent in. A secret with no value keeps the stored one.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
@@ -47,22 +46,22 @@ pub struct AgentInput {
     #[schema(value_type = Option<crate::domain::PermissionMode>)]
     pub permission_mode: Option<String>,
     /// Runs of this agent at once.
-    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 1, maximum = 32)]
     pub max_concurrent_runs: Option<i32>,
     /// Seconds without output before a run is flagged stalled.
-    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 10, maximum = 86400)]
     pub stall_timeout_secs: Option<i32>,
     /// Automatic retries of a run that failed for a retryable reason.
-    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 0, maximum = 10)]
     pub max_retries: Option<i32>,
     /// Per-run budget in USD; 0 or absent for none.
     #[schema(minimum = 0)]
     pub budget_usd: Option<f64>,
     /// Per-run token budget; 0 or absent for none.
-    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 0)]
     pub budget_tokens: Option<i64>,
     /// The command line of a `custom` agent (owners and admins).
@@ -80,7 +79,7 @@ fn text(v: &Option<String>) -> Option<Option<String>> {
 /// problem at once, together with those the caller found before (`earlier`, e.g. a form's number that
 /// did not parse), so a person fixes them all in one round trip.
 pub fn build_profile(
-    state: &AppState,
+    state: &Engine,
     base: Option<&NewAgent>,
     input: &AgentInput,
     earlier: Problems,
@@ -193,7 +192,7 @@ pub fn model_problem(profile: &NewAgent) -> Option<&'static str> {
     )
 }
 
-fn env_vars(state: &AppState, old: &[EnvVar], input: &[EnvInput], p: &mut Problems) -> Vec<EnvVar> {
+fn env_vars(state: &Engine, old: &[EnvVar], input: &[EnvInput], p: &mut Problems) -> Vec<EnvVar> {
     let mut out: Vec<EnvVar> = Vec::new();
     for var in input.iter().filter(|v| !v.key.trim().is_empty()) {
         let key = var.key.trim().to_owned();
@@ -303,13 +302,13 @@ pub fn may_manage_runtime(caller: &Caller) -> bool {
 }
 
 /// Creates an agent: owners and admins only, since every new agent decides what runs on the server.
-pub async fn create(state: &AppState, caller: &Caller, input: &AgentInput) -> Result<Agent> {
+pub async fn create(state: &Engine, caller: &Caller, input: &AgentInput) -> Result<Agent> {
     create_checked(state, caller, input, Problems::default()).await
 }
 
 /// [`create`], with problems the caller already found in its raw input reported in the same 422.
 pub async fn create_checked(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     input: &AgentInput,
     earlier: Problems,
@@ -330,7 +329,7 @@ pub async fn create_checked(
 }
 
 /// Finds an agent by name in the caller's workspace.
-pub async fn by_name(state: &AppState, caller: &Caller, name: &str) -> Result<Agent> {
+pub async fn by_name(state: &Engine, caller: &Caller, name: &str) -> Result<Agent> {
     let name = AgentName::parse(name).map_err(|_| Error::NotFound)?;
     Ok(state.store.get_agent_by_name(caller.ws.id, &name).await?)
 }
@@ -338,7 +337,7 @@ pub async fn by_name(state: &AppState, caller: &Caller, name: &str) -> Result<Ag
 /// Edits an agent; absent fields stay, absent secret values stay, except that a new kind, command or base
 /// URL drops the secrets not entered again. Members may not change the runtime fields (403 per field).
 pub async fn update(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     name: &str,
     input: &AgentInput,
@@ -348,7 +347,7 @@ pub async fn update(
 
 /// [`update`], with problems the caller already found in its raw input reported in the same 422.
 pub async fn update_checked(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     name: &str,
     input: &AgentInput,
@@ -368,7 +367,7 @@ pub async fn update_checked(
 pub const DEFAULT_SKILLS: &[&str] = &["report-to-the-board"];
 
 /// Attaches [`DEFAULT_SKILLS`] to a new agent, those the workspace has (a deleted one is skipped).
-async fn attach_default_skills(state: &AppState, agent: &Agent) -> Result<()> {
+async fn attach_default_skills(state: &Engine, agent: &Agent) -> Result<()> {
     for raw in DEFAULT_SKILLS {
         let Ok(slug) = crate::domain::Slug::parse(raw) else {
             continue;
@@ -383,7 +382,7 @@ async fn attach_default_skills(state: &AppState, agent: &Agent) -> Result<()> {
 }
 
 /// Deletes an agent: owners and admins only; refused while it has runs.
-pub async fn delete(state: &AppState, caller: &Caller, name: &str) -> Result<()> {
+pub async fn delete(state: &Engine, caller: &Caller, name: &str) -> Result<()> {
     caller.require_manager()?;
     let agent = by_name(state, caller, name).await?;
     match state.store.delete_agent(caller.ws.id, agent.id).await {

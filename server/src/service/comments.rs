@@ -2,12 +2,9 @@
 //! through its run's token, only its own comments); owners and admins may also delete any comment, and
 //! nobody edits what Muster itself wrote.
 
-use axum::http::StatusCode;
-
-use super::{Caller, announce};
-use crate::app::AppState;
+use super::{Caller, Error, Result, announce};
 use crate::domain::{Comment, CommentAuthor, CommentId, Issue, IssueKey, NewComment};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 use crate::redact::Redactor;
 
 /// Parses a comment id from a URL; a malformed one is as unknown as a missing one.
@@ -16,16 +13,15 @@ pub fn parse_id(raw: &str, key: &IssueKey) -> Result<CommentId> {
 }
 
 fn not_found(id: impl std::fmt::Display, key: &IssueKey) -> Error {
-    Error::Rejected(
-        StatusCode::NOT_FOUND,
-        "comment",
-        format!("{id} is not a comment on {key} (it may have been deleted)"),
-    )
+    Error::Unknown {
+        field: "comment",
+        message: format!("{id} is not a comment on {key} (it may have been deleted)"),
+    }
 }
 
 /// The issue and its comment `id`, or a 404 that names both.
 async fn load(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     key: &IssueKey,
     id: CommentId,
@@ -49,12 +45,12 @@ pub fn may_delete(caller: &Caller, comment: &Comment) -> bool {
 }
 
 fn forbidden(message: &str) -> Error {
-    Error::Rejected(StatusCode::FORBIDDEN, "comment", message.to_owned())
+    Error::refused("comment", message)
 }
 
 /// Replaces the text of one of the caller's own comments; it then shows as edited.
 pub async fn edit(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     key: &IssueKey,
     id: CommentId,
@@ -86,12 +82,7 @@ pub async fn edit(
 }
 
 /// Deletes a comment: the caller's own, or any as an owner or admin.
-pub async fn delete(
-    state: &AppState,
-    caller: &Caller,
-    key: &IssueKey,
-    id: CommentId,
-) -> Result<()> {
+pub async fn delete(state: &Engine, caller: &Caller, key: &IssueKey, id: CommentId) -> Result<()> {
     let (issue, comment) = load(state, caller, key, id).await?;
     if !may_delete(caller, &comment) {
         return Err(forbidden(if caller.run.is_some() {

@@ -5,17 +5,16 @@
 use chrono::Utc;
 use serde::Serialize;
 
-use super::Caller;
-use crate::app::AppState;
+use super::{Caller, Error, Result};
 use crate::domain::{Invitation, InvitationId, Member, NewInvitation, Role, User};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 
 /// How long an invitation waits for an answer.
 pub const INVITATION_TTL: chrono::TimeDelta = chrono::TimeDelta::days(14);
 
 /// Invites an existing account (the caller has already been checked as a manager allowed to grant `role`).
 pub(super) async fn invite(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     user: &User,
     role: Role,
@@ -31,7 +30,7 @@ pub(super) async fn invite(
 }
 
 /// The workspace's pending invitations (owners and admins).
-pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<Invitation>> {
+pub async fn list(state: &Engine, caller: &Caller) -> Result<Vec<Invitation>> {
     caller.require_manager()?;
     Ok(state
         .store
@@ -40,7 +39,7 @@ pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<Invitation>> 
 }
 
 /// Revokes a pending invitation of the caller's workspace (owners and admins).
-pub async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<()> {
+pub async fn revoke(state: &Engine, caller: &Caller, id: &str) -> Result<()> {
     caller.require_manager()?;
     Ok(state
         .store
@@ -49,7 +48,7 @@ pub async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<()> {
 }
 
 /// The invitations waiting for `user`'s answer.
-pub async fn mine(state: &AppState, user: &User) -> Result<Vec<Invitation>> {
+pub async fn mine(state: &Engine, user: &User) -> Result<Vec<Invitation>> {
     Ok(state
         .store
         .list_invitations_for_user(user.id, Utc::now())
@@ -58,7 +57,7 @@ pub async fn mine(state: &AppState, user: &User) -> Result<Vec<Invitation>> {
 
 /// Accepts one of `user`'s own invitations: only now does the membership exist. Someone else's (or an
 /// expired) invitation is 404.
-pub async fn accept(state: &AppState, user: &User, id: &str) -> Result<Member> {
+pub async fn accept(state: &Engine, user: &User, id: &str) -> Result<Member> {
     Ok(state
         .store
         .accept_invitation(parse_id(id)?, user.id, Utc::now())
@@ -66,7 +65,7 @@ pub async fn accept(state: &AppState, user: &User, id: &str) -> Result<Member> {
 }
 
 /// Declines one of `user`'s own invitations.
-pub async fn decline(state: &AppState, user: &User, id: &str) -> Result<()> {
+pub async fn decline(state: &Engine, user: &User, id: &str) -> Result<()> {
     Ok(state
         .store
         .decline_invitation(parse_id(id)?, user.id)

@@ -2,13 +2,12 @@
 
 use serde::Deserialize;
 
-use super::{Caller, Problems, announce};
-use crate::app::AppState;
+use super::{Caller, Error, Problems, Result, announce};
 use crate::domain::{
     Assignee, Comment, Issue, IssueKey, IssuePatch, IssueStatus, IssueTitle, Label, NewComment,
     NewIssue, Priority, ValidationError,
 };
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 use crate::redact::Redactor;
 
 /// Raw issue fields as typed by a person or sent by a program. `None` leaves a field unset (create) or
@@ -37,7 +36,7 @@ fn labels(raw: &[String]) -> std::result::Result<Vec<Label>, ValidationError> {
 }
 
 /// Creates an issue from raw input.
-pub async fn create(state: &AppState, caller: &Caller, input: &IssueInput) -> Result<Issue> {
+pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Result<Issue> {
     let mut problems = Problems::default();
     let title = problems.take(IssueTitle::parse(
         input.title.as_deref().unwrap_or_default(),
@@ -88,7 +87,7 @@ pub fn parse_key(raw: &str) -> Result<IssueKey> {
 
 /// Edits the fields present in `input`; a status change is a move to the end of the new column.
 pub async fn update(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     key: &IssueKey,
     input: &IssueInput,
@@ -101,10 +100,9 @@ pub async fn update(
             || input.labels.is_some()
             || input.assignee.is_some())
     {
-        return Err(Error::Rejected(
-            axum::http::StatusCode::FORBIDDEN,
+        return Err(Error::refused(
             "token",
-            "a run's token may only change its issue's status (and comment on it)".to_owned(),
+            "a run's token may only change its issue's status (and comment on it)",
         ));
     }
     let mut problems = Problems::default();
@@ -150,7 +148,7 @@ pub async fn update(
 
 /// Moves an issue to `status` at `index` in that column.
 pub async fn move_to(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     key: &IssueKey,
     status: &str,
@@ -172,7 +170,7 @@ pub async fn move_to(
 /// todo or in progress, or it moved there with an agent assigned (e.g. out of backlog). An agent that
 /// already has a live run on it gets no second one. A queueing error is logged, not returned: the
 /// issue change itself succeeded.
-async fn queue_run_if_due(state: &AppState, before: Option<&Issue>, after: &Issue) {
+async fn queue_run_if_due(state: &Engine, before: Option<&Issue>, after: &Issue) {
     let Some(Assignee::Agent(agent)) = after.assignee else {
         return;
     };
@@ -188,7 +186,7 @@ async fn queue_run_if_due(state: &AppState, before: Option<&Issue>, after: &Issu
 /// Cancels the live runs of an agent that should no longer work on the issue: it was unassigned (or
 /// replaced), or a person parked the issue (backlog) or closed it (done, cancelled). An agent moving its
 /// own issue with its run's token cancels nothing. Errors are logged: the issue change itself succeeded.
-async fn cancel_runs_if_unwanted(state: &AppState, caller: &Caller, before: &Issue, after: &Issue) {
+async fn cancel_runs_if_unwanted(state: &Engine, caller: &Caller, before: &Issue, after: &Issue) {
     let Some(Assignee::Agent(agent)) = before.assignee else {
         return;
     };
@@ -230,11 +228,10 @@ pub fn may_delete(caller: &Caller, issue: &Issue) -> bool {
 /// cancelled first and awaited (up to the stop graces): a run's work is on its branch, and its record
 /// means nothing without the issue, so the runs go with it rather than blocking the delete. Returns the
 /// deleted issue.
-pub async fn delete(state: &AppState, caller: &Caller, key: &IssueKey) -> Result<Issue> {
+pub async fn delete(state: &Engine, caller: &Caller, key: &IssueKey) -> Result<Issue> {
     let issue = state.store.get_issue(caller.ws.id, key).await?;
     if !may_delete(caller, &issue) {
-        return Err(Error::Rejected(
-            axum::http::StatusCode::FORBIDDEN,
+        return Err(Error::refused(
             "issue",
             format!("only owners, admins and the person who created {key} may delete it"),
         ));
@@ -256,7 +253,7 @@ pub async fn delete(state: &AppState, caller: &Caller, key: &IssueKey) -> Result
 
 /// Cancels the issue's live runs and waits until each has finished and its supervisor let go, for at
 /// most both stop graces and a lease (a run held by another replica stops when that replica hears).
-async fn stop_runs(state: &AppState, issue: &Issue) -> Result<()> {
+async fn stop_runs(state: &Engine, issue: &Issue) -> Result<()> {
     let timing = state.runs.timing();
     let deadline =
         tokio::time::Instant::now() + timing.int_grace + timing.term_grace + timing.lease;
@@ -287,7 +284,7 @@ const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Adds a comment by the caller.
 pub async fn comment(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     key: &IssueKey,
     body: &str,
@@ -311,7 +308,7 @@ pub async fn comment(
 /// Resolves an assignee as typed: "" is nobody; `agent:<id>` / `user:<id>` as the picker sends them; else
 /// an agent name, then a member's email or display name (case-insensitive).
 pub async fn resolve_assignee(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     raw: &str,
 ) -> Result<std::result::Result<Option<Assignee>, ValidationError>> {

@@ -4,10 +4,11 @@
 
 use serde::Deserialize;
 
-use super::{Caller, Problems};
-use crate::app::AppState;
+use super::{Caller, Error, Problems, Result};
 use crate::domain::{Email, Member, NewUser, Role, User, UserId, ValidationError};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
+use crate::live::LiveConnections;
+use crate::throttle::LoginThrottle;
 
 /// A new member as typed by an admin.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
@@ -38,7 +39,7 @@ pub enum Added {
 
 /// Adds a member: a new account with an initial password, or (with its consent) an existing one, which
 /// gets a pending invitation instead of a membership.
-pub async fn add(state: &AppState, caller: &Caller, input: &MemberInput) -> Result<Added> {
+pub async fn add(state: &Engine, caller: &Caller, input: &MemberInput) -> Result<Added> {
     caller.require_manager()?;
     let mut p = Problems::default();
     let email = p.take(Email::parse(&input.email));
@@ -128,21 +129,24 @@ pub struct PasswordChange {
 /// Changes `user`'s own password. The current password is required, and every try counts against the
 /// same per-account and per-address limits as a sign-in (so a stolen session cannot guess the password
 /// faster than the login page allows). Every other session of the account is signed out, and their live
-/// connections end; `keep` (the session that asked) stays. API tokens are not touched.
+/// connections (in `live`) end; `keep` (the session that asked) stays. API tokens are not touched.
+/// `throttle` is the sign-in limiter the tries count against.
 pub async fn change_password(
-    state: &AppState,
+    state: &Engine,
+    throttle: &LoginThrottle,
+    live: &LiveConnections,
     user: &User,
     client: std::net::IpAddr,
     input: &PasswordChange,
     keep: Option<&str>,
 ) -> Result<()> {
-    if let Err(wait) = state.login_throttle.attempt(client, user.email.as_str()) {
+    if let Err(wait) = throttle.attempt(client, user.email.as_str()) {
         let secs = crate::throttle::retry_after_secs(wait);
-        return Err(Error::TooManyRequests(
-            "current_password",
-            format!("too many password attempts; try again in {secs} seconds"),
-            Some(secs),
-        ));
+        return Err(Error::Throttled {
+            field: "current_password",
+            message: format!("too many password attempts; try again in {secs} seconds"),
+            retry_after_secs: Some(secs),
+        });
     }
     let mut p = Problems::default();
     let current_ok = !input.current_password.is_empty()
@@ -179,7 +183,7 @@ pub async fn change_password(
         .change_password(user.id, &password_hash, keep)
         .await?;
     for credential in &ended {
-        state.live.end_credential(credential);
+        live.end_credential(credential);
     }
     tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
     Ok(())
@@ -191,12 +195,7 @@ pub async fn hash(password: String) -> Result<String> {
 }
 
 /// Changes a member's role.
-pub async fn set_role(
-    state: &AppState,
-    caller: &Caller,
-    user: UserId,
-    role: &str,
-) -> Result<Member> {
+pub async fn set_role(state: &Engine, caller: &Caller, user: UserId, role: &str) -> Result<Member> {
     caller.require_manager()?;
     let role: Role = role.parse()?;
     let target = state.store.get_member(caller.ws.id, user).await?;
@@ -209,8 +208,13 @@ pub async fn set_role(
         .await?)
 }
 
-/// Removes a member.
-pub async fn remove(state: &AppState, caller: &Caller, user: UserId) -> Result<()> {
+/// Removes a member, and ends their open live connections to the workspace (in `live`).
+pub async fn remove(
+    state: &Engine,
+    live: &LiveConnections,
+    caller: &Caller,
+    user: UserId,
+) -> Result<()> {
     caller.require_manager()?;
     let target = state.store.get_member(caller.ws.id, user).await?;
     if target.role == Role::Owner && caller.role != Role::Owner {
@@ -219,7 +223,7 @@ pub async fn remove(state: &AppState, caller: &Caller, user: UserId) -> Result<(
     state.store.remove_member(caller.ws.id, user).await?;
     // Their open boards, run pages and event streams of this workspace end now; their requests are
     // refused from here on (no longer a member).
-    state.live.end_member(caller.ws.id, user);
+    live.end_member(caller.ws.id, user);
     Ok(())
 }
 

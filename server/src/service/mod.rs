@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod comments;
+mod error;
 pub mod invitations;
 pub mod issues;
 pub mod members;
@@ -12,9 +13,9 @@ pub mod skills;
 pub mod tokens;
 pub mod workspace;
 
-use crate::app::AppState;
 use crate::domain::{Role, User, Workspace};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
+pub use error::{Error, FieldMessages, Result};
 
 /// Who is asking, in which workspace, with which role.
 #[derive(Debug, Clone)]
@@ -48,10 +49,9 @@ impl std::fmt::Debug for RunSecret {
 }
 
 impl RunScope {
-    /// The 403 a run token gets for anything outside its issue.
+    /// The refusal a run token gets for anything outside its issue.
     pub fn refusal(&self) -> Error {
-        Error::Rejected(
-            axum::http::StatusCode::FORBIDDEN,
+        Error::refused(
             "token",
             format!(
                 "this token belongs to run {} and may only act on issue {}",
@@ -83,7 +83,7 @@ impl Caller {
     }
 }
 
-/// Collects per-field validation messages and turns them into one 422.
+/// Collects per-field validation messages and turns them into one [`Error::Invalid`].
 #[derive(Debug, Default)]
 pub struct Problems(Vec<(&'static str, String)>);
 
@@ -107,7 +107,7 @@ impl Problems {
         self.0.push((field, message.into()));
     }
 
-    /// `Ok` when nothing was recorded, else a 422 with every message.
+    /// `Ok` when nothing was recorded, else one [`Error::Invalid`] with every message.
     pub fn finish(self) -> Result<()> {
         if self.0.is_empty() {
             Ok(())
@@ -118,7 +118,7 @@ impl Problems {
 }
 
 /// Tells live subscribers that an issue changed.
-pub fn announce(state: &AppState, caller: &Caller, key: &crate::domain::IssueKey) {
+pub fn announce(state: &Engine, caller: &Caller, key: &crate::domain::IssueKey) {
     state.hub.publish(
         crate::hub::Topic::Board(caller.ws.id),
         crate::hub::LiveEvent::IssueChanged(key.clone()),

@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
-use super::{Caller, Problems, announce};
-use crate::app::AppState;
+use super::{Caller, Error, Problems, Result, announce};
 use crate::domain::{AgentName, IssueKey, Run, RunEvent, RunId, RunStatus, Seq, ValidationError};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 use crate::hub::{LiveEvent, Subscription, Topic};
 use crate::store::{self, RunFilter};
 
@@ -74,7 +74,7 @@ pub enum FollowItem {
 }
 
 /// A run of the caller's workspace; 404 for a run of another workspace, as if it did not exist.
-pub async fn get(state: &AppState, caller: &Caller, id: RunId) -> Result<Run> {
+pub async fn get(state: &Engine, caller: &Caller, id: RunId) -> Result<Run> {
     let run = state.store.get_run(id).await?;
     if run.workspace_id != caller.ws.id {
         return Err(Error::NotFound);
@@ -83,13 +83,13 @@ pub async fn get(state: &AppState, caller: &Caller, id: RunId) -> Result<Run> {
 }
 
 /// The workspace's runs matching `filter`, newest first.
-pub async fn list(state: &AppState, caller: &Caller, filter: &RunListInput) -> Result<Vec<Run>> {
+pub async fn list(state: &Engine, caller: &Caller, filter: &RunListInput) -> Result<Vec<Run>> {
     let filter = parse_filter(state, caller, filter).await?;
     Ok(state.store.list_runs(caller.ws.id, &filter).await?)
 }
 
 /// Validates raw filters into a [`RunFilter`], naming unknown issues and agents precisely.
-async fn parse_filter(state: &AppState, caller: &Caller, raw: &RunListInput) -> Result<RunFilter> {
+async fn parse_filter(state: &Engine, caller: &Caller, raw: &RunListInput) -> Result<RunFilter> {
     let mut problems = Problems::default();
     let mut filter = RunFilter {
         limit: DEFAULT_LIST_LIMIT,
@@ -176,7 +176,7 @@ fn parse_limit(raw: &str) -> std::result::Result<i64, ValidationError> {
 /// Cancels a run of the caller's workspace: a queued run ends `cancelled` at once, a live one is
 /// signalled (its process group is stopped and it ends `cancelled` shortly). Returns the run as it
 /// stands now. 409 when the run has already ended.
-pub async fn cancel(state: &AppState, caller: &Caller, id: RunId) -> Result<Run> {
+pub async fn cancel(state: &Engine, caller: &Caller, id: RunId) -> Result<Run> {
     let run = get(state, caller, id).await?;
     if run.status.is_terminal() {
         return Err(already_ended(&run));
@@ -205,7 +205,7 @@ pub fn retryable(status: RunStatus) -> bool {
 /// Queues the next attempt of a run that ended failed, cancelled, timed out or interrupted: the same
 /// agent on the same issue, `attempt + 1`, claimable at once. 409 when the run is not retryable or the
 /// agent already has a live run on the issue.
-pub async fn retry(state: &AppState, caller: &Caller, id: RunId) -> Result<Run> {
+pub async fn retry(state: &Engine, caller: &Caller, id: RunId) -> Result<Run> {
     let run = get(state, caller, id).await?;
     if !retryable(run.status) {
         let why = if run.status.is_terminal() {
@@ -233,7 +233,7 @@ pub async fn retry(state: &AppState, caller: &Caller, id: RunId) -> Result<Run> 
 }
 
 /// Tells the board that the run's issue changed (its run indicator); a failed lookup is only logged.
-async fn announce_issue(state: &AppState, caller: &Caller, run: &Run) {
+async fn announce_issue(state: &Engine, caller: &Caller, run: &Run) {
     match state.store.get_issue_by_id(run.issue_id).await {
         Ok(issue) => announce(state, caller, &issue.key),
         Err(e) => tracing::warn!(error = %e, run.id = %run.id, "cannot announce the run's issue"),
@@ -245,15 +245,18 @@ async fn announce_issue(state: &AppState, caller: &Caller, run: &Run) {
 /// everything is sent. Checks no permission: callers look the run up with [`get`] first.
 ///
 /// The subscription to the run's topic is taken before this returns, so nothing committed afterwards
-/// can be missed. The stream also ends (with [`FollowItem::Error`]) when the server shuts down.
+/// can be missed. The stream also ends (with [`FollowItem::Error`]) when `shutdown` is cancelled (the
+/// server is shutting down).
 pub fn follow(
-    state: &AppState,
+    state: &Engine,
+    shutdown: CancellationToken,
     run: RunId,
     after: Seq,
 ) -> impl Stream<Item = FollowItem> + Send + use<> {
     let follower = Follower {
         run_events: state.hub.subscribe(Topic::Run(run)),
         state: state.clone(),
+        shutdown,
         run,
         last_sent: after.max(0),
         buffer: VecDeque::new(),
@@ -268,7 +271,8 @@ pub fn follow(
 
 /// The state of one [`follow`] stream.
 struct Follower {
-    state: AppState,
+    state: Engine,
+    shutdown: CancellationToken,
     run: RunId,
     run_events: Subscription,
     /// The workspace board's topic and the run's issue key: the supervisor announces a finished run
@@ -361,7 +365,7 @@ impl Follower {
     /// run's issue, a lag (resync), or the poll tick. `false` when the server is shutting down.
     async fn wait(&mut self) -> bool {
         let Self {
-            state,
+            shutdown,
             run_events,
             board,
             last_sent,
@@ -371,7 +375,7 @@ impl Follower {
         tokio::pin!(tick);
         loop {
             tokio::select! {
-                () = state.shutdown.cancelled() => return false,
+                () = shutdown.cancelled() => return false,
                 () = &mut tick => return true,
                 got = run_events.recv() => match got {
                     Ok(event) => match *event {

@@ -1,95 +1,15 @@
-//! Which agent runtimes this machine has: detected once in the background at start, cached with the time
-//! of detection, and re-detected on request — so pages never wait on a slow `--version`.
-//!
-//! Local models are scanned separately ([`RuntimeCache::local_models`]): the explicitly configured servers
-//! (agent profiles' base URLs, `MUSTER_LLAMA_URL`, `OLLAMA_HOST`, `LLAMA_API_BASE`), then the usual loopback
-//! ports, each probe with a short timeout, plus the llama.cpp / Ollama binaries on `PATH` with versions.
-//!
-//! Invariants: the CLI detection is the machine's and shared by every workspace; a local-model scan
-//! includes one workspace's agents' base URLs and is cached, and shown, for that workspace only.
-//! Re-detecting spawns processes and sends requests, so it is for owners and admins, at most once per
-//! [`REDETECT_EVERY`] per workspace, and the machine's CLIs are probed again at most that often overall.
+//! The Runtimes use-cases: what a workspace's member sees of the detected agent runtimes, and re-detecting
+//! on request. Re-detecting spawns processes and sends requests, so it is for owners and admins, at most
+//! once per [`crate::runtimes::REDETECT_EVERY`] per workspace; the cache itself is [`crate::runtimes`].
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use chrono::{DateTime, Utc};
-use muster_agents::{Detection, RuntimeKind};
-use muster_llama::probe::{self, Candidate, ModelServer};
-use serde::Serialize;
-use tokio::sync::RwLock;
-
-use crate::app::AppState;
 use crate::domain::{AgentKind, WorkspaceId};
-use crate::service::Caller;
-
-/// The kinds probed: the three CLIs and local llama.cpp binaries (custom commands are per agent).
-pub const PROBED: [RuntimeKind; 4] = [
-    RuntimeKind::Claude,
-    RuntimeKind::Codex,
-    RuntimeKind::Opencode,
-    RuntimeKind::Llama,
-];
-
-/// The shortest time between two re-detections of one workspace (and between two probes of the CLIs).
-pub const REDETECT_EVERY: Duration = Duration::from_secs(10);
-
-/// When a detection ran, and what it found.
-pub type Detected = (DateTime<Utc>, Vec<Detection>);
-
-/// A re-detect asked for too soon after the last one: how long until the next is allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooSoon(pub Duration);
-
-/// The last detections, shared by the pages and API: the machine's CLIs, and each workspace's local-model
-/// scan.
-#[derive(Clone, Default)]
-pub struct RuntimeCache {
-    last: Arc<RwLock<Option<Detected>>>,
-    overrides: Arc<Vec<(RuntimeKind, PathBuf)>>,
-    /// One scan per workspace: it probes (and shows) that workspace's agents' base URLs.
-    local: Arc<RwLock<HashMap<WorkspaceId, LocalModels>>>,
-    /// When each workspace last re-detected (entries older than [`REDETECT_EVERY`] are dropped).
-    redetected: Arc<Mutex<HashMap<WorkspaceId, Instant>>>,
-    /// When a re-detect last probed the CLIs.
-    machine_redetected: Arc<Mutex<Option<Instant>>>,
-}
-
-/// What the last local-model scan found, and when.
-#[derive(Debug, Clone, Serialize)]
-pub struct LocalModels {
-    /// When the scan ran.
-    pub detected_at: DateTime<Utc>,
-    /// Model servers: every explicit one, and default ports where a model server answered.
-    pub servers: Vec<ModelServer>,
-    /// The llama.cpp / Ollama / llamafile binaries found on `PATH`, with versions.
-    pub binaries: Vec<Detection>,
-}
-
-/// Scans for local model servers (`explicit` first, as `(source, url)`, then the default loopback ports)
-/// and local runtime binaries, concurrently.
-pub async fn scan_local(explicit: &[(String, String)]) -> LocalModels {
-    let mut candidates: Vec<Candidate> = explicit
-        .iter()
-        .map(|(source, url)| Candidate::explicit(url, source))
-        .collect();
-    candidates.extend(probe::default_candidates());
-    let (servers, binaries) = tokio::join!(
-        probe::scan(candidates, probe::PROBE_TIMEOUT),
-        muster_agents::llama::detect_binaries()
-    );
-    LocalModels {
-        detected_at: Utc::now(),
-        servers,
-        binaries,
-    }
-}
+use crate::engine::Engine;
+use crate::runtimes::{Detected, LocalModels, TooSoon};
+use crate::service::{Caller, Result};
 
 /// The explicit local-model URLs for a workspace: the server's configured ones, then the base URLs of its
 /// `llama` agents.
-pub async fn local_model_urls(state: &AppState, ws: WorkspaceId) -> Vec<(String, String)> {
+pub async fn local_model_urls(state: &Engine, ws: WorkspaceId) -> Vec<(String, String)> {
     let mut urls = state.config.llama_urls.clone();
     if let Ok(agents) = state.store.list_agents(ws).await {
         urls.extend(agents.into_iter().filter_map(|a| {
@@ -103,17 +23,17 @@ pub async fn local_model_urls(state: &AppState, ws: WorkspaceId) -> Vec<(String,
 
 /// What a workspace's member sees: the cached CLI detection and the workspace's cached local-model scan
 /// (each made now if there is none yet).
-pub async fn cached(state: &AppState, ws: WorkspaceId) -> (Detected, LocalModels) {
+pub async fn cached(state: &Engine, ws: WorkspaceId) -> (Detected, LocalModels) {
     let urls = local_model_urls(state, ws).await;
     tokio::join!(state.runtimes.get(), state.runtimes.local_models(ws, &urls))
 }
 
 /// Detects again for the caller's workspace: owners and admins only (403 otherwise), and `Ok(Err)` when
-/// the workspace re-detected less than [`REDETECT_EVERY`] ago.
+/// the workspace re-detected less than [`crate::runtimes::REDETECT_EVERY`] ago.
 pub async fn redetect(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
-) -> crate::http::Result<Result<(Detected, LocalModels), TooSoon>> {
+) -> Result<std::result::Result<(Detected, LocalModels), TooSoon>> {
     caller.require_manager()?;
     if let Err(wait) = state.runtimes.claim_redetect(caller.ws.id) {
         return Ok(Err(wait));
@@ -123,124 +43,4 @@ pub async fn redetect(
         state.runtimes.redetect_machine(),
         state.runtimes.scan_local_models(caller.ws.id, &urls)
     )))
-}
-
-impl RuntimeCache {
-    /// A cache that probes `overrides` instead of `PATH` for the kinds they name.
-    pub fn new(overrides: Vec<(RuntimeKind, PathBuf)>) -> Self {
-        RuntimeCache {
-            overrides: Arc::new(overrides),
-            ..RuntimeCache::default()
-        }
-    }
-
-    /// Records a re-detect of `ws` now, unless it had one less than [`REDETECT_EVERY`] ago.
-    pub fn claim_redetect(&self, ws: WorkspaceId) -> Result<(), TooSoon> {
-        let now = Instant::now();
-        let mut last = self
-            .redetected
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        last.retain(|_, at| now.duration_since(*at) < REDETECT_EVERY);
-        if let Some(at) = last.get(&ws) {
-            return Err(TooSoon(
-                REDETECT_EVERY.saturating_sub(now.duration_since(*at)),
-            ));
-        }
-        last.insert(ws, now);
-        Ok(())
-    }
-
-    /// Detects the CLIs again, unless a re-detect (of any workspace) did less than [`REDETECT_EVERY`] ago:
-    /// however many workspaces re-detect, the CLIs are started at most that often.
-    pub async fn redetect_machine(&self) -> Detected {
-        let fresh = {
-            let mut last = self
-                .machine_redetected
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let fresh = last.is_some_and(|at| at.elapsed() < REDETECT_EVERY);
-            if !fresh {
-                *last = Some(Instant::now());
-            }
-            fresh
-        };
-        if fresh {
-            return self.get().await;
-        }
-        self.detect().await
-    }
-
-    /// Probes every kind concurrently and stores the result.
-    pub async fn detect(&self) -> Detected {
-        let probes = PROBED.map(|kind| {
-            let path = self
-                .overrides
-                .iter()
-                .find(|(k, _)| *k == kind)
-                .map(|(_, p)| p.clone());
-            async move { muster_agents::detect(kind, path.as_deref()).await }
-        });
-        let [a, b, c, d] = probes;
-        let (a, b, c, d) = tokio::join!(a, b, c, d);
-        let found = (Utc::now(), vec![a, b, c, d]);
-        *self.last.write().await = Some(found.clone());
-        found
-    }
-
-    /// The cached detection, detecting now if there is none yet.
-    pub async fn get(&self) -> Detected {
-        if let Some(found) = self.last.read().await.clone() {
-            return found;
-        }
-        self.detect().await
-    }
-
-    /// The cached local-model scan of `ws`, scanning `explicit` (the workspace's URLs) and the default
-    /// ports now if there is none yet.
-    pub async fn local_models(
-        &self,
-        ws: WorkspaceId,
-        explicit: &[(String, String)],
-    ) -> LocalModels {
-        if let Some(found) = self.local.read().await.get(&ws).cloned() {
-            return found;
-        }
-        self.scan_local_models(ws, explicit).await
-    }
-
-    /// Scans for `ws`'s local models now and caches the result for `ws` alone.
-    pub async fn scan_local_models(
-        &self,
-        ws: WorkspaceId,
-        explicit: &[(String, String)],
-    ) -> LocalModels {
-        let found = scan_local(explicit).await;
-        self.local.write().await.insert(ws, found.clone());
-        found
-    }
-}
-
-/// The human name of a runtime kind.
-pub fn label(kind: RuntimeKind) -> &'static str {
-    match kind {
-        RuntimeKind::Claude => "Claude Code",
-        RuntimeKind::Codex => "Codex",
-        RuntimeKind::Opencode => "OpenCode",
-        RuntimeKind::Llama => "Local Llama (llama.cpp)",
-        RuntimeKind::Custom => "Custom command",
-    }
-}
-
-/// How to install the version Muster is tested with.
-pub fn install_hint(kind: RuntimeKind) -> Option<&'static str> {
-    match kind {
-        RuntimeKind::Claude => Some("npm install -g @anthropic-ai/claude-code@2.1.197"),
-        RuntimeKind::Codex => Some("npm install -g @openai/codex@0.171.0"),
-        RuntimeKind::Opencode => Some("npm install -g opencode-ai@1.18.33"),
-        RuntimeKind::Llama => {
-            Some("install llama.cpp (llama-server) or Ollama, or: pip install xllamacpp")
-        }
-        RuntimeKind::Custom => None,
-    }
 }

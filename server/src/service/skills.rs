@@ -4,10 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Caller;
-use crate::app::AppState;
+use super::{Caller, Error, Result};
 use crate::domain::{AgentSkill, NewSkill, Skill, SkillSource, Slug};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 use crate::service::agents;
 use crate::skills::{ParsedSkill, Problem, archive, parse};
 
@@ -132,7 +131,7 @@ fn slug(raw: &str) -> Result<Slug> {
 }
 
 /// Every skill, by slug, with the agents each is attached to.
-pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<SkillView>> {
+pub async fn list(state: &Engine, caller: &Caller) -> Result<Vec<SkillView>> {
     let skills = state.store.list_skills(caller.ws.id).await?;
     let mut attached: Vec<(String, Vec<AgentSkill>)> = Vec::new();
     for agent in state.store.list_agents(caller.ws.id).await? {
@@ -153,7 +152,7 @@ pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<SkillView>> {
 }
 
 /// One skill, with the agents it is attached to.
-pub async fn show(state: &AppState, caller: &Caller, raw_slug: &str) -> Result<SkillView> {
+pub async fn show(state: &Engine, caller: &Caller, raw_slug: &str) -> Result<SkillView> {
     let wanted = slug(raw_slug)?;
     list(state, caller)
         .await?
@@ -163,7 +162,7 @@ pub async fn show(state: &AppState, caller: &Caller, raw_slug: &str) -> Result<S
 }
 
 /// The stored skill itself.
-pub async fn get(state: &AppState, caller: &Caller, raw_slug: &str) -> Result<Skill> {
+pub async fn get(state: &Engine, caller: &Caller, raw_slug: &str) -> Result<Skill> {
     Ok(state
         .store
         .get_skill(caller.ws.id, &slug(raw_slug)?)
@@ -193,7 +192,7 @@ fn raw_files(files: &[FileInput]) -> Vec<parse::RawFile> {
 }
 
 /// Stores a new skill, refusing a name another skill has.
-async fn insert(state: &AppState, caller: &Caller, new: &NewSkill) -> Result<Skill> {
+async fn insert(state: &Engine, caller: &Caller, new: &NewSkill) -> Result<Skill> {
     let clash = || {
         Error::conflict(
             "name",
@@ -215,7 +214,7 @@ async fn insert(state: &AppState, caller: &Caller, new: &NewSkill) -> Result<Ski
 }
 
 /// Writes a new skill by hand.
-pub async fn create(state: &AppState, caller: &Caller, input: &SkillInput) -> Result<Skill> {
+pub async fn create(state: &Engine, caller: &Caller, input: &SkillInput) -> Result<Skill> {
     let files = raw_files(input.files.as_deref().unwrap_or_default());
     let parsed = parse::parse(&input.skill_md, files).map_err(|p| problems_error(&p))?;
     insert(state, caller, &new_skill(parsed, SkillSource::Written)).await
@@ -224,7 +223,7 @@ pub async fn create(state: &AppState, caller: &Caller, input: &SkillInput) -> Re
 /// Replaces a skill's SKILL.md (and files, when given). Its name must stay; the source becomes `written`,
 /// which also protects an edited built-in from being reseeded.
 pub async fn update(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     raw_slug: &str,
     input: &SkillInput,
@@ -259,7 +258,7 @@ pub async fn update(
 }
 
 /// Deletes a skill (owners and admins); it is detached from every agent.
-pub async fn delete(state: &AppState, caller: &Caller, raw_slug: &str) -> Result<()> {
+pub async fn delete(state: &Engine, caller: &Caller, raw_slug: &str) -> Result<()> {
     caller.require_manager()?;
     Ok(state
         .store
@@ -268,13 +267,13 @@ pub async fn delete(state: &AppState, caller: &Caller, raw_slug: &str) -> Result
 }
 
 /// Imports a `.zip`/`.skill` archive.
-pub async fn import_archive(state: &AppState, caller: &Caller, bytes: &[u8]) -> Result<Skill> {
+pub async fn import_archive(state: &Engine, caller: &Caller, bytes: &[u8]) -> Result<Skill> {
     let parsed = archive::from_zip(bytes).map_err(|p| problems_error(&p))?;
     insert(state, caller, &new_skill(parsed, SkillSource::Imported)).await
 }
 
 /// Imports a folder on the server (owners and admins: it reads the server's disk).
-pub async fn import_folder(state: &AppState, caller: &Caller, path: &str) -> Result<Skill> {
+pub async fn import_folder(state: &Engine, caller: &Caller, path: &str) -> Result<Skill> {
     caller.require_manager()?;
     let dir = std::path::PathBuf::from(path.trim());
     if path.trim().is_empty() || !dir.is_absolute() {
@@ -291,25 +290,21 @@ pub async fn import_folder(state: &AppState, caller: &Caller, path: &str) -> Res
 }
 
 /// The skill as a `.zip`: its file name and bytes.
-pub async fn export(
-    state: &AppState,
-    caller: &Caller,
-    raw_slug: &str,
-) -> Result<(String, Vec<u8>)> {
+pub async fn export(state: &Engine, caller: &Caller, raw_slug: &str) -> Result<(String, Vec<u8>)> {
     let skill = get(state, caller, raw_slug).await?;
     let bytes = archive::to_zip(&skill)?;
     Ok((format!("{}.zip", skill.slug.as_str()), bytes))
 }
 
 /// The skills attached to an agent.
-pub async fn of_agent(state: &AppState, caller: &Caller, agent: &str) -> Result<Vec<AgentSkill>> {
+pub async fn of_agent(state: &Engine, caller: &Caller, agent: &str) -> Result<Vec<AgentSkill>> {
     let agent = agents::by_name(state, caller, agent).await?;
     Ok(state.store.agent_skills(agent.id).await?)
 }
 
 /// Attaches a skill to an agent, or sets its switch.
 pub async fn attach(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     agent: &str,
     raw_slug: &str,
@@ -326,7 +321,7 @@ pub async fn attach(
 
 /// Detaches a skill from an agent.
 pub async fn detach(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     agent: &str,
     raw_slug: &str,

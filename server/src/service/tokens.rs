@@ -2,10 +2,9 @@
 
 use serde::Serialize;
 
-use super::Caller;
-use crate::app::AppState;
+use super::{Caller, Error, Result};
 use crate::domain::{ApiToken, NewApiToken, TokenId};
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 
 /// Prefix of every API token, so leaked tokens are recognisable.
 pub const TOKEN_KIND: &str = "mst";
@@ -20,7 +19,7 @@ pub struct CreatedToken {
 }
 
 /// Creates a token named `name` for the caller.
-pub async fn create(state: &AppState, caller: &Caller, name: &str) -> Result<CreatedToken> {
+pub async fn create(state: &Engine, caller: &Caller, name: &str) -> Result<CreatedToken> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(Error::invalid([(
@@ -46,7 +45,7 @@ pub async fn create(state: &AppState, caller: &Caller, name: &str) -> Result<Cre
 }
 
 /// The caller's tokens.
-pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<ApiToken>> {
+pub async fn list(state: &Engine, caller: &Caller) -> Result<Vec<ApiToken>> {
     Ok(state
         .store
         .list_api_tokens(caller.ws.id, caller.user.id)
@@ -54,7 +53,7 @@ pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<ApiToken>> {
 }
 
 /// Revokes one of the caller's tokens.
-pub async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<()> {
+pub async fn revoke(state: &Engine, caller: &Caller, id: &str) -> Result<()> {
     let id: TokenId = id.parse().map_err(|_| Error::NotFound)?;
     Ok(state
         .store

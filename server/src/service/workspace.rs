@@ -2,10 +2,9 @@
 
 use serde::Deserialize;
 
-use super::Caller;
-use crate::app::AppState;
+use super::{Caller, Error, Result};
 use crate::domain::Workspace;
-use crate::http::{Error, Result};
+use crate::engine::Engine;
 
 /// Settings as typed or sent. `repo_path`: an absolute path to a git repository with at least one
 /// commit; empty or `null` clears it (runs then get a plain work folder).
@@ -17,7 +16,7 @@ pub struct WorkspaceInput {
 /// Sets or clears the workspace's repository (owners and admins). The path must be a git repository
 /// with at least one commit; it is stored as the repository's top-level folder.
 pub async fn set_repo(
-    state: &AppState,
+    state: &Engine,
     caller: &Caller,
     input: &WorkspaceInput,
 ) -> Result<Workspace> {

@@ -37,6 +37,15 @@ pub(super) async fn change_password(
         None => cookie(&headers, SESSION_COOKIE).map(crate::auth::hash_secret),
     };
     let ip = crate::http::pages::client_ip(&extensions);
-    members::change_password(&state, &user, ip, &input, keep.as_deref()).await?;
+    members::change_password(
+        &state,
+        &state.login_throttle,
+        &state.live,
+        &user,
+        ip,
+        &input,
+        keep.as_deref(),
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -89,7 +89,7 @@ pub(super) async fn remove(
     ApiCaller(caller): ApiCaller,
     AppPath(user_id): AppPath<String>,
 ) -> Result<StatusCode> {
-    svc::remove(&state, &caller, svc::parse_user_id(&user_id)?).await?;
+    svc::remove(&state, &state.live, &caller, svc::parse_user_id(&user_id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -272,7 +272,7 @@ pub(super) async fn stream(
     let guard = state
         .live
         .open(caller.user.id, caller.ws.id, credential_hash(&headers))?;
-    let events = svc::follow(&state, id, after).then(move |item| {
+    let events = svc::follow(&state, state.shutdown.clone(), id, after).then(move |item| {
         let (state, caller) = (state.clone(), caller.clone());
         async move { Ok(sse_event(&state, &caller, item).await) }
     });

@@ -12,7 +12,8 @@ use super::ErrorBody;
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::ApiCaller;
-use crate::service::runtimes::{self as svc, LocalModels, TooSoon, install_hint, label};
+use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, install_hint, label};
+use crate::service::runtimes as svc;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -70,7 +71,7 @@ pub(super) struct RuntimesView {
     local_binaries: Vec<RuntimeView>,
 }
 
-fn view((at, found): crate::service::runtimes::Detected, local: &LocalModels) -> RuntimesView {
+fn view((at, found): Detected, local: &LocalModels) -> RuntimesView {
     let runtimes = found.iter().map(runtime_view).collect();
     RuntimesView {
         detected_at: at,
@@ -148,7 +149,7 @@ fn too_soon(wait: std::time::Duration) -> Response {
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let message = format!(
         "re-detected less than {} s ago; try again in {secs} s",
-        svc::REDETECT_EVERY.as_secs()
+        REDETECT_EVERY.as_secs()
     );
     (
         StatusCode::TOO_MANY_REQUESTS,

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use super::views::nav;
 use super::{PageResult, form_errors, see_other};
 use crate::app::AppState;
-use crate::http::Error;
 use crate::http::extract::{SESSION_COOKIE, UiForm, WsMember, cookie};
+use crate::service::Error;
 use crate::service::members::{self, PasswordChange};
 
 pub(super) fn router() -> Router<AppState> {
@@ -63,6 +63,8 @@ async fn change_password(
     let keep = cookie(&headers, SESSION_COOKIE).map(crate::auth::hash_secret);
     let result = members::change_password(
         &state,
+        &state.login_throttle,
+        &state.live,
         &member.caller.user,
         client_ip(&extensions),
         &input,
@@ -76,7 +78,11 @@ async fn change_password(
                 member.caller.ws.slug
             )));
         }
-        Err(Error::TooManyRequests(field, message, retry_after)) => (
+        Err(Error::Throttled {
+            field,
+            message,
+            retry_after_secs: retry_after,
+        }) => (
             StatusCode::TOO_MANY_REQUESTS,
             [(field.to_owned(), vec![message])].into(),
             retry_after,

@@ -164,7 +164,7 @@ async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> 
         .unwrap_or_default();
     Some(format!(
         "{} {status} on this server{reason}. See the Runtimes page.",
-        crate::service::runtimes::label(kind)
+        crate::runtimes::label(kind)
     ))
 }
 

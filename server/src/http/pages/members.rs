@@ -131,7 +131,7 @@ async fn remove(
 ) -> PageResult {
     let _ = form;
     let user = svc::parse_user_id(&user_id)?;
-    match svc::remove(&state, &member.caller, user).await {
+    match svc::remove(&state, &state.live, &member.caller, user).await {
         Ok(()) => Ok(see_other(&format!("/w/{}/members", member.caller.ws.slug))),
         Err(e) => {
             let mut view = members_view(&state, &member).await?;

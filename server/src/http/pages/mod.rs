@@ -82,6 +82,12 @@ impl From<Error> for PageError {
     }
 }
 
+impl From<crate::service::Error> for PageError {
+    fn from(e: crate::service::Error) -> Self {
+        Error::from(e).into()
+    }
+}
+
 impl From<crate::store::Error> for PageError {
     fn from(e: crate::store::Error) -> Self {
         Error::from(e).into()
@@ -170,8 +176,8 @@ fn messages(m: &std::collections::BTreeMap<String, Vec<String>>) -> String {
 }
 
 /// Splits a service error: field messages (to re-render the form) or anything else (to fail the page).
-pub(crate) fn form_errors(e: Error) -> std::result::Result<FormErrors, PageError> {
-    match e {
+pub(crate) fn form_errors(e: impl Into<Error>) -> std::result::Result<FormErrors, PageError> {
+    match e.into() {
         Error::Invalid(m) | Error::Conflict(m) => Ok(m),
         other => Err(other.into()),
     }

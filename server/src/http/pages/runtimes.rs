@@ -14,7 +14,8 @@ use super::views::nav;
 use super::{PageResult, see_other};
 use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
-use crate::service::runtimes::{self as svc, Detected, LocalModels, TooSoon, install_hint, label};
+use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, install_hint, label};
+use crate::service::runtimes as svc;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -98,7 +99,7 @@ async fn redetect(State(state): State<AppState>, member: WsMember, form: UiForm)
             let (found, local) = svc::cached(&state, member.caller.ws.id).await;
             let note = format!(
                 "Re-detected less than {} s ago: this is the last result. Try again in {} s.",
-                svc::REDETECT_EVERY.as_secs(),
+                REDETECT_EVERY.as_secs(),
                 wait.as_secs().max(1)
             );
             Ok(render(&state, &member, found, &local, Some(note)))

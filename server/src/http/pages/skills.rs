@@ -217,7 +217,12 @@ async fn preview(member: WsMember, form: UiForm) -> PageResult {
 }
 
 /// An upload (`path` is `None`) or import that failed: the list again, with the messages in that form.
-async fn failed(state: &AppState, member: &WsMember, e: Error, path: Option<String>) -> PageResult {
+async fn failed(
+    state: &AppState,
+    member: &WsMember,
+    e: impl Into<Error>,
+    path: Option<String>,
+) -> PageResult {
     let errors = form_errors(e)?;
     let (which, path) = match path {
         None => (Failed::Upload(errors), String::new()),
@@ -257,7 +262,9 @@ async fn upload(
         return Err(Error::CsrfMismatch.into());
     }
     let result = match archive.filter(|a| !a.is_empty()) {
-        Some(bytes) => svc::import_archive(&state, &member.caller, &bytes).await,
+        Some(bytes) => svc::import_archive(&state, &member.caller, &bytes)
+            .await
+            .map_err(Error::from),
         None => Err(Error::invalid([(
             "archive",
             "choose a .zip or .skill file".to_owned(),

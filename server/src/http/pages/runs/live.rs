@@ -114,7 +114,8 @@ async fn run_socket(
         header: header_view(&page.slug, &run, &page.issue, &page.people),
         started_at: run.started_at,
     };
-    let follow = svc::follow(&state, run.id, after).ready_chunks(FRAME_EVENTS);
+    let follow =
+        svc::follow(&state, state.shutdown.clone(), run.id, after).ready_chunks(FRAME_EVENTS);
     tokio::pin!(follow);
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
