@@ -63,4 +63,11 @@ impl Engine {
         }
         Some(format!("http://{addr}"))
     }
+
+    /// A runner token was revoked: the runners connected with it must stop taking and running work at
+    /// once (their runs are then handled like a lost runner's). Called after the store revoked it.
+    pub async fn runner_token_revoked(&self, token: crate::domain::RunnerTokenId) {
+        // lead: disconnect the sessions of this token
+        let _ = token;
+    }
 }

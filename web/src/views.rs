@@ -278,6 +278,8 @@ pub struct AgentFormView {
     pub budget_tokens: String,
     pub command: String,
     pub base_url: String,
+    /// "Runs on": runner names separated by commas; empty for any runner.
+    pub runners: String,
     pub errors: FormErrors,
     /// Set when this agent's runtime is not usable on the server's machine ("Codex is not installed: …").
     pub runtime_warning: Option<String>,
