@@ -224,7 +224,7 @@ fn the_runner_image_installs_the_pinned_agent_clis_the_install_hints_name() {
             .split_once(' ')
             .unwrap_or_else(|| panic!("not `BINARY PACKAGE@VERSION`: {line}"));
         let kind: RuntimeKind = binary.parse().unwrap_or_else(|e| panic!("{line}: {e}"));
-        let hint = muster::service::runtimes::install_hint(kind);
+        let hint = muster::runtimes::install_hint(kind);
         assert_eq!(
             hint,
             Some(format!("npm install -g {package}")).as_deref(),
@@ -234,9 +234,7 @@ fn the_runner_image_installs_the_pinned_agent_clis_the_install_hints_name() {
     }
     let npm_kinds: BTreeSet<&str> = RuntimeKind::ALL
         .into_iter()
-        .filter(|k| {
-            muster::service::runtimes::install_hint(*k).is_some_and(|h| h.starts_with("npm "))
-        })
+        .filter(|k| muster::runtimes::install_hint(*k).is_some_and(|h| h.starts_with("npm ")))
         .map(RuntimeKind::as_str)
         .collect();
     assert_eq!(
