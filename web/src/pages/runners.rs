@@ -12,7 +12,7 @@ use crate::views::{RunnerRowView, RunnerTokenRowView, RunnersView};
 /// The runners page.
 pub fn runners(v: &RunnersView) -> Markup {
     let body = html! {
-        (page_head("Runners", Some("Where agent runs execute: this server's own runner and any `muster runner` connected with a runner token."), html! {}))
+        (page_head("Runners", Some("Where agent runs execute: this server's own runner and any muster runner connected with a runner token."), html! {}))
         div.panel.table-panel {
             @if v.runners.is_empty() {
                 p.empty-state #no-runners { "No runner has connected yet." }
