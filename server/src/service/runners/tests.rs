@@ -79,16 +79,11 @@ fn an_unbound_run_waits_for_a_runner_with_its_cli_or_any_online_one() {
     );
     let claude_only = remote("mac", true, &[AgentKind::Claude]);
     assert_eq!(
-        waiting_reason(
-            &[offline.clone(), claude_only.clone()],
-            AgentKind::Codex,
-            &[]
-        )
-        .as_deref(),
+        waiting_reason(&[offline, claude_only.clone()], AgentKind::Codex, &[]).as_deref(),
         Some("waiting for a runner with Codex")
     );
     assert_eq!(
-        waiting_reason(&[claude_only.clone()], AgentKind::Claude, &[]),
+        waiting_reason(std::slice::from_ref(&claude_only), AgentKind::Claude, &[]),
         None
     );
     let mut revoked = remote("old", true, &[AgentKind::Codex]);
@@ -116,7 +111,7 @@ fn a_bound_run_waits_for_its_named_runners_and_says_what_each_lacks() {
     );
     let gpu_off = remote("gpu", false, &[AgentKind::Claude]);
     assert_eq!(
-        waiting_reason(&[any.clone(), gpu_off.clone()], AgentKind::Claude, &bound).as_deref(),
+        waiting_reason(&[any, gpu_off.clone()], AgentKind::Claude, &bound).as_deref(),
         Some("waiting for runner gpu (offline)")
     );
     let gpu_on = remote("gpu", true, &[AgentKind::Claude]);
