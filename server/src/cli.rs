@@ -62,6 +62,10 @@ pub enum Command {
     Run(RunArgs),
     /// Run agents for Muster servers from this machine, over one WebSocket per server.
     Runner(Box<RunnerArgs>),
+    /// Runner tokens of the workspace (owners and admins): list, create, revoke.
+    RunnerToken(RunnerTokenArgs),
+    /// The runners the workspace can use: online or not, their CLIs, their live runs.
+    Runners(RemoteArgs),
     /// Agent runtimes on this machine: detect.
     Runtime {
         #[command(flatten)]
@@ -198,6 +202,15 @@ pub struct TokenArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::team::TokenCommand,
+}
+
+/// `muster runner-token …`.
+#[derive(Debug, Args)]
+pub struct RunnerTokenArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::runners::RunnerTokenCommand,
 }
 
 /// `muster workspace …`.
@@ -600,6 +613,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             client::run::run(&remote, args.command).await
         }
         Command::Runner(args) => crate::runner::remote::run(*args).await,
+        Command::RunnerToken(args) => {
+            client::runners::tokens(&args.remote.remote(), args.command).await
+        }
+        Command::Runners(args) => client::runners::list(&args.remote()).await,
         Command::Runtime {
             paths,
             allow_unsandboxed_agents,

@@ -1075,3 +1075,104 @@ async fn comments_are_edited_and_deleted_and_issues_deleted_from_the_cli() {
         gone.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runner_tokens_runners_and_agent_binding_from_the_command_line() {
+    let h = Harness::start().await;
+    h.logged_in().await;
+    let ws = first_workspace(&h).await;
+
+    // A runner token is printed alone, once; the list shows it without the secret.
+    let created = h.muster(&["runner-token", "create", "gpu box"]).await.ok();
+    let secret = created.stdout.trim().to_owned();
+    assert!(secret.starts_with("mrt_"), "{}", created.stdout);
+    let listed = h.muster(&["runner-token", "list"]).await.ok();
+    assert!(listed.stdout.starts_with("NAME"), "{}", listed.stdout);
+    assert!(listed.stdout.contains("gpu box") && listed.stdout.contains("active"));
+    assert!(!listed.stdout.contains(&secret), "secrets are never listed");
+    let tokens = h
+        .muster(&["runner-token", "list", "--json"])
+        .await
+        .ok()
+        .json();
+    let id = tokens[0]["id"].as_str().unwrap().to_owned();
+
+    // A runner that registered with it is listed with its CLIs.
+    let token = h.app.store.list_runner_tokens(ws).await.unwrap()[0].clone();
+    let detected = serde_json::json!({"runtimes": [{"kind": "codex", "version": "0.98.0"}]});
+    let runner = h
+        .app
+        .store
+        .register_remote_runner(
+            &token,
+            &muster::domain::RunnerName::parse("gpu-box").unwrap(),
+            "0.9.0",
+            &detected,
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    h.app
+        .store
+        .runner_heartbeat(runner.id, chrono::Utc::now())
+        .await
+        .unwrap();
+    let runners = h.muster(&["runners"]).await.ok();
+    let row = runners
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("gpu-box"))
+        .unwrap_or_else(|| panic!("{}", runners.stdout));
+    assert!(
+        row.contains("online") && row.contains("codex 0.98.0") && row.contains("0.9.0"),
+        "{row}"
+    );
+
+    let revoked = h.muster(&["runner-token", "revoke", &id]).await.ok();
+    assert_eq!(revoked.stdout.trim(), format!("revoked {id}"));
+    let runners = h.muster(&["runners", "--json"]).await.ok().json();
+    assert_eq!(runners[0]["revoked"], true);
+    let unknown = h.muster(&["runner-token", "revoke", "nope"]).await;
+    assert_eq!(unknown.code, 1, "{}", unknown.stderr);
+
+    // An agent bound to runners, shown, rebound, refused precisely, and unbound.
+    h.muster(&[
+        "agent",
+        "create",
+        "--name",
+        "gpu-coder",
+        "--kind",
+        "codex",
+        "--runner",
+        "gpu-box",
+        "--runner",
+        "mac",
+    ])
+    .await
+    .ok();
+    let shown = h.muster(&["agent", "show", "gpu-coder"]).await.ok();
+    assert!(
+        shown.stdout.contains("runs on:             gpu-box, mac"),
+        "{}",
+        shown.stdout
+    );
+    let bad = h
+        .muster(&["agent", "edit", "gpu-coder", "--runner", "bad/name"])
+        .await;
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr
+            .contains("runners: runner name \"bad/name\" may contain only"),
+        "{}",
+        bad.stderr
+    );
+    h.muster(&["agent", "edit", "gpu-coder", "--any-runner"])
+        .await
+        .ok();
+    let shown = h
+        .muster(&["agent", "show", "gpu-coder", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(shown["runners"], serde_json::json!([]));
+}

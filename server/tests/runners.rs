@@ -483,12 +483,16 @@ async fn a_token_revoked_mid_run_disconnects_the_runner_and_its_run_is_handled()
         (world.ticks(run.id).await.len() >= 5).then_some(())
     })
     .await;
-    world
-        .store
-        .revoke_runner_token(world.ws.id, token.id, chrono::Utc::now())
+    // Revoked by a person through the API: the runner is disconnected at once (not at its next
+    // heartbeat), with the reason.
+    let resp = reqwest::Client::new()
+        .delete(format!("{url}/api/v1/runner-tokens/{}", token.id))
+        .bearer_auth(&world.api_token)
+        .send()
         .await
         .unwrap();
-    let until = tokio::time::Instant::now() + Duration::from_secs(20);
+    assert!(resp.status().is_success(), "revoke: {}", resp.status());
+    let until = tokio::time::Instant::now() + Duration::from_secs(4);
     let status = loop {
         if let Some(status) = runner.child.try_wait().unwrap() {
             break status;

@@ -390,8 +390,10 @@ async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
     assert!(html.contains(&format!(r#"action="{path}/cancel""#)) && !html.contains("/retry\""));
     let board = ada.page(&w.app, "/w/acme").await;
     assert!(
-        board.contains(r#"class="run run-queued""#),
-        "the card shows the queued run"
+        board.contains(
+            r#"class="run run-queued run-waiting" title="waiting for a runner: none is online""#
+        ),
+        "the card shows the queued run, and why it waits: this server has no runner"
     );
 
     let forged = ada

@@ -72,6 +72,7 @@ fn top_bar(nav: &Nav) -> Markup {
         (NavItem::Skills, "Skills", format!("{base}/skills")),
         (NavItem::Members, "Members", format!("{base}/members")),
         (NavItem::Runtimes, "Runtimes", format!("{base}/runtimes")),
+        (NavItem::Runners, "Runners", format!("{base}/runners")),
         (NavItem::Tokens, "API tokens", format!("{base}/tokens")),
     ];
     // Settings (the workspace's repository) are for owners and admins only.

@@ -113,6 +113,7 @@ fn card(spec: &CardSpec) -> IssueCardView {
         url: format!("/w/acme/issues/{key}"),
         move_url: format!("/w/acme/issues/{key}/move"),
         run_state: run.map(str::to_string),
+        run_waiting: None,
     }
 }
 

@@ -37,6 +37,7 @@ pub enum NavItem {
     Members,
     Tokens,
     Runtimes,
+    Runners,
     Inbox,
     Skills,
     Settings,
@@ -90,6 +91,8 @@ pub struct IssueCardView {
     pub move_url: String,
     /// The state of the latest run, when an agent works on it (`queued`, `running`, `failed`, …).
     pub run_state: Option<String>,
+    /// Why its queued run waits ("waiting for a runner with Codex"), shown instead of a bare `queued`.
+    pub run_waiting: Option<String>,
 }
 
 /// One status column.
@@ -278,6 +281,8 @@ pub struct AgentFormView {
     pub budget_tokens: String,
     pub command: String,
     pub base_url: String,
+    /// "Runs on": runner names separated by commas; empty for any runner.
+    pub runners: String,
     pub errors: FormErrors,
     /// Set when this agent's runtime is not usable on the server's machine ("Codex is not installed: …").
     pub runtime_warning: Option<String>,
@@ -375,6 +380,55 @@ pub struct TokensView {
     pub nav: Nav,
     pub tokens: Vec<TokenRowView>,
     pub new_token: Option<String>,
+    pub name: String,
+    pub errors: FormErrors,
+}
+
+/// A runner on the Runners page, fully computed by the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerRowView {
+    pub name: String,
+    /// Its last heartbeat is at most 30 s old and its token is not revoked.
+    pub online: bool,
+    /// The server's own runner (any CLI the server's machine has).
+    pub embedded: bool,
+    pub revoked: bool,
+    pub version: String,
+    /// "claude 2.1.0", one per detected CLI.
+    pub clis: Vec<String>,
+    /// "http://127.0.0.1:8080 (qwen, llama3)", one per local model server.
+    pub local_models: Vec<String>,
+    /// Links to the workspace's runs it holds: (href, label).
+    pub live_runs: Vec<(String, String)>,
+    pub last_heartbeat_at: DateTime<Utc>,
+    /// "12 s ago", "3 min ago".
+    pub last_heartbeat_ago: String,
+}
+
+/// A runner token row (never the secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerTokenRowView {
+    pub name: String,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked: bool,
+    /// POST here to revoke.
+    pub revoke_url: String,
+}
+
+/// `GET /w/{slug}/runners`: the runners any member sees; for owners and admins (`can_manage`) the
+/// runner tokens and the create form (POST `/w/{slug}/runners/tokens`, field `name`), with a new
+/// token's secret in `new_token` right after creation, shown this once.
+#[derive(Debug, Clone, Default)]
+pub struct RunnersView {
+    pub nav: Nav,
+    pub runners: Vec<RunnerRowView>,
+    pub can_manage: bool,
+    pub tokens: Vec<RunnerTokenRowView>,
+    pub new_token: Option<String>,
+    /// The server URL to pass to `muster runner --server`, when known.
+    pub server_url: Option<String>,
     pub name: String,
     pub errors: FormErrors,
 }
@@ -515,6 +569,8 @@ pub struct RunHeaderView {
     /// POST here (with `_csrf`) to queue a new attempt; only for a failed, cancelled, timed-out or
     /// interrupted run.
     pub retry_url: Option<String>,
+    /// Why the queued run waits ("waiting for runner gpu-box (offline)"), when no runner can take it.
+    pub waiting: Option<String>,
 }
 
 /// Why a run did not succeed, explained ("Claude Code's API key was refused by the provider (401)" /

@@ -38,6 +38,7 @@ mod login;
 pub mod output;
 mod pages;
 pub mod run;
+pub mod runners;
 pub mod runtime;
 pub mod skill;
 pub mod team;

@@ -68,6 +68,10 @@ pub struct AgentInput {
     pub command: Option<String>,
     /// A model server URL (local Llama, or a provider proxy for a CLI; owners and admins).
     pub base_url: Option<String>,
+    /// The runners this agent's runs may go to, by name; empty for any runner that has its runtime
+    /// (owners and admins).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub runners: Option<Vec<String>>,
 }
 
 fn text(v: &Option<String>) -> Option<Option<String>> {
@@ -146,6 +150,15 @@ pub fn build_profile(
             p.add("base_url", "must start with http:// or https://");
         }
         out.base_url = url;
+    }
+    if let Some(runners) = &input.runners {
+        // Names are not trimmed by the domain (a name with spaces is refused); the list is, so a form's
+        // "gpu, mac" means two names. Each is checked by `NewAgent::validate` below.
+        out.runners = runners
+            .iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect();
     }
     if let Some(env) = &input.env {
         out.env = env_vars(
@@ -250,6 +263,7 @@ const RUNTIME_FIELDS: &[(&str, &str)] = &[
     ("env", "the environment and its secrets"),
     ("base_url", "the base URL"),
     ("permission_mode", "the permission mode"),
+    ("runners", "the runners it runs on"),
 ];
 
 /// The runtime fields that differ between `old` and `new`.
@@ -260,6 +274,7 @@ fn runtime_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
         "extra_args" => old.extra_args != new.extra_args,
         "env" => old.env != new.env,
         "base_url" => old.base_url != new.base_url,
+        "runners" => old.runners != new.runners,
         _ => old.permission_mode != new.permission_mode,
     };
     RUNTIME_FIELDS
@@ -415,6 +430,8 @@ pub struct AgentView {
     pub budget_tokens: Option<i64>,
     pub command: Option<String>,
     pub base_url: Option<String>,
+    /// The runners its runs may go to; empty for any.
+    pub runners: Vec<String>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
 }
@@ -452,6 +469,7 @@ impl From<&Agent> for AgentView {
                 .base_url
                 .as_deref()
                 .map(crate::redact::without_credentials),
+            runners: p.runners.clone(),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }

@@ -7,6 +7,7 @@ mod error;
 pub mod invitations;
 pub mod issues;
 pub mod members;
+pub mod runners;
 pub mod runs;
 pub mod runtimes;
 pub mod skills;

@@ -16,6 +16,7 @@ mod issue_validation;
 mod issues;
 mod members;
 mod openapi;
+mod runners;
 mod runs;
 mod runtimes;
 mod skills;

@@ -231,6 +231,38 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         "/api/v1/members/{user_id}",
         &["members::member_removal", "members::member_permissions"],
     ),
+    (
+        "get",
+        "/api/v1/runners",
+        &[
+            "runners::runners_list_what_they_reported",
+            "runners::runner_token_lifecycle",
+        ],
+    ),
+    (
+        "get",
+        "/api/v1/runner-tokens",
+        &[
+            "runners::runner_token_lifecycle",
+            "runners::runner_token_roles_and_validation",
+        ],
+    ),
+    (
+        "post",
+        "/api/v1/runner-tokens",
+        &[
+            "runners::runner_token_lifecycle",
+            "runners::runner_token_roles_and_validation",
+        ],
+    ),
+    (
+        "delete",
+        "/api/v1/runner-tokens/{id}",
+        &[
+            "runners::runner_token_lifecycle",
+            "runners::runner_token_roles_and_validation",
+        ],
+    ),
     ("get", "/api/v1/tokens", &["tokens::token_lifecycle"]),
     (
         "post",
@@ -373,7 +405,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 52, "the API has 52 routes");
+    assert_eq!(documented.len(), 56, "the API has 56 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -386,6 +418,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("members", super::members::CASES),
         ("openapi", super::openapi::CASES),
         ("tokens", super::tokens::CASES),
+        ("runners", super::runners::CASES),
         ("runtimes", super::runtimes::CASES),
         ("skills", super::skills::CASES),
         ("runs", super::runs::CASES),

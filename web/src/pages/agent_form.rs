@@ -118,6 +118,8 @@ fn runtime(v: &AgentFormView, f: &Form<'_>) -> Markup {
             (f.field("Base URL", "base_url", Some("For local or proxied models."), f.input("base_url", "url", &v.base_url)))
         }
         (f.field("Extra arguments", "extra_args", Some("One argument per line."), f.textarea("extra_args", &v.extra_args, 3)))
+        (f.field("Runs on", "runners", Some("Runner names, separated by commas. Empty: any runner that has this agent's CLI."),
+            f.input("runners", "text", &v.runners)))
     }
 }
 

@@ -113,6 +113,9 @@ fn header(h: &RunHeaderView, token: &str, swap: bool) -> Markup {
                 @if let Some(b) = &h.branch { code.run-branch { (b) } }
                 @if let Some(t) = h.created_at { span.muted { "queued " (Timestamp(t)) } }
             }
+            @if let Some(why) = &h.waiting {
+                p.run-waiting-banner.muted role="status" { (why) ". " a href="../runners" { "See the runners" } "." }
+            }
             @if let Some(t) = h.stalled_at {
                 div.banner.banner-warn.run-stalled role="status" {
                     strong { "Stalled. " }

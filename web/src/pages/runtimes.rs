@@ -3,7 +3,7 @@
 
 use maud::{Markup, html};
 
-use crate::layout::{page, page_head};
+use crate::layout::{page, page_head, workspace_url};
 use crate::partials::form::csrf;
 use crate::partials::widgets::Timestamp;
 use crate::views::{ModelServerRowView, RuntimeRowView, RuntimesView};
@@ -20,6 +20,10 @@ pub fn runtimes(v: &RuntimesView) -> Markup {
     };
     let body = html! {
         (page_head("Runtimes", Some("Agent CLIs found on the machine this server runs on."), actions))
+        p #runtimes-runner .muted {
+            "This is what this server's embedded runner has. Remote runners report their own CLIs on the "
+            a href={ (workspace_url(&v.nav)) "/runners" } { "Runners page" } "."
+        }
         @if let Some(note) = &v.note { p #redetect-note .alert role="status" { (note) } }
         p #sandbox-mode .(if v.sandboxed { "muted" } else { "warning" }) {
             strong { "Agent sandbox: " } (v.sandbox)

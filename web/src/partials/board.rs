@@ -24,7 +24,9 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
                 }
             }
             div.card-bottom {
-                @if let Some(state) = &card.run_state { (RunPill(state)) }
+                @if let Some(why) = &card.run_waiting {
+                    span.run.run-queued.run-waiting title=(why) { span.run-dot aria-hidden="true" {} (why) }
+                } @else if let Some(state) = &card.run_state { (RunPill(state)) }
                 span.spacer {}
                 (menu_button(card))
                 @match &card.assignee {

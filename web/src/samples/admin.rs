@@ -29,6 +29,7 @@ pub fn agent_form() -> AgentFormView {
             "codex",
         ),
         model: "gpt-5-codex".into(),
+        runners: "gpu-box, mac-mini".into(),
         instructions: "Prefer small commits. Run `cargo test` before you finish.".into(),
         env: vec![
             EnvVarView {

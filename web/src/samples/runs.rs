@@ -43,6 +43,7 @@ pub fn run_page() -> RunPageView {
             created_at: Some(at(4, 16, 29)),
             cancel_url: Some(format!("/w/acme/runs/{id}/cancel")),
             retry_url: None,
+            waiting: None,
         },
         counters: RunCountersView {
             input_tokens: "12,840".into(),

@@ -129,6 +129,10 @@ pub struct ProfileArgs {
     /// Colour on the board, #rrggbb.
     #[arg(long)]
     pub color: Option<String>,
+    /// A runner this agent's runs may go to, by name; repeat for several (replaces the existing ones on
+    /// edit). Without any, runs go to any runner that has the agent's CLI.
+    #[arg(long = "runner", value_name = "NAME")]
+    pub runners: Vec<String>,
 }
 
 /// `muster agent create` flags.
@@ -158,6 +162,9 @@ pub struct EditArgs {
     /// Removes an environment variable (plain or secret); repeat for several.
     #[arg(long, value_name = "KEY")]
     pub unset_env: Vec<String>,
+    /// Drops the runner binding: runs go to any runner that has the agent's CLI.
+    #[arg(long, conflicts_with = "runners")]
+    pub any_runner: bool,
     #[command(flatten)]
     pub profile: ProfileArgs,
 }

@@ -56,6 +56,8 @@ struct AgentBody {
     command: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     base_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runners: Option<Vec<String>>,
 }
 
 impl AgentBody {
@@ -73,6 +75,7 @@ impl AgentBody {
             budget_tokens: p.budget_tokens,
             command: p.command.clone(),
             base_url: p.base_url.clone(),
+            runners: (!p.runners.is_empty()).then(|| p.runners.clone()),
             ..AgentBody::default()
         })
     }
@@ -94,6 +97,9 @@ struct Agent {
     budget_tokens: Option<i64>,
     command: Option<String>,
     base_url: Option<String>,
+    /// Absent from servers older than runner binding.
+    #[serde(default)]
+    runners: Vec<String>,
 }
 
 /// Runs an agent command.
@@ -233,6 +239,14 @@ fn show(a: &Agent) -> anyhow::Result<()> {
     println!("base url:            {}", or_dash(&a.base_url));
     println!("command:             {}", or_dash(&a.command));
     println!(
+        "runs on:             {}",
+        if a.runners.is_empty() {
+            "any runner".to_owned()
+        } else {
+            clean(&a.runners.join(", "))
+        }
+    );
+    println!(
         "extra args:          {}",
         if a.extra_args.is_empty() {
             "-".to_owned()
@@ -290,6 +304,9 @@ fn merge_env(
 async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()> {
     let mut body = AgentBody::from_profile(&args.profile)?;
     body.name = args.rename;
+    if args.any_runner {
+        body.runners = Some(Vec::new());
+    }
     body.kind = args.kind.map(Kind::as_str);
     let p = &args.profile;
     if !(p.env.is_empty() && p.secret.is_empty() && args.unset_env.is_empty()) {

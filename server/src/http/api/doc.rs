@@ -145,6 +145,14 @@ pub mod path {
         pub id: uuid::Uuid,
     }
 
+    /// `{id}`: a runner token id.
+    #[derive(utoipa::IntoParams)]
+    #[into_params(parameter_in = Path)]
+    pub struct RunnerTokenIdParam {
+        /// Runner token id (UUID), as listed by `GET /api/v1/runner-tokens`.
+        pub id: uuid::Uuid,
+    }
+
     /// `{user_id}`: a member's user id.
     #[derive(utoipa::IntoParams)]
     #[into_params(parameter_in = Path)]

@@ -10,6 +10,7 @@ mod invitations;
 mod issues;
 mod members;
 mod paging;
+mod runners;
 mod runs;
 mod runtimes;
 mod skills;
@@ -43,6 +44,7 @@ pub fn router() -> Router<AppState> {
         .merge(runtimes::router())
         .merge(skills::router())
         .merge(runs::router())
+        .merge(runners::router())
         .merge(workspace::router())
 }
 
@@ -73,6 +75,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         skills::list, skills::create, skills::import_archive, skills::import_path, skills::show,
         skills::update, skills::delete, skills::export, skills::agent_skills, skills::attach, skills::detach,
         runs::list, runs::show, runs::events, runs::stream, runs::cancel, runs::retry, runs::issue_runs,
+        runners::list, runners::list_tokens, runners::create_token, runners::revoke_token,
         workspace::show, workspace::update,
     ),
     // Enums that parameters name only through `value_type`, which does not register them.

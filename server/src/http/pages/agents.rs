@@ -112,6 +112,7 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
             })
             .collect(),
         extra_args: p.extra_args.join("\n"),
+        runners: p.runners.join(", "),
         permission_mode: options(
             PermissionMode::ALL,
             PermissionMode::as_str,
@@ -247,6 +248,7 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
         })
         .collect();
     view.extra_args = form.get("extra_args").to_owned();
+    view.runners = form.get("runners").to_owned();
     view.permission_mode = options(
         PermissionMode::ALL,
         PermissionMode::as_str,
@@ -327,6 +329,7 @@ fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
         budget_tokens,
         command: sent("command"),
         base_url: sent("base_url"),
+        runners: sent("runners").map(|r| r.split(',').map(str::to_owned).collect()),
     };
     (input, problems)
 }

@@ -20,7 +20,7 @@ use muster_web::views::{
 use serde::Deserialize;
 
 use super::inbox::nav_with_inbox;
-use super::runs::card_run_state;
+use super::runs::{Waiting, card_run_state};
 use super::views::{People, card, issue_form, issue_form_with_errors, issue_input, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
@@ -107,6 +107,7 @@ pub(crate) async fn board_columns(
         .into_iter()
         .map(|r| (r.issue_id, r))
         .collect();
+    let waiting = Waiting::load(state, caller.ws.id, runs.values()).await?;
     let slug = caller.ws.slug.to_string();
     Ok(statuses
         .iter()
@@ -118,6 +119,7 @@ pub(crate) async fn board_columns(
                 .filter(|i| i.status == *s)
                 .map(|i| IssueCardView {
                     run_state: runs.get(&i.id).and_then(card_run_state),
+                    run_waiting: runs.get(&i.id).and_then(|r| waiting.reason(r)),
                     ..card(&slug, i, people)
                 })
                 .collect(),

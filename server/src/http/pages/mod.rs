@@ -10,6 +10,7 @@ mod inbox;
 mod invitations;
 mod issue;
 mod members;
+mod runners;
 mod runs;
 mod runtimes;
 mod session;
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
         .merge(runtimes::router())
         .merge(skills::router())
         .merge(runs::router())
+        .merge(runners::router())
         .merge(inbox::router())
         .merge(invitations::router())
         .merge(settings::router())

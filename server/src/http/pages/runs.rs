@@ -22,6 +22,7 @@ use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{Actor, Agent, AgentKind, Run, RunId, RunStatus, Usage};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
+use crate::service::runners::{self, Candidate};
 use crate::service::runs as svc;
 use timeline::{Timeline, diff_view};
 
@@ -73,9 +74,11 @@ async fn show(
     } else {
         fold.usage
     };
+    let mut header = header_view(&slug, &run, &issue, &people);
+    header.waiting = runners::run_waiting(&state, &run).await?;
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
-        header: header_view(&slug, &run, &issue, &people),
+        header,
         counters: counters_view(&run, &people, &usage, fold.tokens_per_second),
         items,
         diff: diff_view(run.diff_stat.as_deref(), fold.patch.as_deref()),
@@ -152,6 +155,7 @@ pub(super) fn header_view(
         cancel_url: (!run.status.is_terminal()).then(|| format!("{url}/cancel")),
         retry_url: svc::retryable(run.status).then(|| format!("{url}/retry")),
         url,
+        waiting: None,
     }
 }
 
@@ -270,6 +274,41 @@ pub(crate) fn card_run_state(run: &Run) -> Option<String> {
         RunStatus::Succeeded | RunStatus::Cancelled => return None,
         other => other.to_string(),
     })
+}
+
+/// Why queued runs wait, for a whole board: the workspace's runners and agents are read once per
+/// render (and not at all when nothing is queued), whatever the number of cards.
+pub(crate) struct Waiting {
+    candidates: Vec<Candidate>,
+    agents: std::collections::HashMap<crate::domain::AgentId, Agent>,
+}
+
+impl Waiting {
+    /// Reads what [`Waiting::reason`] needs when one of `runs` is queued.
+    pub(crate) async fn load<'a>(
+        state: &AppState,
+        ws: crate::domain::WorkspaceId,
+        mut runs: impl Iterator<Item = &'a Run>,
+    ) -> crate::http::Result<Self> {
+        if !runs.any(|r| r.status == RunStatus::Queued) {
+            return Ok(Waiting {
+                candidates: Vec::new(),
+                agents: Default::default(),
+            });
+        }
+        let candidates = runners::candidates(&state.engine, ws).await?;
+        let agents = state.store.list_agents(ws).await?;
+        Ok(Waiting {
+            candidates,
+            agents: agents.into_iter().map(|a| (a.id, a)).collect(),
+        })
+    }
+
+    /// The waiting sentence for `run`, when it is queued and no runner could take it.
+    pub(crate) fn reason(&self, run: &Run) -> Option<String> {
+        let agent = self.agents.get(&run.agent_id)?;
+        runners::run_waiting_reason(&self.candidates, run, agent)
+    }
 }
 
 #[cfg(test)]

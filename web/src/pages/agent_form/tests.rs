@@ -24,6 +24,7 @@ fn posts_every_field_to_action() {
         "budget_tokens",
         "command",
         "base_url",
+        "runners",
     ] {
         assert!(
             html.contains(&format!(r#"id="agent-{name}" name="{name}""#)),
@@ -33,6 +34,7 @@ fn posts_every_field_to_action() {
     assert!(html.contains(r#"<option value="codex" selected>Codex</option>"#));
     assert!(html.contains(r#"<option value="workspace_write" selected>Workspace write</option>"#));
     assert!(html.contains(">--search\n--config=model_reasoning_effort=high</textarea>"));
+    assert!(html.contains(r#"name="runners" type="text" value="gpu-box, mac-mini""#));
 }
 
 #[test]

@@ -166,3 +166,15 @@ fn a_grown_entry_replaces_itself_and_a_result_shows_its_exit_code() {
         "the first render swaps nothing"
     );
 }
+
+#[test]
+fn a_waiting_run_says_why_under_its_header() {
+    let mut v = samples::run_page();
+    assert!(!run(&v).into_string().contains("run-waiting-banner"));
+    v.header.status = "queued".into();
+    v.header.waiting = Some("waiting for runner gpu-box (offline)".into());
+    let html = run(&v).into_string();
+    assert!(html.contains(
+        r#"<p class="run-waiting-banner muted" role="status">waiting for runner gpu-box (offline). <a href="../runners">See the runners</a>.</p>"#
+    ), "{html}");
+}

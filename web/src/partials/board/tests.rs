@@ -12,6 +12,7 @@ fn sample_card() -> IssueCardView {
         url: "/w/acme/issues/MUS-7".into(),
         move_url: "/w/acme/issues/MUS-7/move".into(),
         run_state: Some("failed".into()),
+        run_waiting: None,
     }
 }
 
@@ -93,4 +94,16 @@ fn oob_frame_replaces_every_column_by_id() {
     );
     assert_eq!(html.matches("<article").count(), 8);
     assert!(!html.contains("<html"), "a fragment, not a page");
+}
+
+#[test]
+fn a_waiting_run_says_why_instead_of_queued() {
+    let mut card = sample_card();
+    card.run_state = Some("queued".into());
+    card.run_waiting = Some("waiting for a runner with Codex <now>".into());
+    let html = issue_card(&card).into_string();
+    assert!(html.contains(
+        r#"<span class="run run-queued run-waiting" title="waiting for a runner with Codex &lt;now&gt;">"#
+    ));
+    assert!(!html.contains(">queued<"), "{html}");
 }
