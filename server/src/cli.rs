@@ -470,6 +470,10 @@ pub struct AgentHostArgs {
         value_delimiter = ','
     )]
     pub agent_rw_paths: Vec<PathBuf>,
+    /// Do not push runs' branches back to workspace repositories given as git URLs (the diff still
+    /// reaches the server).
+    #[arg(long, env = "MUSTER_NO_PUSH")]
+    pub no_push: bool,
     #[command(flatten)]
     pub runtime_paths: RuntimePaths,
 }
@@ -573,7 +577,7 @@ impl ServeArgs {
             },
             live_connections_per_user: usize::try_from(self.live_connections_per_user)
                 .unwrap_or(usize::MAX),
-            push_branches: true,
+            push_branches: !self.agents.no_push,
         })
     }
 }

@@ -726,14 +726,17 @@ where
 #[tokio::test]
 #[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run) and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
-    let Some(claude) = muster_tests::agent_cli("claude", "a run of the real Claude Code on a remote runner")
+    let Some(claude) =
+        muster_tests::agent_cli("claude", "a run of the real Claude Code on a remote runner")
     else {
         return;
     };
     let Some(world) = World::new(Backend::Postgres).await else {
         return;
     };
-    let server = muster_tests::model_server::ModelServer::start().await.unwrap();
+    let server = muster_tests::model_server::ModelServer::start()
+        .await
+        .unwrap();
     let (_replica, url) = world.replica("replica").await;
     let (_, token) = world.runner_token("claude box").await;
     // Only this runner has Claude Code: its PATH and its --claude-path, as on a developer's laptop.
@@ -774,16 +777,37 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
     ];
     let agent = world.store.create_agent(world.ws.id, &new).await.unwrap();
     let (_, run) = world
-        .assign_with_body(&url, "Run a command remotely", "CMD=echo remote-$((6*7))", &agent)
+        .assign_with_body(
+            &url,
+            "Run a command remotely",
+            "CMD=echo remote-$((6*7))",
+            &agent,
+        )
         .await;
-    let done = poll_for(Duration::from_secs(120), "the Claude run to finish", || async {
-        let run = world.run(run.id).await;
-        run.status.is_terminal().then_some(run)
-    })
+    let done = poll_for(
+        Duration::from_secs(120),
+        "the Claude run to finish",
+        || async {
+            let run = world.run(run.id).await;
+            run.status.is_terminal().then_some(run)
+        },
+    )
     .await;
-    let events = world.store.run_events_since(run.id, 0, 100_000).await.unwrap();
-    let log: String = events.iter().map(|e| format!("{} {}\n", e.kind, e.payload)).collect();
-    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}\n{log}\nrunner:\n{}", runner.log());
+    let events = world
+        .store
+        .run_events_since(run.id, 0, 100_000)
+        .await
+        .unwrap();
+    let log: String = events
+        .iter()
+        .map(|e| format!("{} {}\n", e.kind, e.payload))
+        .collect();
+    assert_eq!(
+        done.status,
+        RunStatus::Succeeded,
+        "{done:?}\n{log}\nrunner:\n{}",
+        runner.log()
+    );
     let remote = world
         .store
         .list_runners(world.ws.id)
@@ -792,8 +816,15 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
         .into_iter()
         .find(|r| r.name == "claude-box")
         .unwrap();
-    assert_eq!(done.runner_id, Some(remote.id), "it ran on the remote runner");
-    assert!(log.contains("remote-42"), "the tool ran on the runner:\n{log}");
+    assert_eq!(
+        done.runner_id,
+        Some(remote.id),
+        "it ran on the remote runner"
+    );
+    assert!(
+        log.contains("remote-42"),
+        "the tool ran on the runner:\n{log}"
+    );
     let requests = server.requests();
     assert!(
         requests

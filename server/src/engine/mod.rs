@@ -263,7 +263,8 @@ impl Engine {
     /// (through the relay) every other; their runs' leases then lapse and the sweep handles them.
     pub fn runner_token_revoked(&self, token: RunnerTokenId) {
         self.runs.disconnect(token);
-        self.hub.relay(crate::hub::Relayed::RunnerTokenRevoked(token));
+        self.hub
+            .relay(crate::hub::Relayed::RunnerTokenRevoked(token));
     }
 
     /// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it

@@ -94,6 +94,7 @@ impl Settings {
         config.runtime_paths = args.agents.runtime_paths.overrides();
         config.llama_urls = args.agents.runtime_paths.llama_urls();
         config.embedded_runner = false;
+        config.push_branches = !args.agents.no_push;
         Ok(Self {
             sockets,
             servers,

@@ -445,6 +445,71 @@ fn the_exec_step_refuses_what_the_kernel_cannot_enforce() {
     assert!(stderr.starts_with("error: sandbox: "), "{stderr}");
 }
 
+/// A runner started by a normal user (a workstation's `muster runner`) holds no CAP_SETPCAP and cannot
+/// shrink its capability bounding set: the exec step still confines the agent (Landlock, no_new_privs,
+/// no capabilities) instead of refusing to start it. Runs the exec step as `nobody` through `setpriv`.
+#[test]
+fn a_non_root_user_can_start_a_sandboxed_agent() {
+    let Some(abi) = muster::sandbox::detect() else {
+        return;
+    };
+    let am_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !am_root || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("!!! SKIPPING: switching to another user needs root and setpriv");
+        return;
+    }
+    use muster::sandbox::{Access, PathRule};
+    let read = |p: &str| PathRule {
+        path: p.into(),
+        access: Access::ReadExec,
+    };
+    let policy = muster::sandbox::Policy {
+        abi,
+        paths: ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc"]
+            .into_iter()
+            .filter(|p| Path::new(p).exists())
+            .map(read)
+            .collect(),
+        connect_ports: Vec::new(),
+    };
+    // The binary must be readable by nobody: copy it where it is.
+    let dir = tempfile::tempdir().unwrap();
+    let muster = dir.path().join("muster");
+    std::fs::copy(muster_tests::muster_bin(), &muster).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut policy = policy;
+    policy.paths.push(PathRule {
+        path: dir.path().to_path_buf(),
+        access: Access::ReadExec,
+    });
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&muster)
+        .args([
+            "sandbox-exec",
+            "--policy",
+            &serde_json::to_string(&policy).unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "grep -E '^Cap(Eff|Prm|Inh|Amb)' /proc/self/status; grep NoNewPrivs /proc/self/status",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
+        let line = stdout.lines().find(|l| l.starts_with(set)).unwrap();
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    assert!(stdout.contains("NoNewPrivs:\t1"), "{stdout}");
+}
+
 /// The agent of the unix-socket attack: each attempt's output on a line `name: …` in `unix.log`, which
 /// it commits; then the allowed loopback HTTP request and a stream socketpair (what node and Bun use for
 /// child stdio).
