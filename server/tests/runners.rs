@@ -540,6 +540,16 @@ impl RawClient {
         self.socket.send(Message::Text(text.into())).await.unwrap();
     }
 
+    /// The next protocol message other than `alive`; panics on a close.
+    async fn answer(&mut self) -> ToRunner {
+        loop {
+            match self.next().await.unwrap() {
+                ToRunner::Alive => {}
+                other => return other,
+            }
+        }
+    }
+
     /// The next protocol message, or the close frame's (code, reason).
     async fn next(&mut self) -> Result<ToRunner, (u16, String)> {
         loop {
@@ -650,12 +660,7 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
                 events: vec![event(forged_seq)],
             })
             .await;
-        let answer = loop {
-            match forger.next().await.unwrap() {
-                ToRunner::Alive => {}
-                other => break other,
-            }
-        };
+        let answer = forger.answer().await;
         let ToRunner::Refused { run_id, reason } = answer else {
             panic!("events for a run the forger does not hold are refused, got {answer:?}");
         };
@@ -683,23 +688,20 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
         run_id: run.id,
         epoch: running.lease_epoch,
         last_seq: 1,
-        status: RunStatus::Succeeded,
-        exit_code: Some(0),
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: Some("forged".to_owned()),
-        diff_stat: None,
-        session_id: None,
+        outcome: RunOutcome {
+            status: RunStatus::Succeeded,
+            exit_code: Some(0),
+            failure_reason: None,
+            failure_detail: None,
+            usage: Usage::default(),
+            summary: Some("forged".to_owned()),
+            diff_stat: None,
+            session_id: None,
+        },
         changed: false,
     };
     forger.send(&ToServer::Finished(finish)).await;
-    let answer = loop {
-        match forger.next().await.unwrap() {
-            ToRunner::Alive => {}
-            other => break other,
-        }
-    };
+    let answer = forger.answer().await;
     assert!(matches!(answer, ToRunner::Refused { .. }), "{answer:?}");
     assert_eq!(world.run(run.id).await.status, RunStatus::Running);
 }
@@ -833,4 +835,125 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
         "Claude Code called the model with the agent's key"
     );
     assert!(!log.contains(KEY), "the key never reaches the log");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn a_runner_holding_a_run_is_refused_under_a_stale_epoch_and_acknowledged_under_its_own() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (_replica, url) = world.replica("replica").await;
+    let (_, token) = world.runner_token("raw").await;
+    // The test itself is the runner, speaking the protocol by hand; the agent is bound to it.
+    let agent = world.agent("bound", "true", &["raw-runner"]).await;
+    let mut raw = RawClient::connect(&url).await;
+    raw.hello(&token, protocol::PROTOCOL_VERSION, "raw-runner")
+        .await;
+    let Ok(ToRunner::Welcome(welcome)) = raw.next().await else {
+        panic!("welcome");
+    };
+    assert!(welcome.orphans.is_empty());
+    raw.send(&ToServer::Claim { slots: 1 }).await;
+    let (_, run) = world.assign(&url, "Held by hand", &agent).await;
+    let ToRunner::Run(order) = raw.answer().await else {
+        panic!("expected the order");
+    };
+    assert_eq!(order.run_id, run.id);
+    assert_eq!(order.agent.name, "bound");
+    assert!(
+        order
+            .agent
+            .env
+            .iter()
+            .any(|v| v.secret && v.value == support::SECRET),
+        "the order carries the agent's secret opened, for the runner only"
+    );
+    // A stale epoch: refused, nothing written.
+    raw.send(&ToServer::Events {
+        run_id: run.id,
+        epoch: order.epoch - 1,
+        from_seq: 1,
+        events: vec![event(1)],
+    })
+    .await;
+    let ToRunner::Refused { reason, .. } = raw.answer().await else {
+        panic!("a stale epoch is refused");
+    };
+    assert!(reason.contains("epoch"), "{reason}");
+    assert!(
+        world
+            .store
+            .run_events_since(run.id, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Its own epoch: stored and acknowledged; a resend is harmless.
+    for _ in 0..2 {
+        raw.send(&ToServer::Events {
+            run_id: run.id,
+            epoch: order.epoch,
+            from_seq: 1,
+            events: vec![event(1), event(2)],
+        })
+        .await;
+        let ToRunner::Ack { run_id, seq } = raw.answer().await else {
+            panic!("events under the run's epoch are acknowledged");
+        };
+        assert_eq!((run_id, seq), (run.id, 2));
+    }
+    assert_eq!(
+        world
+            .store
+            .run_events_since(run.id, 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn a_cancel_on_another_replica_reaches_the_runner_at_once() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (_first, first_url) = world.replica("replica-1").await;
+    let (_second, second_url) = world.replica("replica-2").await;
+    let (_, token) = world.runner_token("box").await;
+    let agent = world.agent("endless", &ticker(100_000, "0.05"), &[]).await;
+    let _runner = world.runner("box-c", &[&first_url], &token, None);
+    let (_, run) = world
+        .assign(&first_url, "Cancel me elsewhere", &agent)
+        .await;
+    poll("the run to print", || async {
+        (!world.ticks(run.id).await.is_empty()).then_some(())
+    })
+    .await;
+    let resp = reqwest::Client::new()
+        .post(format!("{second_url}/api/v1/runs/{}/cancel", run.id))
+        .bearer_auth(&world.api_token)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "cancel: {}", resp.status());
+    let cancelled_at = tokio::time::Instant::now();
+    let done = poll_for(
+        Duration::from_secs(15),
+        "the run to end cancelled",
+        || async {
+            let run = world.run(run.id).await;
+            run.status.is_terminal().then_some(run)
+        },
+    )
+    .await;
+    assert_eq!(done.status, RunStatus::Cancelled, "{done:?}");
+    // SIGINT's grace is 10 s by default, but the ticker stops at SIGINT: well under a heartbeat lease.
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        cancelled_at.elapsed()
+    );
 }

@@ -152,8 +152,8 @@ pub struct NewRun {
     pub chain_depth: i32,
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
+/// How a run ended (also as a runner reports it, in the runner protocol's `finished`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunOutcome {
     /// A terminal status.
     pub status: RunStatus,

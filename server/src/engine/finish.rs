@@ -24,15 +24,13 @@ pub(crate) async fn conclude(
     report: &Finished,
     redactor: &Redactor,
 ) -> store::Result<()> {
+    let sent = &report.outcome;
     let outcome = RunOutcome {
-        status: report.status,
-        exit_code: report.exit_code,
-        failure_reason: report.failure_reason,
-        failure_detail: redactor.opt(report.failure_detail.as_deref()),
-        usage: report.usage,
-        summary: redactor.opt(report.summary.as_deref()),
-        diff_stat: redactor.opt(report.diff_stat.as_deref()),
-        session_id: redactor.opt(report.session_id.as_deref()),
+        failure_detail: redactor.opt(sent.failure_detail.as_deref()),
+        summary: redactor.opt(sent.summary.as_deref()),
+        diff_stat: redactor.opt(sent.diff_stat.as_deref()),
+        session_id: redactor.opt(sent.session_id.as_deref()),
+        ..sent.clone()
     };
     if !outcome.status.is_terminal() {
         return Err(store::Error::Conflict {

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Engine, finish, order};
 use crate::domain::{
-    AgentKind, CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run, RunId, RunStatus, Runner,
-    Usage,
+    AgentKind, CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run, RunId, RunOutcome,
+    RunStatus, Runner, Usage,
 };
 use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
@@ -420,14 +420,16 @@ impl Session {
             run_id: run.id,
             epoch: run.lease_epoch,
             last_seq: 0,
-            status: RunStatus::Failed,
-            exit_code: None,
-            failure_reason: Some(refusal.reason),
-            failure_detail: None,
-            usage: Usage::default(),
-            summary: Some(refusal.message),
-            diff_stat: None,
-            session_id: None,
+            outcome: RunOutcome {
+                status: RunStatus::Failed,
+                exit_code: None,
+                failure_reason: Some(refusal.reason),
+                failure_detail: None,
+                usage: Usage::default(),
+                summary: Some(refusal.message),
+                diff_stat: None,
+                session_id: None,
+            },
             changed: false,
         };
         if let Err(e) = finish::conclude(&self.engine, run, &report, &Redactor::default()).await {

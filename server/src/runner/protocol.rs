@@ -17,8 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{
-    AgentKind, Budget, FailureReason, NewRunEvent, PermissionMode, RunId, RunStatus, Seq, Usage,
-    WorkspaceId,
+    AgentKind, Budget, NewRunEvent, PermissionMode, RunId, RunOutcome, Seq, WorkspaceId,
 };
 
 /// The protocol version this build speaks.
@@ -113,14 +112,7 @@ pub struct Finished {
     pub epoch: i64,
     /// The highest event seq the run produced (all sent before this message).
     pub last_seq: Seq,
-    pub status: RunStatus,
-    pub exit_code: Option<i32>,
-    pub failure_reason: Option<FailureReason>,
-    pub failure_detail: Option<String>,
-    pub usage: Usage,
-    pub summary: Option<String>,
-    pub diff_stat: Option<String>,
-    pub session_id: Option<String>,
+    pub outcome: RunOutcome,
     /// Whether the run changed its worktree: an interrupted run that did is left to a person.
     pub changed: bool,
 }

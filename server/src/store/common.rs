@@ -92,6 +92,35 @@ pub(super) use {
 /// Writes `impl Store for $store` on database `$db`.
 macro_rules! impl_store {
     ($store:ty, $db:ty) => {
+        impl $store {
+            /// Records how a run ended: any live run (`epoch` `None`: the server's own decision, e.g.
+            /// cancelling a queued run), or only a claimed or running one at `epoch` (a runner's report).
+            /// `run_lease` when the run is not (or no longer) in that state.
+            async fn finish_run_at(&self, run: RunId, epoch: Option<i64>, outcome: &RunOutcome) -> Result<Run> {
+                if !outcome.status.is_terminal() {
+                    return Err(anyhow::anyhow!("a run's finish needs a final status, not {}", outcome.status).into());
+                }
+                let u = &outcome.usage;
+                let row = sqlx::query_as::<$db, RunRow>(concat!(
+                    "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
+                    "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
+                    "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
+                    "stalled_at = null, failure_detail = $14, cost_unknown = $15 ",
+                    "where run_id = $1 and (($16 is null and status in ('queued', 'claimed', 'running')) ",
+                    "or (lease_epoch = $16 and status in ('claimed', 'running'))) returning ", run_cols!()))
+                    .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
+                    .bind(u.input_tokens).bind(u.output_tokens).bind(u.cache_read_tokens).bind(u.cache_write_tokens)
+                    .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
+                    .bind(outcome.session_id.as_deref()).bind(now())
+                    .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown).bind(epoch)
+                    .fetch_optional(&self.pool).await?;
+                match row {
+                    Some(row) => Ok(row.into()),
+                    None => { $crate::store::Store::get_run(self, run).await?; Err(Error::conflict("run_lease")) }
+                }
+            }
+        }
+
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {
             fn backend(&self) -> $crate::store::Backend { Self::BACKEND }
@@ -916,49 +945,11 @@ macro_rules! impl_store {
             }
 
             async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run> {
-                if !outcome.status.is_terminal() {
-                    return Err(anyhow::anyhow!("finish_run needs a final status, not {}", outcome.status).into());
-                }
-                let u = &outcome.usage;
-                let row = sqlx::query_as::<$db, RunRow>(concat!(
-                    "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
-                    "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
-                    "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
-                    "stalled_at = null, failure_detail = $14, cost_unknown = $15 ",
-                    "where run_id = $1 and status in ('queued', 'claimed', 'running') returning ", run_cols!()))
-                    .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
-                    .bind(u.input_tokens).bind(u.output_tokens).bind(u.cache_read_tokens).bind(u.cache_write_tokens)
-                    .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
-                    .bind(outcome.session_id.as_deref()).bind(now())
-                    .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown)
-                    .fetch_optional(&self.pool).await?;
-                match row {
-                    Some(row) => Ok(row.into()),
-                    None => { self.get_run(run).await?; Err(Error::conflict("run_lease")) }
-                }
+                self.finish_run_at(run, None, outcome).await
             }
 
             async fn finish_leased_run(&self, run: RunId, epoch: i64, outcome: &RunOutcome) -> Result<Run> {
-                if !outcome.status.is_terminal() {
-                    return Err(anyhow::anyhow!("finish_leased_run needs a final status, not {}", outcome.status).into());
-                }
-                let u = &outcome.usage;
-                let row = sqlx::query_as::<$db, RunRow>(concat!(
-                    "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
-                    "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
-                    "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
-                    "stalled_at = null, failure_detail = $14, cost_unknown = $15 ",
-                    "where run_id = $1 and lease_epoch = $16 and status in ('claimed', 'running') returning ", run_cols!()))
-                    .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
-                    .bind(u.input_tokens).bind(u.output_tokens).bind(u.cache_read_tokens).bind(u.cache_write_tokens)
-                    .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
-                    .bind(outcome.session_id.as_deref()).bind(now())
-                    .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown).bind(epoch)
-                    .fetch_optional(&self.pool).await?;
-                match row {
-                    Some(row) => Ok(row.into()),
-                    None => { self.get_run(run).await?; Err(Error::conflict("run_lease")) }
-                }
+                self.finish_run_at(run, Some(epoch), outcome).await
             }
 
             async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>> {

@@ -2,7 +2,7 @@
 //! redacted by the run's redactor before they leave the runner).
 
 use super::events::Tally;
-use crate::domain::{FailureReason, RunStatus};
+use crate::domain::{FailureReason, RunOutcome, RunStatus};
 use crate::redact::Redactor;
 use crate::runner::protocol::Finished;
 
@@ -96,14 +96,16 @@ pub(super) fn finished(
         run_id: held.run_id,
         epoch: held.epoch,
         last_seq,
-        status,
-        exit_code,
-        failure_reason,
-        failure_detail: redactor.opt(failure_detail),
-        usage: tally.usage,
-        summary: redactor.opt(summary.as_deref()),
-        diff_stat: redactor.opt(tally.diff_stat.as_deref()),
-        session_id: redactor.opt(tally.session_id.as_deref()),
+        outcome: RunOutcome {
+            status,
+            exit_code,
+            failure_reason,
+            failure_detail: redactor.opt(failure_detail),
+            usage: tally.usage,
+            summary: redactor.opt(summary.as_deref()),
+            diff_stat: redactor.opt(tally.diff_stat.as_deref()),
+            session_id: redactor.opt(tally.session_id.as_deref()),
+        },
         changed: tally.changed,
     }
 }
