@@ -4,7 +4,7 @@
 //! inbox and the comment, and the pages and the API render them from the same facts.
 //!
 //! The facts are what the run recorded: its classified [`FailureReason`] (from the adapters' structured
-//! `Error` events and the exit status, see `supervisor::finish`), its exit code, and the decisive error
+//! `Error` events and the exit status, see `engine::finish`), its exit code, and the decisive error
 //! message (`failure_detail`), which may carry the HTTP status the provider answered with.
 
 use muster_agents::{AgentEvent, ErrorClass};
