@@ -405,18 +405,6 @@ pub struct RunnerRowView {
     pub last_heartbeat_ago: String,
 }
 
-/// A runner token row (never the secret).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunnerTokenRowView {
-    pub name: String,
-    pub prefix: String,
-    pub created_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub revoked: bool,
-    /// POST here to revoke.
-    pub revoke_url: String,
-}
-
 /// `GET /w/{slug}/runners`: the runners any member sees; for owners and admins (`can_manage`) the
 /// runner tokens and the create form (POST `/w/{slug}/runners/tokens`, field `name`), with a new
 /// token's secret in `new_token` right after creation, shown this once.
@@ -425,7 +413,7 @@ pub struct RunnersView {
     pub nav: Nav,
     pub runners: Vec<RunnerRowView>,
     pub can_manage: bool,
-    pub tokens: Vec<RunnerTokenRowView>,
+    pub tokens: Vec<TokenRowView>,
     pub new_token: Option<String>,
     /// The server URL to pass to `muster runner --server`, when known.
     pub server_url: Option<String>,

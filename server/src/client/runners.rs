@@ -2,10 +2,10 @@
 //! runner` itself is the runner, not a client of this page.)
 
 use clap::Subcommand;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::output::{clean, print_json, table};
-use super::{Client, Remote, segment};
+use super::{Client, Remote};
 
 /// What to do with runner tokens (owners and admins).
 #[derive(Debug, Subcommand)]
@@ -28,28 +28,19 @@ fn text(v: &Value, key: &str) -> String {
     clean(v[key].as_str().unwrap_or(""))
 }
 
+/// The runner tokens' collection in the API.
+const TOKENS: &str = "/api/v1/runner-tokens";
+
 /// Runs a `muster runner-token` command.
 pub async fn tokens(remote: &Remote, command: RunnerTokenCommand) -> anyhow::Result<()> {
     let client = remote.connect()?;
     match command {
         RunnerTokenCommand::List => list_tokens(&client, remote.json).await?,
         RunnerTokenCommand::Create { name } => {
-            let created = client
-                .post("/api/v1/runner-tokens", &json!({ "name": name }))
-                .await?;
-            if remote.json {
-                return print_json(&created);
-            }
-            println!("{}", created["token"].as_str().unwrap_or_default());
+            super::team::create_token(&client, TOKENS, &name, remote.json).await?;
         }
         RunnerTokenCommand::Revoke { id } => {
-            client
-                .delete(&format!("/api/v1/runner-tokens/{}", segment(&id)))
-                .await?;
-            if remote.json {
-                return print_json(&json!({ "revoked": id }));
-            }
-            println!("revoked {}", clean(&id));
+            super::team::revoke_token(&client, TOKENS, &id, remote.json).await?;
         }
     }
     Ok(())

@@ -269,23 +269,43 @@ pub async fn tokens(remote: &Remote, command: TokenCommand) -> anyhow::Result<()
             );
         }
         TokenCommand::Create { name } => {
-            let created = client
-                .post("/api/v1/tokens", &json!({ "name": name }))
-                .await?;
-            if remote.json {
-                return print_json(&created);
-            }
-            println!("{}", created["token"].as_str().unwrap_or_default());
+            create_token(&client, "/api/v1/tokens", &name, remote.json).await?
         }
         TokenCommand::Revoke { id } => {
-            client
-                .delete(&format!("/api/v1/tokens/{}", segment(&id)))
-                .await?;
-            if remote.json {
-                return print_json(&json!({ "revoked": id }));
-            }
-            println!("revoked {}", clean(&id));
+            revoke_token(&client, "/api/v1/tokens", &id, remote.json).await?
         }
     }
+    Ok(())
+}
+
+/// Creates a token at `collection` (API tokens, runner tokens) and prints its secret, once.
+pub(crate) async fn create_token(
+    client: &Client,
+    collection: &str,
+    name: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let created = client.post(collection, &json!({ "name": name })).await?;
+    if json {
+        return print_json(&created);
+    }
+    println!("{}", created["token"].as_str().unwrap_or_default());
+    Ok(())
+}
+
+/// Revokes the token `id` of `collection`.
+pub(crate) async fn revoke_token(
+    client: &Client,
+    collection: &str,
+    id: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    client
+        .delete(&format!("{collection}/{}", segment(id)))
+        .await?;
+    if json {
+        return print_json(&json!({ "revoked": id }));
+    }
+    println!("revoked {}", clean(id));
     Ok(())
 }

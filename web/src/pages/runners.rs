@@ -2,12 +2,13 @@
 //! reported, what they run now); owners and admins also manage the runner tokens remote runners connect
 //! with, a new one's secret shown once.
 
+use super::tokens::token_row;
 use maud::{Markup, html};
 
 use crate::layout::{page, page_head, workspace_url};
 use crate::partials::form::{Form, csrf};
 use crate::partials::widgets::Timestamp;
-use crate::views::{RunnerRowView, RunnerTokenRowView, RunnersView};
+use crate::views::{RunnerRowView, RunnersView};
 
 /// The runners page.
 pub fn runners(v: &RunnersView) -> Markup {
@@ -92,7 +93,7 @@ fn tokens(v: &RunnersView) -> Markup {
                         th scope="col" { "Last used" } th scope="col" { "State" }
                         th scope="col" { span.visually-hidden { "Actions" } }
                     } }
-                    tbody { @for t in &v.tokens { (token_row(t, &v.nav.csrf)) } }
+                    tbody { @for t in &v.tokens { (token_row(t, &v.nav.csrf, "Its runners are disconnected at once.")) } }
                 }
             }
         }
@@ -111,33 +112,6 @@ fn new_token_box(v: &RunnersView, secret: &str) -> Markup {
                 button.btn.btn-primary type="button" data-copy="#new-token" { "Copy" }
             }
             p.muted { "On the runner's machine: " code { "muster runner --server " (server) " --token <token> --name <name>" } }
-        }
-    }
-}
-
-fn token_row(t: &RunnerTokenRowView, csrf_token: &str) -> Markup {
-    html! {
-        tr.revoked[t.revoked] data-token=(t.name) {
-            td { (t.name) }
-            td { code { (t.prefix) "…" } }
-            td { (Timestamp(t.created_at)) }
-            td {
-                @match t.last_used_at {
-                    Some(at) => (Timestamp(at)),
-                    None => span.muted { "Never" },
-                }
-            }
-            td {
-                @if t.revoked { span.pill.pill-muted { "Revoked" } } @else { span.pill.pill-ok { "Active" } }
-            }
-            td.actions {
-                @if !t.revoked {
-                    form method="post" action=(t.revoke_url) data-confirm={ "Revoke runner token " (t.name) "? Its runners are disconnected at once." } {
-                        (csrf(csrf_token))
-                        button.btn.btn-small.btn-danger-ghost type="submit" { "Revoke" span.visually-hidden { " " (t.name) } }
-                    }
-                }
-            }
         }
     }
 }

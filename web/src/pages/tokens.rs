@@ -33,7 +33,7 @@ pub fn tokens(v: &TokensView) -> Markup {
                         th scope="col" { "Last used" } th scope="col" { "State" }
                         th scope="col" { span.visually-hidden { "Actions" } }
                     } }
-                    tbody { @for t in &v.tokens { (token_row(t, &v.nav.csrf)) } }
+                    tbody { @for t in &v.tokens { (token_row(t, &v.nav.csrf, "Programs using it stop working.")) } }
                 }
             }
         }
@@ -55,9 +55,11 @@ fn new_token_box(secret: &str) -> Markup {
     }
 }
 
-fn token_row(t: &TokenRowView, token: &str) -> Markup {
+/// One token of a list (API tokens, runner tokens) with its revoke button; `consequence` says what a
+/// revoke does.
+pub(crate) fn token_row(t: &TokenRowView, token: &str, consequence: &str) -> Markup {
     html! {
-        tr.revoked[t.revoked] {
+        tr.revoked[t.revoked] data-token=(t.name) {
             td { (t.name) }
             td { code { (t.prefix) "…" } }
             td { (Timestamp(t.created_at)) }
@@ -72,7 +74,7 @@ fn token_row(t: &TokenRowView, token: &str) -> Markup {
             }
             td.actions {
                 @if !t.revoked {
-                    form method="post" action=(t.revoke_url) data-confirm={ "Revoke token " (t.name) "? Programs using it stop working." } {
+                    form method="post" action=(t.revoke_url) data-confirm={ "Revoke token " (t.name) "? " (consequence) } {
                         (csrf(token))
                         button.btn.btn-small.btn-danger-ghost type="submit" { "Revoke" span.visually-hidden { " " (t.name) } }
                     }

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
-use muster_web::views::{FormErrors, NavItem, RunnerRowView, RunnerTokenRowView, RunnersView};
+use muster_web::views::{FormErrors, NavItem, RunnerRowView, RunnersView, TokenRowView};
 
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
@@ -93,7 +93,7 @@ async fn runners_view(state: &AppState, member: &WsMember) -> crate::http::Resul
         svc::list_tokens(state, caller)
             .await?
             .iter()
-            .map(|t| RunnerTokenRowView {
+            .map(|t| TokenRowView {
                 name: t.name.clone(),
                 prefix: t.prefix.clone(),
                 created_at: t.created_at,

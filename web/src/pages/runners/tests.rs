@@ -1,6 +1,6 @@
 use super::*;
 use crate::samples::{at, nav};
-use crate::views::NavItem;
+use crate::views::{NavItem, TokenRowView};
 
 fn runner(name: &str, online: bool, revoked: bool) -> RunnerRowView {
     RunnerRowView {
@@ -22,7 +22,7 @@ fn view(can_manage: bool) -> RunnersView {
         nav: nav(NavItem::Runners),
         runners: vec![runner("gpu-box", true, false), runner("old", false, true)],
         can_manage,
-        tokens: vec![RunnerTokenRowView {
+        tokens: vec![TokenRowView {
             name: "gpu".into(),
             prefix: "mrt_4f2a1b".into(),
             created_at: at(1, 8, 0),
