@@ -107,6 +107,9 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
             attempt: 1,
             not_before: None,
             chain_depth: 0,
+            trigger: muster::domain::RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
         })
         .await
         .unwrap();

@@ -138,6 +138,9 @@ impl Cli {
                 attempt: 1,
                 not_before: None,
                 chain_depth: 0,
+                trigger: muster::domain::RunTrigger::Assignment,
+                trigger_comment_id: None,
+                previous_run_id: None,
             })
             .await
             .unwrap()

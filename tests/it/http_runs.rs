@@ -74,6 +74,9 @@ impl World {
                 attempt,
                 not_before: None,
                 chain_depth: 0,
+                trigger: muster::domain::RunTrigger::Assignment,
+                trigger_comment_id: None,
+                previous_run_id: None,
             })
             .await
             .unwrap()

@@ -7,7 +7,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    AgentId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId, UserId, WorkspaceId, string_enum,
+    AgentId, CommentId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId, UserId, WorkspaceId,
+    string_enum,
 };
 
 string_enum!(
@@ -70,6 +71,17 @@ impl FailureReason {
         )
     }
 }
+
+string_enum!(
+    /// What queued a run: its issue was assigned to the agent (or became due with it assigned), a
+    /// person commented on the agent's issue, someone mentioned the agent, or a run was tried again.
+    RunTrigger, "trigger" {
+        Assignment => "assignment",
+        Comment => "comment",
+        Mention => "mention",
+        Retry => "retry",
+    }
+);
 
 /// Position in a run's event log; the replay cursor. The first event has seq 1; 0 means "before all".
 pub type Seq = i64;
@@ -150,6 +162,29 @@ pub struct NewRun {
     pub not_before: Option<DateTime<Utc>>,
     /// How many agent hand-offs led here (loop guard).
     pub chain_depth: i32,
+    /// What queued it.
+    pub trigger: RunTrigger,
+    /// The comment that queued it (a reply or a mention), when one did.
+    pub trigger_comment_id: Option<CommentId>,
+    /// The agent's last run on the issue, whose session and branch a follow-up continues.
+    pub previous_run_id: Option<RunId>,
+}
+
+impl NewRun {
+    /// A first attempt of `agent` on `issue`, queued by an assignment, at chain depth 0.
+    pub fn assignment(workspace_id: WorkspaceId, issue_id: IssueId, agent_id: AgentId) -> Self {
+        Self {
+            workspace_id,
+            issue_id,
+            agent_id,
+            attempt: 1,
+            not_before: None,
+            chain_depth: 0,
+            trigger: RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
+        }
+    }
 }
 
 /// How a run ended (also as a runner reports it, in the runner protocol's `finished`).
@@ -199,6 +234,12 @@ pub struct Run {
     /// How many times the run was claimed: each claim increments it, and a runner's renewals, events and
     /// finish count only at the epoch of its own claim, so a runner that lost the run writes nothing.
     pub lease_epoch: i64,
+    /// What queued it.
+    pub trigger: RunTrigger,
+    /// The comment that queued it (a reply or a mention), when one did and it still exists.
+    pub trigger_comment_id: Option<CommentId>,
+    /// The agent's last run on the issue when this follow-up was queued.
+    pub previous_run_id: Option<RunId>,
 }
 
 /// An event to append; the producer numbers events so a resend after a reconnect is idempotent.
@@ -249,6 +290,7 @@ string_enum!(
         RunInterrupted => "run_interrupted",
         AwaitingReview => "awaiting_review",
         Mentioned => "mentioned",
+        LoopGuard => "loop_guard",
     }
 );
 

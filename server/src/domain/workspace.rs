@@ -164,6 +164,10 @@ pub struct Workspace {
     /// Local git repository that runs get worktrees of, if any.
     pub repo_path: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// Loop guard: how deep a chain of agents mentioning agents may go (a person's mention is depth 0).
+    pub mention_depth_limit: i32,
+    /// Loop guard: how many agent-triggered runs (replies, mentions) an issue may get in one hour.
+    pub agent_runs_per_issue_per_hour: i32,
 }
 
 /// Input for a new user; the password arrives already hashed.

@@ -71,6 +71,8 @@ pub(crate) async fn conclude(
     if let Err(e) = followed {
         tracing::warn!(error = %e, "cannot update the issue after the run");
     }
+    // Comments that arrived while the run was live are answered by a follow-up continuing it.
+    crate::service::triggers::run_ended(state, &finished).await;
     announce(state, &issue);
     state.runs.wake();
     Ok(())

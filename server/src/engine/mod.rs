@@ -217,15 +217,19 @@ impl Engine {
     /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent
     /// already has a live run on the issue (`run_one_active_key`).
     pub async fn queue(&self, issue: &Issue, agent: AgentId) -> store::Result<Option<Run>> {
-        let new = NewRun {
-            workspace_id: issue.workspace_id,
-            issue_id: issue.id,
-            agent_id: agent,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-        };
-        self.enqueue(&new).await
+        self.enqueue_with(&NewRun::assignment(issue.workspace_id, issue.id, agent), &[])
+            .await
+    }
+
+    /// Queues `new` (a follow-up or a mention, built by `service::triggers`) answering `comments`
+    /// besides its trigger comment, and wakes the runners. `Ok(None)` when that agent already has a live
+    /// run on the issue.
+    pub async fn queue_run(
+        &self,
+        new: &NewRun,
+        comments: &[crate::domain::CommentId],
+    ) -> store::Result<Option<Run>> {
+        self.enqueue_with(new, comments).await
     }
 
     /// Queues the next attempt of `run` (same agent, same issue, same chain depth), claimable after
@@ -239,14 +243,27 @@ impl Engine {
             attempt: run.attempt + 1,
             not_before: delay.map(|d| chrono::Utc::now() + d),
             chain_depth: run.chain_depth,
+            trigger: crate::domain::RunTrigger::Retry,
+            trigger_comment_id: run.trigger_comment_id,
+            previous_run_id: Some(run.id),
         };
-        self.enqueue(&new).await
+        // The retry answers the same comments as the attempt it repeats.
+        let comments = self.store.list_run_comments(run.id).await?;
+        self.enqueue_with(&new, &comments).await
     }
 
-    /// Creates the run, then wakes this replica's runners and tells the other replicas.
-    async fn enqueue(&self, new: &NewRun) -> store::Result<Option<Run>> {
+    /// Creates the run and adds `comments` to its set (before any runner can claim it), then wakes this
+    /// replica's runners and tells the other replicas.
+    async fn enqueue_with(
+        &self,
+        new: &NewRun,
+        comments: &[crate::domain::CommentId],
+    ) -> store::Result<Option<Run>> {
         match self.store.create_run(new).await {
             Ok(run) => {
+                for comment in comments {
+                    self.store.add_run_comment(run.id, *comment).await?;
+                }
                 tracing::info!(run.id = %run.id, attempt = run.attempt, "run queued");
                 self.runs.wake();
                 self.hub.relay(crate::hub::Relayed::RunQueued(run.id));

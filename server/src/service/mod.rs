@@ -12,6 +12,7 @@ pub mod runs;
 pub mod runtimes;
 pub mod skills;
 pub mod tokens;
+pub mod triggers;
 pub mod workspace;
 
 use crate::domain::{Role, User, Workspace};

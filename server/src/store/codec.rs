@@ -13,7 +13,7 @@ use uuid::fmt::Hyphenated;
 use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, FailureReason,
     InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle,
-    PermissionMode, Priority, Role, RunId, RunStatus, RunnerId, RunnerTokenId, SessionId, SkillId,
+    PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId,
     SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
@@ -103,6 +103,7 @@ text_codec!(
     RunStatus => |v: &RunStatus| v.as_str(), str::parse::<RunStatus>;
     FailureReason => |v: &FailureReason| v.as_str(), str::parse::<FailureReason>;
     InboxKind => |v: &InboxKind| v.as_str(), str::parse::<InboxKind>;
+    RunTrigger => |v: &RunTrigger| v.as_str(), str::parse::<RunTrigger>;
     SkillSource => |v: &SkillSource| v.as_str(), str::parse::<SkillSource>;
     ActivityKind => |v: &ActivityKind| v.as_str(), str::parse::<ActivityKind>;
     Slug => Slug::as_str, Slug::parse;

@@ -10,10 +10,12 @@
 
 macro_rules! ws_cols {
     () => {
-        "w.workspace_id, w.name, w.slug, w.issue_prefix, w.issue_counter, w.repo_path, w.created_at"
+        "w.workspace_id, w.name, w.slug, w.issue_prefix, w.issue_counter, w.repo_path, w.created_at, \
+         w.mention_depth_limit, w.agent_runs_per_issue_per_hour"
     };
     (bare) => {
-        "workspace_id, name, slug, issue_prefix, issue_counter, repo_path, created_at"
+        "workspace_id, name, slug, issue_prefix, issue_counter, repo_path, created_at, mention_depth_limit, \
+         agent_runs_per_issue_per_hour"
     };
 }
 macro_rules! user_cols {
@@ -67,7 +69,8 @@ macro_rules! run_cols { () => {
     "run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, runner_id, lease_expires_at, \
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
-     started_at, finished_at, failure_detail, cost_unknown, lease_epoch"
+     started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
+     previous_run_id"
 } }
 macro_rules! token_cols { () => {
     "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
@@ -177,6 +180,15 @@ macro_rules! impl_store {
                 let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
                     "update workspace set repo_path = $2 where workspace_id = $1 returning ", ws_cols!(bare)))
                     .bind(id).bind(repo).fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn set_workspace_limits(&self, id: WorkspaceId, mention_depth_limit: i32, agent_runs_per_issue_per_hour: i32) -> Result<Workspace> {
+                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
+                    "update workspace set mention_depth_limit = $2, agent_runs_per_issue_per_hour = $3 ",
+                    "where workspace_id = $1 returning ", ws_cols!(bare)))
+                    .bind(id).bind(mention_depth_limit).bind(agent_runs_per_issue_per_hour)
+                    .fetch_one(&self.pool).await?;
                 Ok(row.into())
             }
 
@@ -852,13 +864,70 @@ macro_rules! impl_store {
             }
 
             async fn create_run(&self, new: &NewRun) -> Result<Run> {
+                let (id, mut tx) = (RunId::new(), self.begin_write().await?);
                 let row = sqlx::query_as::<$db, RunRow>(concat!(
                     "insert into run (run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, not_before, ",
-                    "created_at) values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8) returning ", run_cols!()))
-                    .bind(RunId::new()).bind(new.workspace_id).bind(new.issue_id).bind(new.agent_id)
+                    "created_at, trigger, trigger_comment_id, previous_run_id) ",
+                    "values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11) returning ", run_cols!()))
+                    .bind(id).bind(new.workspace_id).bind(new.issue_id).bind(new.agent_id)
                     .bind(new.attempt).bind(new.chain_depth).bind(new.not_before).bind(now())
-                    .fetch_one(&self.pool).await?;
+                    .bind(new.trigger).bind(new.trigger_comment_id).bind(new.previous_run_id)
+                    .fetch_one(&mut *tx).await?;
+                if let Some(comment) = new.trigger_comment_id {
+                    sqlx::query::<$db>("insert into run_comment (run_id, comment_id) values ($1, $2)")
+                        .bind(id).bind(comment).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
                 Ok(row.into())
+            }
+
+            async fn count_agent_triggered_runs(&self, issue: IssueId, since: DateTime<Utc>) -> Result<i64> {
+                let n = sqlx::query_scalar::<$db, i64>(
+                    "select count(*) from run where issue_id = $1 and chain_depth > 0 and created_at >= $2")
+                    .bind(issue).bind(since).fetch_one(&self.pool).await?;
+                Ok(n)
+            }
+
+            async fn last_run_of_agent(&self, issue: IssueId, agent: AgentId) -> Result<Option<Run>> {
+                let row = sqlx::query_as::<$db, RunRow>(concat!("select ", run_cols!(), " from run ",
+                    "where issue_id = $1 and agent_id = $2 order by created_at desc, run_id desc limit 1"))
+                    .bind(issue).bind(agent).fetch_optional(&self.pool).await?;
+                Ok(row.map(Into::into))
+            }
+
+            async fn add_run_comment(&self, run: RunId, comment: CommentId) -> Result<bool> {
+                let done = sqlx::query::<$db>(
+                    "insert into run_comment (run_id, comment_id) select $1, $2 \
+                     where exists (select 1 from run where run_id = $1 and status = 'queued') \
+                     on conflict do nothing")
+                    .bind(run).bind(comment).execute(&self.pool).await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn list_run_comments(&self, run: RunId) -> Result<Vec<CommentId>> {
+                let ids = sqlx::query_scalar::<$db, CommentId>(
+                    "select rc.comment_id from run_comment rc join comment c on c.comment_id = rc.comment_id \
+                     where rc.run_id = $1 order by c.created_at, c.comment_id")
+                    .bind(run).fetch_all(&self.pool).await?;
+                Ok(ids)
+            }
+
+            async fn add_pending_comment(&self, issue: IssueId, agent: AgentId, comment: CommentId, chain_depth: i32) -> Result<()> {
+                sqlx::query::<$db>(concat!(
+                    "insert into pending_comment (issue_id, agent_id, comment_id, chain_depth) values ($1, $2, $3, $4) ",
+                    "on conflict do nothing"))
+                    .bind(issue).bind(agent).bind(comment).bind(chain_depth).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn take_pending_comments(&self, issue: IssueId, agent: AgentId) -> Result<Vec<(CommentId, i32)>> {
+                // One `delete … returning`: of two concurrent takers, only one gets each row.
+                let mut taken = sqlx::query_as::<$db, (CommentId, i32, DateTime<Utc>)>(
+                    "delete from pending_comment where issue_id = $1 and agent_id = $2 returning comment_id, chain_depth, \
+                     (select c.created_at from comment c where c.comment_id = pending_comment.comment_id) as at")
+                    .bind(issue).bind(agent).fetch_all(&self.pool).await?;
+                taken.sort_by(|a, b| (a.2, a.0.to_string()).cmp(&(b.2, b.0.to_string())));
+                Ok(taken.into_iter().map(|(id, depth, _)| (id, depth)).collect())
             }
 
             async fn get_run(&self, id: RunId) -> Result<Run> {

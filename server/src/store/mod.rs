@@ -286,6 +286,13 @@ pub trait Store: Send + Sync + 'static {
     async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>>;
     /// Sets or clears the local repository that runs get worktrees of.
     async fn set_workspace_repo(&self, id: WorkspaceId, repo: Option<&str>) -> Result<Workspace>;
+    /// Sets the loop guard's limits (the caller validates their ranges).
+    async fn set_workspace_limits(
+        &self,
+        id: WorkspaceId,
+        mention_depth_limit: i32,
+        agent_runs_per_issue_per_hour: i32,
+    ) -> Result<Workspace>;
     /// Creates a user.
     async fn create_user(&self, new: &NewUser) -> Result<User>;
     /// A user by id.
@@ -498,8 +505,35 @@ pub trait Store: Send + Sync + 'static {
     async fn get_runner(&self, id: RunnerId) -> Result<Runner>;
 
     // --- runs and the run log ---
-    /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue).
+    /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue); its
+    /// trigger comment, if any, starts the run's comment set in the same transaction.
     async fn create_run(&self, new: &NewRun) -> Result<Run>;
+    /// How many runs queued by an agent's comment (chain depth ≥ 1) the issue got since `since` (the
+    /// loop guard's per-hour cap).
+    async fn count_agent_triggered_runs(&self, issue: IssueId, since: DateTime<Utc>) -> Result<i64>;
+    /// The latest run (by creation) of `agent` on `issue`, if any.
+    async fn last_run_of_agent(&self, issue: IssueId, agent: AgentId) -> Result<Option<Run>>;
+    /// Adds `comment` to the set of comments a run answers, only while the run is still queued (its
+    /// order is built when it is claimed). `false` when it is no longer queued (or already has it).
+    async fn add_run_comment(&self, run: RunId, comment: CommentId) -> Result<bool>;
+    /// The comments a run answers, oldest first.
+    async fn list_run_comments(&self, run: RunId) -> Result<Vec<CommentId>>;
+    /// Keeps `comment` for `agent`'s next follow-up on `issue` (it had a live run when it arrived), with
+    /// the chain depth a run it queued would have had.
+    async fn add_pending_comment(
+        &self,
+        issue: IssueId,
+        agent: AgentId,
+        comment: CommentId,
+        chain_depth: i32,
+    ) -> Result<()>;
+    /// Removes and returns the comments kept for `agent` on `issue` with their chain depths, oldest
+    /// first; two callers never both get the same comment.
+    async fn take_pending_comments(
+        &self,
+        issue: IssueId,
+        agent: AgentId,
+    ) -> Result<Vec<(CommentId, i32)>>;
     /// A run by id.
     async fn get_run(&self, id: RunId) -> Result<Run>;
     /// An issue's runs, oldest first.

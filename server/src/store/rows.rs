@@ -9,7 +9,7 @@ use crate::domain::{
     Budget, Comment, CommentAuthor, CommentId, Email, EnvVar, FailureReason, InboxItem,
     InboxItemId, InboxKind, Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix,
     IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role, Run,
-    RunEvent, RunId, RunStatus, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId,
+    RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId,
     Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace,
     WorkspaceId,
 };
@@ -23,6 +23,8 @@ pub(super) struct WorkspaceRow {
     issue_counter: i64,
     repo_path: Option<String>,
     created_at: DateTime<Utc>,
+    mention_depth_limit: i32,
+    agent_runs_per_issue_per_hour: i32,
 }
 
 impl From<WorkspaceRow> for Workspace {
@@ -35,6 +37,8 @@ impl From<WorkspaceRow> for Workspace {
             issue_counter: r.issue_counter,
             repo_path: r.repo_path,
             created_at: r.created_at,
+            mention_depth_limit: r.mention_depth_limit,
+            agent_runs_per_issue_per_hour: r.agent_runs_per_issue_per_hour,
         }
     }
 }
@@ -399,6 +403,9 @@ pub(super) struct RunRow {
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
     lease_epoch: i64,
+    trigger: RunTrigger,
+    trigger_comment_id: Option<CommentId>,
+    previous_run_id: Option<RunId>,
 }
 
 impl From<RunRow> for Run {
@@ -436,6 +443,9 @@ impl From<RunRow> for Run {
             started_at: r.started_at,
             finished_at: r.finished_at,
             lease_epoch: r.lease_epoch,
+            trigger: r.trigger,
+            trigger_comment_id: r.trigger_comment_id,
+            previous_run_id: r.previous_run_id,
         }
     }
 }

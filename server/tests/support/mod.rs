@@ -264,6 +264,9 @@ pub fn new_run(
         attempt: 1,
         not_before,
         chain_depth: 0,
+        trigger: muster::domain::RunTrigger::Assignment,
+        trigger_comment_id: None,
+        previous_run_id: None,
     }
 }
 

@@ -400,6 +400,9 @@ async fn agent_delete_rules(t: &Env) {
             attempt: 1,
             not_before: None,
             chain_depth: 0,
+            trigger: muster::domain::RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
         })
         .await
         .unwrap();

@@ -169,6 +169,9 @@ async fn run_token(t: &Env, key: &str, name: &str) -> String {
             attempt: 1,
             not_before: None,
             chain_depth: 0,
+            trigger: muster::domain::RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
         })
         .await
         .unwrap();

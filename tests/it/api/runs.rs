@@ -40,6 +40,9 @@ async fn queue(t: &Env, issue: &Issue, agent: &Agent, attempt: i32) -> Run {
             attempt,
             not_before: None,
             chain_depth: 0,
+            trigger: muster::domain::RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
         })
         .await
         .unwrap()

@@ -84,6 +84,9 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         attempt: 1,
         not_before: None,
         chain_depth: 0,
+        trigger: muster::domain::RunTrigger::Assignment,
+        trigger_comment_id: None,
+        previous_run_id: None,
     };
     let run = store.create_run(&new_run(doomed.id)).await.unwrap();
     store

@@ -164,6 +164,9 @@ async fn latest_runs_are_one_per_issue(store: Arc<dyn Store>) {
         attempt,
         not_before: None,
         chain_depth: 0,
+        trigger: muster::domain::RunTrigger::Assignment,
+        trigger_comment_id: None,
+        previous_run_id: None,
     };
     let a1 = store
         .create_run(&run(a.id, coder.id, f.ws.id, 1))

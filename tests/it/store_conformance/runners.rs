@@ -43,6 +43,9 @@ fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
         attempt: 1,
         not_before: None,
         chain_depth: 0,
+        trigger: muster::domain::RunTrigger::Assignment,
+        trigger_comment_id: None,
+        previous_run_id: None,
     }
 }
 

@@ -89,6 +89,9 @@ async fn agents_crud(store: Arc<dyn Store>) {
             attempt: 1,
             not_before: None,
             chain_depth: 0,
+            trigger: muster::domain::RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
         })
         .await
         .unwrap();

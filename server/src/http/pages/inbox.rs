@@ -62,6 +62,7 @@ fn kind_label(kind: InboxKind) -> &'static str {
         InboxKind::RunInterrupted => "Run interrupted",
         InboxKind::AwaitingReview => "Awaiting review",
         InboxKind::Mentioned => "Mentioned",
+        InboxKind::LoopGuard => "Loop guard",
     }
 }
 

@@ -1,0 +1,359 @@
+//! What a comment sets off: a person's reply queues a follow-up run of the issue's agent, and an
+//! `@agent-name` mention queues that agent on the issue (without changing the assignee), under the loop
+//! guard.
+//!
+//! Invariants:
+//! - a comment is never lost: it goes into the agent's queued run (its comment set), or is kept pending
+//!   while the agent has a live run on the issue and handed to the follow-up queued when that run ends
+//!   ([`run_ended`]), or starts a new run;
+//! - an agent's own comments never trigger itself, and Muster's never trigger anything;
+//! - a run queued by an agent's comment carries the mentioning run's chain depth + 1; one past the
+//!   workspace's `mention_depth_limit`, or past `agent_runs_per_issue_per_hour` agent-triggered runs on
+//!   the issue in the last hour, is refused with a Muster comment and an inbox item.
+//!
+//! Errors are logged, not returned: the comment itself was recorded.
+
+use chrono::Utc;
+
+use super::Caller;
+use crate::domain::{
+    AgentId, AgentName, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
+    NewComment, NewInboxItem, NewRun, Run, RunStatus, RunTrigger,
+};
+use crate::engine::Engine;
+use crate::store;
+
+/// How many times a follow-up re-reads the agent's runs when they change under it (a run claimed or
+/// queued meanwhile) before giving up and keeping the comment pending.
+const ATTEMPTS: usize = 3;
+
+/// The `@name` mentions in `text`, in order, each once: `@` at the start or after a character that
+/// cannot be part of an address (so `a@b.example` is no mention), then an agent name's characters.
+pub fn mentions(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        if *c != '@' || (i > 0 && (chars[i - 1].is_alphanumeric() || "._-@".contains(chars[i - 1]))) {
+            continue;
+        }
+        let name: String = chars[i + 1..]
+            .iter()
+            .take_while(|c| c.is_alphanumeric() || **c == '-' || **c == '_' || **c == '.')
+            .collect();
+        // A sentence may end right after the name ("thanks @reviewer.").
+        let name = name.trim_end_matches('.').to_owned();
+        if !name.is_empty() && !found.iter().any(|f| f.eq_ignore_ascii_case(&name)) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// A comment was added through [`super::issues::comment`]: queue what it triggers.
+pub async fn comment_added(state: &Engine, caller: &Caller, issue: &Issue, comment: &Comment) {
+    if let Err(e) = on_comment(state, caller, issue, comment).await {
+        tracing::warn!(error = %e, issue = %issue.key, "cannot queue what a comment triggers");
+    }
+}
+
+async fn on_comment(
+    state: &Engine,
+    caller: &Caller,
+    issue: &Issue,
+    comment: &Comment,
+) -> store::Result<()> {
+    // The depth a run queued by this comment has: a person starts a chain, an agent's run extends its own.
+    let (writer, depth) = match (&comment.author, &caller.run) {
+        (CommentAuthor::System, _) => return Ok(()),
+        (CommentAuthor::User(_), _) => (None, 0),
+        (CommentAuthor::Agent(agent), Some(scope)) => {
+            let run = state.store.get_run(scope.run_id).await?;
+            (Some(*agent), run.chain_depth + 1)
+        }
+        (CommentAuthor::Agent(agent), None) => (Some(*agent), 1),
+    };
+    let mut answered: Option<AgentId> = None;
+    if writer.is_none()
+        && let Some(Assignee::Agent(agent)) = issue.assignee
+        && takes_replies(issue.status)
+    {
+        answered = Some(agent);
+        follow_up(state, issue, agent, comment.id, RunTrigger::Comment, depth).await?;
+    }
+    for agent in mentioned_agents(state, issue, &comment.body).await? {
+        if Some(agent) == writer || Some(agent) == answered {
+            continue;
+        }
+        follow_up(state, issue, agent, comment.id, RunTrigger::Mention, depth).await?;
+    }
+    Ok(())
+}
+
+/// An issue was created: the agents its body mentions are queued on it (a person's mention: depth 0;
+/// through a run's token, the run's depth + 1).
+pub async fn issue_created(state: &Engine, caller: &Caller, issue: &Issue) {
+    let queued = async {
+        let (writer, depth) = match &caller.run {
+            Some(scope) => (
+                Some(scope.agent_id),
+                state.store.get_run(scope.run_id).await?.chain_depth + 1,
+            ),
+            None => (None, 0),
+        };
+        let assignee = match issue.assignee {
+            Some(Assignee::Agent(a)) if issue.status.starts_runs() => Some(a),
+            _ => None,
+        };
+        for agent in mentioned_agents(state, issue, &issue.body).await? {
+            // The assignee is already queued by the assignment.
+            if Some(agent) == writer || Some(agent) == assignee {
+                continue;
+            }
+            queue_new(state, issue, agent, None, RunTrigger::Mention, depth, &[]).await?;
+        }
+        Ok::<_, store::Error>(())
+    };
+    if let Err(e) = queued.await {
+        tracing::warn!(error = %e, issue = %issue.key, "cannot queue the agents an issue mentions");
+    }
+}
+
+/// A run ended (recorded as such): the comments kept for its agent on its issue meanwhile are answered
+/// by a follow-up, which continues this run.
+pub async fn run_ended(state: &Engine, run: &Run) {
+    let queued = async {
+        let pending = state
+            .store
+            .take_pending_comments(run.issue_id, run.agent_id)
+            .await?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let issue = state.store.get_issue_by_id(run.issue_id).await?;
+        queue_pending(state, &issue, run.agent_id, &pending).await
+    };
+    if let Err(e) = queued.await {
+        tracing::warn!(error = %e, run.id = %run.id, "cannot queue the follow-up of pending comments");
+    }
+}
+
+/// Whether a person's reply on an issue assigned to an agent sets it to work: not when the issue is
+/// parked (backlog) or closed (done, cancelled).
+fn takes_replies(status: IssueStatus) -> bool {
+    !matches!(
+        status,
+        IssueStatus::Backlog | IssueStatus::Done | IssueStatus::Cancelled
+    )
+}
+
+/// The workspace's agents named by `@name` mentions in `text` (unknown names are plain text).
+async fn mentioned_agents(
+    state: &Engine,
+    issue: &Issue,
+    text: &str,
+) -> store::Result<Vec<AgentId>> {
+    let mut agents = Vec::new();
+    for name in mentions(text) {
+        let Ok(name) = AgentName::parse(&name) else {
+            continue;
+        };
+        match state
+            .store
+            .get_agent_by_name(issue.workspace_id, &name)
+            .await
+        {
+            Ok(agent) if !agents.contains(&agent.id) => agents.push(agent.id),
+            Ok(_) | Err(store::Error::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(agents)
+}
+
+/// Hands `comment` to `agent` on `issue`: into its queued run's set, kept pending while it has a live
+/// run, or in a new run (under the loop guard).
+async fn follow_up(
+    state: &Engine,
+    issue: &Issue,
+    agent: AgentId,
+    comment: CommentId,
+    trigger: RunTrigger,
+    depth: i32,
+) -> store::Result<()> {
+    for _ in 0..ATTEMPTS {
+        let last = state.store.last_run_of_agent(issue.id, agent).await?;
+        match &last {
+            Some(run) if run.status == RunStatus::Queued => {
+                if state.store.add_run_comment(run.id, comment).await? {
+                    tracing::info!(run.id = %run.id, comment.id = %comment, "comment folded into the queued run");
+                    return Ok(());
+                }
+                // Claimed meanwhile: look again.
+            }
+            Some(run) if run.status.is_active() => {
+                state
+                    .store
+                    .add_pending_comment(issue.id, agent, comment, depth)
+                    .await?;
+                // The run may have ended between the look and the insert, its end finding nothing
+                // pending: then this comment's follow-up is queued here.
+                if state.store.get_run(run.id).await?.status.is_terminal() {
+                    let pending = state.store.take_pending_comments(issue.id, agent).await?;
+                    queue_pending(state, issue, agent, &pending).await?;
+                }
+                return Ok(());
+            }
+            _ => match queue_new(state, issue, agent, Some(comment), trigger, depth, &[]).await? {
+                Queued::Run | Queued::Refused => return Ok(()),
+                // Another run was queued meanwhile: fold into it.
+                Queued::Busy => {}
+            },
+        }
+    }
+    // The agent's runs kept changing: keep the comment for the end of its next run rather than drop it.
+    state
+        .store
+        .add_pending_comment(issue.id, agent, comment, depth)
+        .await
+}
+
+/// Queues the follow-up answering comments kept pending (oldest first, with their depths): its depth
+/// is the deepest of theirs, so waiting never resets the loop guard.
+async fn queue_pending(
+    state: &Engine,
+    issue: &Issue,
+    agent: AgentId,
+    pending: &[(CommentId, i32)],
+) -> store::Result<()> {
+    let Some((first, _)) = pending.first() else {
+        return Ok(());
+    };
+    let depth = pending.iter().map(|(_, d)| *d).max().unwrap_or(0);
+    let trigger = if depth > 0 {
+        RunTrigger::Mention
+    } else {
+        RunTrigger::Comment
+    };
+    let rest: Vec<CommentId> = pending.iter().skip(1).map(|(c, _)| *c).collect();
+    if let Queued::Busy = queue_new(state, issue, agent, Some(*first), trigger, depth, &rest).await? {
+        // Another run was queued meanwhile: fold them into it, or keep them for its end.
+        let last = state.store.last_run_of_agent(issue.id, agent).await?;
+        for (comment, depth) in pending {
+            let folded = match &last {
+                Some(run) => state.store.add_run_comment(run.id, *comment).await?,
+                None => false,
+            };
+            if !folded {
+                state
+                    .store
+                    .add_pending_comment(issue.id, agent, *comment, *depth)
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why the loop guard refuses a run at `depth` on `issue`, if it does.
+async fn refusal(state: &Engine, issue: &Issue, depth: i32) -> store::Result<Option<String>> {
+    if depth == 0 {
+        return Ok(None);
+    }
+    let ws = state.store.get_workspace(issue.workspace_id).await?;
+    if depth > ws.mention_depth_limit {
+        return Ok(Some(format!(
+            "a chain of agents mentioning agents reached depth {depth}, past this workspace's limit of {}",
+            ws.mention_depth_limit
+        )));
+    }
+    let since = Utc::now() - chrono::Duration::hours(1);
+    let recent = state
+        .store
+        .count_agent_triggered_runs(issue.id, since)
+        .await?;
+    if recent >= i64::from(ws.agent_runs_per_issue_per_hour) {
+        return Ok(Some(format!(
+            "{recent} runs triggered by agents on this issue in the last hour reached this workspace's cap of {}",
+            ws.agent_runs_per_issue_per_hour
+        )));
+    }
+    Ok(None)
+}
+
+/// What [`queue_new`] did.
+enum Queued {
+    Run,
+    /// The loop guard refused it (and said so on the issue).
+    Refused,
+    /// The agent already has a live run on the issue.
+    Busy,
+}
+
+/// Queues a new run of `agent` on `issue` continuing its last one, unless the loop guard refuses it.
+async fn queue_new(
+    state: &Engine,
+    issue: &Issue,
+    agent: AgentId,
+    comment: Option<CommentId>,
+    trigger: RunTrigger,
+    depth: i32,
+    more: &[CommentId],
+) -> store::Result<Queued> {
+    if let Some(why) = refusal(state, issue, depth).await? {
+        refuse(state, issue, agent, &why).await?;
+        return Ok(Queued::Refused);
+    }
+    let previous = state.store.last_run_of_agent(issue.id, agent).await?;
+    let new = NewRun {
+        trigger,
+        trigger_comment_id: comment,
+        previous_run_id: previous.map(|r| r.id),
+        chain_depth: depth,
+        ..NewRun::assignment(issue.workspace_id, issue.id, agent)
+    };
+    Ok(match state.queue_run(&new, more).await? {
+        Some(run) => {
+            tracing::info!(run.id = %run.id, %trigger, depth, issue = %issue.key, "follow-up queued");
+            Queued::Run
+        }
+        None => Queued::Busy,
+    })
+}
+
+/// Records a refusal where people see it: a Muster comment on the issue and an inbox item for its
+/// creator (everyone in the workspace when no person created it).
+async fn refuse(state: &Engine, issue: &Issue, agent: AgentId, why: &str) -> store::Result<()> {
+    let name = match state.store.get_agent(issue.workspace_id, agent).await {
+        Ok(a) => a.profile.name.as_str().to_owned(),
+        Err(_) => "an agent".to_owned(),
+    };
+    let message = format!("Loop guard: Muster did not start {name} on {}: {why}.", issue.key);
+    tracing::warn!(issue = %issue.key, agent = %name, "{message}");
+    if let Ok(note) = NewComment::parse(CommentAuthor::System, &message) {
+        state.store.add_comment(issue.id, &note).await?;
+    }
+    let item = NewInboxItem {
+        workspace_id: issue.workspace_id,
+        user_id: issue.created_by,
+        kind: InboxKind::LoopGuard,
+        issue_id: Some(issue.id),
+        run_id: None,
+        message,
+    };
+    state.store.create_inbox_item(&item).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions;
+
+    #[test]
+    fn mentions_are_found_once_and_addresses_are_not_mentions() {
+        assert_eq!(
+            mentions("@coder please, then @Reviewer. cc @coder and mail a@b.example"),
+            vec!["coder".to_owned(), "Reviewer".to_owned()]
+        );
+        assert!(mentions("no one here @ all").is_empty());
+        assert_eq!(mentions("(@a-1_x)"), vec!["a-1_x".to_owned()]);
+    }
+}
