@@ -69,6 +69,8 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         .map_err(config)?;
     let spec = agent_spec(engine, &agent)?;
     let token = run_token(engine, run).await?;
+    let mut prompt = crate::supervisor::brief_prompt(&issue, agent.profile.kind);
+    prompt.push_str(&new_comments(engine, run, &comments).await?);
     Ok(Order {
         run_id: run.id,
         epoch: run.lease_epoch,
@@ -77,7 +79,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         issue_key: issue.key.to_string(),
         branch: branch_name(&issue.key.to_string(), run.attempt),
         brief: crate::supervisor::render_brief(&issue, &comments, &agent),
-        prompt: crate::supervisor::brief_prompt(&issue, agent.profile.kind),
+        prompt,
         agent: spec,
         skills,
         repo: ws.repo_path.filter(|r| !r.trim().is_empty()),
@@ -90,6 +92,54 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         max_events: engine.config.max_events_per_run,
         next_seq: 1,
     })
+}
+
+/// The prompt's part for a follow-up: "New comments since your last run:" and each comment the run
+/// answers (its set, see `service::triggers`), oldest first, with its author's name; empty when the run
+/// answers none (an assignment). Deleted comments are left out.
+async fn new_comments(
+    engine: &Engine,
+    run: &Run,
+    thread: &[crate::domain::Comment],
+) -> Result<String, Refusal> {
+    use crate::domain::CommentAuthor;
+    let cannot = |e: crate::store::Error| config(format!("cannot read the run's comments: {e}"));
+    let ids = engine
+        .store
+        .list_run_comments(run.id)
+        .await
+        .map_err(cannot)?;
+    let answered: Vec<_> = thread.iter().filter(|c| ids.contains(&c.id)).collect();
+    if answered.is_empty() {
+        return Ok(String::new());
+    }
+    let members = engine
+        .store
+        .list_members(run.workspace_id)
+        .await
+        .map_err(cannot)?;
+    let agents = engine
+        .store
+        .list_agents(run.workspace_id)
+        .await
+        .map_err(cannot)?;
+    let mut out = String::from("\n\nNew comments since your last run:\n");
+    for c in answered {
+        let who = match c.author {
+            CommentAuthor::User(id) => members
+                .iter()
+                .find(|m| m.user.id == id)
+                .map_or("a former member", |m| m.user.display_name.as_str()),
+            CommentAuthor::Agent(id) if id == run.agent_id => "you",
+            CommentAuthor::Agent(id) => agents
+                .iter()
+                .find(|a| a.id == id)
+                .map_or("a deleted agent", |a| a.profile.name.as_str()),
+            CommentAuthor::System => "Muster",
+        };
+        out.push_str(&format!("\n{who}:\n{}\n", c.body.trim_end()));
+    }
+    Ok(out)
 }
 
 /// What a runner is told about a run its previous life left behind.
