@@ -356,6 +356,10 @@ pub struct SettingsView {
     pub repo_path: Option<String>,
     /// The form's value (kept as typed after an error).
     pub repo_input: String,
+    /// The loop guard's depth limit as shown in (or typed into) the form.
+    pub mention_depth_input: String,
+    /// The loop guard's per-issue hourly cap as shown in (or typed into) the form.
+    pub runs_per_hour_input: String,
     /// Set after a successful save.
     pub saved: bool,
     pub errors: FormErrors,

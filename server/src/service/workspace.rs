@@ -1,4 +1,5 @@
-//! Workspace settings: the git repository runs get worktrees of (a folder on the server or a git URL).
+//! Workspace settings: the git repository runs get worktrees of (a folder on the server or a git URL),
+//! and the loop guard's limits on runs that comments set off (see `service::triggers`).
 
 use serde::Deserialize;
 
@@ -9,9 +10,93 @@ use crate::engine::Engine;
 /// Settings as typed or sent. `repo_path`: an absolute path to a git repository with at least one
 /// commit, or a git URL without credentials that runners clone; empty or `null` clears it (runs then
 /// get a plain work folder).
+///
+/// `mention_depth_limit` (1–20) and `agent_runs_per_issue_per_hour` (1–1000) are changed when given;
+/// the repository is changed when `repo_path` is given or when nothing else is (so `{}` and
+/// `{"repo_path": null}` still clear it).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct WorkspaceInput {
     pub repo_path: Option<String>,
+    /// Loop guard: how deep a chain of agents mentioning agents may go.
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 20, example = 3)]
+    pub mention_depth_limit: Option<NumberInput>,
+    /// Loop guard: how many runs agents' comments may start on one issue in an hour.
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1000, example = 10)]
+    pub agent_runs_per_issue_per_hour: Option<NumberInput>,
+}
+
+/// A whole number as JSON sends it (`3`) or as a form types it (`"3"`); checked by the service, so a
+/// bad one gets the field's own message.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum NumberInput {
+    Number(serde_json::Number),
+    Text(String),
+}
+
+/// The range each limit is checked against.
+pub const MENTION_DEPTH_RANGE: std::ops::RangeInclusive<i64> = 1..=20;
+/// See [`MENTION_DEPTH_RANGE`].
+pub const RUNS_PER_HOUR_RANGE: std::ops::RangeInclusive<i64> = 1..=1000;
+
+fn limit(
+    field: &'static str,
+    raw: &NumberInput,
+    range: &std::ops::RangeInclusive<i64>,
+) -> std::result::Result<i32, (&'static str, String)> {
+    let (text, parsed) = match raw {
+        NumberInput::Number(n) => (n.to_string(), n.as_i64()),
+        NumberInput::Text(t) => (format!("{t:?}"), t.trim().parse::<i64>().ok()),
+    };
+    match parsed {
+        Some(n) if range.contains(&n) => Ok(i32::try_from(n).unwrap_or(i32::MAX)),
+        _ => Err((
+            field,
+            format!(
+                "must be a whole number from {} to {}, got {text}",
+                range.start(),
+                range.end()
+            ),
+        )),
+    }
+}
+
+/// Applies the settings given in `input` (owners and admins): the limits are all checked before
+/// anything changes, then the repository (see [`set_repo`]), then the limits.
+pub async fn update(state: &Engine, caller: &Caller, input: &WorkspaceInput) -> Result<Workspace> {
+    caller.require_manager()?;
+    let depth = input
+        .mention_depth_limit
+        .as_ref()
+        .map(|raw| limit("mention_depth_limit", raw, &MENTION_DEPTH_RANGE))
+        .transpose();
+    let per_hour = input
+        .agent_runs_per_issue_per_hour
+        .as_ref()
+        .map(|raw| limit("agent_runs_per_issue_per_hour", raw, &RUNS_PER_HOUR_RANGE))
+        .transpose();
+    let (depth, per_hour) = match (depth, per_hour) {
+        (Ok(d), Ok(p)) => (d, p),
+        (d, p) => {
+            return Err(Error::invalid(
+                [d.err(), p.err()].into_iter().flatten(),
+            ));
+        }
+    };
+    let mut ws = caller.ws.clone();
+    if input.repo_path.is_some() || (depth.is_none() && per_hour.is_none()) {
+        ws = set_repo(state, caller, input).await?;
+    }
+    if depth.is_some() || per_hour.is_some() {
+        let depth = depth.unwrap_or(ws.mention_depth_limit);
+        let per_hour = per_hour.unwrap_or(ws.agent_runs_per_issue_per_hour);
+        ws = state
+            .store
+            .set_workspace_limits(caller.ws.id, depth, per_hour)
+            .await?;
+        tracing::info!(workspace = %ws.slug.as_str(), depth, per_hour, "loop guard limits set");
+    }
+    Ok(ws)
 }
 
 /// Sets or clears the workspace's repository (owners and admins). A path must be a git repository

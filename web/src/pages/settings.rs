@@ -6,7 +6,8 @@ use crate::layout::{page, page_head, workspace_url};
 use crate::partials::form::{Form, csrf};
 use crate::views::SettingsView;
 
-/// The settings page: the repository form (POST `/w/{slug}/settings`, field `repo_path`).
+/// The settings page: one form (POST `/w/{slug}/settings`, fields `repo_path`, `mention_depth_limit`,
+/// `agent_runs_per_issue_per_hour`).
 pub fn settings(v: &SettingsView) -> Markup {
     let f = Form::new("settings", &v.errors);
     let body = html! {
@@ -36,6 +37,23 @@ pub fn settings(v: &SettingsView) -> Markup {
                     Some("Absolute path on the server's machine of a git repository with at least one commit. Leave empty to clear."),
                     f.input("repo_path", "text", &v.repo_input),
                 ))
+                h2 #loop-h { "Loop guard" }
+                p.muted {
+                    "Replies and " code { "@mentions" } " start agents' runs, and agents mention each other. "
+                    "Past these limits Muster refuses the run, says why on the issue and tells its creator."
+                }
+                (f.field(
+                    "Mention depth limit",
+                    "mention_depth_limit",
+                    Some("How many agent-to-agent mentions may chain from one comment (1 to 20)."),
+                    f.input("mention_depth_limit", "number", &v.mention_depth_input),
+                ))
+                (f.field(
+                    "Agent-triggered runs per issue per hour",
+                    "agent_runs_per_issue_per_hour",
+                    Some("How many runs agents' comments may start on one issue in an hour (1 to 1000)."),
+                    f.input("agent_runs_per_issue_per_hour", "number", &v.runs_per_hour_input),
+                ))
                 button.btn.btn-primary type="submit" { "Save" }
             }
         }
@@ -60,6 +78,7 @@ mod tests {
             workspace_name: "Acme".into(),
             repo_path: Some("/src/acme".into()),
             repo_input: "/src/acm".into(),
+            mention_depth_input: "30".into(),
             ..Default::default()
         };
         v.errors.insert(
@@ -72,5 +91,8 @@ mod tests {
         assert!(html.contains(r#"value="/src/acm""#), "{html}");
         assert!(html.contains("does not exist on the server"), "{html}");
         assert!(html.contains(r#"value="tok""#), "{html}");
+        assert!(html.contains(r#"name="mention_depth_limit""#), "{html}");
+        assert!(html.contains(r#"value="30""#), "{html}");
+        assert!(html.contains(r#"name="agent_runs_per_issue_per_hour""#), "{html}");
     }
 }

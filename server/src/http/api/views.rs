@@ -285,6 +285,16 @@ pub struct RunView {
     /// Whether the run is flagged as stalled (no output for the agent's stall timeout).
     pub stalled: bool,
     pub attempt: i32,
+    /// What queued it: assignment, comment (a person's reply), mention (`@agent` in a comment or an
+    /// issue's text) or retry.
+    #[schema(example = "comment")]
+    pub trigger: String,
+    /// The comment that queued it (a reply or a mention), while that comment exists.
+    pub trigger_comment_id: Option<uuid::Uuid>,
+    /// The agent's previous run on the issue, which this one follows up (or retries).
+    pub previous_run_id: Option<uuid::Uuid>,
+    /// How many agent-to-agent mentions led to it (0: a person or an assignment started it).
+    pub chain_depth: i32,
     /// auth, rate_limit, server, network, config, missing_cli, runner_lost, over_budget, stalled,
     /// timeout, exit, event_cap, sandbox.
     pub failure_reason: Option<String>,
@@ -337,6 +347,10 @@ impl RunView {
             status: run.status.to_string(),
             stalled: run.stalled_at.is_some(),
             attempt: run.attempt,
+            trigger: run.trigger.to_string(),
+            trigger_comment_id: run.trigger_comment_id.map(|c| c.0),
+            previous_run_id: run.previous_run_id.map(|r| r.0),
+            chain_depth: run.chain_depth,
             failure_reason: run.failure_reason.map(|r| r.to_string()),
             exit_code: run.exit_code,
             input_tokens: run.usage.input_tokens,

@@ -27,6 +27,10 @@ pub struct WorkspaceView {
     /// The local git repository runs get worktrees of (`null`: a plain work folder per run).
     #[schema(example = "/home/me/project")]
     pub repo_path: Option<String>,
+    /// Loop guard: how deep a chain of agents mentioning agents may go (default 3).
+    pub mention_depth_limit: i32,
+    /// Loop guard: how many runs agents' comments may start on one issue in an hour (default 10).
+    pub agent_runs_per_issue_per_hour: i32,
 }
 
 impl From<&Workspace> for WorkspaceView {
@@ -37,6 +41,8 @@ impl From<&Workspace> for WorkspaceView {
             slug: ws.slug.to_string(),
             issue_prefix: ws.issue_prefix.as_str().to_owned(),
             repo_path: ws.repo_path.clone(),
+            mention_depth_limit: ws.mention_depth_limit,
+            agent_runs_per_issue_per_hour: ws.agent_runs_per_issue_per_hour,
         }
     }
 }
@@ -49,7 +55,9 @@ pub(super) async fn show(ApiCaller(caller): ApiCaller) -> Json<WorkspaceView> {
 }
 
 /// Changes the workspace's settings (owners and admins): `repo_path` must be an absolute path to a git
-/// repository with at least one commit; `""` or `null` clears it.
+/// repository with at least one commit (or a git URL); `""` or `null` clears it. `mention_depth_limit`
+/// (1–20) and `agent_runs_per_issue_per_hour` (1–1000) are the loop guard's limits; a field left out
+/// keeps its value (the repository too, unless nothing at all is given).
 #[utoipa::path(patch, path = "/api/v1/workspace", tag = "workspace", request_body = WorkspaceInput,
     responses((status = 200, body = WorkspaceView), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn update(
@@ -57,6 +65,6 @@ pub(super) async fn update(
     ApiCaller(caller): ApiCaller,
     AppJson(input): AppJson<WorkspaceInput>,
 ) -> Result<Json<WorkspaceView>> {
-    let ws = svc::set_repo(&state, &caller, &input).await?;
+    let ws = svc::update(&state, &caller, &input).await?;
     Ok(Json(WorkspaceView::from(&ws)))
 }

@@ -1,4 +1,5 @@
-//! The workspace Settings page (owners and admins): the git repository runs work in.
+//! The workspace Settings page (owners and admins): the git repository runs work in and the loop
+//! guard's limits.
 
 use axum::Router;
 use axum::extract::{Query, State};
@@ -10,7 +11,7 @@ use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
-use crate::service::workspace::{self as svc, WorkspaceInput};
+use crate::service::workspace::{self as svc, NumberInput, WorkspaceInput};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/w/{slug}/settings", get(show).post(save))
@@ -23,6 +24,8 @@ fn view(member: &WsMember) -> SettingsView {
         workspace_name: ws.name.clone(),
         repo_path: ws.repo_path.clone(),
         repo_input: ws.repo_path.clone().unwrap_or_default(),
+        mention_depth_input: ws.mention_depth_limit.to_string(),
+        runs_per_hour_input: ws.agent_runs_per_issue_per_hour.to_string(),
         saved: false,
         errors: FormErrors::new(),
     }
@@ -42,10 +45,13 @@ async fn show(member: WsMember, Query(q): Query<ShowQuery>) -> PageResult {
 }
 
 async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+    let text = |name: &str| Some(NumberInput::Text(form.get(name).to_owned()));
     let input = WorkspaceInput {
         repo_path: Some(form.get("repo_path").to_owned()),
+        mention_depth_limit: text("mention_depth_limit"),
+        agent_runs_per_issue_per_hour: text("agent_runs_per_issue_per_hour"),
     };
-    match svc::set_repo(&state, &member.caller, &input).await {
+    match svc::update(&state, &member.caller, &input).await {
         Ok(_) => Ok(see_other(&format!(
             "/w/{}/settings?saved=1",
             member.caller.ws.slug
@@ -54,6 +60,8 @@ async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> 
             let mut v = view(&member);
             v.errors = form_errors(e)?;
             v.repo_input = form.get("repo_path").to_owned();
+            v.mention_depth_input = form.get("mention_depth_limit").to_owned();
+            v.runs_per_hour_input = form.get("agent_runs_per_issue_per_hour").to_owned();
             Ok(invalid(muster_web::pages::settings(&v)))
         }
     }
