@@ -12,6 +12,7 @@ mod people;
 mod runners;
 mod runs;
 mod skills_agents;
+mod triggers;
 
 use std::sync::Arc;
 

@@ -904,6 +904,3 @@ async fn notifications_reach_listeners(store: Arc<dyn Store>) {
         }
     }
 }
-}trigger: muster::domain::RunTrigger::Assignment,
-}trigger_comment_id: None,
-}previous_run_id: None,
