@@ -363,3 +363,113 @@ async fn loop_guard_settings_are_validated_sqlite() {
 async fn loop_guard_settings_are_validated_postgres() {
     loop_guard_settings_are_validated(Backend::Postgres).await;
 }
+
+async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    // Both agents run only on a runner that does not exist: their runs stay queued to be looked at.
+    let (script, _) = stand_in(&env, "held", "");
+    for name in ["helper", "coder"] {
+        let a = env.agent(name, &script).await;
+        env.tweak(&a, |p| p.runners = vec!["elsewhere".to_owned()])
+            .await;
+    }
+    let created = |body: serde_json::Value| {
+        let env = &env;
+        async move {
+            let resp = reqwest::Client::new()
+                .post(format!("http://{}/api/v1/issues", env.addr))
+                .bearer_auth(&env.token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 201);
+            let v: serde_json::Value = resp.json().await.unwrap();
+            let key = IssueKey::parse(v["key"].as_str().unwrap()).unwrap();
+            env.store.get_issue(env.ws.id, &key).await.unwrap()
+        }
+    };
+    let issue = created(json!({ "title": "Look at this", "body": "@helper please look, not @nobody" })).await;
+    let runs = runs_of(&env, &issue).await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].trigger, RunTrigger::Mention);
+    assert_eq!((runs[0].chain_depth, runs[0].previous_run_id), (0, None));
+    assert_eq!(issue.assignee, None, "a mention does not assign");
+
+    let parked = created(json!({ "title": "Later", "assignee": "coder", "status": "backlog" })).await;
+    comment_api(&env, &parked, "Any thoughts?").await;
+    assert!(
+        runs_of(&env, &parked).await.is_empty(),
+        "a reply on a backlog issue queues nothing"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_body_mentions_queue_and_parked_issues_take_no_replies_sqlite() {
+    issue_body_mentions_queue_and_parked_issues_take_no_replies(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn issue_body_mentions_queue_and_parked_issues_take_no_replies_postgres() {
+    issue_body_mentions_queue_and_parked_issues_take_no_replies(Backend::Postgres).await;
+}
+
+async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let go = env.scripts.path().join("go");
+    let (script, prompts) = stand_in(
+        &env,
+        "coder",
+        &format!(
+            r#"if [ ! -e "$0.once" ]; then touch "$0.once" "$0.live"; while [ ! -e '{}' ]; do sleep 0.05; done; fi"#,
+            go.display()
+        ),
+    );
+    let agent = env.agent("coder", &script).await;
+    let issue = env.issue("Long job").await;
+    env.assign(&issue, &agent).await;
+    let first = env.the_run(&issue).await;
+    let live = PathBuf::from(format!("{}.live", script.display()));
+    poll("the first run to be live", || async { live.exists().then_some(()) }).await;
+    comment_api(&env, &issue, "While you are at it, rename the flag.").await;
+    assert_eq!(
+        runs_of(&env, &issue).await.len(),
+        1,
+        "kept for the live run's end, not queued beside it"
+    );
+    std::fs::write(&go, "").unwrap();
+    let first = env.finished(first.id).await;
+    assert_eq!(first.status, RunStatus::Succeeded, "{first:?}");
+    let follow = poll("the follow-up after the live run", || async {
+        runs_of(&env, &issue).await.into_iter().find(|r| r.id != first.id)
+    })
+    .await;
+    assert_eq!(follow.trigger, RunTrigger::Comment);
+    assert_eq!(follow.previous_run_id, Some(first.id));
+    let follow = env.finished(follow.id).await;
+    assert_eq!(follow.status, RunStatus::Succeeded, "{follow:?}");
+    let all = read(&prompts);
+    assert!(
+        all.contains("New comments since your last run:")
+            && all.contains("While you are at it, rename the flag."),
+        "{all}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_during_a_live_run_waits_for_its_end_sqlite() {
+    a_comment_during_a_live_run_waits_for_its_end(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn a_comment_during_a_live_run_waits_for_its_end_postgres() {
+    a_comment_during_a_live_run_waits_for_its_end(Backend::Postgres).await;
+}
