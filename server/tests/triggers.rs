@@ -115,7 +115,10 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
         .await;
     comment_cli(&env, &issue, "Good, now also handle the empty file case.");
     let follow = poll("the follow-up to be queued", || async {
-        runs_of(&env, &issue).await.into_iter().find(|r| r.id != first.id)
+        runs_of(&env, &issue)
+            .await
+            .into_iter()
+            .find(|r| r.id != first.id)
     })
     .await;
     assert_eq!(follow.status, RunStatus::Queued);
@@ -165,12 +168,10 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
         .filter(|p| !p.trim().is_empty())
         .last()
         .unwrap();
-    assert!(
-        last.contains("New comments since your last run:"),
-        "{last}"
-    );
+    assert!(last.contains("New comments since your last run:"), "{last}");
     let (a, b) = (
-        last.find("Good, now also handle the empty file case.").expect(last),
+        last.find("Good, now also handle the empty file case.")
+            .expect(last),
         last.find("And keep the error message short.").expect(last),
     );
     assert!(a < b, "oldest first: {last}");
@@ -226,9 +227,7 @@ async fn guard_comment(env: &Env, issue: &Issue) -> Comment {
 async fn settled(env: &Env, issue: &Issue) -> Vec<Run> {
     poll("every run to end", || async {
         let runs = runs_of(env, issue).await;
-        runs.iter()
-            .all(|r| r.status.is_terminal())
-            .then_some(runs)
+        runs.iter().all(|r| r.status.is_terminal()).then_some(runs)
     })
     .await
 }
@@ -249,7 +248,10 @@ async fn mention_loop_stops_at_the_depth_limit(backend: Backend) {
     depths.sort_unstable();
     assert_eq!(depths, vec![0, 1, 2, 3], "{runs:?}");
     assert!(runs.iter().all(|r| r.trigger == RunTrigger::Mention));
-    assert!(runs.iter().all(|r| r.status == RunStatus::Succeeded), "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r.status == RunStatus::Succeeded),
+        "{runs:?}"
+    );
     let inbox = env.inbox().await;
     let item = inbox
         .iter()
@@ -289,7 +291,11 @@ async fn mention_loop_stops_at_the_hourly_cap(backend: Backend) {
     let runs = settled(&env, &issue).await;
     let mut depths: Vec<i32> = runs.iter().map(|r| r.chain_depth).collect();
     depths.sort_unstable();
-    assert_eq!(depths, vec![0, 1, 2], "a person's run is not counted: {runs:?}");
+    assert_eq!(
+        depths,
+        vec![0, 1, 2],
+        "a person's run is not counted: {runs:?}"
+    );
     assert!(
         env.inbox()
             .await
@@ -391,14 +397,17 @@ async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Ba
             env.store.get_issue(env.ws.id, &key).await.unwrap()
         }
     };
-    let issue = created(json!({ "title": "Look at this", "body": "@helper please look, not @nobody" })).await;
+    let issue =
+        created(json!({ "title": "Look at this", "body": "@helper please look, not @nobody" }))
+            .await;
     let runs = runs_of(&env, &issue).await;
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0].trigger, RunTrigger::Mention);
     assert_eq!((runs[0].chain_depth, runs[0].previous_run_id), (0, None));
     assert_eq!(issue.assignee, None, "a mention does not assign");
 
-    let parked = created(json!({ "title": "Later", "assignee": "coder", "status": "backlog" })).await;
+    let parked =
+        created(json!({ "title": "Later", "assignee": "coder", "status": "backlog" })).await;
     comment_api(&env, &parked, "Any thoughts?").await;
     assert!(
         runs_of(&env, &parked).await.is_empty(),
@@ -436,7 +445,10 @@ async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
     env.assign(&issue, &agent).await;
     let first = env.the_run(&issue).await;
     let live = PathBuf::from(format!("{}.live", script.display()));
-    poll("the first run to be live", || async { live.exists().then_some(()) }).await;
+    poll("the first run to be live", || async {
+        live.exists().then_some(())
+    })
+    .await;
     comment_api(&env, &issue, "While you are at it, rename the flag.").await;
     assert_eq!(
         runs_of(&env, &issue).await.len(),
@@ -447,7 +459,10 @@ async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
     let first = env.finished(first.id).await;
     assert_eq!(first.status, RunStatus::Succeeded, "{first:?}");
     let follow = poll("the follow-up after the live run", || async {
-        runs_of(&env, &issue).await.into_iter().find(|r| r.id != first.id)
+        runs_of(&env, &issue)
+            .await
+            .into_iter()
+            .find(|r| r.id != first.id)
     })
     .await;
     assert_eq!(follow.trigger, RunTrigger::Comment);

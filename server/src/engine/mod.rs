@@ -217,8 +217,11 @@ impl Engine {
     /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent
     /// already has a live run on the issue (`run_one_active_key`).
     pub async fn queue(&self, issue: &Issue, agent: AgentId) -> store::Result<Option<Run>> {
-        self.enqueue_with(&NewRun::assignment(issue.workspace_id, issue.id, agent), &[])
-            .await
+        self.enqueue_with(
+            &NewRun::assignment(issue.workspace_id, issue.id, agent),
+            &[],
+        )
+        .await
     }
 
     /// Queues `new` (a follow-up or a mention, built by `service::triggers`) answering `comments`

@@ -33,7 +33,8 @@ pub fn mentions(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let chars: Vec<char> = text.chars().collect();
     for (i, c) in chars.iter().enumerate() {
-        if *c != '@' || (i > 0 && (chars[i - 1].is_alphanumeric() || "._-@".contains(chars[i - 1]))) {
+        if *c != '@' || (i > 0 && (chars[i - 1].is_alphanumeric() || "._-@".contains(chars[i - 1])))
+        {
             continue;
         }
         let name: String = chars[i + 1..]
@@ -235,7 +236,9 @@ async fn queue_pending(
         RunTrigger::Comment
     };
     let rest: Vec<CommentId> = pending.iter().skip(1).map(|(c, _)| *c).collect();
-    if let Queued::Busy = queue_new(state, issue, agent, Some(*first), trigger, depth, &rest).await? {
+    if let Queued::Busy =
+        queue_new(state, issue, agent, Some(*first), trigger, depth, &rest).await?
+    {
         // Another run was queued meanwhile: fold them into it, or keep them for its end.
         let last = state.store.last_run_of_agent(issue.id, agent).await?;
         for (comment, depth) in pending {
@@ -327,7 +330,10 @@ async fn refuse(state: &Engine, issue: &Issue, agent: AgentId, why: &str) -> sto
         Ok(a) => a.profile.name.as_str().to_owned(),
         Err(_) => "an agent".to_owned(),
     };
-    let message = format!("Loop guard: Muster did not start {name} on {}: {why}.", issue.key);
+    let message = format!(
+        "Loop guard: Muster did not start {name} on {}: {why}.",
+        issue.key
+    );
     tracing::warn!(issue = %issue.key, agent = %name, "{message}");
     if let Ok(note) = NewComment::parse(CommentAuthor::System, &message) {
         state.store.add_comment(issue.id, &note).await?;

@@ -78,9 +78,7 @@ pub async fn update(state: &Engine, caller: &Caller, input: &WorkspaceInput) -> 
     let (depth, per_hour) = match (depth, per_hour) {
         (Ok(d), Ok(p)) => (d, p),
         (d, p) => {
-            return Err(Error::invalid(
-                [d.err(), p.err()].into_iter().flatten(),
-            ));
+            return Err(Error::invalid([d.err(), p.err()].into_iter().flatten()));
         }
     };
     let mut ws = caller.ws.clone();

@@ -13,8 +13,8 @@ use uuid::fmt::Hyphenated;
 use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, FailureReason,
     InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle,
-    PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId,
-    SkillSource, Slug, TokenId, UserId, WorkspaceId,
+    PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId,
+    SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {

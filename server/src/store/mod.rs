@@ -510,7 +510,8 @@ pub trait Store: Send + Sync + 'static {
     async fn create_run(&self, new: &NewRun) -> Result<Run>;
     /// How many runs queued by an agent's comment (chain depth ≥ 1) the issue got since `since` (the
     /// loop guard's per-hour cap).
-    async fn count_agent_triggered_runs(&self, issue: IssueId, since: DateTime<Utc>) -> Result<i64>;
+    async fn count_agent_triggered_runs(&self, issue: IssueId, since: DateTime<Utc>)
+    -> Result<i64>;
     /// The latest run (by creation) of `agent` on `issue`, if any.
     async fn last_run_of_agent(&self, issue: IssueId, agent: AgentId) -> Result<Option<Run>>;
     /// Adds `comment` to the set of comments a run answers, only while the run is still queued (its

@@ -9,9 +9,9 @@ use crate::domain::{
     Budget, Comment, CommentAuthor, CommentId, Email, EnvVar, FailureReason, InboxItem,
     InboxItemId, InboxKind, Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix,
     IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role, Run,
-    RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId,
-    Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace,
-    WorkspaceId,
+    RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session,
+    SessionId, Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId,
+    Workspace, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]

@@ -93,6 +93,9 @@ mod tests {
         assert!(html.contains(r#"value="tok""#), "{html}");
         assert!(html.contains(r#"name="mention_depth_limit""#), "{html}");
         assert!(html.contains(r#"value="30""#), "{html}");
-        assert!(html.contains(r#"name="agent_runs_per_issue_per_hour""#), "{html}");
+        assert!(
+            html.contains(r#"name="agent_runs_per_issue_per_hour""#),
+            "{html}"
+        );
     }
 }
