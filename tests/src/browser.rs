@@ -444,6 +444,10 @@ fn retriable(e: &CmdError) -> bool {
         || e.is_stale_element_reference()
         || e.is_element_not_interactable()
         || matches!(e, CmdError::Standard(w) if w.error == ErrorStatus::ElementClickIntercepted)
+        // Chromium's word for a stale element when the page is replaced between finding and reading it
+        // (a form post navigating while a wait polls).
+        || matches!(e, CmdError::Standard(w) if w.error == ErrorStatus::UnknownError
+            && w.message.contains("does not belong to the document"))
 }
 
 /// `preferred` when it is an executable file, else the first executable `name` on `PATH`.
