@@ -321,3 +321,62 @@ async fn a_person_changes_their_password_in_chromium() {
     app.shutdown.cancel();
     app.handle.await.unwrap().unwrap();
 }
+
+/// The Settings page: the repository and the loop guard's two limits, refused out of range with the
+/// field's message, saved in range.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
+async fn the_settings_page_sets_the_loop_guard_in_chromium() {
+    let Some((_db, app)) = server().await else {
+        return;
+    };
+    let Some(ada) = Browser::start().await else {
+        return;
+    };
+    sign_in(&ada, &app, PASSWORD).await;
+    ada.goto(&app.url("/w/acme/settings")).await.unwrap();
+    ada.wait_for_text("main h1", "Settings", LIVE)
+        .await
+        .unwrap();
+    let depth = ada
+        .execute(
+            "return document.querySelector('[name=mention_depth_limit]').value",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(depth, serde_json::json!("3"), "the default depth");
+    js(
+        &ada,
+        "document.querySelector('main form').noValidate = true; return null;",
+    )
+    .await;
+    ada.fill("[name=mention_depth_limit]", "0").await.unwrap();
+    ada.click("main form button[type=submit]").await.unwrap();
+    ada.wait_for_text("main form", "1 to 20", LIVE)
+        .await
+        .unwrap();
+    ada.screenshot("settings-errors").await.unwrap();
+    ada.fill("[name=mention_depth_limit]", "5").await.unwrap();
+    ada.fill("[name=agent_runs_per_issue_per_hour]", "40")
+        .await
+        .unwrap();
+    ada.click("main form button[type=submit]").await.unwrap();
+    let deadline = std::time::Instant::now() + LIVE;
+    loop {
+        let ws = app.store.list_workspaces().await.unwrap();
+        if ws
+            .iter()
+            .any(|w| w.mention_depth_limit == 5 && w.agent_runs_per_issue_per_hour == 40)
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the limits are saved: {ws:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ada.screenshot("settings").await.unwrap();
+    ada.close().await.unwrap();
+}

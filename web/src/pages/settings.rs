@@ -18,7 +18,7 @@ pub fn settings(v: &SettingsView) -> Markup {
             p.muted {
                 "With a repository, each run works in its own git worktree on a branch "
                 code { "muster/<KEY>-r<attempt>" }
-                " made from the repository's current commit; its changes are committed on that branch and shown as a diff. "
+                " made from the repository's current commit (a git URL is fetched first; the branch is pushed back to it); its changes are committed on that branch and shown as a diff. "
                 "Without one, each run gets an empty folder."
             }
             p {
@@ -32,9 +32,9 @@ pub fn settings(v: &SettingsView) -> Markup {
                 (csrf(&v.nav.csrf))
                 (f.form_errors())
                 (f.field(
-                    "Repository path",
+                    "Repository",
                     "repo_path",
-                    Some("Absolute path on the server's machine of a git repository with at least one commit. Leave empty to clear."),
+                    Some("A git URL each runner clones (https://…, ssh://…, git@host:path; credentials from the runner's own git setup, never in the URL), or an absolute path of a repository on the runners' machine. Leave empty to clear."),
                     f.input("repo_path", "text", &v.repo_input),
                 ))
                 h2 #loop-h { "Loop guard" }
