@@ -9,6 +9,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use crate::session::{CarryError, SessionPlace};
+
 use serde::{Deserialize, Serialize};
 
 use crate::custom::{CustomAdapter, CustomFormat};
@@ -254,6 +256,26 @@ pub trait Adapter: fmt::Debug + Send + Sync {
     fn parse_usage_log_line(&self, line: &str) -> Vec<AgentEvent> {
         let _ = line;
         Vec::new()
+    }
+
+    /// Copies what this CLI needs to resume `session` from an earlier run's `HOME` into a new run's
+    /// (see [`crate::session`]); the new run then sets [`RunSpec::resume_session`]. The default: the CLI
+    /// cannot resume.
+    fn carry_session(
+        &self,
+        session: &str,
+        from: SessionPlace<'_>,
+        to: SessionPlace<'_>,
+    ) -> Result<(), CarryError> {
+        let _ = (session, from, to);
+        Err(CarryError::Unsupported(self.kind().as_str()))
+    }
+
+    /// SQLite files under `HOME` (relative paths) in which a carried session names the earlier run's
+    /// working directory, to be replaced with the new one before the CLI starts (OpenCode reopens a
+    /// session in the folder it recorded). The default: none.
+    fn session_databases(&self) -> &'static [&'static str] {
+        &[]
     }
 }
 

@@ -51,6 +51,15 @@ impl Adapter for ClaudeAdapter {
     fn skills_dir(&self) -> &'static Path {
         Path::new(".claude/skills")
     }
+
+    fn carry_session(
+        &self,
+        session: &str,
+        from: crate::session::SessionPlace<'_>,
+        to: crate::session::SessionPlace<'_>,
+    ) -> Result<(), crate::session::CarryError> {
+        crate::session::carry_claude(session, from, to)
+    }
 }
 
 /// Builds the launch spec: prompt as one stream-json user message on stdin, per-run `HOME`,

@@ -53,6 +53,15 @@ impl Adapter for CodexAdapter {
         Path::new(".agents/skills")
     }
 
+    fn carry_session(
+        &self,
+        session: &str,
+        from: crate::session::SessionPlace<'_>,
+        to: crate::session::SessionPlace<'_>,
+    ) -> Result<(), crate::session::CarryError> {
+        crate::session::carry_codex(session, from, to)
+    }
+
     fn usage_log_dir(&self, spec: &RunSpec) -> Option<std::path::PathBuf> {
         Some(spec.home_dir.join(".codex").join("sessions"))
     }

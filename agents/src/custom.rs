@@ -1,7 +1,8 @@
 //! Custom commands: any program, prompt on stdin, output read in one of three [`CustomFormat`]s.
 //!
-//! The command gets the run's `HOME`, `PWD`, and — when set — `MUSTER_MODEL`, `MUSTER_BASE_URL`
-//! and `MUSTER_API_KEY`, then the run's own environment. Its argv is the binary plus the extra
+//! The command gets the run's `HOME`, `PWD`, and — when set — `MUSTER_MODEL`, `MUSTER_BASE_URL`,
+//! `MUSTER_API_KEY` and `MUSTER_RESUME_SESSION` (a follow-up run: the session to continue, its earlier
+//! `HOME` copied into this one), then the run's own environment. Its argv is the binary plus the extra
 //! arguments.
 
 use std::fmt;
@@ -99,6 +100,7 @@ impl Adapter for CustomAdapter {
             ("MUSTER_MODEL", &spec.model),
             ("MUSTER_BASE_URL", &spec.base_url),
             ("MUSTER_API_KEY", &spec.api_key),
+            ("MUSTER_RESUME_SESSION", &spec.resume_session),
         ];
         env.extend(
             optional
@@ -117,6 +119,18 @@ impl Adapter for CustomAdapter {
 
     fn skills_dir(&self) -> &'static Path {
         Path::new(".agents/skills")
+    }
+
+    /// A custom command keeps whatever it likes in its `HOME`: the earlier run's `HOME` is copied whole,
+    /// and the command reads the session's id from `MUSTER_RESUME_SESSION`.
+    fn carry_session(
+        &self,
+        session: &str,
+        from: crate::session::SessionPlace<'_>,
+        to: crate::session::SessionPlace<'_>,
+    ) -> Result<(), crate::session::CarryError> {
+        let _ = session;
+        crate::session::carry_folder(".", from, to)
     }
 }
 

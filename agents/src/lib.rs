@@ -23,6 +23,7 @@ pub mod llama;
 pub mod opencode;
 pub mod pricing;
 pub mod process;
+pub mod session;
 
 mod json;
 

@@ -55,6 +55,21 @@ impl Adapter for OpencodeAdapter {
     fn skills_dir(&self) -> &'static Path {
         Path::new(".opencode/skills")
     }
+
+    fn carry_session(
+        &self,
+        session: &str,
+        from: crate::session::SessionPlace<'_>,
+        to: crate::session::SessionPlace<'_>,
+    ) -> Result<(), crate::session::CarryError> {
+        // OpenCode keeps every session in one data folder; `--session` picks this one.
+        let _ = session;
+        crate::session::carry_folder(".local/share/opencode", from, to)
+    }
+
+    fn session_databases(&self) -> &'static [&'static str] {
+        &[".local/share/opencode/opencode.db"]
+    }
 }
 
 /// Builds the launch spec: `opencode run --format json [--model] [--session] [--auto] [extra…]`,

@@ -162,6 +162,20 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
     env.state.runs.wake();
     let follow = env.finished(follow.id).await;
     assert_eq!(follow.status, RunStatus::Succeeded, "{follow:?}");
+    // It continued the first run's session: a custom command gets the earlier HOME and the session id.
+    let events = env.events(follow.id).await;
+    let session = events
+        .iter()
+        .find(|e| e.kind == "session")
+        .map(|e| e.payload.clone())
+        .unwrap_or_default();
+    assert_eq!(session["resumed"], true, "{session}");
+    assert_eq!(
+        session["previous_run_id"],
+        first.id.to_string(),
+        "{session}"
+    );
+    assert_eq!(session["session_id"].as_str(), first.session_id.as_deref());
     let all = read(&prompts);
     let last = all
         .split("=== end of prompt")

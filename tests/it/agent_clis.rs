@@ -1038,3 +1038,5 @@ async fn codex_is_stopped_after_the_turn_that_crossed_its_budget() {
     let Some(binary) = locate(&CODEX) else { return };
     budget_scenario(&CODEX, &binary, turn_tokens(&CODEX), 1).await;
 }
+
+mod resume;

@@ -640,6 +640,8 @@ pub enum RunItemKind {
     Status { status: String },
     /// What the agent may reach: the sandbox mode, then one line per allowed path and the ports.
     Sandbox { lines: Vec<String> },
+    /// A follow-up run: whether it resumed the previous run's session, or started fresh and why.
+    Session { resumed: bool, text: String },
     /// The turn ended; the summary is rendered markdown.
     Finished {
         ok: bool,

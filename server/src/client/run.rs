@@ -392,6 +392,7 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
     }
     let s = |field: &str| p[field].as_str().unwrap_or_default().to_owned();
     let content = match kind {
+        "session" => crate::domain::continuity_text(p),
         "text" | "thinking" => s("text"),
         "started" => match p["model"].as_str() {
             Some(model) => format!("session {} ({model})", s("session_id")),

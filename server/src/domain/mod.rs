@@ -28,7 +28,7 @@ pub use issue::{
 };
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
-    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage,
+    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, continuity_text,
 };
 pub use runner::{NewRunnerToken, RunnerName, RunnerToken};
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};

@@ -216,12 +216,14 @@ impl Runs {
 impl Engine {
     /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent
     /// already has a live run on the issue (`run_one_active_key`).
+    /// It continues the agent's last run on the issue, if any (an issue moved back to it).
     pub async fn queue(&self, issue: &Issue, agent: AgentId) -> store::Result<Option<Run>> {
-        self.enqueue_with(
-            &NewRun::assignment(issue.workspace_id, issue.id, agent),
-            &[],
-        )
-        .await
+        let previous = self.store.last_run_of_agent(issue.id, agent).await?;
+        let new = NewRun {
+            previous_run_id: previous.map(|r| r.id),
+            ..NewRun::assignment(issue.workspace_id, issue.id, agent)
+        };
+        self.enqueue_with(&new, &[]).await
     }
 
     /// Queues `new` (a follow-up or a mention, built by `service::triggers`) answering `comments`

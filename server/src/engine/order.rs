@@ -2,8 +2,8 @@
 //! agent's secrets opened here and nowhere else, its enabled skills as bundles, the repository setting,
 //! a token valid for that run only), and what it is told about runs its previous life left behind.
 
-use crate::domain::{Agent, FailureReason, NewApiToken, Role, Run};
-use crate::runner::protocol::{AgentSpec, Order, Orphan, SkillBundle, SpecEnv};
+use crate::domain::{Agent, FailureReason, NewApiToken, Role, Run, RunTrigger};
+use crate::runner::protocol::{AgentSpec, Order, Orphan, Resume, SkillBundle, SpecEnv};
 
 use super::Engine;
 
@@ -69,8 +69,10 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         .map_err(config)?;
     let spec = agent_spec(engine, &agent)?;
     let token = run_token(engine, run).await?;
+    let answered = new_comments(engine, run, &comments).await?;
     let mut prompt = crate::supervisor::brief_prompt(&issue, agent.profile.kind);
-    prompt.push_str(&new_comments(engine, run, &comments).await?);
+    prompt.push_str(&answered);
+    let resume = continued(engine, run, &answered).await?;
     Ok(Order {
         run_id: run.id,
         epoch: run.lease_epoch,
@@ -91,7 +93,51 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .map(|u| u.trim_end_matches('/').to_owned()),
         max_events: engine.config.max_events_per_run,
         next_seq: 1,
+        resume,
     })
+}
+
+/// How far back a follow-up looks past runs that never started for one to continue.
+const MAX_HOPS: usize = 5;
+
+/// What `run` continues: the run named by its `previous_run_id` (for a retry, what the retried run
+/// continued), with that run's session and branch. The resumed session's prompt is the new comments
+/// alone, or a plain "continue" for a retry or an assignment, which answer none.
+async fn continued(engine: &Engine, run: &Run, answered: &str) -> Result<Option<Resume>, Refusal> {
+    let cannot = |e: crate::store::Error| config(format!("cannot read the run it continues: {e}"));
+    let mut previous = match run.previous_run_id {
+        Some(id) => engine.store.get_run(id).await.map_err(cannot)?,
+        None => return Ok(None),
+    };
+    if run.trigger == RunTrigger::Retry {
+        // The retried attempt's own session is left alone: it ended in a failure.
+        previous = match previous.previous_run_id {
+            Some(id) => engine.store.get_run(id).await.map_err(cannot)?,
+            None => return Ok(None),
+        };
+    }
+    // A run that never started (cancelled while queued, refused) left nothing: look further back.
+    for _ in 0..MAX_HOPS {
+        match previous.previous_run_id {
+            Some(id) if previous.session_id.is_none() && previous.branch.is_none() => {
+                previous = engine.store.get_run(id).await.map_err(cannot)?;
+            }
+            _ => break,
+        }
+    }
+    let prompt = match answered.trim() {
+        "" => {
+            "Continue your work on the issue; your brief (the context file) has the thread so far."
+                .to_owned()
+        }
+        text => text.to_owned(),
+    };
+    Ok(Some(Resume {
+        previous_run_id: previous.id,
+        session_id: previous.session_id,
+        branch: previous.branch,
+        prompt,
+    }))
 }
 
 /// The prompt's part for a follow-up: "New comments since your last run:" and each comment the run

@@ -229,6 +229,23 @@ pub struct Order {
     pub max_events: Seq,
     /// The first event seq (1, or after the events an earlier claim of the run stored).
     pub next_seq: Seq,
+    /// For a run that continues the agent's previous run on the issue: what to continue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Resume>,
+}
+
+/// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its
+/// files are on this runner) and its branch (the new worktree starts from its tip).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Resume {
+    pub previous_run_id: RunId,
+    /// The session that run reported; `None` when it reported none.
+    pub session_id: Option<String>,
+    /// That run's branch; `None` when it had no worktree.
+    pub branch: Option<String>,
+    /// The prompt when the session resumes: the new comments alone ([`Order::prompt`], the issue and
+    /// the thread, is for a fresh start).
+    pub prompt: String,
 }
 
 /// The agent profile as a runner needs it; `env` holds opened values.

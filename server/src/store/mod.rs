@@ -7,6 +7,7 @@
 
 mod codec;
 mod common;
+pub mod foreign;
 mod postgres;
 mod rows;
 mod sqlite;

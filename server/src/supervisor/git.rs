@@ -180,44 +180,80 @@ pub async fn head_commit(repo: &Path) -> Result<String, String> {
     Ok(sha.trim().to_owned())
 }
 
-/// Creates the worktree `<run_dir>/work` on a new branch at the repository's HEAD, and records it in
-/// `<run_dir>/worktree.json`. `branch` is taken as is unless it exists (an earlier run of the same
-/// attempt number); then the run's short id is appended.
+/// Creates the worktree `<run_dir>/work` on a new branch at `start` (a commit; the repository's HEAD
+/// when `None`), and records it in `<run_dir>/worktree.json`. `branch` is taken as is unless it exists
+/// (an earlier run of the same attempt number); then the run's short id is appended.
 pub async fn create(
     repo: &Path,
     run_dir: &Path,
-    branch: &str,
-    run_short: &str,
-    brief: &str,
+    names: &Names<'_>,
+    start: Option<String>,
 ) -> Result<Worktree, String> {
-    make(repo, None, run_dir, branch, run_short, brief).await
+    make(repo, None, run_dir, names, start).await
 }
 
-/// [`create`] from a runner's mirror of `url` (see [`mirror`]): the branch starts at the remote's HEAD
-/// as last fetched, and is renamed too when the remote already has a branch of that name (a run on
-/// another runner), so that pushing it never meets someone else's branch.
+/// [`create`] from a runner's mirror of `url` (see [`mirror`]): the branch starts at `start` or else
+/// the remote's HEAD as last fetched, and is renamed too when the remote already has a branch of that
+/// name (a run on another runner), so that pushing it never meets someone else's branch.
 pub async fn create_from_mirror(
     mirror: &Path,
     url: &str,
     run_dir: &Path,
-    branch: &str,
-    run_short: &str,
-    brief: &str,
+    names: &Names<'_>,
+    start: Option<String>,
 ) -> Result<Worktree, String> {
-    make(mirror, Some(url), run_dir, branch, run_short, brief).await
+    make(mirror, Some(url), run_dir, names, start).await
+}
+
+/// What a new worktree is called: its branch, the run's short id (appended to a branch name taken
+/// already) and the brief's file name.
+pub struct Names<'a> {
+    pub branch: &'a str,
+    pub run_short: &'a str,
+    pub brief: &'a str,
+}
+
+/// The commit at the tip of `branch` in `repo` (a repository, or a mirror when `mirror`: there also
+/// among the remote's branches as last fetched); `None` when there is no such branch.
+pub async fn branch_tip(repo: &Path, mirror: bool, branch: &str) -> Option<String> {
+    let mut names = vec![format!("refs/heads/{branch}")];
+    if mirror {
+        names.push(format!("{}/{branch}", remote::REMOTE_BRANCHES));
+    }
+    for name in names {
+        if let Ok(sha) = git(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{name}^{{commit}}"),
+            ],
+        )
+        .await
+        {
+            return Some(sha.trim().to_owned());
+        }
+    }
+    None
 }
 
 async fn make(
     repo: &Path,
     remote: Option<&str>,
     run_dir: &Path,
-    branch: &str,
-    run_short: &str,
-    brief: &str,
+    names: &Names<'_>,
+    start: Option<String>,
 ) -> Result<Worktree, String> {
-    let base = match remote {
-        None => head_commit(repo).await,
-        Some(_) => git(
+    let Names {
+        branch,
+        run_short,
+        brief,
+    } = *names;
+    let base = match (start, remote) {
+        (Some(sha), _) => Ok(sha),
+        (None, None) => head_commit(repo).await,
+        (None, Some(_)) => git(
             repo,
             &[
                 "rev-parse",

@@ -19,6 +19,7 @@ mod events;
 pub mod git;
 mod prepare;
 pub(crate) mod run;
+mod usage_log;
 mod watch;
 
 pub(crate) use brief::{prompt as brief_prompt, render as render_brief};

@@ -37,8 +37,10 @@ pub(super) struct Prepared {
     pub skills: crate::skills::Materialized,
     /// The `sandbox` event's payload (the mode, and the rules and ports when sandboxed).
     pub sandbox: serde_json::Value,
+    /// The `session` event's payload for a run that continues another: resumed or fresh, and why.
+    pub continuity: Option<serde_json::Value>,
     /// Where the CLI logs each model request's usage, when its stdout does not (Codex).
-    pub usage_log: Option<PathBuf>,
+    pub usage_log: Option<super::usage_log::UsageLog>,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -90,8 +92,15 @@ pub(super) async fn prepare(host: &Host, order: &Order) -> Result<Prepared, Prep
             .await
             .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", path.display())))?;
     }
-    let worktree = work_dir(host, order, &dir).await?;
-    match finish_prepare(host, order, worktree.clone()).await {
+    let started = work_dir(host, order, &dir).await?;
+    let (worktree, from_branch) = match started {
+        Some(Started {
+            tree,
+            from_previous,
+        }) => (Some(tree), from_previous),
+        None => (None, None),
+    };
+    match finish_prepare(host, order, worktree.clone(), from_branch).await {
         Ok(prepared) => Ok(prepared),
         Err(e) => {
             if let Some(tree) = &worktree {
@@ -106,10 +115,19 @@ async fn finish_prepare(
     host: &Host,
     order: &Order,
     worktree: Option<Worktree>,
+    from_branch: Option<String>,
 ) -> Result<Prepared, PrepareError> {
     let dir = run_dir(&host.config, order.run_id);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &order.agent;
+    let kind: RuntimeKind = p
+        .kind
+        .as_str()
+        .parse()
+        .map_err(|e| PrepareError::config(format!("{e}")))?;
+    // Before the skills are written: a custom command's whole earlier HOME is copied.
+    let (resume_session, continuity) =
+        continue_session(host, order, kind, &home, &workdir, from_branch).await;
     // The repository's own context file, if any, is kept and the brief added after it.
     let tracked = worktree.as_ref().is_some_and(|t| t.brief_tracked);
     let brief_path = brief::write(&workdir, p.kind, order.brief.clone(), tracked)
@@ -133,11 +151,6 @@ async fn finish_prepare(
         let identity = git::agent_identity(&p.name);
         env.splice(0..0, identity);
     }
-    let kind: RuntimeKind = p
-        .kind
-        .as_str()
-        .parse()
-        .map_err(|e| PrepareError::config(format!("{e}")))?;
     let (binary, extra_args, adapter) = program(host, p, kind).await?;
     let mode = crate::sandbox::mode(&host.config);
     if let crate::sandbox::Mode::Refused { reason } = &mode {
@@ -152,7 +165,10 @@ async fn finish_prepare(
     let permission_mode: PermissionMode = p.permission_mode.as_str().parse().unwrap_or_default();
     let spec = RunSpec {
         binary,
-        prompt: order.prompt.clone(),
+        prompt: match (&resume_session, &order.resume) {
+            (Some(_), Some(resume)) => resume.prompt.clone(),
+            _ => order.prompt.clone(),
+        },
         model: p.model.clone(),
         // A llama agent without its own URL uses the first configured local server (the child's
         // environment is cleared, so it would never see MUSTER_LLAMA_URL itself).
@@ -175,12 +191,14 @@ async fn finish_prepare(
         env,
         workdir: workdir.clone(),
         home_dir: home,
-        resume_session: None,
+        resume_session,
         running_as_root: running_as_root(),
     };
     let mut secrets = secrets;
     secrets.extend(crate::redact::url_credentials(spec.base_url.as_deref()));
-    let usage_log = adapter.usage_log_dir(&spec);
+    let usage_log = adapter
+        .usage_log_dir(&spec)
+        .map(super::usage_log::UsageLog::at);
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
@@ -200,8 +218,98 @@ async fn finish_prepare(
         worktree,
         skills,
         sandbox,
+        continuity,
         usage_log,
     })
+}
+
+/// Points the carried session's state at this run's working directory, where the CLI keeps the
+/// earlier one's in a database of its own (see [`muster_agents::Adapter::session_databases`]).
+async fn relocate(
+    host: &Host,
+    kind: RuntimeKind,
+    previous: crate::domain::RunId,
+    home: &Path,
+    workdir: &Path,
+) -> Result<(), String> {
+    let old = run_dir(&host.config, previous).join("work");
+    for relative in muster_agents::adapter_for(kind).session_databases() {
+        let db = home.join(relative);
+        if db.is_file() {
+            crate::store::foreign::replace_text(
+                &db,
+                &old.display().to_string(),
+                &workdir.display().to_string(),
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Carries the previous run's session into this run when the order continues one and its files are
+/// on this runner: the session to resume, and the `session` event's payload saying what happened
+/// (resumed, or a fresh session whose brief carries the thread, and why).
+async fn continue_session(
+    host: &Host,
+    order: &Order,
+    kind: RuntimeKind,
+    home: &Path,
+    workdir: &Path,
+    from_branch: Option<String>,
+) -> (Option<String>, Option<serde_json::Value>) {
+    use muster_agents::session::SessionPlace;
+    let Some(resume) = &order.resume else {
+        return (None, None);
+    };
+    let carried = match resume.session_id.clone() {
+        None => Err("the previous run reported no session".to_owned()),
+        Some(session) => {
+            let old = run_dir(&host.config, resume.previous_run_id);
+            let (new_home, new_work) = (home.to_path_buf(), workdir.to_path_buf());
+            let id = session.clone();
+            let carried = tokio::task::spawn_blocking(move || {
+                let (old_home, old_work) = (old.join("home"), old.join("work"));
+                muster_agents::adapter_for(kind).carry_session(
+                    &id,
+                    SessionPlace {
+                        home: &old_home,
+                        workdir: &old_work,
+                    },
+                    SessionPlace {
+                        home: &new_home,
+                        workdir: &new_work,
+                    },
+                )
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|carried| carried.map_err(|e| e.to_string()));
+            match carried {
+                Ok(()) => relocate(host, kind, resume.previous_run_id, home, workdir)
+                    .await
+                    .map(|()| session),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    let branch_missing = resume
+        .branch
+        .as_ref()
+        .filter(|_| from_branch.is_none() && order.repo.is_some());
+    let mut payload = serde_json::json!({
+        "previous_run_id": resume.previous_run_id,
+        "resumed": carried.is_ok(),
+        "from_branch": from_branch,
+    });
+    match &carried {
+        Ok(session) => payload["session_id"] = session.clone().into(),
+        Err(why) => payload["reason"] = why.clone().into(),
+    }
+    if let Some(branch) = branch_missing {
+        payload["branch_missing"] = branch.clone().into();
+    }
+    (carried.ok(), Some(payload))
 }
 
 /// Puts the launch inside the sandbox (when the mode says so) and returns it with the `sandbox` event's
@@ -271,11 +379,7 @@ fn confine(
 
 /// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,
 /// or a plain folder when the workspace has no repository.
-async fn work_dir(
-    host: &Host,
-    order: &Order,
-    dir: &Path,
-) -> Result<Option<Worktree>, PrepareError> {
+async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Started>, PrepareError> {
     let Some(repo) = order.repo.as_deref() else {
         let workdir = dir.join("work");
         tokio::fs::create_dir_all(&workdir).await.map_err(|e| {
@@ -290,18 +394,44 @@ async fn work_dir(
             "the workspace's repository setting is invalid: {e}"
         ))
     })?;
+    let names = git::Names {
+        branch: &order.branch,
+        run_short: &short,
+        brief,
+    };
+    let previous = order.resume.as_ref().and_then(|r| r.branch.as_deref());
     // The runner's heartbeat renews the claim's lease meanwhile (a first clone may outlast it).
-    let made = match source {
-        git::RepoSource::Path(path) => git::create(&path, dir, &order.branch, &short, brief).await,
+    let (made, start) = match source {
+        git::RepoSource::Path(path) => {
+            let start = start_at(&path, false, previous).await;
+            (git::create(&path, dir, &names, start.clone()).await, start)
+        }
         git::RepoSource::Url(url) => {
             let mirror = git::mirror(&host.repo_cache, &url)
                 .await
                 .map_err(PrepareError::config)?;
-            git::create_from_mirror(&mirror, &url, dir, &order.branch, &short, brief).await
+            let start = start_at(&mirror, true, previous).await;
+            let made = git::create_from_mirror(&mirror, &url, dir, &names, start.clone()).await;
+            (made, start)
         }
     };
-    made.map(Some)
-        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))
+    let tree = made
+        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))?;
+    Ok(Some(Started {
+        tree,
+        from_previous: previous.filter(|_| start.is_some()).map(str::to_owned),
+    }))
+}
+
+/// The tip of the previous run's branch, when there is one to continue and this runner has it.
+async fn start_at(repo: &Path, mirror: bool, previous: Option<&str>) -> Option<String> {
+    git::branch_tip(repo, mirror, previous?).await
+}
+
+/// A new worktree, and the previous run's branch when it starts from there (else from HEAD).
+struct Started {
+    tree: Worktree,
+    from_previous: Option<String>,
 }
 
 /// The binary, its leading arguments and the adapter. A custom agent's command runs through `sh -c`

@@ -21,6 +21,7 @@ use super::ending::{self, Ending};
 use super::events::{EventLog, Tally};
 use super::git::{self, Worktree};
 use super::prepare::{self, Prepared};
+use super::usage_log::UsageLog;
 use super::watch::{self, Line, Watch};
 use crate::config::Config;
 use crate::domain::{FailureReason, RunId};
@@ -31,8 +32,6 @@ use crate::runtimes::RuntimeCache;
 
 /// How many output lines may wait for the supervisor before the readers (and so the child) block.
 const LINE_BUFFER: usize = 256;
-/// How often the CLI's usage log is looked at for new lines (Codex writes one per model request).
-const USAGE_LOG_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What a runner's machine offers the runs it executes. Cheap to clone.
 #[derive(Clone)]
@@ -140,7 +139,7 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
         pid,
         redactor.clone(),
         worktree.as_ref(),
-        prepared.sandbox,
+        first_events(prepared.sandbox, prepared.continuity),
         prepared.usage_log,
     )
     .await;
@@ -254,6 +253,17 @@ async fn push_work(tree: &Worktree, url: &str, log: &mut EventLog) {
     }
 }
 
+/// The events a run's log opens with: what the agent may reach (`sandbox`, shown as one block on the run
+/// page), and for a follow-up whether it resumed its session (`session`).
+fn first_events(
+    sandbox: serde_json::Value,
+    continuity: Option<serde_json::Value>,
+) -> Vec<(&'static str, serde_json::Value)> {
+    let mut first = vec![("sandbox", sandbox)];
+    first.extend(continuity.map(|c| ("session", c)));
+    first
+}
+
 /// Watches the child until it ends or must be stopped; stops and reaps it and whatever is left of its
 /// process group; wraps up the worktree; hands every event to the outbox. Returns the ending, the tally
 /// and the last event seq.
@@ -263,8 +273,8 @@ async fn run_child(
     pid: Option<i32>,
     redactor: Redactor,
     worktree: Option<&Worktree>,
-    sandbox: serde_json::Value,
-    usage_log: Option<std::path::PathBuf>,
+    first: Vec<(&'static str, serde_json::Value)>,
+    usage_log: Option<UsageLog>,
 ) -> (Ending, Tally, crate::domain::Seq) {
     let mut lines = read_lines(child, usage_log);
     let held = Held {
@@ -272,8 +282,9 @@ async fn run_child(
         epoch: ctx.order.epoch,
     };
     let mut log = EventLog::new(held, ctx.order.next_seq, redactor);
-    // The first event: what the agent may reach (shown as one block on the run page).
-    log.push("sandbox", sandbox);
+    for (kind, payload) in first {
+        log.push(kind, payload);
+    }
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
         model: ctx.order.agent.model.clone(),
@@ -338,11 +349,11 @@ async fn launch(host: &Host, order: &Order) -> Result<(Prepared, Child), Ending>
 
 /// Starts one reader task per output stream (and one for the CLI's usage log, if it keeps one), all
 /// feeding one channel that closes when they end; the usage log's reader ends with stdout.
-fn read_lines(child: &mut Child, usage_log: Option<std::path::PathBuf>) -> mpsc::Receiver<Line> {
+fn read_lines(child: &mut Child, usage_log: Option<UsageLog>) -> mpsc::Receiver<Line> {
     let (tx, rx) = mpsc::channel(LINE_BUFFER);
     let stdout_done = CancellationToken::new();
-    if let Some(dir) = usage_log {
-        tokio::spawn(tail_usage_log(dir, tx.clone(), stdout_done.clone()));
+    if let Some(log) = usage_log {
+        tokio::spawn(log.tail(tx.clone(), stdout_done.clone()));
     }
     if let Some(out) = child.stdout.take() {
         let tx = tx.clone();
@@ -367,66 +378,4 @@ fn read_lines(child: &mut Child, usage_log: Option<std::path::PathBuf>) -> mpsc:
         });
     }
     rx
-}
-
-/// Follows the first `*.jsonl` file that appears under `dir` (Codex's session rollout), sending each
-/// complete line as it is appended; after `done` (stdout closed: the CLI is gone) reads what is left
-/// and ends.
-async fn tail_usage_log(dir: std::path::PathBuf, tx: mpsc::Sender<Line>, done: CancellationToken) {
-    use tokio::io::AsyncBufReadExt as _;
-    let mut reader = None;
-    let mut partial = String::new();
-    loop {
-        let finished = done.is_cancelled();
-        if reader.is_none()
-            && let Some(path) = first_jsonl(&dir).await
-            && let Ok(file) = tokio::fs::File::open(&path).await
-        {
-            reader = Some(BufReader::new(file));
-        }
-        if let Some(file) = reader.as_mut() {
-            // Whole lines only: a line still being written stays in `partial` until its newline.
-            while let Ok(n) = file.read_line(&mut partial).await {
-                if n == 0 || !partial.ends_with('\n') {
-                    break;
-                }
-                let line = std::mem::take(&mut partial);
-                if tx
-                    .send(Line::UsageLog(line.trim_end().to_owned()))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        }
-        if finished {
-            return;
-        }
-        tokio::select! {
-            () = done.cancelled() => {}
-            () = tokio::time::sleep(USAGE_LOG_POLL) => {}
-        }
-    }
-}
-
-/// The first `*.jsonl` file under `dir`, depth first in name order (`sessions/YYYY/MM/DD/rollout-….jsonl`).
-async fn first_jsonl(dir: &std::path::Path) -> Option<std::path::PathBuf> {
-    let mut entries = Vec::new();
-    let mut read = tokio::fs::read_dir(dir).await.ok()?;
-    while let Ok(Some(entry)) = read.next_entry().await {
-        entries.push(entry.path());
-    }
-    entries.sort();
-    for path in entries {
-        if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
-            return Some(path);
-        }
-        if path.is_dir()
-            && let Some(found) = Box::pin(first_jsonl(&path)).await
-        {
-            return Some(found);
-        }
-    }
-    None
 }

@@ -268,6 +268,15 @@ fn timeline_item(item: &RunItemView, swap: bool) -> Markup {
                 pre.sandbox-rules { @for l in lines { (l) "\n" } }
             },
         ),
+        RunItemKind::Session { resumed, text } => (
+            "ev ev-session",
+            html! {
+                div.ev-head {
+                    span.ev-label { @if *resumed { "Session resumed" } @else { "Fresh session" } }
+                }
+                div { (text) }
+            },
+        ),
         RunItemKind::Stderr { line } => ("ev ev-stderr", html! { (line) }),
         RunItemKind::Raw { line } => ("ev ev-raw", html! { (line) }),
         RunItemKind::Status { status } => (

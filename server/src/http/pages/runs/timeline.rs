@@ -142,6 +142,10 @@ impl Timeline {
             "sandbox" => RunItemKind::Sandbox {
                 lines: crate::sandbox::event_lines(&e.payload),
             },
+            "session" => RunItemKind::Session {
+                resumed: e.payload["resumed"].as_bool() == Some(true),
+                text: crate::domain::continuity_text(&e.payload),
+            },
             _ => match serde_json::from_value::<AgentEvent>(e.payload.clone()) {
                 Ok(event) => match self.agent_event(event, e, prev) {
                     Some(kind) => kind,
