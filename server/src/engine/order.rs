@@ -109,7 +109,8 @@ async fn continued(engine: &Engine, run: &Run, answered: &str) -> Result<Option<
         Some(id) => engine.store.get_run(id).await.map_err(cannot)?,
         None => return Ok(None),
     };
-    if run.trigger == RunTrigger::Retry {
+    let retry = run.trigger == RunTrigger::Retry;
+    if retry {
         // The retried attempt's own session is left alone: it ended in a failure.
         previous = match previous.previous_run_id {
             Some(id) => engine.store.get_run(id).await.map_err(cannot)?,
@@ -132,9 +133,14 @@ async fn continued(engine: &Engine, run: &Run, answered: &str) -> Result<Option<
         }
         text => text.to_owned(),
     };
+    // A retry continues the branch but not the session: the attempt it repeats may have failed
+    // because the CLI could not resume it, and a fresh session's brief carries the thread anyway.
+    let fresh_because = (retry && previous.session_id.is_some())
+        .then(|| "a retry starts a fresh session".to_owned());
     Ok(Some(Resume {
         previous_run_id: previous.id,
-        session_id: previous.session_id,
+        session_id: previous.session_id.filter(|_| !retry),
+        fresh_because,
         branch: previous.branch,
         prompt,
     }))

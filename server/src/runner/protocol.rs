@@ -239,8 +239,12 @@ pub struct Order {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Resume {
     pub previous_run_id: RunId,
-    /// The session that run reported; `None` when it reported none.
+    /// The session to resume; `None` when that run reported none, or for a retry.
     pub session_id: Option<String>,
+    /// Why no session is resumed even though that run reported one (a retry starts afresh: its attempt
+    /// may have failed because the CLI refused to resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_because: Option<String>,
     /// That run's branch; `None` when it had no worktree.
     pub branch: Option<String>,
     /// The prompt when the session resumes: the new comments alone ([`Order::prompt`], the issue and

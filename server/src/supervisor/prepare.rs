@@ -263,7 +263,10 @@ async fn continue_session(
         return (None, None);
     };
     let carried = match resume.session_id.clone() {
-        None => Err("the previous run reported no session".to_owned()),
+        None => Err(resume
+            .fresh_because
+            .clone()
+            .unwrap_or_else(|| "the previous run reported no session".to_owned())),
         Some(session) => {
             let old = run_dir(&host.config, resume.previous_run_id);
             let (new_home, new_work) = (home.to_path_buf(), workdir.to_path_buf());
