@@ -218,3 +218,39 @@ fn the_sandbox_event_is_one_block_of_readable_lines() {
         }
     );
 }
+
+#[test]
+fn the_session_event_says_whether_the_follow_up_resumed_and_where_its_work_starts() {
+    let mut t = Timeline::new("r".into(), None);
+    t.push(&ev(
+        1,
+        "session",
+        json!({"previous_run_id": "01a23cd5-94c0-7023", "resumed": true, "session_id": "ses_1",
+               "from_branch": "muster/ACM-1-r1"}),
+    ));
+    t.push(&ev(
+        2,
+        "session",
+        json!({"previous_run_id": "01a23cd5-94c0-7023", "resumed": false,
+               "reason": "the session's files are not on this runner", "from_branch": null,
+               "branch_missing": "muster/ACM-1-r1"}),
+    ));
+    let items: Vec<RunItemKind> = t.take().items.into_iter().map(|i| i.kind).collect();
+    assert_eq!(
+        items,
+        [
+            RunItemKind::Session {
+                resumed: true,
+                text: "Resumed session ses_1 of run 01a23cd5. The work continues from branch muster/ACM-1-r1."
+                    .to_owned(),
+            },
+            RunItemKind::Session {
+                resumed: false,
+                text: "Started a fresh session (the session's files are not on this runner); the brief \
+                       carries the thread so far. Branch muster/ACM-1-r1 is not on this runner: the work \
+                       starts from the repository's HEAD."
+                    .to_owned(),
+            },
+        ]
+    );
+}
