@@ -105,6 +105,7 @@ async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> s
         kind: InboxKind::AwaitingReview,
         issue_id: Some(issue.id),
         run_id: Some(run.id),
+        comment_id: None,
         message: review_message(run, issue, agent),
     };
     state.store.create_inbox_item(&item).await.map(drop)
@@ -282,6 +283,7 @@ async fn inbox(
         kind,
         issue_id: Some(issue.id),
         run_id: Some(run.id),
+        comment_id: None,
         message,
     };
     state.store.create_inbox_item(&item).await.map(drop)

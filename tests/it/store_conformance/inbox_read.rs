@@ -26,6 +26,7 @@ async fn item(
             kind: InboxKind::RunFailed,
             issue_id: None,
             run_id: None,
+            comment_id: None,
             message: message.into(),
         })
         .await
