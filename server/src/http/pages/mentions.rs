@@ -11,7 +11,10 @@ use crate::markdown::{MentionLink, to_safe_html_with_mentions};
 /// The names `people`'s workspace answers to.
 pub fn names(people: &People) -> Mentionable {
     Mentionable::new(
-        people.agents.iter().map(|a| (a.id, a.profile.name.as_str())),
+        people
+            .agents
+            .iter()
+            .map(|a| (a.id, a.profile.name.as_str())),
         people
             .members
             .iter()
