@@ -1,14 +1,15 @@
 //! `@mention` autocompletion in real headless Chromium (issue 13), on both backends: typing `@co` in the
 //! issue's comment box lists the matching agents (an accessible listbox), the arrows move, Escape
 //! closes, a click or Enter picks; the submitted comment links `@coder` and queues a run of coder, whose
-//! page says what started it and which run it continues. Screenshots: `mentions-*` in
+//! page says what started it and which run it continues; a person mentioned by handle finds the comment
+//! from their inbox. Screenshots: `mentions-*` in
 //! `target/screenshots/`, light and dark.
 
 use std::time::Duration;
 
 use muster::domain::{
     AgentKind, AgentName, Email, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
-    NewWorkspace, RunStatus, RunTrigger,
+    NewWorkspace, Role, RunStatus, RunTrigger,
 };
 use muster_tests::browser::Browser;
 use muster_tests::{Backend, TestDb, spawn_app};
@@ -226,6 +227,59 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
     .await;
     browser
         .screenshot("mentions-run-origin-dark")
+        .await
+        .unwrap();
+    js(
+        &browser,
+        "delete document.documentElement.dataset.theme; return null;",
+    )
+    .await;
+
+    // Bob mentions Ada by her handle: her inbox links his comment.
+    let bob = app
+        .store
+        .create_user(&NewUser {
+            email: Email::parse("bob@acme.test").unwrap(),
+            display_name: "Bob Builder".into(),
+            password_hash: "unused".into(),
+        })
+        .await
+        .unwrap();
+    app.store
+        .add_member(ws.id, bob.id, Role::Member)
+        .await
+        .unwrap();
+    let bobs = muster_tests::mint_token(app.store.as_ref(), ws.id, bob.id, "bob").await;
+    let sent = app
+        .client
+        .post(app.url("/api/v1/issues/ACM-1/comments"))
+        .bearer_auth(&bobs)
+        .json(&json!({ "body": "@Ada can you check the empty file case?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 201);
+    browser.goto(&app.url("/w/acme/inbox")).await.unwrap();
+    browser
+        .wait_for_text(".inbox-item", "Bob Builder mentioned you on ACM-1", LIVE)
+        .await
+        .unwrap();
+    browser.screenshot("mentions-inbox").await.unwrap();
+    browser
+        .click(".inbox-item a[href*='#comment-']")
+        .await
+        .unwrap();
+    browser
+        .wait_for_text(
+            ".comment:target",
+            "can you check the empty file case?",
+            LIVE,
+        )
+        .await
+        .unwrap();
+
+    browser
+        .goto(&app.url(&format!("/w/acme/runs/{}", run.id)))
         .await
         .unwrap();
     browser.click(".run-continues a").await.unwrap();
