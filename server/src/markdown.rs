@@ -6,9 +6,14 @@
 //! a plain link to it (its alt text, else its address, as the link text); a second sanitiser pass
 //! checks the result and drops any image source that is still not inline, so a mistake in the rewrite
 //! can only cost the picture, never load it.
+//!
+//! Mentions: [`to_safe_html_with_mentions`] marks the `@name`s a workspace knows (see `mentions`).
+
+mod mentions;
 
 use std::sync::LazyLock;
 
+pub use mentions::MentionLink;
 use pulldown_cmark::{Options, Parser, html};
 
 /// The `rel` of every link in rendered text.
@@ -35,6 +40,9 @@ fn sanitiser(inline_images_only: bool) -> ammonia::Builder<'static> {
         .add_tag_attributes("input", ["checked"])
         .set_tag_attribute_value("input", "type", "checkbox")
         .set_tag_attribute_value("input", "disabled", "");
+    // Mentions (see `mentions`): the only classes kept.
+    b.add_allowed_classes("a", ["mention", "mention-agent"])
+        .add_allowed_classes("span", ["mention", "mention-person"]);
     b.link_rel(Some(LINK_REL))
         .add_url_schemes(["data"])
         .attribute_filter(move |element, attribute, value| {
@@ -66,10 +74,20 @@ fn is_inline_image(src: &str) -> bool {
 
 /// Renders markdown (GitHub-style tables, strikethrough, task lists) and sanitises the result.
 pub fn to_safe_html(markdown: &str) -> String {
+    to_safe_html_with_mentions(markdown, &|_| None)
+}
+
+/// Like [`to_safe_html`], with each `@name` that `resolve` knows marked as a mention: a link to an
+/// agent's page, a titled span for a person.
+pub fn to_safe_html_with_mentions(
+    markdown: &str,
+    resolve: &dyn Fn(&str) -> Option<MentionLink>,
+) -> String {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut raw = String::with_capacity(markdown.len() * 2);
-    html::push_html(&mut raw, Parser::new_ext(markdown, options));
+    let events = mentions::mark(Parser::new_ext(markdown, options), resolve);
+    html::push_html(&mut raw, events.into_iter());
     let clean = SANITISER.clean(&raw).to_string();
     if !clean.contains("<img") {
         return clean;

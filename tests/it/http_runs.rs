@@ -91,6 +91,7 @@ impl World {
                 kind,
                 issue_id: Some(self.issue.id),
                 run_id: run,
+                comment_id: None,
                 message: message.into(),
             })
             .await

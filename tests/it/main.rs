@@ -9,6 +9,7 @@ mod browser_board;
 mod browser_board_habits;
 mod browser_forms;
 mod browser_issue;
+mod browser_mentions;
 mod browser_runners;
 mod browser_runs;
 mod browser_smoke;

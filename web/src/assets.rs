@@ -38,6 +38,13 @@ const FILES: &[(&str, Asset)] = &[
         },
     ),
     (
+        "mentions.js",
+        Asset {
+            bytes: include_bytes!("../assets/mentions.js"),
+            content_type: JS,
+        },
+    ),
+    (
         "theme.js",
         Asset {
             bytes: include_bytes!("../assets/theme.js"),

@@ -42,6 +42,7 @@ pub fn page(title: &str, nav: Option<&Nav>, body: Markup) -> Markup {
                 script src=(assets::url("htmx.min.js")) defer {}
                 script src=(assets::url("ws.js")) defer {}
                 script src=(assets::url("app.js")) defer {}
+                script src=(assets::url("mentions.js")) defer {}
             }
             @match nav {
                 Some(n) => body.signed-in {

@@ -166,6 +166,18 @@ pub fn issue_form(title: &str, body: &str, errors: FormErrors) -> IssueFormView 
         assignee: opts(ASSIGNEE_OPTS, "agent:0195"),
         labels: "live, backend".into(),
         errors,
+        mentions: vec![
+            MentionOptionView {
+                name: "coder".into(),
+                label: "claude".into(),
+                kind: PersonKind::Agent,
+            },
+            MentionOptionView {
+                name: "ada".into(),
+                label: "Ada \"the\" Lovelace".into(),
+                kind: PersonKind::User,
+            },
+        ],
     }
 }
 

@@ -128,6 +128,18 @@ pub struct IssueFormView {
     /// Comma-separated.
     pub labels: String,
     pub errors: FormErrors,
+    /// Who the description and comment boxes offer to `@mention`.
+    pub mentions: Vec<MentionOptionView>,
+}
+
+/// A name the `@mention` autocompletion offers: an agent's name or a member's handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MentionOptionView {
+    /// What `@` inserts (`coder`, `ada`).
+    pub name: String,
+    /// Shown beside it: the member's display name, or the agent's runtime.
+    pub label: String,
+    pub kind: PersonKind,
 }
 
 /// `GET /w/{slug}`.
@@ -565,6 +577,18 @@ pub struct RunHeaderView {
     pub waiting: Option<String>,
 }
 
+/// What started a run: "assignment", "Ada's comment", "mention by reviewer (chain depth 2)", "retry of
+/// run 0195ab12"; and the earlier run of the same agent on the issue that a follow-up continues.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOriginView {
+    /// The trigger as it reads; empty: not shown.
+    pub trigger: String,
+    /// The comment (`…/issues/ACM-7#comment-<id>`) or the retried run.
+    pub trigger_url: Option<String>,
+    /// The run continued: its short id and page.
+    pub continues: Option<(String, String)>,
+}
+
 /// Why a run did not succeed, explained ("Claude Code's API key was refused by the provider (401)" /
 /// "check the agent's ANTHROPIC_API_KEY secret"), with the raw diagnostic for a "details" toggle.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -679,6 +703,8 @@ pub struct RunDiffView {
 pub struct RunPageView {
     pub nav: Nav,
     pub header: RunHeaderView,
+    /// What started the run, and the run it continues.
+    pub origin: RunOriginView,
     pub counters: RunCountersView,
     pub items: Vec<RunItemView>,
     pub diff: RunDiffView,
@@ -724,6 +750,8 @@ pub struct InboxItemView {
     pub run_url: Option<String>,
     /// The run's diff (work awaiting review).
     pub diff_url: Option<String>,
+    /// The comment it is about on the issue page (a mention).
+    pub comment_url: Option<String>,
     pub at: DateTime<Utc>,
     pub read: bool,
     /// POST here to mark it read (only while unread).

@@ -171,9 +171,35 @@ struct RunRow {
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
+    /// What started it; older servers send none.
+    #[serde(default)]
+    trigger: Option<String>,
+    #[serde(default)]
+    trigger_comment_id: Option<String>,
+    #[serde(default)]
+    previous_run_id: Option<String>,
+    #[serde(default)]
+    chain_depth: i32,
 }
 
 impl RunRow {
+    /// "comment (comment <id>)", "mention (comment <id>, chain depth 2)", "retry", "assignment".
+    fn trigger_text(&self) -> Option<String> {
+        let trigger = clean(self.trigger.as_deref()?);
+        let mut about = Vec::new();
+        if let Some(c) = &self.trigger_comment_id {
+            about.push(format!("comment {}", clean(c)));
+        }
+        if self.chain_depth > 0 {
+            about.push(format!("chain depth {}", self.chain_depth));
+        }
+        Some(if about.is_empty() {
+            trigger
+        } else {
+            format!("{trigger} ({})", about.join(", "))
+        })
+    }
+
     /// "$0.0421", or "unpriced" when the server knows no price for some of its tokens.
     fn cost_text(&self) -> String {
         self.cost
@@ -312,6 +338,12 @@ async fn show(client: &Client, json: bool, run: &str) -> anyhow::Result<()> {
     println!("agent:    {}", clean(&r.agent));
     println!("status:   {}", r.status_text());
     println!("attempt:  {}", r.attempt);
+    if let Some(trigger) = r.trigger_text() {
+        println!("trigger:  {trigger}");
+    }
+    if let Some(prev) = &r.previous_run_id {
+        println!("follows:  run {}", clean(prev));
+    }
     if let Some(code) = r.exit_code {
         println!("exit:     {code}");
     }

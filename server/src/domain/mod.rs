@@ -7,6 +7,7 @@ mod agent;
 pub mod failure;
 mod ids;
 mod issue;
+mod mention;
 mod run;
 mod runner;
 pub mod serde_util;
@@ -26,6 +27,7 @@ pub use issue::{
     IssueFilter, IssueKey, IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue,
     Priority, issue_body_ok,
 };
+pub use mention::{Mentionable, Mentioned, handle, mention_spans};
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
     RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, continuity_text,

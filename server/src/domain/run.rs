@@ -302,6 +302,8 @@ pub struct NewInboxItem {
     pub kind: InboxKind,
     pub issue_id: Option<IssueId>,
     pub run_id: Option<RunId>,
+    /// The comment the item is about (a mention), linked from the inbox.
+    pub comment_id: Option<CommentId>,
     pub message: String,
 }
 
@@ -314,6 +316,7 @@ pub struct InboxItem {
     pub kind: InboxKind,
     pub issue_id: Option<IssueId>,
     pub run_id: Option<RunId>,
+    pub comment_id: Option<CommentId>,
     pub message: String,
     pub created_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,

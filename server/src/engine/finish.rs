@@ -6,7 +6,7 @@
 use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{
     Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
-    Run, RunOutcome, RunStatus, Usage,
+    Run, RunOutcome, RunStatus, RunTrigger, Usage,
 };
 use crate::engine::Engine;
 use crate::hub::{LiveEvent, Topic};
@@ -94,7 +94,11 @@ async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> s
         CommentAuthor::Agent(agent.id),
     )
     .await?;
-    if !moved {
+    // A follow-up (a reply's or a mention's run) on an issue already in review delivers new work to
+    // review just the same, though the issue does not move.
+    let follow_up = matches!(run.trigger, RunTrigger::Comment | RunTrigger::Mention)
+        && issue.status == IssueStatus::InReview;
+    if !moved && !follow_up {
         return Ok(());
     }
     // Someone must look at the work now: the issue's creator (or, for an issue no person created,
@@ -105,6 +109,7 @@ async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> s
         kind: InboxKind::AwaitingReview,
         issue_id: Some(issue.id),
         run_id: Some(run.id),
+        comment_id: None,
         message: review_message(run, issue, agent),
     };
     state.store.create_inbox_item(&item).await.map(drop)
@@ -282,6 +287,7 @@ async fn inbox(
         kind,
         issue_id: Some(issue.id),
         run_id: Some(run.id),
+        comment_id: None,
         message,
     };
     state.store.create_inbox_item(&item).await.map(drop)

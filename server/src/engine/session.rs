@@ -656,6 +656,7 @@ impl Session {
                 kind: InboxKind::RunStalled,
                 issue_id: Some(issue.id),
                 run_id: Some(run.id),
+                comment_id: None,
                 message: format!(
                     "{} has been silent on {} for its stall timeout; it is stopped after a second one",
                     agent.profile.name.as_str(),

@@ -1,4 +1,4 @@
-use super::to_safe_html;
+use super::{MentionLink, to_safe_html, to_safe_html_with_mentions};
 
 #[test]
 fn renders_markdown_and_strips_scripts() {
@@ -107,4 +107,67 @@ fn hand_written_inputs_become_disabled_checkboxes() {
     );
     let checkbox = vec![r#"disabled="""#, r#"type="checkbox""#];
     assert_eq!(inputs(&html), [checkbox.clone(), checkbox], "{html}");
+}
+
+/// `coder` (any case) is an agent, `ada` a person; anything else is unknown.
+fn with_mentions(md: &str) -> String {
+    to_safe_html_with_mentions(md, &|name| match name.to_lowercase().as_str() {
+        "coder" => Some(MentionLink::Agent {
+            href: "/w/acme/agents/coder".to_owned(),
+        }),
+        "ada" => Some(MentionLink::Person {
+            name: "Ada \"the\" Lovelace".to_owned(),
+        }),
+        _ => None,
+    })
+    .trim()
+    .to_owned()
+}
+
+const CODER: &str = r#"<a class="mention mention-agent" href="/w/acme/agents/coder" rel="noopener noreferrer nofollow">"#;
+
+#[test]
+fn known_mentions_link_to_agents_and_name_people() {
+    assert_eq!(
+        with_mentions("thanks @coder, ask @Ada."),
+        format!(
+            r#"<p>thanks {CODER}@coder</a>, ask <span class="mention mention-person" title="Ada &quot;the&quot; Lovelace">@Ada</span>.</p>"#
+        )
+    );
+    assert_eq!(
+        with_mentions("**@CODER.** @nobody"),
+        format!("<p><strong>{CODER}@CODER</a>.</strong> @nobody</p>"),
+        "case-insensitive, the period is the sentence's, an unknown name is text"
+    );
+}
+
+#[test]
+fn mentions_are_not_marked_in_code_links_or_addresses() {
+    let text =
+        "`@coder` and [ask @coder](https://e.com) and coder@acme.test\n\n    @coder in a block\n";
+    let html = with_mentions(text);
+    assert!(!html.contains("mention"), "{html}");
+    assert!(html.contains("<code>@coder</code>"), "{html}");
+    let fenced = with_mentions("```\n@coder\n```\n\n<b>@coder</b>");
+    assert_eq!(fenced.matches("class=\"mention").count(), 1, "{fenced}");
+}
+
+#[test]
+fn authors_cannot_forge_other_classes_or_scripts_through_mentions() {
+    let html = with_mentions(
+        r#"<a class="mention evil" href="javascript:x">@coder</a> <span class="x mention-person">hi</span>"#,
+    );
+    assert!(
+        !html.contains("evil") && !html.contains("javascript"),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<span class="mention-person">hi</span>"#),
+        "{html}"
+    );
+    assert_eq!(
+        to_safe_html("@coder").trim(),
+        "<p>@coder</p>",
+        "no names known"
+    );
 }

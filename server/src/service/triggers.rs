@@ -17,8 +17,9 @@ use chrono::Utc;
 
 use super::Caller;
 use crate::domain::{
-    AgentId, AgentName, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
-    NewComment, NewInboxItem, NewRun, Run, RunStatus, RunTrigger,
+    AgentId, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
+    Mentionable, Mentioned, NewComment, NewInboxItem, NewRun, Run, RunStatus, RunTrigger,
+    WorkspaceId, mention_spans,
 };
 use crate::engine::Engine;
 use crate::store;
@@ -27,24 +28,13 @@ use crate::store;
 /// queued meanwhile) before giving up and keeping the comment pending.
 const ATTEMPTS: usize = 3;
 
-/// The `@name` mentions in `text`, in order, each once: `@` at the start or after a character that
-/// cannot be part of an address (so `a@b.example` is no mention), then an agent name's characters.
+/// The `@name` mentions in `text`, in order, each once (case-insensitively); the grammar is
+/// [`crate::domain::mention_spans`]'s.
 pub fn mentions(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        if *c != '@' || (i > 0 && (chars[i - 1].is_alphanumeric() || "._-@".contains(chars[i - 1])))
-        {
-            continue;
-        }
-        let name: String = chars[i + 1..]
-            .iter()
-            .take_while(|c| c.is_alphanumeric() || **c == '-' || **c == '_' || **c == '.')
-            .collect();
-        // A sentence may end right after the name ("thanks @reviewer.").
-        let name = name.trim_end_matches('.').to_owned();
-        if !name.is_empty() && !found.iter().any(|f| f.eq_ignore_ascii_case(&name)) {
-            found.push(name);
+    for (_, name) in mention_spans(text) {
+        if !found.iter().any(|f| f.eq_ignore_ascii_case(name)) {
+            found.push(name.to_owned());
         }
     }
     found
@@ -54,6 +44,74 @@ pub fn mentions(text: &str) -> Vec<String> {
 pub async fn comment_added(state: &Engine, caller: &Caller, issue: &Issue, comment: &Comment) {
     if let Err(e) = on_comment(state, caller, issue, comment).await {
         tracing::warn!(error = %e, issue = %issue.key, "cannot queue what a comment triggers");
+    }
+    let about = Mention {
+        author: comment.author,
+        text: &comment.body,
+        comment: Some(comment),
+    };
+    if let Err(e) = people_mentioned(state, issue, &about).await {
+        tracing::warn!(error = %e, issue = %issue.key, "cannot tell the people a comment mentions");
+    }
+}
+
+/// A text that may mention people: a comment, or an issue's body at creation.
+struct Mention<'a> {
+    author: CommentAuthor,
+    text: &'a str,
+    comment: Option<&'a Comment>,
+}
+
+/// Gives each member a text mentions an inbox item linking to it ("reviewer mentioned you on ACM-7:
+/// <first line>"); writers mentioning themselves, and Muster's own notes, notify no one.
+async fn people_mentioned(state: &Engine, issue: &Issue, about: &Mention<'_>) -> store::Result<()> {
+    let writer = match about.author {
+        CommentAuthor::System => return Ok(()),
+        CommentAuthor::User(id) => state.store.get_user(id).await?.display_name,
+        CommentAuthor::Agent(id) => state
+            .store
+            .get_agent(issue.workspace_id, id)
+            .await?
+            .profile
+            .name
+            .as_str()
+            .to_owned(),
+    };
+    let names = mentionable(state, issue.workspace_id).await?;
+    for mentioned in names.in_text(about.text) {
+        let Mentioned::Person(user, _) = mentioned else {
+            continue;
+        };
+        if about.author == CommentAuthor::User(user) {
+            continue;
+        }
+        let item = NewInboxItem {
+            workspace_id: issue.workspace_id,
+            user_id: Some(user),
+            kind: InboxKind::Mentioned,
+            issue_id: Some(issue.id),
+            run_id: about.comment.and_then(|c| c.run_id),
+            comment_id: about.comment.map(|c| c.id),
+            message: format!(
+                "{writer} mentioned you on {}: {}",
+                issue.key,
+                first_line(about.text)
+            ),
+        };
+        state.store.create_inbox_item(&item).await?;
+    }
+    Ok(())
+}
+
+/// The first non-blank line of `text`, cut to 200 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
+    let line = line.unwrap_or_default();
+    let cut: String = line.chars().take(200).collect();
+    if cut.len() < line.len() {
+        format!("{cut}…")
+    } else {
+        cut
     }
 }
 
@@ -117,6 +175,17 @@ pub async fn issue_created(state: &Engine, caller: &Caller, issue: &Issue) {
     if let Err(e) = queued.await {
         tracing::warn!(error = %e, issue = %issue.key, "cannot queue the agents an issue mentions");
     }
+    let about = Mention {
+        author: match &caller.run {
+            Some(scope) => CommentAuthor::Agent(scope.agent_id),
+            None => CommentAuthor::User(caller.user.id),
+        },
+        text: &issue.body,
+        comment: None,
+    };
+    if let Err(e) = people_mentioned(state, issue, &about).await {
+        tracing::warn!(error = %e, issue = %issue.key, "cannot tell the people an issue mentions");
+    }
 }
 
 /// A run ended (recorded as such): the comments kept for its agent on its issue meanwhile are answered
@@ -153,22 +222,25 @@ async fn mentioned_agents(
     issue: &Issue,
     text: &str,
 ) -> store::Result<Vec<AgentId>> {
-    let mut agents = Vec::new();
-    for name in mentions(text) {
-        let Ok(name) = AgentName::parse(&name) else {
-            continue;
-        };
-        match state
-            .store
-            .get_agent_by_name(issue.workspace_id, &name)
-            .await
-        {
-            Ok(agent) if !agents.contains(&agent.id) => agents.push(agent.id),
-            Ok(_) | Err(store::Error::NotFound) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(agents)
+    let names = mentionable(state, issue.workspace_id).await?;
+    Ok(names
+        .in_text(text)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mentioned::Agent(id, _) => Some(id),
+            Mentioned::Person(..) => None,
+        })
+        .collect())
+}
+
+/// The names a workspace answers to: its agents' names and its members' handles ([`Mentionable`]).
+pub async fn mentionable(state: &Engine, ws: WorkspaceId) -> store::Result<Mentionable> {
+    let agents = state.store.list_agents(ws).await?;
+    let members = state.store.list_members(ws).await?;
+    Ok(Mentionable::new(
+        agents.iter().map(|a| (a.id, a.profile.name.as_str())),
+        members.iter().map(|m| (m.user.id, m.user.email.as_str())),
+    ))
 }
 
 /// Hands `comment` to `agent` on `issue`: into its queued run's set, kept pending while it has a live
@@ -344,6 +416,7 @@ async fn refuse(state: &Engine, issue: &Issue, agent: AgentId, why: &str) -> sto
         kind: InboxKind::LoopGuard,
         issue_id: Some(issue.id),
         run_id: None,
+        comment_id: None,
         message,
     };
     state.store.create_inbox_item(&item).await.map(drop)

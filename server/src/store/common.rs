@@ -85,7 +85,7 @@ macro_rules! runner_select { () => {
      from runner r left join runner_token t on t.runner_token_id = r.token_id"
 } }
 macro_rules! inbox_cols { () => {
-    "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at, resolved_at"
+    "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at, resolved_at"
 } }
 pub(super) use {
     agent_cols, comment_cols, inbox_cols, invitation_select, issue_select, member_select, run_cols,
@@ -1070,10 +1070,10 @@ macro_rules! impl_store {
 
             async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem> {
                 let row = sqlx::query_as::<$db, InboxRow>(concat!(
-                    "insert into inbox_item (inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, message, created_at) ",
-                    "values ($1, $2, $3, $4, $5, $6, $7, $8) returning ", inbox_cols!()))
+                    "insert into inbox_item (inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at) ",
+                    "values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning ", inbox_cols!()))
                     .bind(InboxItemId::new()).bind(new.workspace_id).bind(new.user_id).bind(new.kind)
-                    .bind(new.issue_id).bind(new.run_id).bind(&new.message).bind(now())
+                    .bind(new.issue_id).bind(new.run_id).bind(new.comment_id).bind(&new.message).bind(now())
                     .fetch_one(&self.pool).await?;
                 Ok(row.into())
             }
@@ -1088,7 +1088,7 @@ macro_rules! impl_store {
 
             async fn list_inbox_with_read(&self, ws: WorkspaceId, user: UserId, unread_only: bool) -> Result<Vec<$crate::store::InboxEntry>> {
                 let rows = sqlx::query_as::<$db, InboxReadRow>(concat!(
-                    "select i.inbox_item_id, i.workspace_id, i.user_id, i.kind, i.issue_id, i.run_id, i.message, i.created_at, ",
+                    "select i.inbox_item_id, i.workspace_id, i.user_id, i.kind, i.issue_id, i.run_id, i.comment_id, i.message, i.created_at, ",
                     "i.resolved_at, r.read_at from inbox_item i ",
                     "left join inbox_read r on r.inbox_item_id = i.inbox_item_id and r.user_id = $2 ",
                     "where i.workspace_id = $1 and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null ",

@@ -109,6 +109,7 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
             kind: InboxKind::RunFailed,
             issue_id: Some(doomed.id),
             run_id: Some(run.id),
+            comment_id: None,
             message: "it failed".into(),
         })
         .await

@@ -10,6 +10,7 @@ use super::{agent, assert_not_found, fixture, issue, store_cases, user};
 
 store_cases!(
     inbox_read_state_is_per_person,
+    a_mention_item_links_its_comment_while_it_exists,
     latest_runs_are_one_per_issue
 );
 
@@ -26,6 +27,7 @@ async fn item(
             kind: InboxKind::RunFailed,
             issue_id: None,
             run_id: None,
+            comment_id: None,
             message: message.into(),
         })
         .await
@@ -210,4 +212,36 @@ fn cancelled() -> RunOutcome {
         diff_stat: None,
         session_id: None,
     }
+}
+
+async fn a_mention_item_links_its_comment_while_it_exists(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let i = issue(&store, f.ws.id, "Mentions", IssueStatus::Todo).await;
+    let note = NewComment::parse(CommentAuthor::User(f.owner.id), "cc @owner").unwrap();
+    let c = store.add_comment(i.id, &note).await.unwrap();
+    let created = store
+        .create_inbox_item(&NewInboxItem {
+            workspace_id: f.ws.id,
+            user_id: Some(f.owner.id),
+            kind: InboxKind::Mentioned,
+            issue_id: Some(i.id),
+            run_id: None,
+            comment_id: Some(c.id),
+            message: "owner mentioned you".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.comment_id, Some(c.id));
+    let listed = store.list_inbox(f.ws.id, f.owner.id).await.unwrap();
+    assert_eq!(listed, vec![created.clone()]);
+    let entries = store
+        .list_inbox_with_read(f.ws.id, f.owner.id, false)
+        .await
+        .unwrap();
+    assert_eq!(entries[0].item.comment_id, Some(c.id));
+    // The comment goes; the item stays, without its link.
+    store.delete_comment(i.id, c.id).await.unwrap();
+    let listed = store.list_inbox(f.ws.id, f.owner.id).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].comment_id, None);
 }

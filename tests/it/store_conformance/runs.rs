@@ -558,6 +558,7 @@ async fn inbox(store: Arc<dyn Store>) {
             kind: InboxKind::RunFailed,
             issue_id: Some(i.id),
             run_id: None,
+            comment_id: None,
             message: "MUS-1 failed".into(),
         })
         .await
@@ -569,6 +570,7 @@ async fn inbox(store: Arc<dyn Store>) {
             kind: InboxKind::RunStalled,
             issue_id: None,
             run_id: None,
+            comment_id: None,
             message: "stalled".into(),
         })
         .await

@@ -6,6 +6,7 @@ use crate::layout::{page, workspace_url};
 use crate::partials::board_column;
 use crate::partials::board_menu::card_menu;
 use crate::partials::form::{Form, csrf, options};
+use crate::partials::mentions::mention_textarea;
 use crate::views::{BoardFilterView, BoardView, CardMenuView, IssueFormView};
 
 /// The board. Columns live inside the `ws` extension's connection (`ws-connect` = `live_url`), so the
@@ -104,7 +105,7 @@ pub fn card_menu_page(v: &CardMenuView) -> Markup {
 pub(crate) fn issue_fields(v: &IssueFormView, f: &Form<'_>) -> Markup {
     html! {
         (f.field("Title", "title", None, f.required("title", "text", &v.title)))
-        (f.field("Description", "body", Some("Markdown."), f.textarea("body", &v.body, 6)))
+        (f.field("Description", "body", Some("Markdown."), mention_textarea(f, "body", &v.body, 6, &v.mentions)))
         div.field-row {
             (f.field("Status", "status", None, f.select("status", &v.status)))
             (f.field("Priority", "priority", None, f.select("priority", &v.priority)))

@@ -77,6 +77,7 @@ fn inbox_item(i: &InboxItemView, token: &str) -> Markup {
                 p.inbox-message { (i.message) }
                 @if let Some(d) = &i.details { (super::run::diagnostic_details(d)) }
                 div.inbox-actions {
+                    @if let Some(url) = &i.comment_url { a.btn.btn-small.btn-ghost href=(url) { "Open comment" } }
                     @if let Some(url) = &i.run_url { a.btn.btn-small.btn-ghost href=(url) { "Open run" } }
                     @if let Some(url) = &i.diff_url { a.btn.btn-small.btn-ghost href=(url) { "View diff" } }
                     @if let Some(url) = &i.retry_url {

@@ -10,6 +10,7 @@ use maud::{Markup, PreEscaped, html};
 
 use crate::layout::page;
 use crate::partials::form::{Form, csrf};
+use crate::partials::mentions::mention_textarea;
 use crate::partials::widgets::{PersonChip, RunPill, Timestamp};
 use crate::views::{
     ActivityView, CommentEditView, CommentView, FormErrors, IssueDeleteView, IssuePageView,
@@ -92,7 +93,7 @@ fn text_form(v: &IssuePageView) -> Markup {
                     aria-describedby=[f.invalid("title").then(|| format!("{}-error", f.id("title")))];
             }))
             (f.field("Description", "body", Some("Markdown; \u{201c}- [ ]\u{201d} starts a task list."),
-                f.textarea("body", &v.form.body, 10)))
+                mention_textarea(&f, "body", &v.form.body, 10, &v.form.mentions)))
             div.form-actions {
                 button.btn.btn-primary type="submit" { "Save" }
                 a.btn href=(v.url) hx-get=(v.url) hx-select="#issue-page" hx-target="#issue-page"
@@ -179,7 +180,7 @@ fn comments(v: &IssuePageView) -> Markup {
                 (csrf(&v.nav.csrf))
                 (f.form_errors())
                 (f.field("Add a comment", "body", Some("Markdown."),
-                    f.textarea("body", &v.comment_body, 4)))
+                    mention_textarea(&f, "body", &v.comment_body, 4, &v.form.mentions)))
                 div.form-actions { button.btn.btn-primary type="submit" { "Comment" } }
             }
         }
@@ -235,7 +236,7 @@ fn comment_form(v: &IssuePageView, c: &CommentView, edit: &CommentEditView) -> M
             (csrf(&v.nav.csrf))
             header.comment-head { (PersonChip(&c.author)) (Timestamp(c.at)) }
             (f.form_errors())
-            (f.field("Edit your comment", "body", Some("Markdown."), f.textarea("body", &edit.body, 4)))
+            (f.field("Edit your comment", "body", Some("Markdown."), mention_textarea(&f, "body", &edit.body, 4, &v.form.mentions)))
             div.form-actions {
                 button.btn.btn-primary type="submit" { "Save" }
                 a.btn href={ (v.url) "#comment-" (c.id) } hx-get=(v.url) hx-select="#issue-page"

@@ -23,6 +23,7 @@ pub fn run(v: &RunPageView) -> Markup {
     let title = format!("Run of {} · {}", h.issue_key, h.issue_title);
     let content = html! {
         (header(h, &v.nav.csrf, false))
+        (crate::partials::run_origin::run_origin(&v.origin))
         (counters(&h.id, &v.counters, false))
         section.run-log-panel aria-labelledby="run-log-h" {
             h2 #run-log-h { "Log" }

@@ -108,8 +108,19 @@ impl<'a> Form<'a> {
 
     /// A `<textarea>` keeping the typed `value`.
     pub fn textarea(&self, name: &str, value: &str, rows: u8) -> Markup {
+        self.textarea_with(name, value, rows, None)
+    }
+
+    /// A `<textarea>` with, optionally, the `data-mentions` that `mentions.js` completes from.
+    pub(crate) fn textarea_with(
+        &self,
+        name: &str,
+        value: &str,
+        rows: u8,
+        mentions: Option<String>,
+    ) -> Markup {
         html! {
-            textarea id=(self.id(name)) name=(name) rows=(rows)
+            textarea id=(self.id(name)) name=(name) rows=(rows) data-mentions=[mentions]
                 aria-invalid=[self.invalid(name).then_some("true")]
                 aria-describedby=[self.described_by(name)] { (value) }
         }

@@ -5,6 +5,8 @@ pub mod board;
 pub mod board_menu;
 pub mod board_palette;
 pub mod form;
+pub mod mentions;
+pub mod run_origin;
 pub mod widgets;
 
 pub use board::{board_column, board_columns_oob, issue_card};

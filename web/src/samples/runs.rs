@@ -45,6 +45,11 @@ pub fn run_page() -> RunPageView {
             retry_url: None,
             waiting: None,
         },
+        origin: RunOriginView {
+            trigger: "Ada's comment".into(),
+            trigger_url: Some("/w/acme/issues/MUS-24#comment-c1".into()),
+            continues: Some(("7f1c2a9e".into(), "/w/acme/runs/7f1c2a9e-0000".into())),
+        },
         counters: RunCountersView {
             input_tokens: "12,840".into(),
             output_tokens: "2,113".into(),
@@ -242,6 +247,7 @@ pub fn inbox() -> InboxView {
                 issue_url: Some("/w/acme/issues/MUS-26".into()),
                 run_url: Some("/w/acme/runs/r9".into()),
                 diff_url: None,
+                comment_url: None,
                 at: at(4, 17, 0),
                 read: false,
                 read_url: Some("/w/acme/inbox/i1/read".into()),
@@ -257,6 +263,7 @@ pub fn inbox() -> InboxView {
                 issue_url: Some("/w/acme/issues/MUS-24".into()),
                 run_url: Some("/w/acme/runs/r2".into()),
                 diff_url: None,
+                comment_url: None,
                 at: at(4, 16, 45),
                 read: true,
                 read_url: None,

@@ -127,6 +127,10 @@ async fn show(
                     .run_id
                     .filter(|_| i.kind == InboxKind::AwaitingReview)
                     .map(|r| format!("{}#run-{r}-diff", run_url(&slug, r))),
+                comment_url: key
+                    .as_ref()
+                    .zip(i.comment_id)
+                    .map(|(k, c)| format!("/w/{slug}/issues/{k}#comment-{c}")),
                 issue_url: key.as_ref().map(|k| format!("/w/{slug}/issues/{k}")),
                 issue_key: key,
                 run_url: i.run_id.map(|r| run_url(&slug, r)),

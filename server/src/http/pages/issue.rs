@@ -10,13 +10,13 @@ use muster_web::views::{
 };
 
 use super::inbox::nav_with_inbox;
+use super::mentions;
 use super::runs::run_row;
 use super::views::{People, assignee_value, issue_form, issue_input, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::{Activity, ActivityKind, Issue};
 use crate::http::extract::{UiForm, WsMember};
-use crate::markdown::to_safe_html;
 use crate::service::comments as comments_svc;
 use crate::service::issues as svc;
 
@@ -86,13 +86,15 @@ async fn page_view(
     let runs = state.store.list_runs_for_issue(issue.id).await?;
     let slug = member.caller.ws.slug.to_string();
     let key = issue.key.to_string();
+    let names = mentions::names(&people);
+    let markdown = |text: &str| mentions::markdown(text, &names, &people, &slug);
     let labels: Vec<String> = issue.labels.iter().map(|l| l.as_str().to_owned()).collect();
     Ok(IssuePageView {
         nav: nav_with_inbox(state, member, NavItem::Board).await?,
         url: format!("/w/{}/issues/{key}", member.caller.ws.slug),
         key,
         title: issue.title.as_str().to_owned(),
-        body_html: to_safe_html(&issue.body),
+        body_html: markdown(&issue.body),
         status: issue.status.to_string(),
         status_label: status_label(issue.status).to_owned(),
         priority: issue.priority.to_string(),
@@ -117,7 +119,7 @@ async fn page_view(
             .map(|c| CommentView {
                 id: c.id.to_string(),
                 author: people.person(c.author),
-                body_html: to_safe_html(&c.body),
+                body_html: markdown(&c.body),
                 at: c.created_at,
                 edited_at: c.edited_at,
                 can_edit: comments_svc::is_author(&member.caller, c),

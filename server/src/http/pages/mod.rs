@@ -10,6 +10,7 @@ mod inbox;
 mod invitations;
 mod issue;
 mod members;
+mod mentions;
 mod runners;
 mod runs;
 mod runtimes;

@@ -3,6 +3,7 @@
 //! cancel and retry forms. Also the views of runs the issue page and the board use.
 
 mod live;
+mod origin;
 mod timeline;
 
 use axum::Router;
@@ -78,6 +79,7 @@ async fn show(
     header.waiting = runners::run_waiting(&state, &run).await?;
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
+        origin: origin::origin_view(&state, &slug, &run, &issue, &people).await?,
         header,
         counters: counters_view(&run, &people, &usage, fold.tokens_per_second),
         items,

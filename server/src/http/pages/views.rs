@@ -243,6 +243,7 @@ pub fn issue_form(
         assignee: people.assignee_options(assignee),
         labels: labels.to_owned(),
         errors: Default::default(),
+        mentions: super::mentions::options(people),
     }
 }
 

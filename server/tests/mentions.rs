@@ -1,0 +1,324 @@
+//! Issue 13, mentions of people and what a follow-up run shows, end to end: a real server in-process
+//! with its embedded runner and `custom` stand-in agents using the real `muster` CLI with their run's
+//! token. Mentioning a person (by an agent or a person, never oneself) gives them an inbox item linking
+//! the comment; a follow-up that delivers to an issue already in review notifies like a first
+//! delivery; the run page and `muster run show` say what started a run and which run it continues.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use muster::domain::*;
+use muster_tests::Backend;
+use serde_json::json;
+use support::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_muster");
+
+/// Posts a comment through the JSON API with `token`; returns its id.
+async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId {
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "http://{}/api/v1/issues/{}/comments",
+            env.addr, issue.key
+        ))
+        .bearer_auth(token)
+        .json(&json!({ "body": body }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let v: serde_json::Value = resp.json().await.unwrap();
+    v["id"].as_str().unwrap().parse().unwrap()
+}
+
+/// A page's HTML, fetched with `token`.
+async fn page(env: &Env, token: &str, path: &str) -> String {
+    let resp = reqwest::Client::new()
+        .get(format!("http://{}{path}", env.addr))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{path}");
+    resp.text().await.unwrap()
+}
+
+/// `muster <args>` with the owner's token; its standard output.
+fn muster(env: &Env, args: &[&str]) -> String {
+    let home = env.scripts.path().join("cli-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(BIN)
+        .env_clear()
+        .env("HOME", &home)
+        .env("MUSTER_CONFIG_DIR", &home)
+        .env("MUSTER_URL", format!("http://{}", env.addr))
+        .env("MUSTER_TOKEN", &env.token)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A stand-in agent that runs `then` (shell, may use the CLI as `$MUSTER`) and replays a real Claude
+/// stream.
+async fn stand_in(env: &Env, name: &str, then: &str) -> Agent {
+    let replay = env.fixture("text.jsonl");
+    let script = env.script(
+        &format!("{name}.sh"),
+        &format!(
+            "MUSTER='{BIN}'\ncat > /dev/null\n{then}\ncat '{}'",
+            replay.display()
+        ),
+    );
+    env.agent(name, &script).await
+}
+
+/// Bob, a member of the workspace (handle `bob`), with an API token.
+async fn bob(env: &Env) -> (UserId, String) {
+    let user = env
+        .store
+        .create_user(&NewUser {
+            email: Email::parse("Bob+muster@runs.test").unwrap(),
+            display_name: "Bob Builder".to_owned(),
+            password_hash: "unused".to_owned(),
+        })
+        .await
+        .unwrap();
+    env.store
+        .add_member(env.ws.id, user.id, Role::Member)
+        .await
+        .unwrap();
+    let token = muster_tests::mint_token(env.store.as_ref(), env.ws.id, user.id, "bob").await;
+    (user.id, token)
+}
+
+async fn mentions_of(env: &Env, user: UserId) -> Vec<InboxItem> {
+    env.store
+        .list_inbox(env.ws.id, user)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|i| i.kind == InboxKind::Mentioned)
+        .collect()
+}
+
+async fn people_mentioned_get_an_inbox_item(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let (bob, bob_token) = bob(&env).await;
+    let coder = stand_in(
+        &env,
+        "coder",
+        r#""$MUSTER" issue comment "$MUSTER_ISSUE" "Hey @BOB, have a look.
+It is done. Ask @nobody." || exit 3"#,
+    )
+    .await;
+    let issue = env.issue("Mention people").await;
+
+    // A person: Bob by his handle, themselves (nothing), and an agent's name (a run, no inbox item).
+    let by_owner = comment(&env, &env.token, &issue, "cc @bob; note to @owner.").await;
+    let items = mentions_of(&env, bob).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(
+        items[0].message,
+        "owner mentioned you on RUN-1: cc @bob; note to @owner."
+    );
+    assert_eq!(items[0].comment_id, Some(by_owner));
+    assert_eq!(items[0].issue_id, Some(issue.id));
+    assert!(
+        mentions_of(&env, env.owner).await.is_empty(),
+        "no item for oneself"
+    );
+    comment(&env, &bob_token, &issue, "Thanks @owner, and @bob is me.").await;
+    let owners = mentions_of(&env, env.owner).await;
+    assert_eq!(owners.len(), 1, "{owners:?}");
+    assert_eq!(
+        owners[0].message,
+        "Bob Builder mentioned you on RUN-1: Thanks @owner, and @bob is me."
+    );
+    assert_eq!(
+        mentions_of(&env, bob).await.len(),
+        1,
+        "Bob mentioning Bob: nothing"
+    );
+
+    // An agent, through the CLI with its run's token.
+    env.assign(&issue, &coder).await;
+    let run = env.finished(env.the_run(&issue).await.id).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
+    let items = poll("the agent's mention to reach Bob", || async {
+        let items = mentions_of(&env, bob).await;
+        (items.len() == 2).then_some(items)
+    })
+    .await;
+    let by_agent = env
+        .store
+        .list_comments(issue.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.author == CommentAuthor::Agent(coder.id))
+        .unwrap();
+    let item = items
+        .iter()
+        .find(|i| i.comment_id == Some(by_agent.id))
+        .unwrap();
+    assert_eq!(
+        item.message,
+        "coder mentioned you on RUN-1: Hey @BOB, have a look."
+    );
+
+    // Bob's inbox links the comment; the issue page marks the mentions it knows.
+    let inbox = page(&env, &bob_token, "/w/runs/inbox").await;
+    assert!(
+        inbox.contains(&format!(
+            r##"href="/w/runs/issues/RUN-1#comment-{}">Open comment</a>"##,
+            by_agent.id
+        )),
+        "{inbox}"
+    );
+    let html = page(&env, &bob_token, "/w/runs/issues/RUN-1").await;
+    assert!(
+        html.contains(r#"<span class="mention mention-person" title="Bob Builder">@BOB</span>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("Ask @nobody."),
+        "an unknown name is text: {html}"
+    );
+    // The comment box completes the agents, then the people.
+    assert!(
+        html.contains(r#"data-mentions="[{&quot;name&quot;:&quot;coder&quot;,&quot;label&quot;:&quot;custom&quot;,&quot;kind&quot;:&quot;agent&quot;},{"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"{&quot;name&quot;:&quot;bob&quot;,&quot;label&quot;:&quot;Bob Builder&quot;,&quot;kind&quot;:&quot;person&quot;}"#),
+        "{html}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_mentioned_get_an_inbox_item_sqlite() {
+    people_mentioned_get_an_inbox_item(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn people_mentioned_get_an_inbox_item_postgres() {
+    people_mentioned_get_an_inbox_item(Backend::Postgres).await;
+}
+
+async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let coder = stand_in(&env, "coder", "").await;
+    let issue = env.issue("Follow up").await;
+    env.assign(&issue, &coder).await;
+    let first = env.finished(env.the_run(&issue).await.id).await;
+    env.issue_reaches(&issue, IssueStatus::InReview).await;
+    env.inbox_with(InboxKind::AwaitingReview, first.id).await;
+
+    // A reply on the issue in review: the follow-up's delivery is announced too.
+    let reply = comment(&env, &env.token, &issue, "Now the empty file, @coder.").await;
+    let follow = poll("the follow-up", || async {
+        let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();
+        runs.into_iter().find(|r| r.id != first.id)
+    })
+    .await;
+    let follow = env.finished(follow.id).await;
+    assert_eq!(follow.status, RunStatus::Succeeded, "{follow:?}");
+    env.inbox_with(InboxKind::AwaitingReview, follow.id).await;
+
+    let html = page(&env, &env.token, &format!("/w/runs/runs/{}", follow.id)).await;
+    let short: String = first.id.to_string().chars().take(8).collect();
+    assert!(
+        html.contains(&format!(
+            r##"Triggered by <a href="/w/runs/issues/RUN-1#comment-{reply}">owner’s comment</a>"##
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            r#"Continues run <a href="/w/runs/runs/{}"><code>{short}</code></a>"#,
+            first.id
+        )),
+        "{html}"
+    );
+    let html = page(&env, &env.token, &format!("/w/runs/runs/{}", first.id)).await;
+    assert!(
+        html.contains("Triggered by <strong>assignment</strong>"),
+        "{html}"
+    );
+    assert!(!html.contains("Continues run"), "{html}");
+    let shown = muster(&env, &["run", "show", &follow.id.to_string()]);
+    assert!(
+        shown.contains(&format!("trigger:  comment (comment {reply})\n")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("follows:  run {}\n", first.id)),
+        "{shown}"
+    );
+
+    // An agent's mention carries the chain depth.
+    let reviewer = stand_in(
+        &env,
+        "reviewer",
+        r#""$MUSTER" issue comment "$MUSTER_ISSUE" "@coder fix the nit" || exit 3"#,
+    )
+    .await;
+    let other = env.issue("Review it").await;
+    comment(&env, &env.token, &other, "@reviewer have a look").await;
+    let mentioned = poll("the mention of coder", || async {
+        let runs = env.store.list_runs_for_issue(other.id).await.unwrap();
+        runs.into_iter().find(|r| r.agent_id == coder.id)
+    })
+    .await;
+    let mentioned = env.finished(mentioned.id).await;
+    assert_eq!(
+        (mentioned.trigger, mentioned.chain_depth),
+        (RunTrigger::Mention, 1)
+    );
+    let html = page(&env, &env.token, &format!("/w/runs/runs/{}", mentioned.id)).await;
+    assert!(
+        html.contains("Triggered by <a href=\"/w/runs/issues/RUN-2#comment-"),
+        "{html}"
+    );
+    assert!(
+        html.contains(">mention by reviewer (chain depth 1)</a>"),
+        "{html}"
+    );
+    let by_reviewer = env.store.list_runs_for_issue(other.id).await.unwrap();
+    let by_reviewer = by_reviewer
+        .iter()
+        .find(|r| r.agent_id == reviewer.id)
+        .unwrap();
+    let shown = muster(&env, &["run", "show", &mentioned.id.to_string()]);
+    assert!(shown.contains("trigger:  mention (comment "), "{shown}");
+    assert!(shown.contains(", chain depth 1)\n"), "{shown}");
+    assert!(!shown.contains("follows:"), "{shown}");
+    assert_eq!(by_reviewer.trigger, RunTrigger::Mention);
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_is_ready_for_review_and_says_what_started_it_sqlite() {
+    a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn a_follow_up_is_ready_for_review_and_says_what_started_it_postgres() {
+    a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Postgres).await;
+}
