@@ -12,6 +12,7 @@ mod browser_issue;
 mod browser_runners;
 mod browser_runs;
 mod browser_smoke;
+mod browser_thread;
 mod cli;
 mod deploy;
 mod http_board;
