@@ -250,7 +250,7 @@ pub fn issue() -> IssuePageView {
                 can_delete: true,
             }),
             ThreadEntryView::Change(ActivityView {
-                actor: ada.clone(),
+                actor: ada,
                 text: "assigned this to claude-reviewer".into(),
                 at: at(3, 9, 21),
             }),

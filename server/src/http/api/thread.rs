@@ -41,7 +41,7 @@ pub(super) enum ThreadEntry {
     /// A run of an agent, standing where it was queued.
     Run {
         at: DateTime<Utc>,
-        run: RunView,
+        run: Box<RunView>,
         /// Whether it is queued, claimed or running.
         live: bool,
         /// Who wrote the comment that queued it (a reply or a mention), while that comment exists.
@@ -83,7 +83,7 @@ impl ThreadEntry {
             },
             Entry::Run(r) => ThreadEntry::Run {
                 at: r.run.created_at,
-                run: RunView::new(&r.run, key, names),
+                run: Box::new(RunView::new(&r.run, key, names)),
                 live: r.is_live(),
                 triggered_by: r.trigger_author.map(|a| names.actor(a)),
                 summary_comment_id: r.summary.as_ref().map(|c| c.id.0),

@@ -107,7 +107,7 @@ fn a_conversation_reads_in_order_with_summaries_inside_their_runs() {
             53,
             Some(first.id),
         ),
-        reply.clone(),
+        reply,
     ];
     let trail = vec![
         activity(
@@ -125,7 +125,7 @@ fn a_conversation_reads_in_order_with_summaries_inside_their_runs() {
             53,
         ),
     ];
-    let entries = build(comments, vec![first.clone(), second.clone()], trail);
+    let entries = build(comments, vec![first.clone(), second], trail);
     assert_eq!(
         kinds(&entries),
         ["change", "run", "comment", "status", "comment", "run"]
