@@ -188,11 +188,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     };
     browser.select("#prop-status", "in_progress").await.unwrap();
     browser
-        .wait_for_text(
-            "#issue-activity",
-            "moved this from todo to in progress",
-            LIVE,
-        )
+        .wait_for_text("#issue-thread", "moved this from todo to in progress", LIVE)
         .await
         .unwrap();
     let focused = js(
@@ -206,7 +202,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .await
         .unwrap();
     browser
-        .wait_for_text("#issue-activity", "assigned this to Ada Lovelace", LIVE)
+        .wait_for_text("#issue-thread", "assigned this to Ada Lovelace", LIVE)
         .await
         .unwrap();
     stayed(&browser, "saving the side panel").await;
@@ -239,7 +235,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .await
         .unwrap();
     browser
-        .wait_for_text("#issue-activity", "edited the description", LIVE)
+        .wait_for_text("#issue-thread", "edited the description", LIVE)
         .await
         .unwrap();
     let ticked = js(

@@ -1,7 +1,8 @@
 //! Runs in real headless Chromium with the embedded runner and stand-in agents (shell scripts replaying
 //! Claude stream-json lines): a person assigns an issue in the browser, opens the run page and watches
 //! the log and the token counter move live until the run succeeds and the issue is in review with the
-//! agent's summary; a second run is stopped with the Cancel button; a failing run lands in the inbox.
+//! agent's summary in its run's entry of the issue's timeline; a second run is stopped with the Cancel
+//! button; a failing run lands in the inbox.
 //! A local model's answer (the scripted llama server, word by word; and the real SmolLM2) reads as one
 //! growing block, and its agent's page agrees with the Runtimes page about its server.
 //! Screenshots `run.png`, `run-local-model.png` and `inbox.png` land in `target/screenshots/`.
@@ -20,30 +21,30 @@ use muster_tests::{Backend, TestDb};
 use tokio_util::sync::CancellationToken;
 
 /// Generous: a cold Chromium and real child processes on a loaded 2-core machine.
-const LIVE: Duration = Duration::from_secs(30);
+pub(crate) const LIVE: Duration = Duration::from_secs(30);
 
 /// Claude stream-json lines, shaped like the recorded fixtures.
-const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/tmp","session_id":"sess-browser-1","tools":["Bash"],"model":"claude-sonnet-4-5","permissionMode":"bypassPermissions"}"#;
-const TEXT_1: &str = r#"{"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Reading the **parser** first."}]},"session_id":"sess-browser-1"}"#;
-const THINK: &str = r#"{"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"The empty input case probably hits an unwrap.","signature":"x"}]},"session_id":"sess-browser-1"}"#;
-const TOOL: &str = r#"{"type":"assistant","message":{"id":"m2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_b1","name":"Bash","input":{"command":"cargo test parse","description":"Run the parser tests"}}]},"session_id":"sess-browser-1"}"#;
-const RESULT: &str = r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_b1","type":"tool_result","content":"test parse_empty ... ok\ntest parse_nested ... ok\n\ntest result: ok. 2 passed","is_error":false}]},"session_id":"sess-browser-1"}"#;
-const TEXT_2: &str = r#"{"type":"assistant","message":{"id":"m3","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Fixed `parse_empty`; all parser tests pass now."}]},"session_id":"sess-browser-1"}"#;
-const DONE: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":4000,"num_turns":2,"result":"Fixed `parse_empty`; all parser tests pass now.","session_id":"sess-browser-1","total_cost_usd":0.0123,"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5000,"output_tokens":321}}"#;
+pub(crate) const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/tmp","session_id":"sess-browser-1","tools":["Bash"],"model":"claude-sonnet-4-5","permissionMode":"bypassPermissions"}"#;
+pub(crate) const TEXT_1: &str = r#"{"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Reading the **parser** first."}]},"session_id":"sess-browser-1"}"#;
+pub(crate) const THINK: &str = r#"{"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"The empty input case probably hits an unwrap.","signature":"x"}]},"session_id":"sess-browser-1"}"#;
+pub(crate) const TOOL: &str = r#"{"type":"assistant","message":{"id":"m2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_b1","name":"Bash","input":{"command":"cargo test parse","description":"Run the parser tests"}}]},"session_id":"sess-browser-1"}"#;
+pub(crate) const RESULT: &str = r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_b1","type":"tool_result","content":"test parse_empty ... ok\ntest parse_nested ... ok\n\ntest result: ok. 2 passed","is_error":false}]},"session_id":"sess-browser-1"}"#;
+pub(crate) const TEXT_2: &str = r#"{"type":"assistant","message":{"id":"m3","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Fixed `parse_empty`; all parser tests pass now."}]},"session_id":"sess-browser-1"}"#;
+pub(crate) const DONE: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":4000,"num_turns":2,"result":"Fixed `parse_empty`; all parser tests pass now.","session_id":"sess-browser-1","total_cost_usd":0.0123,"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5000,"output_tokens":321}}"#;
 
-struct Server {
-    addr: std::net::SocketAddr,
-    store: Arc<dyn Store>,
-    ws: Workspace,
+pub(crate) struct Server {
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) ws: Workspace,
     shutdown: CancellationToken,
     handle: tokio::task::JoinHandle<anyhow::Result<()>>,
-    scripts: tempfile::TempDir,
+    pub(crate) scripts: tempfile::TempDir,
     _db: TestDb,
 }
 
 impl Server {
     /// A server with the embedded runner on, short stop graces, and Ada owning workspace `acme`.
-    async fn start(backend: Backend) -> Option<Server> {
+    pub(crate) async fn start(backend: Backend) -> Option<Server> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
         let (_, ws) = store
@@ -82,12 +83,12 @@ impl Server {
         })
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// An executable shell script in the scratch directory.
-    fn script(&self, name: &str, body: &str) -> PathBuf {
+    pub(crate) fn script(&self, name: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt as _;
         let path = self.scripts.path().join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -96,7 +97,7 @@ impl Server {
     }
 
     /// A `custom` agent running `script`.
-    async fn agent(&self, name: &str, script: &Path) -> Agent {
+    pub(crate) async fn agent(&self, name: &str, script: &Path) -> Agent {
         let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
         new.command = Some(script.display().to_string());
         new.max_retries = 0;
@@ -104,27 +105,27 @@ impl Server {
         self.store.create_agent(self.ws.id, &new).await.unwrap()
     }
 
-    async fn issue(&self, title: &str) -> Issue {
+    pub(crate) async fn issue(&self, title: &str) -> Issue {
         let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
         new.status = IssueStatus::Todo;
         self.store.create_issue(self.ws.id, &new).await.unwrap()
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.shutdown.cancel();
         self.handle.await.unwrap().unwrap();
     }
 }
 
 /// Echoes `lines` one by one with a short pause, like a CLI streaming its work.
-fn replay(lines: &[&str]) -> String {
+pub(crate) fn replay(lines: &[&str]) -> String {
     lines
         .iter()
         .map(|l| format!("sleep 0.4\ncat <<'EOF'\n{l}\nEOF\n"))
         .collect()
 }
 
-async fn sign_in(browser: &Browser, server: &Server) {
+pub(crate) async fn sign_in(browser: &Browser, server: &Server) {
     browser.goto(&server.url("/login")).await.unwrap();
     browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
@@ -159,13 +160,21 @@ async fn assign(browser: &Browser, server: &Server, issue: &Issue, agent: &Agent
         .unwrap();
 }
 
-/// Opens the issue's newest run from the issue page's run list.
+/// Opens the issue's newest run: the last run entry of the issue page's timeline.
 async fn open_latest_run(browser: &Browser) {
-    browser.click(".issue-runs a.run-link").await.unwrap();
+    browser
+        .find_within(".thread-run a.run-link", LIVE)
+        .await
+        .unwrap();
+    js(
+        browser,
+        "const links = document.querySelectorAll('.thread-run a.run-link'); links[links.length - 1].click();",
+    )
+    .await;
     browser.find_within(".run-page", LIVE).await.unwrap();
 }
 
-async fn js(browser: &Browser, script: &str) -> serde_json::Value {
+pub(crate) async fn js(browser: &Browser, script: &str) -> serde_json::Value {
     browser.execute(script, vec![]).await.unwrap()
 }
 
@@ -302,11 +311,11 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
         .await
         .unwrap();
     browser
-        .wait_for_text(".comment-agent", "all parser tests pass now", LIVE)
+        .wait_for_text(".thread-summary", "all parser tests pass now", LIVE)
         .await
         .unwrap();
     browser
-        .wait_for_text(".issue-runs", "Succeeded", LIVE)
+        .wait_for_text(".thread-run", "Succeeded", LIVE)
         .await
         .unwrap();
 

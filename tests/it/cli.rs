@@ -1,7 +1,7 @@
 //! The `muster` binary as people use it in a shell, against a served app on both backends: a reader that
 //! closes the pipe early, run ids given by a unique prefix, `run logs` of a run's diff, errors without a
 //! stack trace under `RUST_BACKTRACE=1`, the default status of `issue create`, and `agent list`'s run
-//! counts. Needs the binary: `cargo build -p muster --bin muster` (`cargo test --workspace` builds it).
+//! counts, and `issue thread` telling an issue's conversation. Needs the binary: `cargo build -p muster --bin muster` (`cargo test --workspace` builds it).
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -43,6 +43,7 @@ cli_cases!(
     run_logs_show_the_diff_as_a_unified_diff,
     errors_are_one_line_even_with_rust_backtrace,
     issue_create_defaults_to_todo_and_agent_list_counts_runs,
+    issue_thread_reads_as_a_conversation,
 );
 
 /// A served app with one workspace (prefix MUS) and its owner's API token.
@@ -453,4 +454,135 @@ async fn issue_create_defaults_to_todo_and_agent_list_counts_runs(cli: &Cli) {
          coder  claude  -      workspace_write  0        3       2\n\
          idle   claude  -      workspace_write  0        0       3\n"
     );
+}
+
+/// Runs `run` (the only queued one) to success in the store, with its summary posted as the agent's
+/// comment the way the run engine does.
+async fn succeed(cli: &Cli, run: &Run, summary: &str) {
+    let runner = cli
+        .store
+        .register_runner("cli-runner", "0", &json!([]))
+        .await
+        .unwrap();
+    let now = chrono::Utc::now();
+    let scope = muster::store::ClaimScope::anything(&runner.name);
+    let later = now + chrono::TimeDelta::seconds(60);
+    let claimed = cli
+        .store
+        .claim_next_run(runner.id, &scope, now, later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, run.id);
+    let epoch = claimed.lease_epoch;
+    cli.store
+        .start_run(run.id, runner.id, epoch, Some(1), None, None)
+        .await
+        .unwrap();
+    let outcome = RunOutcome {
+        status: RunStatus::Succeeded,
+        exit_code: Some(0),
+        failure_reason: None,
+        failure_detail: None,
+        usage: Usage {
+            input_tokens: 900,
+            output_tokens: 100,
+            cost_usd: 0.0123,
+            ..Usage::default()
+        },
+        summary: Some(summary.into()),
+        diff_stat: None,
+        session_id: None,
+    };
+    cli.store.finish_run(run.id, &outcome).await.unwrap();
+    let mut comment = NewComment::parse(CommentAuthor::Agent(run.agent_id), summary).unwrap();
+    comment.run_id = Some(run.id);
+    cli.store.add_comment(run.issue_id, &comment).await.unwrap();
+}
+
+/// `issue thread KEY`: a finished run in one line with its summary's first line (not repeated as a
+/// comment), the status change, a person's reply indented, and the live follow-up it queued, in that
+/// order; `--json` prints the API's body; an unknown key is a one-line error.
+async fn issue_thread_reads_as_a_conversation(cli: &Cli) {
+    let issue = issue(&cli.store, cli.ws, "Fix the parser", IssueStatus::Todo).await;
+    let coder = agent(&cli.store, cli.ws, "coder", 2).await;
+    let first = NewRun::assignment(cli.ws, issue.id, coder.id);
+    let first = cli.store.create_run(&first).await.unwrap();
+    succeed(cli, &first, "Fixed the parser.\nAll tests pass.").await;
+    ok(&cli
+        .run(&["issue", "status", "MUS-1", "in_review"], &[])
+        .await);
+    ok(&cli
+        .run(
+            &["issue", "comment", "MUS-1", "Now the empty file,\nplease."],
+            &[],
+        )
+        .await);
+    let reply = cli
+        .store
+        .list_comments(issue.id)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let second = NewRun {
+        trigger: RunTrigger::Comment,
+        trigger_comment_id: Some(reply.id),
+        previous_run_id: Some(first.id),
+        ..NewRun::assignment(cli.ws, issue.id, coder.id)
+    };
+    let second = cli.store.create_run(&second).await.unwrap();
+
+    let shown = cli.run(&["issue", "thread", "MUS-1"], &[]).await;
+    ok(&shown);
+    let text = &shown.stdout;
+    let expected = [
+        "MUS-1 thread (5 entries)",
+        &format!(
+            "coder ran (assignment) — succeeded in 0 s, $0.0123: Fixed the parser.  run {}",
+            first.id
+        ),
+        "owner moved from todo to in review",
+        "owner commented:\n    Now the empty file,\n    please.",
+        &format!(
+            "coder ran (comment by owner) — queued — waiting to start  run {}",
+            second.id
+        ),
+    ];
+    let mut from = 0;
+    for line in expected {
+        let found = text[from..]
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} after byte {from} in:\n{text}"));
+        from += found + line.len();
+    }
+    assert_eq!(
+        text.matches("Fixed the parser.").count(),
+        1,
+        "the summary once:\n{text}"
+    );
+    assert!(
+        !text.contains("All tests pass."),
+        "only the summary's first line:\n{text}"
+    );
+
+    let json = cli.run(&["issue", "thread", "MUS-1", "--json"], &[]).await;
+    ok(&json);
+    let json: Value = serde_json::from_str(&json.stdout).unwrap();
+    let kinds: Vec<&str> = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["change", "run", "status", "comment", "run"]);
+    assert_eq!(
+        json["entries"][1]["run"]["summary"],
+        "Fixed the parser.\nAll tests pass."
+    );
+
+    let missing = cli.run(&["issue", "thread", "MUS-99"], &[]).await;
+    assert_eq!(missing.code, Some(1), "{missing:?}");
+    assert!(missing.stderr.contains("MUS-99"), "{missing:?}");
+    assert_eq!(missing.stderr.trim().lines().count(), 1, "{missing:?}");
 }

@@ -13,6 +13,7 @@ mod browser_mentions;
 mod browser_runners;
 mod browser_runs;
 mod browser_smoke;
+mod browser_thread;
 mod cli;
 mod deploy;
 mod http_board;

@@ -213,7 +213,8 @@ const BODY_HTML: &str = "<p>Run output is stored per event; the board should sho
 <ul><li>subscribe first, then replay after the cursor</li><li>resync from the store on lag</li></ul>\
 <pre><code>GET /w/acme/runs/{id}/live?after=42</code></pre>";
 
-/// The issue page for MUS-24, with a person's and an agent's comment and some activity.
+/// The issue page for MUS-24: a conversation with a person's and an agent's comment, a failed run, a
+/// live one and status changes.
 pub fn issue() -> IssuePageView {
     let claude = agent("claude-reviewer", "#d97706");
     let ada = user("Ada Lovelace", "#7c3aed");
@@ -238,20 +239,60 @@ pub fn issue() -> IssuePageView {
         created_by: Some(ada.clone()),
         created_at: Some(at(3, 9, 12)),
         updated_at: Some(at(4, 16, 40)),
-        form: issue_form("Stream run logs over the board WebSocket", "Run output is stored per event…", FormErrors::new()),
-        comments: vec![
-            CommentView { id: "c1".into(), author: ada.clone(), body_html: "<p>Please keep the replay and the live stream in one ordered sequence. @claude-reviewer can you take this?</p>".into(), at: at(3, 9, 20), edited_at: Some(at(3, 9, 25)), can_edit: true, can_delete: true },
-            CommentView { id: "c2".into(), author: claude.clone(), body_html: "<p>Started on branch <code>mus-24-live-logs</code>. The hub now subscribes before replaying; 14 tests pass, 1 still flaky under lag.</p>".into(), at: at(4, 16, 38), edited_at: None, can_edit: false, can_delete: true },
+        form: issue_form(
+            "Stream run logs over the board WebSocket",
+            "Run output is stored per event…",
+            FormErrors::new(),
+        ),
+        thread: vec![
+            ThreadEntryView::Change(ActivityView {
+                actor: ada.clone(),
+                text: "created this issue".into(),
+                at: at(3, 9, 12),
+            }),
+            ThreadEntryView::Comment(CommentView {
+                id: "c1".into(),
+                author: ada.clone(),
+                body_html:
+                    "<p>Please keep the replay and the live stream in one ordered sequence.</p>"
+                        .into(),
+                at: at(3, 9, 20),
+                edited_at: Some(at(3, 9, 25)),
+                can_edit: true,
+                can_delete: true,
+            }),
+            ThreadEntryView::Change(ActivityView {
+                actor: ada,
+                text: "assigned this to claude-reviewer".into(),
+                at: at(3, 9, 21),
+            }),
+            ThreadEntryView::Run(Box::new(thread_runs().remove(1))),
+            ThreadEntryView::Change(ActivityView {
+                actor: system,
+                text: "moved this from in progress to todo".into(),
+                at: at(4, 16, 1),
+            }),
+            ThreadEntryView::Comment(CommentView {
+                id: "c2".into(),
+                author: claude.clone(),
+                body_html:
+                    "<p>Started on branch <code>mus-24-live-logs</code>; the key is fixed.</p>"
+                        .into(),
+                at: at(4, 16, 28),
+                edited_at: None,
+                can_edit: false,
+                can_delete: true,
+            }),
+            ThreadEntryView::Run(Box::new(thread_runs().remove(0))),
+            ThreadEntryView::Change(ActivityView {
+                actor: claude,
+                text: "moved this from todo to in progress".into(),
+                at: at(4, 16, 29),
+            }),
         ],
-        activity: vec![
-            ActivityView { actor: ada.clone(), text: "created the issue".into(), at: at(3, 9, 12) },
-            ActivityView { actor: ada, text: "assigned claude-reviewer".into(), at: at(3, 9, 21) },
-            ActivityView { actor: system, text: "started run #3".into(), at: at(3, 9, 21) },
-            ActivityView { actor: claude, text: "moved this from Todo to In progress".into(), at: at(3, 9, 22) },
-        ],
+        live: true,
         comment_body: String::new(),
         comment_errors: FormErrors::new(),
-        runs: run_rows(),
         edit_text: false,
         edit_comment: None,
         can_delete: true,
@@ -263,4 +304,4 @@ mod runs;
 mod write;
 
 pub use admin::{agent_form, agents, members, tokens};
-pub use runs::{failed_run_page, inbox, run_page, run_rows};
+pub use runs::{failed_run_page, inbox, run_page, thread_runs};

@@ -186,6 +186,60 @@ pub struct ActivityView {
     pub at: DateTime<Utc>,
 }
 
+/// One entry of the issue page's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadEntryView {
+    Comment(CommentView),
+    Run(Box<ThreadRunView>),
+    /// A status change or another change of the issue, shown as one thin line.
+    Change(ActivityView),
+}
+
+/// A run as one compact entry of the issue's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadRunView {
+    pub id: String,
+    /// Its run page.
+    pub url: String,
+    pub agent: Option<PersonView>,
+    pub attempt: i32,
+    pub status: String,
+    pub stalled: bool,
+    /// What queued it: "assigned", "after Ada Lovelace's comment", "mentioned by reviewer", "retry".
+    pub trigger: String,
+    /// The comment that queued it (`#comment-<id>`), while that comment exists.
+    pub trigger_href: Option<String>,
+    /// Queued, claimed or running.
+    pub live: bool,
+    /// Why a queued run waits, when no runner could take it.
+    pub waiting: Option<String>,
+    /// "2m 05s" (so far, while it runs); empty before it started.
+    pub duration: String,
+    /// As in [`RunCountersView::cost`].
+    pub cost: String,
+    pub cost_title: Option<String>,
+    /// "1,234".
+    pub tokens: String,
+    /// Its summary as sanitised HTML.
+    pub summary_html: Option<String>,
+    /// Why it did not succeed, when it failed.
+    pub failure: Option<FailureView>,
+    pub diff_stat: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// The reply box under its summary (the latest finished run's, while none is live).
+    pub reply: Option<ReplyView>,
+}
+
+/// The reply box under a run's summary: a comment like any other (POST `{issue url}/comments`), which
+/// continues the agent's work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplyView {
+    /// What the box starts with (`@name ` for an agent that is not the assignee, so the reply reaches it).
+    pub body: String,
+    pub placeholder: String,
+    pub errors: FormErrors,
+}
+
 /// `GET /w/{slug}/issues/{key}`: read view plus the edit form (POST to the same URL) and comment form
 /// (POST `{url}/comments`, field `body`).
 #[derive(Debug, Clone, Default)]
@@ -204,12 +258,12 @@ pub struct IssuePageView {
     pub created_at: Option<DateTime<Utc>>,
     pub updated_at: Option<DateTime<Utc>>,
     pub form: IssueFormView,
-    pub comments: Vec<CommentView>,
-    pub activity: Vec<ActivityView>,
+    /// The conversation, oldest first: comments, runs, status and other changes.
+    pub thread: Vec<ThreadEntryView>,
+    /// A run is queued or running: the timeline refreshes itself until it ends.
+    pub live: bool,
     pub comment_body: String,
     pub comment_errors: FormErrors,
-    /// The issue's agent runs, newest first.
-    pub runs: Vec<RunRowView>,
     /// The title and description are open for editing (`?edit=text`, or after a failed save).
     pub edit_text: bool,
     /// The comment open for editing (`?edit_comment=<id>`, or after a failed save).
@@ -711,27 +765,6 @@ pub struct RunPageView {
     /// The highest event seq rendered (the live socket's cursor).
     pub last_seq: i64,
     pub live_url: Option<String>,
-}
-
-/// A run in the issue page's list of runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunRowView {
-    pub url: String,
-    pub agent: Option<PersonView>,
-    pub attempt: i32,
-    pub status: String,
-    pub stalled: bool,
-    /// "1,234 tokens".
-    pub tokens: String,
-    /// As in [`RunCountersView::cost`].
-    pub cost: String,
-    pub cost_title: Option<String>,
-    /// Why it did not succeed, when it failed.
-    pub failure: Option<FailureView>,
-    /// "2m 05s", or empty before the run started.
-    pub duration: String,
-    pub diff_stat: Option<String>,
-    pub created_at: DateTime<Utc>,
 }
 
 /// One inbox item.

@@ -21,6 +21,12 @@ pub enum IssueCommand {
         /// Issue key, e.g. MUS-7.
         key: String,
     },
+    /// Show an issue's conversation as one timeline, oldest first: comments, each agent run in one line
+    /// (trigger, outcome, duration, cost, its summary's first line, its id), status and other changes.
+    Thread {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+    },
     /// Comment on an issue.
     Comment {
         /// Issue key, e.g. MUS-7.
@@ -208,6 +214,7 @@ pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
         IssueCommand::Create(args) => create(&client, json, args).await,
         IssueCommand::List(args) => list(&client, json, &args).await,
         IssueCommand::Show { key } => show(&client, json, &key).await,
+        IssueCommand::Thread { key } => super::thread::show(&client, json, &key).await,
         IssueCommand::Comment { key, text } => {
             let body = serde_json::json!({ "body": text_arg(text)? });
             let path = format!("/api/v1/issues/{}/comments", segment(&key));
@@ -407,12 +414,12 @@ async fn show(client: &Client, json: bool, key: &str) -> anyhow::Result<()> {
 }
 
 /// `2025-01-02T03:04:05.678Z` → `2025-01-02 03:04`.
-fn short_time(rfc3339: &str) -> String {
+pub(super) fn short_time(rfc3339: &str) -> String {
     rfc3339.get(..16).unwrap_or(rfc3339).replacen('T', " ", 1)
 }
 
 /// One activity line's text, e.g. `moved backlog → todo`.
-fn activity_text(kind: &str, detail: &Value) -> String {
+pub(super) fn activity_text(kind: &str, detail: &Value) -> String {
     let show = |v: &Value| match v {
         Value::String(s) => s.clone(),
         Value::Array(items) if items.is_empty() => "-".to_owned(),

@@ -42,6 +42,7 @@ pub mod runners;
 pub mod runtime;
 pub mod skill;
 pub mod team;
+mod thread;
 pub mod workspace;
 
 pub use login::{login, logout};

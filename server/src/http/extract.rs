@@ -313,8 +313,8 @@ fn bearer(parts: &Parts) -> Option<&str> {
         .map(str::trim)
 }
 
-/// Whether a run's token may call this route: read the workspace's people and agents, and read, comment
-/// on and move its own issue (the service layer narrows edits to the status), and edit or delete its own
+/// Whether a run's token may call this route: read the workspace's people and agents, and read (its
+/// thread too), comment on and move its own issue (the service layer narrows edits to the status), and edit or delete its own
 /// comments there. Everything else is refused.
 fn run_may(parts: &Parts, scope: &RunScope) -> bool {
     let Some(route) = parts.extensions.get::<MatchedPath>() else {
@@ -334,6 +334,7 @@ fn run_may(parts: &Parts, scope: &RunScope) -> bool {
         "/api/v1/me" | "/api/v1/members" | "/api/v1/agents" | "/api/v1/agents/{name}" => read,
         "/api/v1/issues/{key}" => own_issue() && (read || parts.method == Method::PATCH),
         "/api/v1/issues/{key}/comments" => own_issue() && (read || parts.method == Method::POST),
+        "/api/v1/issues/{key}/thread" => own_issue() && read,
         // Its own comments only: the service checks the author.
         "/api/v1/issues/{key}/comments/{id}" => {
             own_issue() && (parts.method == Method::PATCH || parts.method == Method::DELETE)

@@ -11,6 +11,7 @@ pub mod runners;
 pub mod runs;
 pub mod runtimes;
 pub mod skills;
+pub mod thread;
 pub mod tokens;
 pub mod triggers;
 pub mod workspace;

@@ -209,7 +209,7 @@ pub async fn run_ended(state: &Engine, run: &Run) {
 
 /// Whether a person's reply on an issue assigned to an agent sets it to work: not when the issue is
 /// parked (backlog) or closed (done, cancelled).
-fn takes_replies(status: IssueStatus) -> bool {
+pub fn takes_replies(status: IssueStatus) -> bool {
     !matches!(
         status,
         IssueStatus::Backlog | IssueStatus::Done | IssueStatus::Cancelled

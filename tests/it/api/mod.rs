@@ -20,6 +20,7 @@ mod runners;
 mod runs;
 mod runtimes;
 mod skills;
+mod thread;
 mod tokens;
 mod workspace;
 

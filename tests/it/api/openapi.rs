@@ -333,6 +333,11 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         "/api/v1/issues/{key}/runs",
         &["runs::run_list_and_show"],
     ),
+    (
+        "get",
+        "/api/v1/issues/{key}/thread",
+        &["thread::issue_thread"],
+    ),
 ];
 
 api_cases!(
@@ -405,7 +410,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 56, "the API has 56 routes");
+    assert_eq!(documented.len(), 57, "the API has 57 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -422,6 +427,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("runtimes", super::runtimes::CASES),
         ("skills", super::skills::CASES),
         ("runs", super::runs::CASES),
+        ("thread", super::thread::CASES),
         ("workspace", super::workspace::CASES),
     ]
     .iter()

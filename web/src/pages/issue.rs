@@ -1,4 +1,5 @@
-//! `GET /w/{slug}/issues/{key}`: the issue, its comments and activity, all editable in place.
+//! `GET /w/{slug}/issues/{key}`: the issue and its conversation (comments, agent runs, changes as one
+//! timeline, see `thread`), all editable in place.
 //!
 //! Every change is a plain form that POSTs and is answered `303 See Other` (or the page again with its
 //! messages, 422), so it all works without JavaScript. With htmx, the same requests swap the server's
@@ -11,11 +12,10 @@ use maud::{Markup, PreEscaped, html};
 use crate::layout::page;
 use crate::partials::form::{Form, csrf};
 use crate::partials::mentions::mention_textarea;
-use crate::partials::widgets::{PersonChip, RunPill, Timestamp};
-use crate::views::{
-    ActivityView, CommentEditView, CommentView, FormErrors, IssueDeleteView, IssuePageView,
-    PersonKind, RunRowView,
-};
+use crate::partials::widgets::{PersonChip, Timestamp};
+use crate::views::{FormErrors, IssueDeleteView, IssuePageView};
+
+mod thread;
 
 /// How an in-place action swaps the re-rendered page region: whole, without scrolling.
 const SWAP: &str = "outerHTML show:none";
@@ -34,12 +34,10 @@ pub fn issue(v: &IssuePageView) -> Markup {
             div.issue-layout {
                 article.issue-main {
                     @if !v.edit_text { (body(v)) }
-                    (runs(&v.runs))
-                    (comments(v))
+                    (thread::conversation(v))
                 }
                 aside.issue-side {
                     (properties(v))
-                    (activity(&v.activity))
                     @if v.can_delete {
                         a.btn.btn-danger-ghost.issue-delete href={ (v.url) "/delete" } { "Delete issue…" }
                     }
@@ -124,143 +122,6 @@ fn properties(v: &IssuePageView) -> Markup {
                 @if let Some(p) = &v.created_by { dt { "Created by" } dd { (PersonChip(p)) } }
                 @if let Some(t) = v.created_at { dt { "Created" } dd { (Timestamp(t)) } }
                 @if let Some(t) = v.updated_at { dt { "Updated" } dd { (Timestamp(t)) } }
-            }
-        }
-    }
-}
-
-/// The issue's agent runs, newest first, each linking to its run page.
-fn runs(runs: &[RunRowView]) -> Markup {
-    html! {
-        @if !runs.is_empty() {
-            section.issue-runs aria-labelledby="runs-h" {
-                h2 #runs-h { "Runs " span.count { (runs.len()) } }
-                table.list.runs-table {
-                    thead { tr {
-                        th scope="col" { "Run" } th scope="col" { "Agent" } th scope="col" { "Status" }
-                        th scope="col" { "Tokens" } th scope="col" { "Cost" } th scope="col" { "Time" }
-                        th scope="col" { "Changes" }
-                    } }
-                    tbody {
-                        @for r in runs {
-                            tr {
-                                td { a.run-link href=(r.url) { "Attempt " (r.attempt) } br; (Timestamp(r.created_at)) }
-                                td { @if let Some(a) = &r.agent { (PersonChip(a)) } }
-                                td { (RunPill(if r.stalled { "stalled" } else { &r.status })) }
-                                td.num { (r.tokens) }
-                                td.num.run-cost title=[r.cost_title.as_deref()] { (r.cost) }
-                                td.num { (r.duration) }
-                                td { @if let Some(s) = &r.diff_stat { code.diff-stat-short { (s) } } }
-                            }
-                            @if let Some(f) = &r.failure {
-                                tr.run-failure-row {
-                                    td colspan="7" { div.run-failure { (super::run::failure_text(f)) } }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn comments(v: &IssuePageView) -> Markup {
-    let f = Form::new("comment", &v.comment_errors);
-    html! {
-        section.comments #comments aria-labelledby="comments-h" {
-            h2 #comments-h { "Comments " span.count { (v.comments.len()) } }
-            @for c in &v.comments {
-                @match v.edit_comment.as_ref().filter(|e| e.id == c.id && c.can_edit) {
-                    Some(edit) => (comment_form(v, c, edit)),
-                    None => (comment(v, c)),
-                }
-            }
-            form.comment-form.stack method="post" action={ (v.url) "/comments" } {
-                (csrf(&v.nav.csrf))
-                (f.form_errors())
-                (f.field("Add a comment", "body", Some("Markdown."),
-                    mention_textarea(&f, "body", &v.comment_body, 4, &v.form.mentions)))
-                div.form-actions { button.btn.btn-primary type="submit" { "Comment" } }
-            }
-        }
-    }
-}
-
-fn comment_class(c: &CommentView) -> &'static str {
-    match c.author.kind {
-        PersonKind::User => "comment comment-user",
-        PersonKind::Agent => "comment comment-agent",
-        PersonKind::System => "comment comment-system",
-    }
-}
-
-fn comment(v: &IssuePageView, c: &CommentView) -> Markup {
-    let edit = format!("{}?edit_comment={}#comment-{}", v.url, c.id, c.id);
-    html! {
-        article class=(comment_class(c)) id={ "comment-" (c.id) } {
-            header.comment-head {
-                (PersonChip(&c.author))
-                span.comment-meta {
-                    (Timestamp(c.at))
-                    @if let Some(t) = c.edited_at {
-                        span.comment-edited title={ "Edited " (t.format("%Y-%m-%d %H:%M UTC")) } { "edited" }
-                    }
-                    @if c.can_edit {
-                        a.btn.btn-small.btn-ghost.comment-edit href=(edit) hx-get=(edit)
-                            hx-select="#issue-page" hx-target="#issue-page" hx-swap=(SWAP) { "Edit" }
-                    }
-                    @if c.can_delete {
-                        form.comment-delete method="post" action={ (v.url) "/comments/" (c.id) "/delete" }
-                            data-confirm="Delete this comment? This cannot be undone." {
-                            (csrf(&v.nav.csrf))
-                            button.btn.btn-small.btn-danger-ghost type="submit" { "Delete" }
-                        }
-                    }
-                }
-            }
-            // Sanitised by the server (ammonia) before it reached the view.
-            div.prose { (PreEscaped(&c.body_html)) }
-        }
-    }
-}
-
-/// A comment open for editing, where it stood (POST to the comment's URL).
-fn comment_form(v: &IssuePageView, c: &CommentView, edit: &CommentEditView) -> Markup {
-    let f = Form::new("comment-edit", &edit.errors);
-    let url = format!("{}/comments/{}", v.url, c.id);
-    html! {
-        form class={ (comment_class(c)) " comment-edit-form stack" } id={ "comment-" (c.id) }
-            method="post" action=(url) hx-post=(url) hx-select="#issue-page" hx-target="#issue-page"
-            hx-swap=(SWAP) data-swap-invalid {
-            (csrf(&v.nav.csrf))
-            header.comment-head { (PersonChip(&c.author)) (Timestamp(c.at)) }
-            (f.form_errors())
-            (f.field("Edit your comment", "body", Some("Markdown."), mention_textarea(&f, "body", &edit.body, 4, &v.form.mentions)))
-            div.form-actions {
-                button.btn.btn-primary type="submit" { "Save" }
-                a.btn href={ (v.url) "#comment-" (c.id) } hx-get=(v.url) hx-select="#issue-page"
-                    hx-target="#issue-page" hx-swap=(SWAP) { "Cancel" }
-            }
-        }
-    }
-}
-
-fn activity(items: &[ActivityView]) -> Markup {
-    html! {
-        section.panel.activity #issue-activity aria-labelledby="activity-h" {
-            h2 #activity-h { "Activity" }
-            @if items.is_empty() { p.muted { "Nothing yet." } }
-            ol.timeline {
-                @for a in items {
-                    li {
-                        (PersonChip(&a.actor))
-                        " "
-                        span.activity-text { (a.text) }
-                        " "
-                        (Timestamp(a.at))
-                    }
-                }
             }
         }
     }

@@ -1,4 +1,4 @@
-//! Sample run page, run rows and inbox.
+//! Sample run page, the issue timeline's runs and inbox.
 
 use super::{agent, at, nav};
 use crate::views::*;
@@ -192,32 +192,44 @@ pub fn failed_run_page() -> RunPageView {
     v
 }
 
-/// Two runs of MUS-24, newest first.
-pub fn run_rows() -> Vec<RunRowView> {
+/// Two runs of MUS-24, newest (live) first.
+pub fn thread_runs() -> Vec<ThreadRunView> {
+    let run = |id: &str, attempt: i32, status: &str| ThreadRunView {
+        id: id.into(),
+        url: format!("/w/acme/runs/{id}"),
+        agent: Some(agent("claude-reviewer", "#d97706")),
+        attempt,
+        status: status.into(),
+        stalled: false,
+        trigger: "assigned".into(),
+        trigger_href: None,
+        live: false,
+        waiting: None,
+        duration: String::new(),
+        cost: "$0.0000".into(),
+        cost_title: None,
+        tokens: "0".into(),
+        summary_html: None,
+        failure: None,
+        diff_stat: None,
+        created_at: at(4, 16, 0),
+        reply: None,
+    };
     vec![
-        RunRowView {
-            url: "/w/acme/runs/r2".into(),
-            agent: Some(agent("claude-reviewer", "#d97706")),
-            attempt: 2,
-            status: "running".into(),
-            stalled: false,
+        ThreadRunView {
+            trigger: "after Ada Lovelace's comment".into(),
+            trigger_href: Some("#comment-c1".into()),
+            live: true,
+            duration: "1m 12s".into(),
             tokens: "62,955".into(),
             cost: "$0.0912".into(),
-            cost_title: None,
-            failure: None,
-            duration: "1m 12s".into(),
-            diff_stat: None,
             created_at: at(4, 16, 29),
+            ..run("r2", 2, "running")
         },
-        RunRowView {
-            url: "/w/acme/runs/r1".into(),
-            agent: Some(agent("claude-reviewer", "#d97706")),
-            attempt: 1,
-            status: "failed".into(),
-            stalled: false,
-            tokens: "1,024".into(),
+        ThreadRunView {
             cost: "unpriced".into(),
             cost_title: Some("Unknown cost: no price for this model".into()),
+            tokens: "1,024".into(),
             failure: Some(FailureView {
                 what: "Codex's API key was refused by the provider (401)".into(),
                 to_do: "check the agent's OPENAI_API_KEY secret".into(),
@@ -227,7 +239,7 @@ pub fn run_rows() -> Vec<RunRowView> {
             }),
             duration: "12s".into(),
             diff_stat: Some("1 file changed, 3 insertions(+)".into()),
-            created_at: at(4, 16, 0),
+            ..run("r1", 1, "failed")
         },
     ]
 }

@@ -14,6 +14,7 @@ mod runners;
 mod runs;
 mod runtimes;
 mod skills;
+mod thread;
 mod views;
 mod workspace;
 
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/me", get(me))
         .merge(account::router())
         .merge(issues::router())
+        .merge(thread::router())
         .merge(agents::router())
         .merge(members::router())
         .merge(invitations::router())
@@ -67,6 +69,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         me, account::change_password,
         issues::list, issues::create, issues::show, issues::update, issues::delete, issues::move_issue,
         issues::list_comments, issues::comment, issues::edit_comment, issues::delete_comment,
+        thread::show,
         agents::list, agents::create, agents::show, agents::update, agents::delete,
         members::list, members::add, members::set_role, members::remove,
         members::list_tokens, members::create_token, members::revoke_token,

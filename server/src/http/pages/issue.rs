@@ -1,17 +1,20 @@
 //! The issue page: rendered markdown, editable in place (title and description, the side panel's fields,
-//! one's own comments), comments and the activity trail; and the confirmation step of deleting an issue.
+//! one's own comments), and the conversation as one timeline (`service::thread`: comments, agent runs
+//! with their summaries, changes) with a reply box under the latest finished run; and the confirmation
+//! step of deleting an issue.
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use muster_web::views::{
-    ActivityView, CommentEditView, CommentView, FormErrors, IssueDeleteView, IssuePageView, NavItem,
+    ActivityView, CommentEditView, CommentView, FormErrors, IssueDeleteView, IssuePageView,
+    NavItem, ReplyView, ThreadEntryView, ThreadRunView,
 };
 
 use super::inbox::nav_with_inbox;
 use super::mentions;
-use super::runs::run_row;
+use super::runs::thread_run;
 use super::views::{People, assignee_value, issue_form, issue_input, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
@@ -19,6 +22,8 @@ use crate::domain::{Activity, ActivityKind, Issue};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::comments as comments_svc;
 use crate::service::issues as svc;
+use crate::service::thread::{self as thread_svc, Entry};
+use crate::service::triggers::takes_replies;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -81,11 +86,9 @@ async fn page_view(
     issue: &Issue,
 ) -> crate::http::Result<IssuePageView> {
     let people = People::load(state, &member.caller).await?;
-    let comments = state.store.list_comments(issue.id).await?;
-    let activity = state.store.list_activity(issue.id).await?;
-    let runs = state.store.list_runs_for_issue(issue.id).await?;
-    let slug = member.caller.ws.slug.to_string();
+    let thread = thread_svc::load(state, &member.caller, &issue.key).await?;
     let key = issue.key.to_string();
+    let slug = member.caller.ws.slug.to_string();
     let names = mentions::names(&people);
     let markdown = |text: &str| mentions::markdown(text, &names, &people, &slug);
     let labels: Vec<String> = issue.labels.iter().map(|l| l.as_str().to_owned()).collect();
@@ -114,9 +117,33 @@ async fn page_view(
             &assignee_value(issue.assignee),
             &labels.join(", "),
         ),
-        comments: comments
+        live: thread
+            .entries
             .iter()
-            .map(|c| CommentView {
+            .any(|e| matches!(e, Entry::Run(r) if r.is_live())),
+        thread: thread_views(member, issue, &thread.entries, &people, &markdown),
+        comment_body: String::new(),
+        comment_errors: FormErrors::new(),
+        edit_text: false,
+        edit_comment: None,
+        can_delete: svc::may_delete(&member.caller, issue),
+    })
+}
+
+/// The timeline's views, with the reply box under the latest run once it finished (and while the issue
+/// takes replies).
+fn thread_views(
+    member: &WsMember,
+    issue: &Issue,
+    entries: &[Entry],
+    people: &People,
+    markdown: &dyn Fn(&str) -> String,
+) -> Vec<ThreadEntryView> {
+    let slug = member.caller.ws.slug.as_str();
+    let mut views: Vec<ThreadEntryView> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Comment(c) => ThreadEntryView::Comment(CommentView {
                 id: c.id.to_string(),
                 author: people.person(c.author),
                 body_html: markdown(&c.body),
@@ -124,27 +151,57 @@ async fn page_view(
                 edited_at: c.edited_at,
                 can_edit: comments_svc::is_author(&member.caller, c),
                 can_delete: comments_svc::may_delete(&member.caller, c),
-            })
-            .collect(),
-        activity: activity
-            .iter()
-            .map(|a| ActivityView {
+            }),
+            Entry::Run(r) => ThreadEntryView::Run(Box::new(thread_run(slug, r, people))),
+            Entry::Status(s) => ThreadEntryView::Change(ActivityView {
+                actor: people.person(s.actor),
+                text: format!(
+                    "moved this from {} to {}",
+                    s.from.as_str().replace('_', " "),
+                    s.to.as_str().replace('_', " ")
+                ),
+                at: s.at,
+            }),
+            Entry::Change(a) => ThreadEntryView::Change(ActivityView {
                 actor: people.person(a.actor),
-                text: describe(a, &people),
+                text: describe(a, people),
                 at: a.at,
-            })
-            .collect(),
-        comment_body: String::new(),
-        comment_errors: FormErrors::new(),
-        runs: runs
-            .iter()
-            .rev()
-            .map(|r| run_row(&slug, r, &people))
-            .collect(),
-        edit_text: false,
-        edit_comment: None,
-        can_delete: svc::may_delete(&member.caller, issue),
-    })
+            }),
+        })
+        .collect();
+    let latest = views.iter_mut().rev().find_map(|v| match v {
+        ThreadEntryView::Run(r) => Some(r),
+        _ => None,
+    });
+    if let Some(run) = latest.filter(|r| !r.live)
+        && member.caller.run.is_none()
+        && takes_replies(issue.status)
+    {
+        run.reply = Some(reply_view(issue, run, people));
+    }
+    views
+}
+
+/// The reply box for `run`: the assignee continues its work from a plain reply; another agent is
+/// addressed with `@name`, which brings it in.
+fn reply_view(issue: &Issue, run: &ThreadRunView, people: &People) -> ReplyView {
+    let name = run.agent.as_ref().map_or("the agent", |a| a.name.as_str());
+    let assignee = people.assignee(issue.assignee).map(|a| a.name);
+    if assignee.as_deref() == Some(name) {
+        ReplyView {
+            body: String::new(),
+            placeholder: format!(
+                "Reply to {name}: it continues its work from here, on its branch. Markdown."
+            ),
+            errors: FormErrors::new(),
+        }
+    } else {
+        ReplyView {
+            body: format!("@{name} "),
+            placeholder: format!("Reply to {name}: the @mention brings it back. Markdown."),
+            errors: FormErrors::new(),
+        }
+    }
 }
 
 /// What the issue page opens for editing: `?edit=text` (title and description), `?edit_comment=<id>`.
@@ -266,8 +323,20 @@ async fn comment(
             let errors = form_errors(e)?;
             let issue = state.store.get_issue(member.caller.ws.id, &key).await?;
             let mut view = page_view(&state, &member, &issue).await?;
-            view.comment_body = body.to_owned();
-            view.comment_errors = errors;
+            let reply = view.thread.iter_mut().find_map(|e| match e {
+                ThreadEntryView::Run(r) if r.id == form.get("reply_to") => r.reply.as_mut(),
+                _ => None,
+            });
+            match reply {
+                Some(reply) => {
+                    reply.body = body.to_owned();
+                    reply.errors = errors;
+                }
+                None => {
+                    view.comment_body = body.to_owned();
+                    view.comment_errors = errors;
+                }
+            }
             Ok(invalid(muster_web::pages::issue(&view)))
         }
     }

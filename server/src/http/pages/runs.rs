@@ -12,7 +12,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use muster_web::views::{
-    FailureView, NavItem, RunCountersView, RunHeaderView, RunPageView, RunRowView,
+    FailureView, NavItem, RunCountersView, RunHeaderView, RunPageView, ThreadRunView,
 };
 
 use super::inbox::nav_with_inbox;
@@ -20,11 +20,13 @@ use super::views::People;
 use super::{PageResult, see_other};
 use crate::app::AppState;
 use crate::domain::failure::{self, FailureFacts};
-use crate::domain::{Actor, Agent, AgentKind, Run, RunId, RunStatus, Usage};
+use crate::domain::{Actor, Agent, AgentKind, Run, RunId, RunStatus, RunTrigger, Usage};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
+use crate::markdown::to_safe_html;
 use crate::service::runners::{self, Candidate};
 use crate::service::runs as svc;
+use crate::service::thread::RunEntry;
 use timeline::{Timeline, diff_view};
 
 /// Events read from the store per page when rendering a whole log.
@@ -239,31 +241,59 @@ pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
     }
 }
 
-/// A row of the issue page's run list.
-pub(crate) fn run_row(slug: &str, run: &Run, people: &People) -> RunRowView {
+/// A run as one entry of the issue page's timeline (no reply box: the page decides where that goes).
+pub(crate) fn thread_run(slug: &str, entry: &RunEntry, people: &People) -> ThreadRunView {
+    let run = &entry.run;
     let u = &run.usage;
     let tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
     let (cost, cost_title) = cost_of(people, run, u);
-    RunRowView {
-        cost,
-        cost_title,
-        failure: failure_view(slug, run, people),
+    let by = || entry.trigger_author.map(|a| people.person(a).name);
+    let trigger = match run.trigger {
+        RunTrigger::Assignment => "assigned".to_owned(),
+        RunTrigger::Retry => "retry".to_owned(),
+        RunTrigger::Comment => by().map_or_else(
+            || "after a comment".into(),
+            |n| format!("after {n}'s comment"),
+        ),
+        RunTrigger::Mention => {
+            by().map_or_else(|| "mentioned".into(), |n| format!("mentioned by {n}"))
+        }
+    };
+    let summary = entry
+        .summary
+        .as_ref()
+        .map(|c| c.body.as_str())
+        .or(run.summary.as_deref());
+    ThreadRunView {
+        id: run.id.to_string(),
         url: run_url(slug, run.id),
         agent: Some(people.person(Actor::Agent(run.agent_id))),
         attempt: run.attempt,
         status: run.status.to_string(),
         stalled: run.stalled_at.is_some() && !run.status.is_terminal(),
-        tokens: thousands(tokens),
+        trigger,
+        trigger_href: run
+            .trigger_comment_id
+            .filter(|_| entry.trigger_author.is_some())
+            .map(|c| format!("#comment-{c}")),
+        live: entry.is_live(),
+        waiting: entry.waiting.clone(),
         duration: run
             .started_at
             .map(|s| duration(s, run.finished_at.unwrap_or_else(Utc::now)))
             .unwrap_or_default(),
+        cost,
+        cost_title,
+        tokens: thousands(tokens),
+        summary_html: summary.map(to_safe_html),
+        failure: failure_view(slug, run, people),
         diff_stat: run
             .diff_stat
             .as_deref()
             .and_then(|s| s.lines().rev().find(|l| !l.trim().is_empty()))
             .map(|l| l.trim().to_owned()),
         created_at: run.created_at,
+        reply: None,
     }
 }
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::samples::{self, err};
-use crate::views::{CommentEditView, IssueDeleteView};
+use crate::views::{CommentEditView, IssueDeleteView, ReplyView, ThreadEntryView};
 
 #[test]
 fn renders_sanitised_markdown_and_escapes_title() {
@@ -25,8 +25,8 @@ fn comments_distinguish_people_and_agents() {
     assert!(html.contains(r#"<article class="comment comment-agent" id="comment-c2">"#));
     assert!(html.contains(r#"<span class="tag-agent">agent</span>"#));
     assert!(html.contains("<code>mus-24-live-logs</code>"));
-    assert!(html.contains(r#"<time datetime="2025-03-04T16:38:00Z""#));
-    assert!(html.contains("moved this from Todo to In progress"));
+    assert!(html.contains(r#"<time datetime="2025-03-04T16:28:00Z""#));
+    assert!(html.contains("moved this from todo to in progress"));
     assert!(html.contains("avatar avatar-system"));
 }
 
@@ -157,26 +157,96 @@ fn delete_is_offered_only_when_allowed_and_confirmed_on_its_own_page() {
 }
 
 #[test]
-fn runs_are_listed_newest_first_with_their_numbers() {
+fn the_timeline_reads_in_order_with_runs_as_compact_entries() {
     let html = issue(&samples::issue()).into_string();
-    assert!(html.contains(r#"<h2 id="runs-h">Runs <span class="count">2</span></h2>"#));
-    let newest = html
-        .find(r#"href="/w/acme/runs/r2">Attempt 2</a>"#)
-        .unwrap();
-    let oldest = html
-        .find(r#"href="/w/acme/runs/r1">Attempt 1</a>"#)
-        .unwrap();
-    assert!(newest < oldest);
+    let pos = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {html}"))
+    };
+    let order = [
+        "created this issue",
+        r#"id="comment-c1""#,
+        "assigned this to claude-reviewer",
+        r#"id="run-r1""#,
+        "moved this from in progress to todo",
+        r#"id="comment-c2""#,
+        r#"id="run-r2""#,
+        "moved this from todo to in progress",
+    ];
     assert!(
-        html.contains(r#"<span class="run run-running""#)
-            && html.contains(r#"<span class="run run-failed""#)
+        order.windows(2).all(|w| pos(w[0]) < pos(w[1])),
+        "oldest first"
     );
-    assert!(html.contains("62,955") && html.contains("$0.0912") && html.contains("1m 12s"));
-    assert!(html.contains("1 file changed, 3 insertions(+)"));
-    let mut v = samples::issue();
-    v.runs.clear();
+    // A failed run: its pill, numbers, failure and diff stat, and a link to its page.
+    let failed = &html[pos(r#"id="run-r1""#)..pos(r#"id="comment-c2""#)];
     assert!(
-        !issue(&v).into_string().contains("runs-h"),
-        "no section without runs"
+        failed.contains(r#"<span class="run run-failed""#),
+        "{failed}"
+    );
+    assert!(
+        failed.contains("assigned") && failed.contains("12s") && failed.contains("1,024 tokens")
+    );
+    assert!(failed.contains(r#"<a class="run-link" href="/w/acme/runs/r1">Attempt 1</a>"#));
+    assert!(
+        failed.contains("OPENAI_API_KEY") && failed.contains("1 file changed, 3 insertions(+)")
+    );
+    // The live run says what queued it and that it is working; the timeline refreshes itself.
+    let live = &html[pos(r#"id="run-r2""#)..];
+    assert!(
+        live.contains(r##"<a href="#comment-c1">after Ada Lovelace's comment</a>"##),
+        "{live}"
+    );
+    assert!(
+        live.contains("working… <span class=\"thread-elapsed\">1m 12s</span>"),
+        "{live}"
+    );
+    assert!(html.contains(r##"<div class="issue-thread" id="issue-thread" hx-get="/w/acme/issues/MUS-24" hx-trigger="every 2s" hx-select="#issue-thread" hx-target="this" hx-swap="outerHTML""##), "{html}");
+    assert!(
+        !html.contains("thread-reply"),
+        "no reply box while a run is live"
+    );
+}
+
+#[test]
+fn a_finished_run_shows_its_summary_and_a_reply_box() {
+    let mut v = samples::issue();
+    v.live = false;
+    let Some(ThreadEntryView::Run(run)) = v
+        .thread
+        .iter_mut()
+        .rev()
+        .find(|e| matches!(e, ThreadEntryView::Run(_)))
+    else {
+        panic!("a run");
+    };
+    run.live = false;
+    run.status = "succeeded".into();
+    run.summary_html = Some("<p>Fixed the <code>replay</code> gap.</p>".into());
+    run.reply = Some(ReplyView {
+        body: String::new(),
+        placeholder:
+            "Reply to claude-reviewer: it continues its work from here, on its branch. Markdown."
+                .into(),
+        errors: err("body", "must not be empty"),
+    });
+    let html = issue(&v).into_string();
+    assert!(
+        !html.contains("hx-trigger=\"every 2s\""),
+        "nothing live: no refresh"
+    );
+    let run = &html[html.find(r#"id="run-r2""#).unwrap()..];
+    assert!(
+        run.contains(
+            r#"<div class="prose thread-summary"><p>Fixed the <code>replay</code> gap.</p></div>"#
+        ),
+        "{run}"
+    );
+    assert!(run.contains(r#"<form class="thread-reply stack" method="post" action="/w/acme/issues/MUS-24/comments"><input type="hidden" name="_csrf" value="csrf-123"><input type="hidden" name="reply_to" value="r2">"#), "{run}");
+    assert!(run.contains(r#"<textarea class="comment-box" id="reply-r2-body" name="body" rows="4" placeholder="Reply to claude-reviewer: it continues its work from here, on its branch. Markdown." aria-invalid="true""#), "{run}");
+    assert!(run.contains(r#"id="reply-r2-body-error"><p>must not be empty</p>"#));
+    assert_eq!(
+        html.matches(r#"<textarea class="comment-box""#).count(),
+        2,
+        "reply and comment box, one function"
     );
 }
