@@ -94,8 +94,9 @@ pub fn copy_file(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryEr
     Ok(())
 }
 
-/// The regular files under `dir` (depth first, skipping links) whose name contains `needle`.
-pub fn find_files(dir: &Path, needle: &str) -> Vec<PathBuf> {
+/// The regular files under `dir` that `keep` accepts, depth first in name order, links skipped (never
+/// followed).
+pub fn find_files(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return found;
@@ -107,16 +108,18 @@ pub fn find_files(dir: &Path, needle: &str) -> Vec<PathBuf> {
             continue;
         };
         if meta.is_dir() {
-            found.extend(find_files(&path, needle));
-        } else if meta.is_file()
-            && path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(needle))
-        {
+            found.extend(find_files(&path, keep));
+        } else if meta.is_file() && keep(&path) {
             found.push(path);
         }
     }
     found
+}
+
+/// Whether the file name of `path` contains `needle`.
+fn named(path: &Path, needle: &str) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains(needle))
 }
 
 #[cfg(test)]
@@ -131,9 +134,9 @@ pub(crate) fn carry_claude(
 ) -> Result<(), CarryError> {
     let projects = from.home.join(".claude/projects");
     let name = format!("{session}.jsonl");
-    let transcript = find_files(&projects, &name)
+    let transcript = find_files(&projects, &|p| p.file_name().is_some_and(|n| *n == *name))
         .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == name))
+        .next()
         .ok_or(CarryError::Missing)?;
     let target = to
         .home
@@ -157,7 +160,7 @@ pub(crate) fn carry_codex(
     to: SessionPlace,
 ) -> Result<(), CarryError> {
     let sessions = from.home.join(".codex/sessions");
-    let files = find_files(&sessions, session);
+    let files = find_files(&sessions, &|p| named(p, session));
     if files.is_empty() {
         return Err(CarryError::Missing);
     }

@@ -93,23 +93,7 @@ impl UsageLog {
 /// The `*.jsonl` files under `dir`, depth first in name order (`sessions/YYYY/MM/DD/rollout-….jsonl`),
 /// links skipped.
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return found;
-    };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for path in paths {
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            found.extend(jsonl_files(&path));
-        } else if meta.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
-            found.push(path);
-        }
-    }
-    found
+    muster_agents::session::find_files(dir, &|p| p.extension().is_some_and(|e| e == "jsonl"))
 }
 
 #[cfg(test)]
