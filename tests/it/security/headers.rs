@@ -308,8 +308,10 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
         .wait_for_text(".board", "Arrives live", LIVE)
         .await
         .unwrap();
-    let avatar = "var el = document.querySelector('[style*=\"--avatar\"]'); \
-        return el ? getComputedStyle(el).getPropertyValue('--avatar').trim() : null;";
+    // The first avatar with a colour of its own (the issue page's timeline opens with Muster's grey one).
+    let avatar = "var els = document.querySelectorAll('[style*=\"--avatar\"]'); \
+        for (var el of els) { var c = getComputedStyle(el).getPropertyValue('--avatar').trim(); \
+          if (c && c !== '#6b7280') return c; } return null;";
     assert_eq!(
         js(&browser, avatar).await,
         json!("#d97706"),

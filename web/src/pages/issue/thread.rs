@@ -121,7 +121,7 @@ fn run(v: &IssuePageView, r: &ThreadRunView) -> Markup {
                 // Sanitised by the server (ammonia) before it reached the view.
                 div.prose.thread-summary { (PreEscaped(html)) }
             }
-            @if let Some(f) = &r.failure { div.run-failure { (super::super::run::failure_text(f)) } }
+            @if let Some(f) = &r.failure { div.run-failure.run-failure-row { (super::super::run::failure_text(f)) } }
             @if let Some(s) = &r.diff_stat { code.diff-stat-short { (s) } }
             @if let Some(reply) = &r.reply { (reply_form(v, r, reply)) }
         }
