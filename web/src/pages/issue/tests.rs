@@ -242,7 +242,8 @@ fn a_finished_run_shows_its_summary_and_a_reply_box() {
         "{run}"
     );
     assert!(run.contains(r#"<form class="thread-reply stack" method="post" action="/w/acme/issues/MUS-24/comments"><input type="hidden" name="_csrf" value="csrf-123"><input type="hidden" name="reply_to" value="r2">"#), "{run}");
-    assert!(run.contains(r#"<textarea class="comment-box" id="reply-r2-body" name="body" rows="4" placeholder="Reply to claude-reviewer: it continues its work from here, on its branch. Markdown." aria-invalid="true""#), "{run}");
+    assert!(run.contains(r#"<textarea class="comment-box" id="reply-r2-body" name="body" rows="4" placeholder="Reply to claude-reviewer: it continues its work from here, on its branch. Markdown." data-mentions="[{&quot;name&quot;:&quot;coder&quot;"#), "{run}");
+    assert!(run.contains(r#"&quot;kind&quot;:&quot;person&quot;}]" aria-invalid="true" aria-describedby="reply-r2-body-error">"#), "{run}");
     assert!(run.contains(r#"id="reply-r2-body-error"><p>must not be empty</p>"#));
     assert_eq!(
         html.matches(r#"<textarea class="comment-box""#).count(),
