@@ -271,22 +271,7 @@ async fn make(
         )
     })?;
     let mut branch = branch.to_owned();
-    let exists = |b: String| async move {
-        let mut names = vec![format!("refs/heads/{b}")];
-        if remote.is_some() {
-            names.push(format!("{}/{b}", remote::REMOTE_BRANCHES));
-        }
-        for name in names {
-            if git(repo, &["rev-parse", "--verify", "--quiet", &name])
-                .await
-                .is_ok()
-            {
-                return true;
-            }
-        }
-        false
-    };
-    if exists(branch.clone()).await {
+    if branch_tip(repo, remote.is_some(), &branch).await.is_some() {
         branch = format!("{branch}-{run_short}");
     }
     let path = run_dir.join("work");

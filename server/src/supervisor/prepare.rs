@@ -247,6 +247,43 @@ async fn relocate(
     Ok(())
 }
 
+/// Copies `session`'s files from the previous run's `HOME` into this run's and points them at this
+/// run's working directory.
+async fn carry(
+    host: &Host,
+    kind: RuntimeKind,
+    previous: crate::domain::RunId,
+    session: &str,
+    home: &Path,
+    workdir: &Path,
+) -> Result<(), String> {
+    use muster_agents::session::SessionPlace;
+    let old = run_dir(&host.config, previous);
+    let (new_home, new_work, id) = (
+        home.to_path_buf(),
+        workdir.to_path_buf(),
+        session.to_owned(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let (old_home, old_work) = (old.join("home"), old.join("work"));
+        muster_agents::adapter_for(kind).carry_session(
+            &id,
+            SessionPlace {
+                home: &old_home,
+                workdir: &old_work,
+            },
+            SessionPlace {
+                home: &new_home,
+                workdir: &new_work,
+            },
+        )
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    relocate(host, kind, previous, home, workdir).await
+}
+
 /// Carries the previous run's session into this run when the order continues one and its files are
 /// on this runner: the session to resume, and the `session` event's payload saying what happened
 /// (resumed, or a fresh session whose brief carries the thread, and why).
@@ -258,7 +295,6 @@ async fn continue_session(
     workdir: &Path,
     from_branch: Option<String>,
 ) -> (Option<String>, Option<serde_json::Value>) {
-    use muster_agents::session::SessionPlace;
     let Some(resume) = &order.resume else {
         return (None, None);
     };
@@ -267,34 +303,9 @@ async fn continue_session(
             .fresh_because
             .clone()
             .unwrap_or_else(|| "the previous run reported no session".to_owned())),
-        Some(session) => {
-            let old = run_dir(&host.config, resume.previous_run_id);
-            let (new_home, new_work) = (home.to_path_buf(), workdir.to_path_buf());
-            let id = session.clone();
-            let carried = tokio::task::spawn_blocking(move || {
-                let (old_home, old_work) = (old.join("home"), old.join("work"));
-                muster_agents::adapter_for(kind).carry_session(
-                    &id,
-                    SessionPlace {
-                        home: &old_home,
-                        workdir: &old_work,
-                    },
-                    SessionPlace {
-                        home: &new_home,
-                        workdir: &new_work,
-                    },
-                )
-            })
+        Some(session) => carry(host, kind, resume.previous_run_id, &session, home, workdir)
             .await
-            .map_err(|e| e.to_string())
-            .and_then(|carried| carried.map_err(|e| e.to_string()));
-            match carried {
-                Ok(()) => relocate(host, kind, resume.previous_run_id, home, workdir)
-                    .await
-                    .map(|()| session),
-                Err(e) => Err(e),
-            }
-        }
+            .map(|()| session),
     };
     let branch_missing = resume
         .branch
