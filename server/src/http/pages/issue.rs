@@ -40,14 +40,17 @@ pub(super) fn router() -> Router<AppState> {
         )
 }
 
+/// "moved this from todo to in progress".
+fn moved(from: &str, to: &str) -> String {
+    format!("moved this from {from} to {to}")
+}
+
 fn describe(a: &Activity, people: &People) -> String {
     let d = &a.detail;
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().replace('_', " ");
     match a.kind {
         ActivityKind::Created => "created this issue".into(),
-        ActivityKind::Status => {
-            format!("moved this from {} to {}", text(&d["from"]), text(&d["to"]))
-        }
+        ActivityKind::Status => moved(&text(&d["from"]), &text(&d["to"])),
         ActivityKind::Priority => format!("set priority to {}", text(&d["to"])),
         ActivityKind::Title => format!("renamed this to \u{201c}{}\u{201d}", text(&d["to"])),
         ActivityKind::Labels => "changed the labels".into(),
@@ -155,10 +158,9 @@ fn thread_views(
             Entry::Run(r) => ThreadEntryView::Run(Box::new(thread_run(slug, r, people))),
             Entry::Status(s) => ThreadEntryView::Change(ActivityView {
                 actor: people.person(s.actor),
-                text: format!(
-                    "moved this from {} to {}",
-                    s.from.as_str().replace('_', " "),
-                    s.to.as_str().replace('_', " ")
+                text: moved(
+                    &s.from.as_str().replace('_', " "),
+                    &s.to.as_str().replace('_', " "),
                 ),
                 at: s.at,
             }),
