@@ -149,6 +149,12 @@ mod tests {
         assert_eq!(&text[spans[0].0.clone()], "@reviewer");
         assert_eq!(&text[spans[1].0.clone()], "@a-1_x");
         assert_eq!(names("@@double"), Vec::<&str>::new());
+        assert_eq!(names("no one here @ all"), Vec::<&str>::new());
+        assert_eq!(
+            names("@coder please, then @Reviewer. cc @coder and mail a@b.example"),
+            vec!["coder", "Reviewer", "coder"],
+            "every span, in order (Mentionable::in_text keeps each one once)"
+        );
     }
 
     #[test]

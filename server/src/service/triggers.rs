@@ -19,7 +19,7 @@ use super::Caller;
 use crate::domain::{
     AgentId, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
     Mentionable, Mentioned, NewComment, NewInboxItem, NewRun, Run, RunStatus, RunTrigger,
-    WorkspaceId, mention_spans,
+    WorkspaceId,
 };
 use crate::engine::Engine;
 use crate::store;
@@ -27,18 +27,6 @@ use crate::store;
 /// How many times a follow-up re-reads the agent's runs when they change under it (a run claimed or
 /// queued meanwhile) before giving up and keeping the comment pending.
 const ATTEMPTS: usize = 3;
-
-/// The `@name` mentions in `text`, in order, each once (case-insensitively); the grammar is
-/// [`crate::domain::mention_spans`]'s.
-pub fn mentions(text: &str) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for (_, name) in mention_spans(text) {
-        if !found.iter().any(|f| f.eq_ignore_ascii_case(name)) {
-            found.push(name.to_owned());
-        }
-    }
-    found
-}
 
 /// A comment was added through [`super::issues::comment`]: queue what it triggers.
 pub async fn comment_added(state: &Engine, caller: &Caller, issue: &Issue, comment: &Comment) {
@@ -420,19 +408,4 @@ async fn refuse(state: &Engine, issue: &Issue, agent: AgentId, why: &str) -> sto
         message,
     };
     state.store.create_inbox_item(&item).await.map(drop)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mentions;
-
-    #[test]
-    fn mentions_are_found_once_and_addresses_are_not_mentions() {
-        assert_eq!(
-            mentions("@coder please, then @Reviewer. cc @coder and mail a@b.example"),
-            vec!["coder".to_owned(), "Reviewer".to_owned()]
-        );
-        assert!(mentions("no one here @ all").is_empty());
-        assert_eq!(mentions("(@a-1_x)"), vec!["a-1_x".to_owned()]);
-    }
 }
