@@ -32,8 +32,16 @@ pub async fn start(state: &Engine, stop: CancellationToken) -> anyhow::Result<()
                 note = outbox.recv() => note,
             };
             let Some(note) = note else { return };
-            if let Err(e) = store.notify(&encode(&sender_origin, &note)).await {
-                tracing::warn!(error = %e, "cannot tell the other replicas");
+            // What queued up while the last NOTIFY was on its way goes out together, each run's events
+            // notes merged into its latest: one round trip however busy the runs are.
+            let mut notes = vec![note];
+            while let Ok(more) = outbox.try_recv() {
+                notes.push(more);
+            }
+            for payload in payloads(&sender_origin, &coalesce(notes)) {
+                if let Err(e) = store.notify(&payload).await {
+                    tracing::warn!(error = %e, "cannot tell the other replicas");
+                }
             }
         }
     });
@@ -46,10 +54,12 @@ pub async fn start(state: &Engine, stop: CancellationToken) -> anyhow::Result<()
                 message = notes.recv() => message,
             };
             let Some(message) = message else { return };
-            match decode(&message) {
-                Some((from, _)) if from == origin => {}
-                Some((_, note)) => apply(&state, note),
-                None => tracing::debug!(message, "ignoring an unknown notification"),
+            for line in message.lines() {
+                match decode(line) {
+                    Some((from, _)) if from == origin => {}
+                    Some((_, note)) => apply(&state, note),
+                    None => tracing::debug!(line, "ignoring an unknown notification"),
+                }
             }
         }
     });
@@ -68,6 +78,45 @@ fn apply(state: &Engine, note: Relayed) {
             }
         }
     }
+}
+
+/// The most bytes of one NOTIFY payload (PostgreSQL refuses 8,000 or more).
+const PAYLOAD_BYTES: usize = 7_000;
+
+/// `notes` in order, with each run's events notes reduced to one, at the place of its first, naming the
+/// highest seq.
+fn coalesce(notes: Vec<Relayed>) -> Vec<Relayed> {
+    let mut out: Vec<Relayed> = Vec::with_capacity(notes.len());
+    let mut at: std::collections::HashMap<RunId, usize> = std::collections::HashMap::new();
+    for note in notes {
+        if let Relayed::Live(_, LiveEvent::RunEvents { run_id, last_seq }) = &note {
+            if let Some(&i) = at.get(run_id) {
+                if let Relayed::Live(_, LiveEvent::RunEvents { last_seq: kept, .. }) = &mut out[i] {
+                    *kept = (*kept).max(*last_seq);
+                }
+                continue;
+            }
+            at.insert(*run_id, out.len());
+        }
+        out.push(note);
+    }
+    out
+}
+
+/// The notes as NOTIFY payloads: one line per note, lines joined up to [`PAYLOAD_BYTES`].
+fn payloads(origin: &str, notes: &[Relayed]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for note in notes {
+        let line = encode(origin, note);
+        match out.last_mut() {
+            Some(payload) if payload.len() + 1 + line.len() <= PAYLOAD_BYTES => {
+                payload.push('\n');
+                payload.push_str(&line);
+            }
+            _ => out.push(line),
+        }
+    }
+    out
 }
 
 /// `<origin> run-queued <id>`, `<origin> cancel <id>`, `<origin> run <id> events <seq>`,
@@ -144,5 +193,37 @@ mod tests {
         }
         assert_eq!(decode("abc run-queued not-a-uuid"), None);
         assert_eq!(decode("garbage"), None);
+    }
+
+    #[test]
+    fn queued_notes_merge_per_run_and_fit_in_payloads() {
+        let (a, b) = (RunId::new(), RunId::new());
+        let events = |run_id, last_seq| {
+            Relayed::Live(
+                Topic::Run(run_id),
+                LiveEvent::RunEvents { run_id, last_seq },
+            )
+        };
+        let merged = coalesce(vec![
+            events(a, 3),
+            events(b, 9),
+            Relayed::CancelRun(b),
+            events(a, 7),
+            events(b, 10),
+        ]);
+        assert_eq!(
+            merged,
+            vec![events(a, 7), events(b, 10), Relayed::CancelRun(b)],
+            "one note per run, its highest seq, at the place of its first"
+        );
+        let many: Vec<Relayed> = (0..300).map(|n| events(RunId::new(), n)).collect();
+        let sent = payloads("abc", &many);
+        assert!(sent.len() > 1, "300 notes do not fit one payload");
+        assert!(sent.iter().all(|p| p.len() <= PAYLOAD_BYTES));
+        let back: Vec<Relayed> = sent
+            .iter()
+            .flat_map(|p| p.lines().map(|l| decode(l).unwrap().1).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(back, many, "every note arrives, in order");
     }
 }
