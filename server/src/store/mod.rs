@@ -248,12 +248,23 @@ impl Default for PoolOptions {
 /// Connects to the database named by `url`, creating a SQLite file if needed, and applies the embedded
 /// migrations. Errors say what failed and how to fix it.
 pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> anyhow::Result<Arc<dyn Store>> {
-    let store: Arc<dyn Store> = match url {
-        DatabaseUrl::Sqlite(path) => Arc::new(sqlite::SqliteStore::connect(path, options).await?),
+    Ok(match url {
+        DatabaseUrl::Sqlite(path) => {
+            let store = sqlite::SqliteStore::connect(path, options).await?;
+            store.migrate().await?;
+            Arc::new(store)
+        }
+        // Migrated on the connection that checked the server, before the pool opens its own.
         DatabaseUrl::Postgres(raw) => Arc::new(postgres::PgStore::connect(raw, options).await?),
-    };
-    store.migrate().await?;
-    Ok(store)
+    })
+}
+
+/// One run's events for [`Store::append_leased_events`], under the epoch of the claim that sends them.
+#[derive(Debug, Clone, Copy)]
+pub struct LeasedEvents<'a> {
+    pub run: RunId,
+    pub epoch: i64,
+    pub events: &'a [NewRunEvent],
 }
 
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use sqlx::Connection as _;
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSslMode};
 
 use super::common::*;
 use super::rows::*;
@@ -39,14 +39,21 @@ impl PgStore {
     /// Holds the run row against a concurrent claim, finish or interruption until the transaction ends.
     const LOCK_FOR_SHARE: &'static str = " for share";
 
+    /// Connects, checks the server's version and applies the migrations on one direct connection (the
+    /// pool would only report a timeout, not why it failed), then opens the pool lazily: start-up sets up
+    /// one connection before the first request, not three.
     pub(super) async fn connect(url: &str, options: PoolOptions) -> anyhow::Result<Self> {
         let redacted = super::DatabaseUrl::Postgres(url.to_owned()).redacted();
-        let connect: PgConnectOptions = url
+        let mut connect: PgConnectOptions = url
             .parse()
             .with_context(|| format!("invalid PostgreSQL URL {redacted}"))?;
+        if loopback_without_sslmode(url, connect.get_host()) {
+            // TLS to this machine protects nothing and costs a handshake per connection (~100 ms measured
+            // with `prefer` against a server that has TLS on); a URL naming sslmode keeps its choice.
+            connect = connect.ssl_mode(PgSslMode::Disable);
+        }
         let fix = "check that it is running and that --database-url / MUSTER_DATABASE_URL is right";
-        // One direct connection first: the pool would only report a timeout, not why it failed.
-        let first = tokio::time::timeout(
+        let mut first = tokio::time::timeout(
             options.acquire_timeout,
             PgConnection::connect_with(&connect),
         )
@@ -58,15 +65,8 @@ impl PgStore {
             )
         })?
         .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL at {redacted}: {e}; {fix}"))?;
-        first.close().await.ok();
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect)
-            .await
-            .with_context(|| format!("cannot connect to PostgreSQL at {redacted}; {fix}"))?;
         let version = sqlx::query_scalar::<_, String>("show server_version_num")
-            .fetch_one(&pool)
+            .fetch_one(&mut first)
             .await
             .context("cannot read the PostgreSQL server version")?;
         let version: i32 = version.parse().context("unexpected server_version_num")?;
@@ -74,6 +74,13 @@ impl PgStore {
             version >= MIN_PG_VERSION,
             "PostgreSQL {version} at {redacted} is too old: Muster needs 13 or newer"
         );
+        super::testing::run_migrator_on(sqlx::migrate!("../migrations/postgres"), &mut first)
+            .await?;
+        first.close().await.ok();
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_lazy_with(connect);
         Ok(Self { pool })
     }
 
@@ -192,3 +199,40 @@ impl PgStore {
 }
 
 impl_store!(PgStore, sqlx::Postgres);
+
+/// Whether the server is on this machine (a loopback address, `localhost` or a Unix socket folder) and
+/// the URL leaves the TLS mode to the default.
+fn loopback_without_sslmode(url: &str, host: &str) -> bool {
+    let names_mode = url
+        .split_once('?')
+        .is_some_and(|(_, query)| query.split('&').any(|kv| kv.starts_with("sslmode=")));
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let local = host.starts_with('/')
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    local && !names_mode
+}
+
+#[cfg(test)]
+mod loopback_tests {
+    use super::loopback_without_sslmode as local;
+
+    #[test]
+    fn only_a_local_server_without_a_chosen_mode_skips_tls() {
+        assert!(local("postgres://u@127.0.0.1:5432/db", "127.0.0.1"));
+        assert!(local("postgres://u@localhost/db", "localhost"));
+        assert!(local("postgres://u@[::1]/db", "::1"));
+        assert!(local(
+            "postgres:///db?host=/run/postgresql",
+            "/run/postgresql"
+        ));
+        assert!(!local(
+            "postgres://u@127.0.0.1/db?sslmode=require",
+            "127.0.0.1"
+        ));
+        assert!(!local("postgres://u@db.internal/db", "db.internal"));
+        assert!(!local("postgres://u@10.0.0.5/db", "10.0.0.5"));
+    }
+}

@@ -14,8 +14,26 @@ where
     A: sqlx::Acquire<'a>,
     <A::Connection as std::ops::Deref>::Target: sqlx::migrate::Migrate,
 {
+    let result = migrator.run(conn).await;
+    explain_migration(&migrator, result)
+}
+
+/// [`run_migrator`] on one PostgreSQL connection. `Migrator::run` over `&mut PgConnection` makes a
+/// future that cannot be proven `Send` for every lifetime (sqlx's generic `Acquire`), so a server started
+/// in a spawned task would not compile; `run_direct` is what `run` calls once it holds the connection,
+/// public for exactly this reason (pinned by Cargo.lock).
+pub(super) async fn run_migrator_on(
+    migrator: Migrator,
+    conn: &mut PgConnection,
+) -> anyhow::Result<()> {
+    let result = migrator.run_direct(None, conn, false).await;
+    explain_migration(&migrator, result)
+}
+
+/// sqlx's migration errors as ones that say what to do.
+fn explain_migration(migrator: &Migrator, result: Result<(), MigrateError>) -> anyhow::Result<()> {
     let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
-    match migrator.run(conn).await {
+    match result {
         Ok(()) => Ok(()),
         Err(MigrateError::VersionMissing(version)) => Err(anyhow::anyhow!(
             "the database has migration {version}, newer than this muster binary knows (latest {known}); \
