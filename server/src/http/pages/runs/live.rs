@@ -33,6 +33,10 @@ use crate::service::runs::{self as svc, FollowItem};
 
 /// Most events rendered into one push; more that are ready go in the next one.
 const FRAME_EVENTS: usize = 128;
+/// How long a push may show the run's row (status, times) as last read before reading it again; a
+/// `status` event or the end reads it at once. Keeps a busy run's viewers from each reading the row at
+/// every push.
+const RUN_FRESH: Duration = Duration::from_secs(1);
 /// How often an idle socket is pinged, so dead connections are noticed.
 const PING_EVERY: Duration = Duration::from_secs(30);
 
@@ -113,6 +117,8 @@ async fn run_socket(
         synced: false,
         header: header_view(&page.slug, &run, &page.issue, &page.people),
         started_at: run.started_at,
+        run: run.clone(),
+        read_at: tokio::time::Instant::now(),
     };
     let follow =
         svc::follow(&state, state.shutdown.clone(), run.id, after).ready_chunks(FRAME_EVENTS);
@@ -201,6 +207,9 @@ struct Shown {
     synced: bool,
     header: RunHeaderView,
     started_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The run's row as last read, and when.
+    run: Run,
+    read_at: tokio::time::Instant,
 }
 
 /// One push for a chunk of follow items.
@@ -223,11 +232,15 @@ async fn render(
     let batch = fold.take();
     let now = match &ended {
         Some(r) => r.clone(),
-        None => state
-            .store
-            .get_run(run.id)
-            .await
-            .unwrap_or_else(|_| run.clone()),
+        None if !shown.synced || batch.status_changed || shown.read_at.elapsed() >= RUN_FRESH => {
+            shown.read_at = tokio::time::Instant::now();
+            state
+                .store
+                .get_run(run.id)
+                .await
+                .unwrap_or_else(|_| shown.run.clone())
+        }
+        None => shown.run.clone(),
     };
     let header = header_view(&page.slug, &now, &page.issue, &page.people);
     let header_changed = !shown.synced || ended.is_some() || header != shown.header;
@@ -253,6 +266,7 @@ async fn render(
     shown.synced = true;
     shown.header = header;
     shown.started_at = now.started_at;
+    shown.run = now;
     let html = muster_web::pages::run_live_frame(&frame, &page.csrf).into_string();
     if ended.is_some() {
         Push::Last(html)
