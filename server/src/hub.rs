@@ -3,18 +3,64 @@
 //!
 //! Invariant: subscribe first, then read the store, then forward live events — so nothing that happens
 //! between the read and the subscription is missed.
+//!
+//! A run's topic also keeps the run's latest stored events (its feed, [`FEED_EVENTS`] at most), handed
+//! over by the runner session right after it committed them: every viewer of the run on this replica
+//! takes them from there, and each event's encoding is made once ([`SharedEvent`]), so the cost of a
+//! new line does not grow with the viewers. Only a viewer behind the feed (it fell behind, or the events
+//! were stored by another replica) reads the store.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::broadcast;
 
-use crate::domain::{IssueKey, RunId, Seq, WorkspaceId};
+use crate::domain::{IssueKey, NewRunEvent, RunEvent, RunId, Seq, WorkspaceId};
 
 /// How many events a subscriber may fall behind before it gets `Lagged` and resyncs from the store.
 /// Board events are tiny "something changed" notes, so a small buffer is plenty; a lagging browser
 /// just re-renders its board.
 pub const LIVE_CHANNEL_CAPACITY: usize = 64;
+
+/// How many of a watched run's latest events its topic keeps for its viewers.
+pub const FEED_EVENTS: usize = 1024;
+
+/// A stored run event as its viewers share it: the event, and its JSON made by the first viewer that
+/// needs it (event streams send the same bytes to every viewer).
+#[derive(Debug)]
+pub struct SharedEvent {
+    event: RunEvent,
+    json: OnceLock<Box<str>>,
+}
+
+impl SharedEvent {
+    pub fn new(event: RunEvent) -> Arc<Self> {
+        Arc::new(Self {
+            event,
+            json: OnceLock::new(),
+        })
+    }
+
+    /// The event's JSON, made with `encode` the first time it is asked for.
+    pub fn json(&self, encode: impl FnOnce(&RunEvent) -> String) -> &str {
+        self.json
+            .get_or_init(|| encode(&self.event).into_boxed_str())
+    }
+}
+
+impl std::ops::Deref for SharedEvent {
+    type Target = RunEvent;
+
+    fn deref(&self) -> &RunEvent {
+        &self.event
+    }
+}
+
+impl PartialEq for SharedEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.event == other.event
+    }
+}
 
 /// What a subscriber listens to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,10 +93,16 @@ pub enum Relayed {
     RunnerTokenRevoked(crate::domain::RunnerTokenId),
 }
 
+/// A topic's channel and, for a run, its feed of latest events (contiguous seqs).
+struct Channel {
+    tx: broadcast::Sender<Arc<LiveEvent>>,
+    feed: VecDeque<Arc<SharedEvent>>,
+}
+
 /// Topic → channel map, plus the optional relay to other replicas (Postgres only).
 #[derive(Clone, Default)]
 pub struct Hub {
-    topics: Arc<Mutex<HashMap<Topic, broadcast::Sender<Arc<LiveEvent>>>>>,
+    topics: Arc<Mutex<HashMap<Topic, Channel>>>,
     relay: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<Relayed>>>>,
 }
 
@@ -63,7 +115,11 @@ impl Hub {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let rx = topics
             .entry(topic)
-            .or_insert_with(|| broadcast::channel(LIVE_CHANNEL_CAPACITY).0)
+            .or_insert_with(|| Channel {
+                tx: broadcast::channel(LIVE_CHANNEL_CAPACITY).0,
+                feed: VecDeque::new(),
+            })
+            .tx
             .subscribe();
         Subscription {
             rx,
@@ -103,9 +159,73 @@ impl Hub {
             .topics
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(tx) = topics.get(&topic) {
-            let _ = tx.send(Arc::new(event));
+        if let Some(channel) = topics.get(&topic) {
+            let _ = channel.tx.send(Arc::new(event));
         }
+    }
+
+    /// Announces a run's events just committed (up to `last_seq`): to other replicas as ids, and here
+    /// with the events themselves, kept in the run's feed when someone watches the run.
+    pub fn publish_events(&self, run: RunId, last_seq: Seq, events: Vec<NewRunEvent>) {
+        let topic = Topic::Run(run);
+        let note = LiveEvent::RunEvents {
+            run_id: run,
+            last_seq,
+        };
+        self.relay(Relayed::Live(topic, note.clone()));
+        let mut topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(channel) = topics.get_mut(&topic) else {
+            return;
+        };
+        for e in events {
+            let next = channel.feed.back().map(|last| last.seq + 1);
+            if next.is_some_and(|next| e.seq < next) {
+                continue; // sent again after a reconnect: already kept
+            }
+            if next.is_some_and(|next| e.seq > next) {
+                channel.feed.clear(); // a gap: the feed starts again here
+            }
+            channel.feed.push_back(SharedEvent::new(RunEvent {
+                run_id: run,
+                seq: e.seq,
+                at: e.at,
+                kind: e.kind,
+                payload: e.payload,
+            }));
+            if channel.feed.len() > FEED_EVENTS {
+                channel.feed.pop_front();
+            }
+        }
+        let _ = channel.tx.send(Arc::new(note));
+    }
+
+    /// Up to `limit` of the run's events after `after` from its feed; `None` when the feed does not
+    /// reach back to `after + 1` (the caller reads the store).
+    pub fn feed_after(
+        &self,
+        run: RunId,
+        after: Seq,
+        limit: usize,
+    ) -> Option<Vec<Arc<SharedEvent>>> {
+        let topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let feed = &topics.get(&Topic::Run(run))?.feed;
+        let first = feed.front()?.seq;
+        if first > after + 1 {
+            return None;
+        }
+        let skip = usize::try_from(after + 1 - first).ok()?;
+        Some(
+            feed.range(skip.min(feed.len())..)
+                .take(limit)
+                .cloned()
+                .collect(),
+        )
     }
 
     /// How many topics have live subscribers (for tests and metrics).
@@ -123,7 +243,7 @@ impl Hub {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if topics
             .get(&topic)
-            .is_some_and(|tx| tx.receiver_count() == 0)
+            .is_some_and(|channel| channel.tx.receiver_count() == 0)
         {
             topics.remove(&topic);
         }

@@ -27,7 +27,6 @@ use crate::domain::{
     AgentKind, CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run, RunId, RunOutcome,
     RunStatus, Runner, Usage,
 };
-use crate::hub::{LiveEvent, Topic};
 use crate::redact::Redactor;
 use crate::runner::protocol::{
     CloseReason, Finished, Held, Hello, Orphan, PROTOCOL_VERSION, Started, ToRunner, ToServer,
@@ -63,6 +62,9 @@ impl Closed {
 /// How often a store write that failed for a transient reason is tried before the session gives up (the
 /// runner then reconnects and resends from its outbox).
 const STORE_TRIES: u32 = 5;
+
+/// The most events one group commit takes from the messages waiting (several runs' batches).
+const GROUP_EVENTS: usize = 4096;
 
 /// Serves one runner connection until it closes, the runner misbehaves, its token is revoked, or `stop`
 /// fires. `incoming` yields the runner's messages; `outgoing` reaches it.
@@ -264,7 +266,7 @@ impl Session {
                 }
                 message = incoming.recv() => {
                     let Some(message) = message else { return Ok(()) };
-                    self.handle(message).await?;
+                    self.take(message, incoming).await?;
                 }
                 changed = wake.changed() => {
                     if changed.is_err() {
@@ -285,12 +287,7 @@ impl Session {
                 self.claim().await
             }
             ToServer::Started(started) => self.started(started).await,
-            ToServer::Events {
-                run_id,
-                epoch,
-                from_seq,
-                events,
-            } => self.events(run_id, epoch, from_seq, events).await,
+            message @ ToServer::Events { .. } => self.events(vec![message]).await,
             ToServer::Heartbeat { runs } => self.heartbeat(&runs).await,
             ToServer::Stalled {
                 run_id,
@@ -518,45 +515,91 @@ impl Session {
         finish::announce(&self.engine, &issue);
     }
 
-    async fn events(
+    /// Handles `first`; when it is a run's events, every events message already waiting behind it (of any
+    /// run) is stored with it in one transaction: a group commit, whose size follows the store's speed.
+    /// A message of another kind ends the group and is handled after it, so each run's order holds.
+    async fn take(
         &mut self,
-        run: RunId,
-        epoch: i64,
-        from_seq: i64,
-        events: Vec<crate::domain::NewRunEvent>,
+        first: ToServer,
+        incoming: &mut mpsc::Receiver<ToServer>,
     ) -> Result<(), Closed> {
-        if !self.check(run, epoch) {
+        if !matches!(first, ToServer::Events { .. }) {
+            return self.handle(first).await;
+        }
+        let mut group = vec![first];
+        let mut count = 0;
+        let mut after = None;
+        while count < GROUP_EVENTS {
+            match incoming.try_recv() {
+                Ok(message @ ToServer::Events { .. }) => {
+                    if let ToServer::Events { events, .. } = &message {
+                        count += events.len();
+                    }
+                    group.push(message);
+                }
+                Ok(other) => {
+                    after = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        self.events(group).await?;
+        match after {
+            Some(message) => self.handle(message).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stores the events of `messages` (all `ToServer::Events`) in one transaction, then publishes and
+    /// acknowledges each run's; a run no longer held under its epoch is refused and nothing of it written.
+    async fn events(&mut self, messages: Vec<ToServer>) -> Result<(), Closed> {
+        let mut group: Vec<(RunId, i64, Vec<crate::domain::NewRunEvent>)> = Vec::new();
+        for message in messages {
+            let ToServer::Events {
+                run_id: run,
+                epoch,
+                from_seq,
+                events,
+            } = message
+            else {
+                continue;
+            };
+            if !self.check(run, epoch) {
+                continue;
+            }
+            let contiguous = events
+                .iter()
+                .enumerate()
+                .all(|(i, e)| i64::try_from(i).is_ok_and(|i| e.seq == from_seq + i));
+            if !contiguous || from_seq < 1 {
+                return Err(Closed::new(
+                    CloseReason::Protocol,
+                    format!(
+                        "events of run {run} must be numbered from from_seq ({from_seq}) on, without gaps"
+                    ),
+                ));
+            }
+            match group.last_mut() {
+                Some((r, e, kept)) if *r == run && *e == epoch => kept.extend(events),
+                _ => group.push((run, epoch, events)),
+            }
+        }
+        if group.is_empty() {
             return Ok(());
         }
-        let contiguous = events
+        let batches: Vec<store::LeasedEvents<'_>> = group
             .iter()
-            .enumerate()
-            .all(|(i, e)| i64::try_from(i).is_ok_and(|i| e.seq == from_seq + i));
-        if !contiguous || from_seq < 1 {
-            return Err(Closed::new(
-                CloseReason::Protocol,
-                format!(
-                    "events of run {run} must be numbered from from_seq ({from_seq}) on, without gaps"
-                ),
-            ));
-        }
+            .map(|(run, epoch, events)| store::LeasedEvents {
+                run: *run,
+                epoch: *epoch,
+                events,
+            })
+            .collect();
         let mut tries = 0;
-        let last_seq = loop {
-            match self
-                .engine
-                .store
-                .append_leased_run_events(run, epoch, &events)
-                .await
-            {
-                Ok(last) => break last,
-                Err(store::Error::Conflict { .. } | store::Error::NotFound) => {
-                    self.release(run);
-                    self.refuse(
-                        run,
-                        format!("run {run} is no longer live under epoch {epoch}"),
-                    );
-                    return Ok(());
-                }
+        let outcomes = loop {
+            match self.engine.store.append_leased_events(&batches).await {
+                Ok(outcomes) => break outcomes,
                 Err(e) if tries + 1 < STORE_TRIES => {
                     tries += 1;
                     tracing::warn!(error = %e, tries, "cannot store run events; trying again");
@@ -565,17 +608,25 @@ impl Session {
                 Err(e) => return Err(internal(&e)),
             }
         };
-        self.engine.hub.publish(
-            Topic::Run(run),
-            LiveEvent::RunEvents {
-                run_id: run,
-                last_seq,
-            },
-        );
-        self.send(ToRunner::Ack {
-            run_id: run,
-            seq: last_seq,
-        });
+        drop(batches);
+        for ((run, epoch, events), outcome) in group.into_iter().zip(outcomes) {
+            match outcome {
+                Ok(last_seq) => {
+                    self.engine.hub.publish_events(run, last_seq, events);
+                    self.send(ToRunner::Ack {
+                        run_id: run,
+                        seq: last_seq,
+                    });
+                }
+                Err(_) => {
+                    self.release(run);
+                    self.refuse(
+                        run,
+                        format!("run {run} is no longer live under epoch {epoch}"),
+                    );
+                }
+            }
+        }
         Ok(())
     }
 

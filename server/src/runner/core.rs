@@ -377,6 +377,11 @@ impl Link {
         let _ = self.notes.send(message);
     }
 
+    /// Follows the highest event seq of `run` the server has acknowledged.
+    pub fn acks(&self, run: RunId) -> tokio::sync::watch::Receiver<crate::domain::Seq> {
+        self.outbox.acks(run)
+    }
+
     /// The highest event seq the outbox keeps for `run` (after a restart, numbering goes on after it).
     pub fn kept_seq(&self, run: RunId) -> crate::domain::Seq {
         self.outbox

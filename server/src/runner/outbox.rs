@@ -4,7 +4,7 @@
 //! removed once the run's finish is acknowledged, so a restarted runner resends what its previous life
 //! could not deliver. The server's writes are idempotent, so a message sent twice is harmless.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -33,6 +33,8 @@ pub struct Outbox {
 struct State {
     entries: VecDeque<Entry>,
     next_no: u64,
+    /// Per run with a watcher: the highest event seq the server acknowledged (see [`Outbox::acks`]).
+    acked: HashMap<RunId, watch::Sender<Seq>>,
 }
 
 impl Outbox {
@@ -134,9 +136,27 @@ impl Outbox {
         self.pushed.subscribe()
     }
 
+    /// Follows the highest event seq of `run` the server has acknowledged: the run's event log sends its
+    /// next batch as soon as the one in flight is stored (group commit).
+    pub fn acks(&self, run: RunId) -> watch::Receiver<Seq> {
+        self.state()
+            .acked
+            .entry(run)
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe()
+    }
+
     /// The server stored `run`'s events up to `seq` (0: its start).
     pub fn ack(&self, run: RunId, seq: Seq) {
-        self.state().entries.retain(|e| match &e.message {
+        let mut state = self.state();
+        if let Some(acked) = state.acked.get(&run) {
+            acked.send_if_modified(|at| {
+                let newer = seq > *at;
+                *at = (*at).max(seq);
+                newer
+            });
+        }
+        state.entries.retain(|e| match &e.message {
             ToServer::Started(s) if s.run_id == run => seq < 0,
             ToServer::Events { run_id, events, .. } if *run_id == run => {
                 events.last().is_some_and(|last| last.seq > seq)
@@ -147,9 +167,10 @@ impl Outbox {
 
     /// The server recorded `run`'s finish, or refused the run: forget everything of it.
     pub fn forget(&self, run: RunId) {
-        self.state()
-            .entries
-            .retain(|e| run_of(&e.message) != Some(run));
+        let mut state = self.state();
+        state.entries.retain(|e| run_of(&e.message) != Some(run));
+        state.acked.remove(&run);
+        drop(state);
         if let Some(dir) = &self.dir {
             let _ = std::fs::remove_file(dir.join(format!("{run}.jsonl")));
         }

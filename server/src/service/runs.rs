@@ -16,6 +16,7 @@
 //!   before it finishes the run) and only then is [`FollowItem::Ended`] sent.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::Stream;
@@ -23,9 +24,9 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Caller, Error, Problems, Result, announce};
-use crate::domain::{AgentName, IssueKey, Run, RunEvent, RunId, RunStatus, Seq, ValidationError};
+use crate::domain::{AgentName, IssueKey, Run, RunId, RunStatus, Seq, ValidationError};
 use crate::engine::Engine;
-use crate::hub::{LiveEvent, Subscription, Topic};
+use crate::hub::{LiveEvent, SharedEvent, Subscription, Topic};
 use crate::store::{self, RunFilter};
 
 /// Runs listed when no limit is given.
@@ -34,6 +35,8 @@ pub const DEFAULT_LIST_LIMIT: i64 = 50;
 pub const MAX_LIST_LIMIT: i64 = 500;
 /// How many events [`follow`] reads from the store at a time.
 pub const FOLLOW_PAGE: i64 = 256;
+/// [`FOLLOW_PAGE`] for the run's feed.
+const FOLLOW_FEED: usize = 256;
 /// How often a follower of a quiet run looks at the store without being told to: a fallback for ends
 /// nobody announces (a run finished by another replica) — normally the hub wakes it at once.
 pub const FOLLOW_POLL: Duration = Duration::from_secs(2);
@@ -64,8 +67,8 @@ pub struct RunListInput {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum FollowItem {
-    /// The next event of the log, in seq order, each once.
-    Event(RunEvent),
+    /// The next event of the log, in seq order, each once (shared with the run's other viewers).
+    Event(Arc<SharedEvent>),
     /// The run is terminal and every event has been sent; the stream ends after this.
     Ended(Run),
     /// Following failed (the run vanished, the store failed, the server is stopping); the stream ends
@@ -279,7 +282,7 @@ struct Follower {
     /// there (not on the run's topic), so a follower wakes at once when the run ends.
     board: Option<(Subscription, IssueKey)>,
     last_sent: Seq,
-    buffer: VecDeque<RunEvent>,
+    buffer: VecDeque<Arc<SharedEvent>>,
     finished: bool,
 }
 
@@ -329,6 +332,16 @@ impl Follower {
             let sub = self.state.hub.subscribe(Topic::Board(run.workspace_id));
             self.board = Some((sub, issue.key));
         }
+        // The run's feed first: what the runner session just committed, shared by every viewer.
+        if let Some(events) = self
+            .state
+            .hub
+            .feed_after(self.run, self.last_sent, FOLLOW_FEED)
+            .filter(|events| !events.is_empty())
+        {
+            self.buffer.extend(events);
+            return Ok(None);
+        }
         let events = self.events().await?;
         if events.first().is_some_and(|e| e.seq == self.last_sent + 1) {
             let mut expected = self.last_sent + 1;
@@ -353,12 +366,14 @@ impl Follower {
         Ok(None)
     }
 
-    async fn events(&self) -> std::result::Result<Vec<RunEvent>, String> {
-        self.state
+    async fn events(&self) -> std::result::Result<Vec<Arc<SharedEvent>>, String> {
+        let events = self
+            .state
             .store
             .run_events_since(self.run, self.last_sent, FOLLOW_PAGE)
             .await
-            .map_err(failed)
+            .map_err(failed)?;
+        Ok(events.into_iter().map(SharedEvent::new).collect())
     }
 
     /// Waits until there may be something new: a notification past `last_sent`, a board change of the

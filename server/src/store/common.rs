@@ -1048,17 +1048,63 @@ macro_rules! impl_store {
             }
 
             async fn append_leased_run_events(&self, run: RunId, epoch: i64, events: &[NewRunEvent]) -> Result<Seq> {
-                check_seqs(events)?;
+                let batch = $crate::store::LeasedEvents { run, epoch, events };
+                self.append_leased_events(&[batch]).await?
+                    .pop()
+                    .unwrap_or(Err(Error::NotFound))
+            }
+
+            async fn append_leased_events(&self, batches: &[$crate::store::LeasedEvents<'_>]) -> Result<Vec<Result<Seq>>> {
+                for batch in batches {
+                    check_seqs(batch.events)?;
+                }
+                if batches.is_empty() {
+                    return Ok(Vec::new());
+                }
                 let mut tx = self.begin_write().await?;
-                // The row lock (Postgres; SQLite's write lock is already held) keeps a new claim, a finish or an
-                // interruption from committing between this check and the insert.
-                let mut qb = sqlx::QueryBuilder::<$db>::new("select status, lease_epoch from run where run_id = ");
-                qb.push_bind(run).push(Self::LOCK_FOR_SHARE);
-                let (status, held) = qb.build_query_as::<(RunStatus, i64)>().fetch_one(&mut *tx).await?;
-                if !status.is_active() || held != epoch { return Err(Error::conflict("run_lease")); }
-                let last = insert_events!($db, tx, run, events);
+                // The row locks (Postgres; SQLite's write lock is already held) keep a new claim, a finish or
+                // an interruption from committing between this check and the insert.
+                let mut qb = sqlx::QueryBuilder::<$db>::new("select run_id, status, lease_epoch from run where run_id in (");
+                let mut ids = qb.separated(", ");
+                for batch in batches {
+                    ids.push_bind(batch.run);
+                }
+                qb.push(")").push(Self::LOCK_FOR_SHARE);
+                let live = qb.build_query_as::<(RunId, RunStatus, i64)>().fetch_all(&mut *tx).await?;
+                let mut outcomes = Vec::with_capacity(batches.len());
+                let mut rows = Vec::new();
+                for batch in batches {
+                    match live.iter().find(|(run, ..)| *run == batch.run) {
+                        None => outcomes.push(Err(Error::NotFound)),
+                        Some((_, status, held)) if !status.is_active() || *held != batch.epoch => {
+                            outcomes.push(Err(Error::conflict("run_lease")));
+                        }
+                        Some(_) => {
+                            outcomes.push(Ok(0));
+                            rows.extend(batch.events.iter().map(|e| (batch.run, e)));
+                        }
+                    }
+                }
+                Self::insert_event_rows(&mut tx, &rows).await?;
+                let accepted: Vec<RunId> = batches.iter().zip(&outcomes)
+                    .filter(|(_, o)| o.is_ok()).map(|(b, _)| b.run).collect();
+                if !accepted.is_empty() {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new(
+                        "select run_id, coalesce(max(seq), 0) from run_event where run_id in (");
+                    let mut ids = qb.separated(", ");
+                    for run in &accepted {
+                        ids.push_bind(*run);
+                    }
+                    qb.push(") group by run_id");
+                    let lasts = qb.build_query_as::<(RunId, i64)>().fetch_all(&mut *tx).await?;
+                    for (batch, outcome) in batches.iter().zip(outcomes.iter_mut()) {
+                        if let Ok(last) = outcome {
+                            *last = lasts.iter().find(|(run, _)| *run == batch.run).map_or(0, |(_, s)| *s);
+                        }
+                    }
+                }
                 tx.commit().await?;
-                Ok(last)
+                Ok(outcomes)
             }
 
             async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>> {

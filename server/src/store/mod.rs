@@ -611,6 +611,11 @@ pub trait Store: Send + Sync + 'static {
         epoch: i64,
         events: &[NewRunEvent],
     ) -> Result<Seq>;
+    /// [`Store::append_leased_run_events`] for several runs in one transaction (a group commit): per
+    /// batch, in order, the highest seq now stored for its run, or `run_lease` / `NotFound` when that
+    /// run is not live under its epoch (nothing of it written; the others are). An error of the whole
+    /// call writes nothing.
+    async fn append_leased_events(&self, batches: &[LeasedEvents<'_>]) -> Result<Vec<Result<Seq>>>;
     /// Up to `limit` events with `seq > after`, in order.
     async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>>;
 

@@ -88,6 +88,39 @@ impl PgStore {
         Ok(self.pool.begin().await?)
     }
 
+    /// Inserts run events (of any runs), ignoring those already stored: one statement over column
+    /// arrays (`unnest`), whatever the number of rows, so its plan is prepared once and a large group
+    /// commit costs one round trip.
+    async fn insert_event_rows(
+        tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+        rows: &[(RunId, &NewRunEvent)],
+    ) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let runs: Vec<uuid::Uuid> = rows.iter().map(|(run, _)| run.0).collect();
+        let seqs: Vec<i64> = rows.iter().map(|(_, e)| e.seq).collect();
+        let ats: Vec<DateTime<Utc>> = rows.iter().map(|(_, e)| e.at).collect();
+        let kinds: Vec<&str> = rows.iter().map(|(_, e)| e.kind.as_str()).collect();
+        let payloads: Vec<sqlx::types::Json<&serde_json::Value>> = rows
+            .iter()
+            .map(|(_, e)| sqlx::types::Json(&e.payload))
+            .collect();
+        sqlx::query(
+            "insert into run_event (run_id, seq, at, kind, payload) \
+             select * from unnest($1::uuid[], $2::int8[], $3::timestamptz[], $4::text[], $5::jsonb[]) \
+             on conflict (run_id, seq) do nothing",
+        )
+        .bind(runs)
+        .bind(seqs)
+        .bind(ats)
+        .bind(kinds)
+        .bind(payloads)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
     async fn ping_impl(&self) -> Result<()> {
         sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())

@@ -68,6 +68,29 @@ impl SqliteStore {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
+    /// Inserts run events (of any runs), ignoring those already stored: multi-row inserts of
+    /// [`super::common::APPEND_CHUNK`] rows, one prepared statement per chunk size.
+    async fn insert_event_rows(
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        rows: &[(RunId, &NewRunEvent)],
+    ) -> Result<()> {
+        for chunk in rows.chunks(super::common::APPEND_CHUNK) {
+            let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "insert into run_event (run_id, seq, at, kind, payload) ",
+            );
+            qb.push_values(chunk, |mut row, (run, e)| {
+                row.push_bind(*run)
+                    .push_bind(e.seq)
+                    .push_bind(e.at)
+                    .push_bind(e.kind.as_str())
+                    .push_bind(sqlx::types::Json(&e.payload));
+            });
+            qb.push(" on conflict (run_id, seq) do nothing");
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
     async fn ping_impl(&self) -> Result<()> {
         sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())

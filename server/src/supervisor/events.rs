@@ -1,7 +1,11 @@
 //! A run's event log on the way out: numbering (seq from the order's `next_seq`), redaction
-//! (`crate::redact`), small batches (flushed at [`FLUSH_COUNT`] events or [`FLUSH_AFTER`] after the first
-//! pending one) handed to the runner's outbox, which keeps them until the server has stored them.
-//! Also the running tally (usage, session, summary, last error) the finish step needs.
+//! (`crate::redact`), and batches handed to the runner's outbox, which keeps them until the server has
+//! stored them. Batching is a group commit: an event goes out at once when nothing of the run is in
+//! flight; while a batch is being stored, what arrives meanwhile waits and goes out as one batch when
+//! the server acknowledges (or at [`FLUSH_COUNT`] events, or [`FLUSH_FALLBACK`] after the first pending
+//! one when no acknowledgement comes). A quiet run's line is stored and shown after one commit, not
+//! after a fixed window; a busy run's lines are stored in batches as large as the store's speed makes
+//! them. Also the running tally (usage, session, summary, last error) the finish step needs.
 
 use std::time::Duration;
 
@@ -16,16 +20,19 @@ use crate::redact::Redactor;
 use crate::runner::core::Link;
 use crate::runner::protocol::{Held, ToServer};
 
-/// Pending events that trigger an immediate flush.
-pub(super) const FLUSH_COUNT: usize = 32;
-/// Longest time an event waits in the batch before it is committed.
-pub(super) const FLUSH_AFTER: Duration = Duration::from_millis(100);
+/// Pending events that go out even while a batch is in flight (one message's most).
+pub(super) const FLUSH_COUNT: usize = 512;
+/// Longest time an event waits for the batch in flight to be acknowledged before it goes out anyway
+/// (a connection being re-established, a server that refused the run).
+pub(super) const FLUSH_FALLBACK: Duration = Duration::from_millis(250);
 /// Numbers, redacts and batches a run's events.
 pub(super) struct EventLog {
     held: Held,
     next_seq: Seq,
     pending: Vec<NewRunEvent>,
     first_pending: Option<Instant>,
+    /// The last seq handed to the outbox: in flight until the server acknowledges it.
+    sent: Seq,
     redactor: Redactor,
     /// The most events stored for the run (see [`EventLog::set_cap`]).
     cap: Seq,
@@ -39,6 +46,7 @@ impl EventLog {
             next_seq: next_seq.max(1),
             pending: Vec::new(),
             first_pending: None,
+            sent: 0,
             redactor,
             cap: Seq::MAX,
         }
@@ -61,9 +69,20 @@ impl EventLog {
         self.pending.len() >= FLUSH_COUNT
     }
 
-    /// When the oldest pending event must be sent, if any is pending.
+    /// Whether events wait to be sent.
+    pub(super) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Whether the pending events should go out now, given the highest seq the server acknowledged:
+    /// nothing of the run is in flight, or the batch is full.
+    pub(super) fn ready(&self, acked: Seq) -> bool {
+        self.has_pending() && (acked >= self.sent || self.must_flush())
+    }
+
+    /// When the oldest pending event goes out even without an acknowledgement, if any is pending.
     pub(super) fn due(&self) -> Option<Instant> {
-        self.first_pending.map(|t| t + FLUSH_AFTER)
+        self.first_pending.map(|t| t + FLUSH_FALLBACK)
     }
 
     /// The seq of the last event numbered so far (0 before any).
@@ -79,6 +98,7 @@ impl EventLog {
         }
         let events = std::mem::take(&mut self.pending);
         self.first_pending = None;
+        self.sent = events.last().map_or(self.sent, |e| e.seq);
         link.keep(ToServer::Events {
             run_id: self.held.run_id,
             epoch: self.held.epoch,

@@ -66,6 +66,12 @@ pub(super) async fn watch(
     let mut stalled = false;
     let mut open = true;
     log.set_cap(ctx.order.max_events);
+    // Group commit: a line goes out at once when nothing is in flight, else with the next acknowledgement.
+    let mut acks = ctx.link.acks(ctx.order.run_id);
+    let mut acks_open = true;
+    if log.ready(*acks.borrow()) {
+        flush(ctx, log); // what the run said before its child's first line (its session, …)
+    }
     loop {
         let due = log.due();
         tokio::select! {
@@ -92,10 +98,19 @@ pub(super) async fn watch(
                 if log.capped() {
                     return Ending::Stopped(Stop::EventCap(ctx.order.max_events), None);
                 }
-                if log.must_flush() {
+                if log.ready(*acks.borrow()) {
                     flush(ctx, log);
                 }
             }
+            changed = acks.changed(), if acks_open && log.has_pending() => match changed {
+                Ok(()) => {
+                    if log.ready(*acks.borrow_and_update()) {
+                        flush(ctx, log);
+                    }
+                }
+                // The outbox forgot the run: what is pending goes out at its fallback time.
+                Err(_) => acks_open = false,
+            },
             () = sleep_until(due), if due.is_some() => flush(ctx, log),
             _ = watchdog.tick() => {
                 let quiet = last_output.elapsed();

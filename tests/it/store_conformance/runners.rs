@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use muster::domain::*;
-use muster::store::{ClaimScope, Store};
+use muster::store::{ClaimScope, LeasedEvents, Store};
 use serde_json::json;
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases};
@@ -14,6 +14,7 @@ store_cases!(
     remote_runners_keep_their_identity,
     claims_stay_within_their_scope,
     stale_lease_epochs_write_nothing,
+    one_group_commit_stores_several_runs,
     queued_runs_are_listed_oldest_first,
     agents_keep_their_runner_binding,
 );
@@ -644,6 +645,116 @@ async fn stale_lease_epochs_write_nothing(store: Arc<dyn Store>) {
         store
             .append_leased_run_events(RunId::new(), 1, &[event(1, "x")])
             .await,
+    );
+}
+
+/// The runner session's group commit: several runs' events in one call, each checked against its own
+/// lease; a run not live under its epoch is refused without costing the others their events.
+async fn one_group_commit_stores_several_runs(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 3).await;
+    let runner = store
+        .register_runner("embedded-group", "1.0.0", &json!([]))
+        .await
+        .unwrap();
+    let (now, lease) = (Utc::now(), Utc::now() + TimeDelta::seconds(20));
+    let scope = ClaimScope::anything("any");
+    let mut held = Vec::new();
+    for title in ["One", "Two", "Three"] {
+        let i = issue(&store, f.ws.id, title, IssueStatus::Todo).await;
+        store
+            .create_run(&new_run(f.ws.id, i.id, coder.id))
+            .await
+            .unwrap();
+        let run = store
+            .claim_next_run(runner.id, &scope, now, lease)
+            .await
+            .unwrap()
+            .expect("a queued run");
+        held.push(run);
+    }
+    let (a, b, c) = (&held[0], &held[1], &held[2]);
+    store
+        .append_leased_run_events(b.id, b.lease_epoch, &[event(1, "b1"), event(2, "b2")])
+        .await
+        .unwrap();
+    let a_events: Vec<_> = (1..=300).map(|n| event(n, &format!("a{n}"))).collect();
+    let b_events = [event(2, "b2 again"), event(3, "b3")];
+    let c_events = [event(1, "c1")];
+    let unknown = RunId::new();
+    let outcomes = store
+        .append_leased_events(&[
+            LeasedEvents {
+                run: a.id,
+                epoch: a.lease_epoch,
+                events: &a_events,
+            },
+            LeasedEvents {
+                run: b.id,
+                epoch: b.lease_epoch,
+                events: &b_events,
+            },
+            LeasedEvents {
+                run: c.id,
+                epoch: c.lease_epoch + 1,
+                events: &c_events,
+            },
+            LeasedEvents {
+                run: unknown,
+                epoch: 1,
+                events: &c_events,
+            },
+        ])
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 4);
+    let mut outcomes = outcomes.into_iter();
+    let mut next = || outcomes.next().unwrap();
+    assert_eq!(next().unwrap(), 300, "more rows than one insert chunk");
+    assert_eq!(next().unwrap(), 3, "a resent event is ignored");
+    assert_conflict(next(), "run_lease");
+    assert_not_found(next());
+    let texts = |events: Vec<RunEvent>| {
+        events
+            .iter()
+            .map(|e| e.payload["text"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let stored_a = store.run_events_since(a.id, 0, 1000).await.unwrap();
+    assert_eq!(
+        texts(stored_a.clone()),
+        a_events
+            .iter()
+            .map(|e| e.payload["text"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        stored_a[299].at.timestamp_micros(),
+        a_events[299].at.timestamp_micros()
+    );
+    assert_eq!(
+        texts(store.run_events_since(b.id, 0, 10).await.unwrap()),
+        ["b1", "b2", "b3"]
+    );
+    assert!(
+        store
+            .run_events_since(c.id, 0, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the refused run got nothing"
+    );
+    assert!(store.append_leased_events(&[]).await.unwrap().is_empty());
+    assert!(
+        store
+            .append_leased_events(&[LeasedEvents {
+                run: c.id,
+                epoch: c.lease_epoch,
+                events: &[event(0, "x")]
+            }])
+            .await
+            .is_err(),
+        "seq starts at 1"
     );
 }
 

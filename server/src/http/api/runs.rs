@@ -284,9 +284,13 @@ pub(super) async fn stream(
 /// One SSE event: `id:` = seq and the event JSON; `end` with the run JSON; `stream_error`.
 async fn sse_event(state: &AppState, caller: &Caller, item: FollowItem) -> Event {
     let built = match item {
-        FollowItem::Event(e) => Event::default()
-            .id(e.seq.to_string())
-            .json_data(RunEventView::from(&e)),
+        // Encoded once per event, shared by every viewer of the run.
+        FollowItem::Event(e) => Ok(Event::default().id(e.seq.to_string()).data(e.json(|e| {
+            serde_json::to_string(&RunEventView::from(e)).unwrap_or_else(|e| {
+                serde_json::json!({ "errors": { "stream": [format!("cannot encode an event: {e}")] } })
+                    .to_string()
+            })
+        }))),
         FollowItem::Ended(run) => match view(state, caller, &run).await {
             Ok(run) => Event::default().event("end").json_data(run),
             Err(e) => return stream_error(&format!("cannot describe the run: {e}")),
