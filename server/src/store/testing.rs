@@ -1,12 +1,15 @@
 //! Database administration that is not a use-case: applying migrations, and the scratch databases the
 //! test suite creates and drops. Kept here because only `store/` may run SQL.
 
+use std::time::{Duration, Instant};
+
 use anyhow::Context as _;
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection as _, PgConnection, SqliteConnection};
 
 use super::DatabaseUrl;
+use crate::domain::{NewRunEvent, RunId};
 
 /// Applies `migrator`, turning sqlx's errors into ones that say what to do.
 pub(super) async fn run_migrator<'a, A>(migrator: Migrator, conn: A) -> anyhow::Result<()>
@@ -84,6 +87,96 @@ pub async fn forge_future_migration(url: &DatabaseUrl, version: i64) -> anyhow::
         }
     }
     Ok(())
+}
+
+/// The ingest benchmark's baseline: inserts `events` of `run` into the real `run_event` table of the
+/// migrated database at `url`, as multi-row inserts of `batch` rows, one transaction per batch, on one
+/// connection (SQLite with the store's WAL and `synchronous = normal`). Returns the time the inserts
+/// took, connecting excluded.
+pub async fn bare_insert_run_events(
+    url: &DatabaseUrl,
+    run: RunId,
+    events: &[NewRunEvent],
+    batch: usize,
+) -> anyhow::Result<Duration> {
+    anyhow::ensure!(batch > 0, "a batch holds at least one row");
+    macro_rules! insert_batches {
+        ($db:ty, $conn:ident) => {{
+            let started = Instant::now();
+            for chunk in events.chunks(batch) {
+                let mut tx = $conn.begin().await?;
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "insert into run_event (run_id, seq, at, kind, payload) ",
+                );
+                qb.push_values(chunk, |mut row, e| {
+                    row.push_bind(run)
+                        .push_bind(e.seq)
+                        .push_bind(e.at)
+                        .push_bind(e.kind.clone())
+                        .push_bind(sqlx::types::Json(e.payload.clone()));
+                });
+                qb.build().execute(&mut *tx).await?;
+                tx.commit().await?;
+            }
+            let took = started.elapsed();
+            $conn.close().await?;
+            Ok(took)
+        }};
+    }
+    match url {
+        DatabaseUrl::Postgres(raw) => {
+            let mut conn = PgConnection::connect(raw).await?;
+            insert_batches!(sqlx::Postgres, conn)
+        }
+        DatabaseUrl::Sqlite(path) => {
+            let options = SqliteConnectOptions::new()
+                .filename(path)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let mut conn = SqliteConnection::connect_with(&options).await?;
+            insert_batches!(sqlx::Sqlite, conn)
+        }
+    }
+}
+
+/// The ingest benchmark's PostgreSQL baseline: the same rows as [`bare_insert_run_events`] through one
+/// `COPY … FROM STDIN` (text format). Returns the time the copy took, connecting excluded.
+pub async fn bare_copy_run_events(
+    url: &DatabaseUrl,
+    run: RunId,
+    events: &[NewRunEvent],
+) -> anyhow::Result<Duration> {
+    use std::fmt::Write as _;
+    let DatabaseUrl::Postgres(raw) = url else {
+        anyhow::bail!("COPY is PostgreSQL's");
+    };
+    let mut conn = PgConnection::connect(raw).await?;
+    let started = Instant::now();
+    let mut data = String::with_capacity(events.len() * 128);
+    for e in events {
+        // Text format: tab-separated, backslash escapes (JSON text has no raw tab or newline).
+        let payload = e.payload.to_string().replace('\\', "\\\\");
+        let kind = e.kind.replace('\\', "\\\\");
+        writeln!(
+            data,
+            "{run}\t{}\t{}\t{kind}\t{payload}",
+            e.seq,
+            e.at.to_rfc3339()
+        )?;
+    }
+    let mut copy = conn
+        .copy_in_raw("copy run_event (run_id, seq, at, kind, payload) from stdin")
+        .await?;
+    copy.send(data.into_bytes()).await?;
+    let rows = copy.finish().await?;
+    let took = started.elapsed();
+    anyhow::ensure!(
+        rows == events.len() as u64,
+        "COPY stored {rows} of {} rows",
+        events.len()
+    );
+    conn.close().await?;
+    Ok(took)
 }
 
 fn is_identifier(name: &str) -> bool {
