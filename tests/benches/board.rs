@@ -1,5 +1,5 @@
-//! Scenario `board` (issue 16): a workspace of 10,000 issues (made straight through the store, spread
-//! over every status): the board page's p50/p99 and size, `GET /api/v1/issues` p50 and size, and the
+//! Scenario `board` (issue 16): a workspace of 10,000 issues (made straight in the database by the
+//! store's bulk fixture, spread over every status): the board page's p50/p99 and size, `GET /api/v1/issues` p50 and size, and the
 //! server's RSS before, after 100 board views and three seconds later. The board is measured at its
 //! URL as it stands, whatever it renders.
 
@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use futures_util::{StreamExt as _, TryStreamExt as _};
 use muster::domain::{IssueStatus, IssueTitle, NewIssue};
+use muster::store::testing;
 use muster_tests::Backend;
 use muster_tests::bench::server::SLUG;
 use muster_tests::bench::{Figure, Mode, Prepared, ServerOptions, Stats, World, backend_name};
@@ -34,26 +34,18 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
     };
     let issues = mode.pick(200, 10_000);
     let made = Instant::now();
-    // Ten at a time (the fixture pool's size): PostgreSQL then commits them in groups.
-    let store = prepared.store.clone();
-    let (ws, owner) = (prepared.workspace, prepared.owner);
-    futures_util::stream::iter(0..issues)
-        .map(|i| {
-            let store = store.clone();
-            async move {
-                let mut new = NewIssue::new(IssueTitle::parse(&format!(
-                    "Benchmark issue {i}: a title of a usual length for a board card"
-                ))?);
-                new.status = STATUSES[i % STATUSES.len()];
-                new.body = "A body of a few words, as most issues have.".to_owned();
-                new.created_by = Some(owner);
-                store.create_issue(ws, &new).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(10)
-        .try_collect::<()>()
-        .await?;
+    let mut fixture = Vec::with_capacity(issues);
+    for i in 0..issues {
+        let mut new = NewIssue::new(IssueTitle::parse(&format!(
+            "Benchmark issue {i}: a title of a usual length for a board card"
+        ))?);
+        new.status = STATUSES[i % STATUSES.len()];
+        new.body = "A body of a few words, as most issues have.".to_owned();
+        new.created_by = Some(prepared.owner);
+        fixture.push(new);
+    }
+    prepared.store.close().await;
+    testing::create_issues_in_bulk(&prepared.db.url, prepared.workspace, &fixture).await?;
     eprintln!("{issues} issues made in {:?}", made.elapsed());
     let world = prepared
         .serve(ServerOptions {

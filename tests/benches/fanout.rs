@@ -50,7 +50,7 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
             .filter(|r| r.ended_early)
             .map(|r| r.missing())
             .sum();
-        check_complete(&format!("{viewers} viewers"), &out.received)?;
+        out.check(&format!("{viewers} viewers"))?;
         let s = Stats::of(&mut out.latencies());
         let (_, peak_rss) = world.server.rss()?;
         let throughput = out.throughput();
@@ -67,6 +67,12 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
                 "s",
             ),
             Figure::new(b, format!("{what}: lines lost"), lost as f64, "count"),
+            Figure::new(
+                b,
+                format!("{what}: run not succeeded (1 = interrupted/failed)"),
+                out.failed_runs.len() as f64,
+                "count",
+            ),
             Figure::new(b, format!("{what}: throughput"), throughput, "lines/s")
                 .against("bare", bare_throughput),
             Figure::new(

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use muster_tests::Backend;
 use muster_tests::bench::live::{self, Plan, Surface};
-use muster_tests::bench::viewer::check_complete;
 use muster_tests::bench::{Figure, Mode, Prepared, ServerOptions, Stats, backend_name};
 
 fn main() -> ExitCode {
@@ -31,7 +30,7 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
             drain: Duration::from_secs(60),
         };
         let out = live::run(&mut world, &plan, &format!("lat{runs}")).await?;
-        check_complete(&format!("{runs} runs"), &out.received)?;
+        out.check(&format!("{runs} runs"))?;
         let s = Stats::of(&mut out.latencies());
         let what = format!("{runs} run(s) × 50 lines/s, SSE");
         figures.push(Figure::new(
@@ -48,6 +47,12 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
             format!("{what}: max line → viewer"),
             s.max,
             "ms",
+        ));
+        figures.push(Figure::new(
+            b,
+            format!("{what}: runs not succeeded (interrupted/failed)"),
+            out.failed_runs.len() as f64,
+            "count",
         ));
         figures.push(Figure::new(
             b,

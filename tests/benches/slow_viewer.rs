@@ -12,7 +12,7 @@ use std::time::Duration;
 use muster_tests::Backend;
 use muster_tests::bench::live::{self, Plan, Surface};
 use muster_tests::bench::server::SLUG;
-use muster_tests::bench::viewer::{Received, Viewer, check_complete};
+use muster_tests::bench::viewer::{Received, Viewer};
 use muster_tests::bench::{Figure, Mode, Prepared, ServerOptions, Stats, backend_name};
 
 const RATE: u32 = 1_000;
@@ -39,7 +39,7 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
     };
 
     let alone = live::run(&mut world, &plan, "alone").await?;
-    check_complete("the viewers alone", &alone.received)?;
+    alone.check("the viewers alone")?;
     let alone = Stats::of(&mut alone.latencies());
 
     // The stalled viewer joins the next run as soon as it exists; the normal ones as before.
@@ -66,7 +66,7 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         })
     };
     let with = live::run(&mut world, &plan, "with").await?;
-    check_complete("the viewers beside a stalled one", &with.received)?;
+    with.check("the viewers beside a stalled one")?;
     let with = Stats::of(&mut with.latencies());
     sampling.store(false, Ordering::SeqCst);
     let peak = sampler.await?;

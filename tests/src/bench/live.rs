@@ -50,9 +50,31 @@ pub struct Outcome {
     pub wall: Duration,
     /// Viewers that were not yet connected when the lines began (their first lines are replays).
     pub late_viewers: usize,
+    /// Runs that did not succeed: `status (failure_reason)`.
+    pub failed_runs: Vec<String>,
+    /// Per run, in order, whether it succeeded (its viewers are `received[i * viewers..][..viewers]`).
+    pub succeeded: Vec<bool>,
+    viewers: usize,
 }
 
 impl Outcome {
+    /// Fails unless every viewer of every run that succeeded received every line. A run the server
+    /// gave up on (e.g. its runner's lease lapsing under load) is reported, not failed on: its viewers
+    /// may lack lines the agent wrote after the run was interrupted ([`Outcome::failed_runs`]).
+    pub fn check(&self, what: &str) -> anyhow::Result<()> {
+        for failed in &self.failed_runs {
+            eprintln!("note: {what}: a run ended {failed}");
+        }
+        let of_good_runs: Vec<Received> = self
+            .received
+            .chunks(self.viewers.max(1))
+            .zip(&self.succeeded)
+            .filter(|(_, ok)| **ok)
+            .flat_map(|(viewers, _)| viewers.iter().cloned())
+            .collect();
+        super::viewer::check_complete(what, &of_good_runs)
+    }
+
     /// All latencies, ms.
     pub fn latencies(&self) -> Vec<f64> {
         self.received
@@ -138,10 +160,16 @@ pub async fn run(world: &mut World, plan: &Plan, tag: &str) -> anyhow::Result<Ou
     let cpu = world.server.cpu()?.saturating_sub(cpu0);
     let wall = wall0.elapsed();
     world.server.check_alive()?;
+    let mut failed_runs = Vec::new();
+    let mut succeeded = Vec::with_capacity(ids.len());
     for id in &ids {
-        world
-            .wait_run_end(id, plan.drain, Duration::from_millis(50))
+        let view = world
+            .wait_run_settled(id, plan.drain, Duration::from_millis(50))
             .await?;
+        succeeded.push(view["status"] == "succeeded");
+        if view["status"] != "succeeded" {
+            failed_runs.push(format!("{} ({})", view["status"], view["failure_reason"]));
+        }
     }
     Ok(Outcome {
         received,
@@ -151,5 +179,8 @@ pub async fn run(world: &mut World, plan: &Plan, tag: &str) -> anyhow::Result<Ou
         cpu,
         wall,
         late_viewers,
+        failed_runs,
+        succeeded,
+        viewers: plan.viewers,
     })
 }

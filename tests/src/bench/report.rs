@@ -63,6 +63,8 @@ struct Machine {
     memory: String,
     kernel: String,
     rustc: String,
+    /// `/proc/loadavg` when the scenario ended: the machine is shared, so read the ratios.
+    load: String,
 }
 
 /// All figures of one scenario run.
@@ -89,6 +91,7 @@ impl Report {
                 memory: first_line("/proc/meminfo"),
                 kernel: first_line("/proc/sys/kernel/osrelease"),
                 rustc: command_line("rustc", &["--version"]),
+                load: String::new(),
             },
             figures: Vec::new(),
         }
@@ -100,8 +103,12 @@ impl Report {
     }
 
     /// Prints the table.
-    pub fn print(&self) {
-        println!("\n{} ({})", self.scenario, self.mode);
+    pub fn print(&mut self) {
+        self.machine.load = first_line("/proc/loadavg");
+        println!(
+            "\n{} ({}; load average {})",
+            self.scenario, self.mode, self.machine.load
+        );
         println!(
             "{:<9} {:<52} {:>14} {:<8} {:>30} {:>8}",
             "backend", "figure", "value", "unit", "baseline", "ratio"
@@ -145,9 +152,7 @@ fn target_dir() -> anyhow::Result<PathBuf> {
 }
 
 fn number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
+    if v.fract() == 0.0 || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")

@@ -371,6 +371,22 @@ impl World {
         deadline: Duration,
         every: Duration,
     ) -> anyhow::Result<Value> {
+        let view = self.wait_run_settled(run, deadline, every).await?;
+        ensure!(
+            view["status"] == "succeeded",
+            "run {run} ended {}: {view}",
+            view["status"]
+        );
+        Ok(view)
+    }
+
+    /// The run's JSON once it ended, however it ended (polled every `every`).
+    pub async fn wait_run_settled(
+        &self,
+        run: &str,
+        deadline: Duration,
+        every: Duration,
+    ) -> anyhow::Result<Value> {
         let until = Instant::now() + deadline;
         loop {
             let view = self
@@ -381,10 +397,11 @@ impl World {
                     200,
                 )
                 .await?;
-            match view["status"].as_str() {
-                Some("succeeded") => return Ok(view),
-                Some("queued" | "claimed" | "running") => {}
-                other => bail!("run {run} ended {other:?}: {view}"),
+            if !matches!(
+                view["status"].as_str(),
+                Some("queued" | "claimed" | "running")
+            ) {
+                return Ok(view);
             }
             ensure!(
                 Instant::now() < until,

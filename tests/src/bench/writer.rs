@@ -60,25 +60,26 @@ fn write(started: u64, rate: u64, count: u64, start_at: u64) -> std::io::Result<
         std::thread::sleep(Duration::from_micros(start_at - now));
     }
     let begin = now_micros();
+    // Line `seq` is due `(seq - 1) / rate` seconds after the start; at rate 0 lines are not paced.
+    let due = |seq: u64| ((seq - 1) * 1_000_000).checked_div(rate).map(|d| begin + d);
     let mut seq = 1;
     while seq <= count {
-        if rate > 0 {
-            // Line `seq` is due `(seq - 1) / rate` seconds after the start; write every line that is due.
-            let due = begin + (seq - 1) * 1_000_000 / rate;
-            let now = now_micros();
-            if due > now {
-                std::thread::sleep(Duration::from_micros(due - now));
-            }
-            let until = now_micros();
-            while seq <= count && begin + (seq - 1) * 1_000_000 / rate <= until {
-                writeln!(out, "MBL {seq} {}", now_micros())?;
-                seq += 1;
-            }
-            out.flush()?;
-        } else {
+        let Some(at) = due(seq) else {
+            writeln!(out, "MBL {seq} {}", now_micros())?;
+            seq += 1;
+            continue;
+        };
+        let now = now_micros();
+        if at > now {
+            std::thread::sleep(Duration::from_micros(at - now));
+        }
+        // Every line that is due by now, then one flush.
+        let until = now_micros();
+        while seq <= count && due(seq).is_some_and(|at| at <= until) {
             writeln!(out, "MBL {seq} {}", now_micros())?;
             seq += 1;
         }
+        out.flush()?;
     }
     out.flush()
 }
