@@ -1,5 +1,5 @@
 //! A scenario's figures: printed as a table (figure, value, baseline, ratio) and written as JSON to
-//! `<cargo target dir>/bench/<scenario>.json`.
+//! `<cargo target dir>/bench/<scenario>.json` (`<scenario>-short.json` for a short pass).
 
 use std::path::PathBuf;
 
@@ -130,11 +130,17 @@ impl Report {
         }
     }
 
-    /// Writes `<target>/bench/<scenario>.json`; returns its path.
+    /// Writes `<target>/bench/<scenario>.json` (`<scenario>-short.json` in the short mode); returns its
+    /// path.
     pub fn write(&self) -> anyhow::Result<PathBuf> {
         let dir = target_dir()?.join("bench");
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-        let path = dir.join(format!("{}.json", self.scenario));
+        // A short pass (`cargo test`) does not overwrite the full figures.
+        let name = match self.mode.as_str() {
+            "full" => format!("{}.json", self.scenario),
+            mode => format!("{}-{mode}.json", self.scenario),
+        };
+        let path = dir.join(name);
         let json = serde_json::to_string_pretty(self)?;
         std::fs::write(&path, json).with_context(|| format!("write {}", path.display()))?;
         println!("written to {}", path.display());
