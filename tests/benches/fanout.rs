@@ -69,6 +69,13 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
             Figure::new(b, format!("{what}: lines lost"), lost as f64, "count"),
             Figure::new(
                 b,
+                format!("{what}: writer's rate"),
+                out.writer_rate(),
+                "lines/s",
+            )
+            .against("plan", f64::from(RATE)),
+            Figure::new(
+                b,
                 format!("{what}: run not succeeded (1 = interrupted/failed)"),
                 out.failed_runs.len() as f64,
                 "count",

@@ -54,6 +54,15 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
             out.failed_runs.len() as f64,
             "count",
         ));
+        figures.push(
+            Figure::new(
+                b,
+                format!("{what}: slowest writer's rate"),
+                out.writer_rate(),
+                "lines/s",
+            )
+            .against("plan", 50.0),
+        );
         figures.push(Figure::new(
             b,
             format!("{what}: lines received"),

@@ -62,8 +62,12 @@ impl Outcome {
     /// gave up on (e.g. its runner's lease lapsing under load) is reported, not failed on: its viewers
     /// may lack lines the agent wrote after the run was interrupted ([`Outcome::failed_runs`]).
     pub fn check(&self, what: &str) -> anyhow::Result<()> {
-        for failed in &self.failed_runs {
-            eprintln!("note: {what}: a run ended {failed}");
+        let mut failed = self.failed_runs.clone();
+        failed.sort();
+        failed.dedup();
+        for end in failed {
+            let runs = self.failed_runs.iter().filter(|f| **f == end).count();
+            eprintln!("note: {what}: {runs} run(s) ended {end}");
         }
         let of_good_runs: Vec<Received> = self
             .received
@@ -92,6 +96,19 @@ impl Outcome {
             .max()
             .unwrap_or(0);
         last.saturating_sub(self.last_due_micros) as f64 / 1e6
+    }
+
+    /// Lines per second the writers really wrote (from the times in the lines a viewer received): the
+    /// stand-in agent keeps its rate when this is the plan's rate.
+    pub fn writer_rate(&self) -> f64 {
+        self.received
+            .iter()
+            .filter(|r| r.unique > 1)
+            .filter_map(|r| {
+                let (first, last) = r.written?;
+                Some((r.unique - 1) as f64 / (last.saturating_sub(first).max(1) as f64 / 1e6))
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// Lines delivered per second over the whole span (first line due → last viewer's last line).

@@ -31,6 +31,9 @@ pub struct Received {
     pub timed_out: bool,
     /// Bytes of payload received.
     pub bytes: u64,
+    /// The earliest and latest writer times among the lines received (unix micros): how fast the
+    /// writer really wrote.
+    pub written: Option<(u64, u64)>,
 }
 
 impl Received {
@@ -85,6 +88,8 @@ impl Tally {
             }
             self.seen[seq] = true;
             self.got.unique += 1;
+            let (first, last) = self.got.written.unwrap_or((micros, micros));
+            self.got.written = Some((first.min(micros), last.max(micros)));
             self.got
                 .latencies_ms
                 .push(now.saturating_sub(micros) as f64 / 1000.0);
