@@ -583,6 +583,41 @@ impl ServeArgs {
 }
 
 /// Runs the parsed command to completion.
+/// The whole `muster` program: parse the command line, start logging, run the command. The binary's
+/// `main` calls it; so does the benchmark harness, whose executable acts as the server it measures (its
+/// `serve` and the agents' `sandbox-exec` step), so that the server is a process of its own.
+pub fn main() -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let cli = Cli::parse();
+    if let Command::SandboxExec(args) = &cli.command {
+        // The agent's exec step: still single-threaded (no runtime, no logging thread), so the sandbox
+        // covers the whole process that becomes the agent. Returns only on failure.
+        let e = crate::sandbox::exec::run(&args.policy, &args.program, &args.args);
+        eprintln!("error: {e}");
+        return ExitCode::from(126);
+    }
+    crate::telemetry::init(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line naming the problem and the fix; the context chain is joined with ": ".
+            let message = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => crate::app::serve(args.config()?).await,

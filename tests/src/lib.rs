@@ -24,6 +24,7 @@ use muster::config::Config;
 use muster::store::{self, DatabaseUrl, PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 
+pub mod bench;
 pub mod browser;
 pub mod model_server;
 

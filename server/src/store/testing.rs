@@ -1,12 +1,18 @@
 //! Database administration that is not a use-case: applying migrations, and the scratch databases the
 //! test suite creates and drops. Kept here because only `store/` may run SQL.
 
+use std::time::{Duration, Instant};
+
 use anyhow::Context as _;
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection as _, PgConnection, SqliteConnection};
 
 use super::DatabaseUrl;
+use crate::domain::{
+    ActivityId, ActivityKind, AgentId, IssueId, IssueStatus, NewIssue, NewRunEvent, RunId,
+    WorkspaceId,
+};
 
 /// Applies `migrator`, turning sqlx's errors into ones that say what to do.
 pub(super) async fn run_migrator<'a, A>(migrator: Migrator, conn: A) -> anyhow::Result<()>
@@ -102,6 +108,200 @@ pub async fn forge_future_migration(url: &DatabaseUrl, version: i64) -> anyhow::
         }
     }
     Ok(())
+}
+
+/// The ingest benchmark's baseline: inserts `events` of `run` into the real `run_event` table of the
+/// migrated database at `url`, as multi-row inserts of `batch` rows, one transaction per batch, on one
+/// connection (SQLite with the store's WAL and `synchronous = normal`). Returns the time the inserts
+/// took, connecting excluded.
+pub async fn bare_insert_run_events(
+    url: &DatabaseUrl,
+    run: RunId,
+    events: &[NewRunEvent],
+    batch: usize,
+) -> anyhow::Result<Duration> {
+    anyhow::ensure!(batch > 0, "a batch holds at least one row");
+    macro_rules! insert_batches {
+        ($db:ty, $conn:ident) => {{
+            let started = Instant::now();
+            for chunk in events.chunks(batch) {
+                let mut tx = $conn.begin().await?;
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "insert into run_event (run_id, seq, at, kind, payload) ",
+                );
+                qb.push_values(chunk, |mut row, e| {
+                    row.push_bind(run)
+                        .push_bind(e.seq)
+                        .push_bind(e.at)
+                        .push_bind(e.kind.clone())
+                        .push_bind(sqlx::types::Json(e.payload.clone()));
+                });
+                qb.build().execute(&mut *tx).await?;
+                tx.commit().await?;
+            }
+            let took = started.elapsed();
+            $conn.close().await?;
+            Ok(took)
+        }};
+    }
+    match url {
+        DatabaseUrl::Postgres(raw) => {
+            let mut conn = PgConnection::connect(raw).await?;
+            insert_batches!(sqlx::Postgres, conn)
+        }
+        DatabaseUrl::Sqlite(path) => {
+            let options = SqliteConnectOptions::new()
+                .filename(path)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let mut conn = SqliteConnection::connect_with(&options).await?;
+            insert_batches!(sqlx::Sqlite, conn)
+        }
+    }
+}
+
+/// The ingest benchmark's PostgreSQL baseline: the same rows as [`bare_insert_run_events`] through one
+/// `COPY … FROM STDIN` (text format). Returns the time the copy took, connecting excluded.
+pub async fn bare_copy_run_events(
+    url: &DatabaseUrl,
+    run: RunId,
+    events: &[NewRunEvent],
+) -> anyhow::Result<Duration> {
+    use std::fmt::Write as _;
+    let DatabaseUrl::Postgres(raw) = url else {
+        anyhow::bail!("COPY is PostgreSQL's");
+    };
+    let mut conn = PgConnection::connect(raw).await?;
+    let started = Instant::now();
+    let mut data = String::with_capacity(events.len() * 128);
+    for e in events {
+        // Text format: tab-separated, backslash escapes (JSON text has no raw tab or newline).
+        let payload = e.payload.to_string().replace('\\', "\\\\");
+        let kind = e.kind.replace('\\', "\\\\");
+        writeln!(
+            data,
+            "{run}\t{}\t{}\t{kind}\t{payload}",
+            e.seq,
+            e.at.to_rfc3339()
+        )?;
+    }
+    let mut copy = conn
+        .copy_in_raw("copy run_event (run_id, seq, at, kind, payload) from stdin")
+        .await?;
+    copy.send(data.into_bytes()).await?;
+    let rows = copy.finish().await?;
+    let took = started.elapsed();
+    anyhow::ensure!(
+        rows == events.len() as u64,
+        "COPY stored {rows} of {} rows",
+        events.len()
+    );
+    conn.close().await?;
+    Ok(took)
+}
+
+/// The board benchmark's fixture: `issues` in workspace `ws` as [`super::Store::create_issue`] makes
+/// them (the next numbers of the workspace's counter, positions 1024 apart after the last of their
+/// status, a `created` activity line each), but in one transaction of multi-row inserts: 10,000 issues
+/// in a second or two, where one transaction each takes minutes on PostgreSQL.
+pub async fn create_issues_in_bulk(
+    url: &DatabaseUrl,
+    ws: WorkspaceId,
+    issues: &[NewIssue],
+) -> anyhow::Result<()> {
+    const CHUNK: usize = 500;
+    let count = i64::try_from(issues.len())?;
+    macro_rules! bulk {
+        ($db:ty, $conn:ident) => {{
+            let mut tx = $conn.begin().await?;
+            let last = sqlx::query_scalar::<$db, i64>(
+                "update workspace set issue_counter = issue_counter + $1 where workspace_id = $2 returning issue_counter",
+            )
+            .bind(count)
+            .bind(ws)
+            .fetch_one(&mut *tx)
+            .await?;
+            let mut positions: Vec<(IssueStatus, i64)> = Vec::new();
+            let mut rows = Vec::with_capacity(issues.len());
+            for (i, new) in issues.iter().enumerate() {
+                let at = match positions.iter().position(|(s, _)| *s == new.status) {
+                    Some(at) => at,
+                    None => {
+                        let max = sqlx::query_scalar::<$db, i64>(
+                            "select coalesce(max(position), 0) from issue where workspace_id = $1 and status = $2",
+                        )
+                        .bind(ws)
+                        .bind(new.status)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                        positions.push((new.status, max));
+                        positions.len() - 1
+                    }
+                };
+                positions[at].1 += 1024;
+                let number = last - count + 1 + i64::try_from(i)?;
+                rows.push((IssueId::new(), number, positions[at].1, new));
+            }
+            let now = chrono::Utc::now();
+            for chunk in rows.chunks(CHUNK) {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "insert into issue (issue_id, workspace_id, number, title, body, status, priority, \
+                     assignee_user_id, assignee_agent_id, labels, parent_issue_id, position, created_by, \
+                     created_at, updated_at) ",
+                );
+                qb.push_values(chunk, |mut row, (id, number, position, new)| {
+                    let (user, agent) = super::rows::assignee_columns(new.assignee);
+                    row.push_bind(*id)
+                        .push_bind(ws)
+                        .push_bind(*number)
+                        .push_bind(&new.title)
+                        .push_bind(&new.body)
+                        .push_bind(new.status)
+                        .push_bind(new.priority)
+                        .push_bind(user)
+                        .push_bind(agent)
+                        .push_bind(sqlx::types::Json(&new.labels))
+                        .push_bind(new.parent)
+                        .push_bind(*position)
+                        .push_bind(new.created_by)
+                        .push_bind(now)
+                        .push_bind(now);
+                });
+                qb.build().execute(&mut *tx).await?;
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "insert into issue_activity (issue_activity_id, issue_id, actor_user_id, actor_agent_id, \
+                     kind, detail, created_at) ",
+                );
+                qb.push_values(chunk, |mut row, (id, _, _, new)| {
+                    row.push_bind(ActivityId::new())
+                        .push_bind(*id)
+                        .push_bind(new.created_by)
+                        .push_bind(None::<AgentId>)
+                        .push_bind(ActivityKind::Created)
+                        .push_bind(sqlx::types::Json(serde_json::json!({ "status": new.status })))
+                        .push_bind(now);
+                });
+                qb.build().execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            $conn.close().await?;
+            Ok(())
+        }};
+    }
+    match url {
+        DatabaseUrl::Postgres(raw) => {
+            let mut conn = PgConnection::connect(raw).await?;
+            bulk!(sqlx::Postgres, conn)
+        }
+        DatabaseUrl::Sqlite(path) => {
+            let options = SqliteConnectOptions::new()
+                .filename(path)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let mut conn = SqliteConnection::connect_with(&options).await?;
+            bulk!(sqlx::Sqlite, conn)
+        }
+    }
 }
 
 fn is_identifier(name: &str) -> bool {
