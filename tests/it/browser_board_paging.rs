@@ -1,7 +1,8 @@
 //! The paged board in real headless Chromium: a long column shows its first page, its count and
 //! "+ N more"; "show more" appends the next page; and with paging in effect a teammate's moves show up
 //! live: a move from beyond the shown cards changes only counts (and the column it lands in), a move
-//! of a shown card takes it from one column to the other. Screenshot: `board-paged`.
+//! of a shown card takes it from one column to the other. Screenshots: `board-paged` (the top) and
+//! `board-paged-more` (the foot of the long column).
 
 use std::time::Duration;
 
@@ -71,7 +72,10 @@ async fn show_more_and_live_moves_with_paging() {
     sign_in(&ada, &base, "ada@acme.test").await;
     until(&ada, CARDS, json!(40)).await;
     assert_eq!(ada.text("#count-todo").await.unwrap(), "95");
-    assert_eq!(ada.text("#more-todo .more-rest").await.unwrap(), "+ 55 more");
+    assert_eq!(
+        ada.text("#more-todo .more-rest").await.unwrap(),
+        "+ 55 more"
+    );
 
     // Show more appends the next page in place, without leaving the board.
     ada.click("#more-todo a.show-more").await.unwrap();
@@ -140,6 +144,8 @@ async fn show_more_and_live_moves_with_paging() {
         json!(false),
     )
     .await;
+    ada.screenshot("board-paged-more").await.unwrap();
+    ada.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
     ada.screenshot("board-paged").await.unwrap();
     ada.close().await.unwrap();
     bob.close().await.unwrap();

@@ -68,7 +68,9 @@ async fn paging(backend: Backend) {
     let board = text(&ada, &app, "/w/acme", false).await;
     let todo = section(&board, "column-todo");
     assert!(
-        todo.contains(r#"<span class="count" id="count-todo" title="Issues in this column">100</span>"#),
+        todo.contains(
+            r#"<span class="count" id="count-todo" title="Issues in this column">100</span>"#
+        ),
         "{todo}"
     );
     assert_eq!(keys(todo).len(), PAGE);
@@ -89,11 +91,15 @@ async fn paging(backend: Backend) {
     let mut next = more_url(todo);
     let mut rests = Vec::new();
     while let Some(url) = next {
-        assert!(url.starts_with("/w/acme/columns/todo?after=todo%3A"), "{url}");
+        assert!(
+            url.starts_with("/w/acme/columns/todo?after=todo%3A"),
+            "{url}"
+        );
         let fragment = text(&ada, &app, &url, true).await;
         assert!(!fragment.contains("<html"), "a fragment: {fragment}");
         assert!(
-            fragment.contains(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML">"#)
+            fragment
+                .contains(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML">"#)
         );
         shown.extend(keys(&fragment));
         rests.extend(
@@ -111,8 +117,14 @@ async fn paging(backend: Backend) {
     // Without JavaScript the same link is a page of its own, with the way back and the next link.
     let second = more_url(todo).unwrap();
     let page = text(&ada, &app, &second, false).await;
-    assert!(page.contains("<html") && page.contains(r#"<a href="/w/acme?"#), "{page}");
-    assert_eq!(keys(section(&page, "column-todo")), expected[PAGE..2 * PAGE]);
+    assert!(
+        page.contains("<html") && page.contains(r#"<a href="/w/acme?"#),
+        "{page}"
+    );
+    assert_eq!(
+        keys(section(&page, "column-todo")),
+        expected[PAGE..2 * PAGE]
+    );
     assert!(page.contains("+ 20 more"));
 
     // Bad cursors and columns are refused by name.
@@ -218,7 +230,10 @@ async fn live(backend: Backend) {
     move_to("ACM-5", "done", "0").await;
     let frame = next_frame(&mut socket).await;
     for status in ["backlog", "in_progress", "in_review"] {
-        assert!(!frame.contains(&format!(r#"id="column-{status}""#)), "{status}: {frame}");
+        assert!(
+            !frame.contains(&format!(r#"id="column-{status}""#)),
+            "{status}: {frame}"
+        );
     }
     let todo = keys(section(&frame, "column-todo"));
     assert_eq!(todo.len(), PAGE);
@@ -243,10 +258,7 @@ async fn live(backend: Backend) {
     // far loses the card where it was.
     move_to("ACM-90", "todo", "60").await;
     let frame = next_frame(&mut socket).await;
-    assert_eq!(
-        frame,
-        r#"<li id="item-ACM-90" hx-swap-oob="delete"></li>"#
-    );
+    assert_eq!(frame, r#"<li id="item-ACM-90" hx-swap-oob="delete"></li>"#);
 
     // Into the first page: the column is sent whole, the card first.
     move_to("ACM-80", "todo", "0").await;

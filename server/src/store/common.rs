@@ -1324,7 +1324,8 @@ pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result
 /// The issue list's order by column: the board's column order, as `IssueCursor::column_rank`.
 pub(super) const COLUMN_RANK: &str = concat!(
     "case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
-    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end");
+    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end"
+);
 
 /// The `and …` conditions of an `IssueFilter` (all but `limit`) on `issue i join workspace w`, shared by
 /// the list and its counts so both always agree.

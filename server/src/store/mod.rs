@@ -22,11 +22,12 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{
     Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, CommentId, Email,
-    InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, Label,
-    IssueStatus, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation, NewIssue,
-    NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run,
-    RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq,
-    Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace, WorkspaceId,
+    InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
+    IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation,
+    NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace,
+    Role, Run, RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken,
+    RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace,
+    WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.

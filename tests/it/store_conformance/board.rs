@@ -63,7 +63,11 @@ async fn column_pages(store: Arc<dyn Store>) {
     assert_eq!(numbers(&read), numbers(&whole));
     assert_eq!(pages, 2);
     // A cursor past the column's end reads nothing; one of another column reads by list order.
-    assert!(todo(Some(IssueCursor::after(&whole[5])), Some(4)).await.is_empty());
+    assert!(
+        todo(Some(IssueCursor::after(&whole[5])), Some(4))
+            .await
+            .is_empty()
+    );
     let done = store
         .list_issues(
             f.ws.id,

@@ -10,5 +10,6 @@ pub mod run_origin;
 pub mod widgets;
 
 pub use board::{
-    board_column, board_columns_oob, card_removal_oob, column_count_oob, column_page_fragment, issue_card,
+    board_column, board_columns_oob, card_removal_oob, column_count_oob, column_page_fragment,
+    issue_card,
 };

@@ -99,7 +99,10 @@ fn paged_column() -> BoardColumnView {
 fn a_paged_column_counts_everything_and_shows_more_with_or_without_js() {
     let col = paged_column();
     let html = board_column(&col).into_string();
-    assert!(html.contains(&format!(r#"title="Issues in this column">{}</span>"#, col.total)));
+    assert!(html.contains(&format!(
+        r#"title="Issues in this column">{}</span>"#,
+        col.total
+    )));
     assert!(html.contains(concat!(
         r##"<div class="column-more" id="more-todo"><a class="btn btn-ghost show-more" "##,
         r##"href="/w/acme/columns/todo?after=todo%3A3%3A9&amp;q=a&amp;assignee=" "##,
@@ -119,7 +122,9 @@ fn a_next_page_is_cards_to_append_and_the_next_show_more() {
     assert!(html.contains(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML"><a"#));
     col.more = None;
     let last = column_page_fragment(&col).into_string();
-    assert!(last.ends_with(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML"></div>"#));
+    assert!(
+        last.ends_with(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML"></div>"#)
+    );
 }
 
 #[test]
