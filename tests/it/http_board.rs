@@ -10,14 +10,14 @@ use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
-struct Session {
+pub(crate) struct Session {
     http: reqwest::Client,
-    cookie: String,
-    csrf: String,
+    pub(crate) cookie: String,
+    pub(crate) csrf: String,
 }
 
 impl Session {
-    async fn get(&self, app: &TestApp, path: &str, hx: bool) -> reqwest::Response {
+    pub(crate) async fn get(&self, app: &TestApp, path: &str, hx: bool) -> reqwest::Response {
         let mut req = self.http.get(app.url(path)).header("cookie", &self.cookie);
         if hx {
             req = req.header("HX-Request", "true");
@@ -25,7 +25,7 @@ impl Session {
         req.send().await.unwrap()
     }
 
-    async fn post(
+    pub(crate) async fn post(
         &self,
         app: &TestApp,
         path: &str,
@@ -44,7 +44,7 @@ impl Session {
     }
 }
 
-async fn sign_in(app: &TestApp, email: &str) -> Session {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Session {
     let http = reqwest::Client::builder()
         .redirect(Policy::none())
         .build()
@@ -86,7 +86,7 @@ async fn sign_in(app: &TestApp, email: &str) -> Session {
 }
 
 /// Ada (owner) and Bob (member) in `acme`, twelve issues ACM-1..ACM-12 in todo, one agent.
-async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
+pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(backend).await?;
     let app = spawn_app(db.config()).await;
     let hash = muster::auth::hash_password("correct-horse").unwrap();

@@ -42,13 +42,26 @@
   // ---- board drag and drop ------------------------------------------------------------------
   var drag = null; // { item, card, fromList, fromNext, dropped }
 
-  function updateCounts() {
+  // A column's count is how many issues it holds (the server's figure, paging aside): a move here
+  // shifts one between two counts, and "+ N more" is the count less the cards shown.
+  function bump(list, delta) {
+    var count = list.closest(".column") && list.closest(".column").querySelector(".column-head .count");
+    if (count) count.textContent = String(Math.max(0, (parseInt(count.textContent, 10) || 0) + delta));
+  }
+
+  function updateRests() {
     document.querySelectorAll(".column").forEach(function (col) {
       var count = col.querySelector(".column-head .count");
       var list = col.querySelector("ol.cards");
-      if (count && list) count.textContent = String(list.children.length);
+      var rest = col.querySelector(".more-rest");
+      if (count && list && rest) {
+        var n = (parseInt(count.textContent, 10) || 0) - list.children.length;
+        rest.textContent = "+ " + Math.max(n, 0) + " more";
+      }
     });
   }
+
+  document.addEventListener("htmx:wsAfterMessage", updateRests);
 
   function itemAfter(list, y) {
     var items = Array.prototype.filter.call(list.children, function (li) {
@@ -68,10 +81,15 @@
   }
 
   function putBack(d) {
+    var now = d.item.parentNode;
     if (d.fromNext && d.fromNext.parentNode === d.fromList) d.fromList.insertBefore(d.item, d.fromNext);
     else d.fromList.appendChild(d.item);
     d.card.dataset.status = d.fromList.dataset.status;
-    updateCounts();
+    if (d.counted && now && now !== d.fromList) {
+      bump(now, -1);
+      bump(d.fromList, 1);
+    }
+    updateRests();
   }
 
   function syncMoveSelect(card, status) {
@@ -86,7 +104,12 @@
     if (list === d.fromList && d.item.nextElementSibling === d.fromNext) return;
     d.card.dataset.status = status;
     syncMoveSelect(d.card, status);
-    updateCounts();
+    if (list !== d.fromList) {
+      bump(d.fromList, -1);
+      bump(list, 1);
+      d.counted = true;
+    }
+    updateRests();
     var body = new URLSearchParams();
     body.set("status", status);
     body.set("index", String(index));

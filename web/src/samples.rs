@@ -122,14 +122,19 @@ pub fn columns() -> Vec<BoardColumnView> {
     let cards: Vec<IssueCardView> = CARDS.iter().map(card).collect();
     crate::partials::widgets::STATUSES[..5]
         .iter()
-        .map(|(status, label)| BoardColumnView {
-            status: (*status).into(),
-            label: (*label).into(),
-            cards: cards
+        .map(|(status, label)| {
+            let cards: Vec<IssueCardView> = cards
                 .iter()
                 .filter(|c| c.status == *status)
                 .cloned()
-                .collect(),
+                .collect();
+            BoardColumnView {
+                status: (*status).into(),
+                label: (*label).into(),
+                total: i64::try_from(cards.len()).unwrap_or(i64::MAX),
+                cards,
+                more: None,
+            }
         })
         .collect()
 }

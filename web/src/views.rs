@@ -100,7 +100,31 @@ pub struct IssueCardView {
 pub struct BoardColumnView {
     pub status: String,
     pub label: String,
+    /// The column's first cards (a page; see `more`).
     pub cards: Vec<IssueCardView>,
+    /// How many issues the column holds under the board's filter, shown or not.
+    pub total: i64,
+    /// The next page of the column, when more cards follow those shown.
+    pub more: Option<ColumnMoreView>,
+}
+
+/// The "show more" of a column: where its next page is and how many cards follow those shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnMoreView {
+    /// GET `/w/{slug}/columns/{status}?after=…` with the board's filter: with htmx, the next cards to
+    /// append; without, a page of them.
+    pub url: String,
+    /// How many cards follow the shown ones.
+    pub rest: i64,
+}
+
+/// `GET /w/{slug}/columns/{status}` without JavaScript: one page of one column.
+#[derive(Debug, Clone)]
+pub struct ColumnPageView {
+    pub nav: Nav,
+    /// The board, with the same filter.
+    pub board_url: String,
+    pub column: BoardColumnView,
 }
 
 /// The board's filter bar (a GET form on the board URL with fields `q`, `assignee`, `label`, `priority`,

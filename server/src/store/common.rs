@@ -389,41 +389,36 @@ macro_rules! impl_store {
             async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>> {
                 let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
                 qb.push_bind(ws);
-                if !filter.statuses.is_empty() {
-                    qb.push(" and i.status in (");
-                    let mut list = qb.separated(", ");
-                    for status in &filter.statuses { list.push_bind(*status); }
-                    list.push_unseparated(")");
+                push_issue_filter!(qb, filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
+                if let [_] = filter.statuses.as_slice() {
+                    // One column: its index (workspace, status, position) gives the order as it reads.
+                    qb.push(" order by i.position, i.number");
+                } else {
+                    qb.push(" order by ").push(COLUMN_RANK).push(", i.position, i.number");
                 }
-                match filter.assignee {
-                    Some(Assignee::User(u)) => { qb.push(" and i.assignee_user_id = ").push_bind(u); }
-                    Some(Assignee::Agent(a)) => { qb.push(" and i.assignee_agent_id = ").push_bind(a); }
-                    None => {}
-                }
-                if let Some(priority) = filter.priority { qb.push(" and i.priority = ").push_bind(priority); }
-                if let Some(label) = &filter.label {
-                    qb.push(Self::LABEL_FILTER_OPEN).push_bind(label.as_str().to_owned()).push(Self::LABEL_FILTER_CLOSE);
-                }
-                if let Some(text) = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-                    // The key (`ACM-1`, and any key it begins: `ACM-12`), the title or the body.
-                    let pattern = like_pattern(text);
-                    qb.push(" and (lower(w.issue_prefix) || '-' || i.number like ").push_bind(key_prefix_pattern(text))
-                        .push(" escape '\\' or lower(i.title) like ").push_bind(pattern.clone()).push(" escape '\\'")
-                        .push(" or lower(i.body) like ").push_bind(pattern).push(" escape '\\')");
-                }
-                // List order: the board's column order (as `IssueCursor::column_rank`), position, number.
-                const COLUMN_RANK: &str = concat!(
-                    "case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
-                    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end");
-                if let Some(after) = filter.after {
-                    qb.push(" and (").push(COLUMN_RANK).push(", i.position, i.number) > (")
-                        .push_bind(after.column_rank()).push(", ").push_bind(after.position)
-                        .push(", ").push_bind(after.number).push(")");
-                }
-                qb.push(" order by ").push(COLUMN_RANK).push(", i.position, i.number");
                 if let Some(limit) = filter.limit { qb.push(" limit ").push_bind(limit); }
                 let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn count_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<(IssueStatus, i64)>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(
+                    "select i.status, count(*) from issue i join workspace w on w.workspace_id = i.workspace_id ",
+                    "where i.workspace_id = "));
+                qb.push_bind(ws);
+                push_issue_filter!(qb, filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
+                qb.push(" group by i.status");
+                let counts = qb.build_query_as::<(IssueStatus, i64)>().fetch_all(&self.pool).await?;
+                Ok(IssueStatus::ALL.iter().filter_map(|s| counts.iter().find(|(c, _)| c == s).copied()).collect())
+            }
+
+            async fn list_issue_labels(&self, ws: WorkspaceId) -> Result<Vec<Label>> {
+                let mut labels = sqlx::query_scalar::<$db, String>(Self::DISTINCT_LABELS)
+                    .bind(ws).fetch_all(&self.pool).await?;
+                // Sorted here, so both backends give the same order whatever their collation.
+                labels.sort();
+                labels.dedup();
+                labels.iter().map(|l| Label::parse(l).map_err(|e| Error::Other(anyhow::anyhow!("stored label {l:?}: {}", e.message)))).collect()
             }
 
             async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch, actor: Actor) -> Result<Issue> {
@@ -1372,6 +1367,80 @@ pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result
 /// Narrows a claim's candidate query (over `run r join agent a`) to `scope`: its workspace, its agent
 /// kinds, and agents unbound or bound to the claiming runner's name. `$bound_open`/`$bound_close`
 /// surround the runner name with the dialect's "the agent's `runner_names` is empty or contains it".
+/// The issue list's order by column: the board's column order, as `IssueCursor::column_rank`.
+pub(super) const COLUMN_RANK: &str = concat!(
+    "case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
+    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end"
+);
+
+/// The `and …` conditions of an `IssueFilter` (all but `limit`) on `issue i join workspace w`, shared by
+/// the list and its counts so both always agree.
+macro_rules! push_issue_filter {
+    ($qb:ident, $filter:expr, $label_open:expr, $label_close:expr) => {{
+        let filter: &IssueFilter = $filter;
+        if !filter.statuses.is_empty() {
+            $qb.push(" and i.status in (");
+            let mut list = $qb.separated(", ");
+            for status in &filter.statuses {
+                list.push_bind(*status);
+            }
+            list.push_unseparated(")");
+        }
+        match filter.assignee {
+            Some(Assignee::User(u)) => {
+                $qb.push(" and i.assignee_user_id = ").push_bind(u);
+            }
+            Some(Assignee::Agent(a)) => {
+                $qb.push(" and i.assignee_agent_id = ").push_bind(a);
+            }
+            None => {}
+        }
+        if let Some(priority) = filter.priority {
+            $qb.push(" and i.priority = ").push_bind(priority);
+        }
+        if let Some(label) = &filter.label {
+            $qb.push($label_open)
+                .push_bind(label.as_str().to_owned())
+                .push($label_close);
+        }
+        if let Some(text) = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            // The key (`ACM-1`, and any key it begins: `ACM-12`), the title or the body.
+            let pattern = like_pattern(text);
+            $qb.push(" and (lower(w.issue_prefix) || '-' || i.number like ")
+                .push_bind(key_prefix_pattern(text))
+                .push(" escape '\\' or lower(i.title) like ")
+                .push_bind(pattern.clone())
+                .push(" escape '\\'")
+                .push(" or lower(i.body) like ")
+                .push_bind(pattern)
+                .push(" escape '\\')");
+        }
+        match (filter.after, filter.statuses.as_slice()) {
+            // Within the cursor's own column, a plain (position, number) comparison the index serves.
+            (Some(after), [only]) if *only == after.status => {
+                $qb.push(" and (i.position, i.number) > (")
+                    .push_bind(after.position)
+                    .push(", ")
+                    .push_bind(after.number)
+                    .push(")");
+            }
+            (Some(after), _) => {
+                $qb.push(" and (")
+                    .push(COLUMN_RANK)
+                    .push(", i.position, i.number) > (")
+                    .push_bind(after.column_rank())
+                    .push(", ")
+                    .push_bind(after.position)
+                    .push(", ")
+                    .push_bind(after.number)
+                    .push(")");
+            }
+            (None, _) => {}
+        }
+    }};
+}
+pub(super) use push_issue_filter;
+
 macro_rules! push_claim_scope {
     ($qb:ident, $scope:expr, $bound_open:expr, $bound_close:expr) => {{
         let scope: &$crate::store::ClaimScope = $scope;

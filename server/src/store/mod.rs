@@ -23,10 +23,11 @@ use chrono::{DateTime, Utc};
 use crate::domain::{
     Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, CommentId, Email,
     InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
-    IssueStatus, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation, NewIssue,
-    NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace, Role, Run,
-    RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq,
-    Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace, WorkspaceId,
+    IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation,
+    NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace,
+    Role, Run, RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken,
+    RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace,
+    WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -372,6 +373,15 @@ pub trait Store: Send + Sync + 'static {
     /// Issues matching `filter`, by status column then position (then number), after `filter.after` and
     /// at most `filter.limit` of them.
     async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
+    /// How many issues match `filter` (its `limit` aside) in each status, in column order; statuses
+    /// with none are left out. With `filter.after`, only those after the cursor are counted.
+    async fn count_issues(
+        &self,
+        ws: WorkspaceId,
+        filter: &IssueFilter,
+    ) -> Result<Vec<(IssueStatus, i64)>>;
+    /// Every label used on an issue of `ws`, once each, sorted.
+    async fn list_issue_labels(&self, ws: WorkspaceId) -> Result<Vec<Label>>;
     /// Changes the fields set in `patch`, recording one activity line per field that really changed.
     async fn update_issue(
         &self,

@@ -32,6 +32,8 @@ impl PgStore {
     const BACKEND: Backend = Backend::Postgres;
     const LABEL_FILTER_OPEN: &'static str = " and i.labels @> jsonb_build_array(";
     const LABEL_FILTER_CLOSE: &'static str = "::text)";
+    /// Every label used on an issue of workspace `$1`, once each.
+    const DISTINCT_LABELS: &'static str = "select distinct l.value from issue i cross join jsonb_array_elements_text(i.labels) as l(value) where i.workspace_id = $1";
     /// An agent bound to no runner, or to the bound runner name that follows.
     const BOUND_OPEN: &'static str =
         " and (jsonb_array_length(a.runner_names) = 0 or a.runner_names @> jsonb_build_array(";

@@ -31,6 +31,9 @@ impl SqliteStore {
     const LABEL_FILTER_OPEN: &'static str =
         " and exists (select 1 from json_each(i.labels) where json_each.value = ";
     const LABEL_FILTER_CLOSE: &'static str = ")";
+    /// Every label used on an issue of workspace `$1`, once each.
+    const DISTINCT_LABELS: &'static str =
+        "select distinct j.value from issue i, json_each(i.labels) j where i.workspace_id = $1";
     /// An agent bound to no runner, or to the bound runner name that follows.
     const BOUND_OPEN: &'static str = " and (json_array_length(a.runner_names) = 0 or exists \
          (select 1 from json_each(a.runner_names) where json_each.value = ";

@@ -7,7 +7,7 @@ use crate::partials::board_column;
 use crate::partials::board_menu::card_menu;
 use crate::partials::form::{Form, csrf, options};
 use crate::partials::mentions::mention_textarea;
-use crate::views::{BoardFilterView, BoardView, CardMenuView, IssueFormView};
+use crate::views::{BoardFilterView, BoardView, CardMenuView, ColumnPageView, IssueFormView};
 
 /// The board. Columns live inside the `ws` extension's connection (`ws-connect` = `live_url`), so the
 /// server can replace any `#column-{status}` with an out-of-band swap when the board changes.
@@ -99,6 +99,20 @@ pub fn card_menu_page(v: &CardMenuView) -> Markup {
         div.panel.card-menu-page { (card_menu(v)) }
     };
     page(&v.key, Some(&v.nav), body)
+}
+
+/// One page of one column, for its "show more" without JavaScript: the cards after the board's first
+/// page (or the previous page), a link to the next page, and the way back to the board.
+pub fn column_page(v: &ColumnPageView) -> Markup {
+    let body = html! {
+        nav.breadcrumbs aria-label="Breadcrumbs" {
+            a href=(v.board_url) { "Board" }
+            span aria-hidden="true" { "/" }
+            span { (v.column.label) }
+        }
+        div.board.board-column-page { (board_column(&v.column)) }
+    };
+    page(&v.column.label, Some(&v.nav), body)
 }
 
 /// The shared fields of the new-issue and edit-issue forms.

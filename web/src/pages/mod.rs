@@ -22,7 +22,7 @@ mod tokens;
 pub use account::{AccountView, account};
 pub use agent_form::agent_form;
 pub use agents::agents;
-pub use board::{board, card_menu_page};
+pub use board::{board, card_menu_page, column_page};
 pub use error::error;
 pub use inbox::inbox;
 pub use invitations::invitations;

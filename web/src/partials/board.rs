@@ -60,17 +60,66 @@ fn menu_button(card: &IssueCardView) -> Markup {
     }
 }
 
-/// One status column with its cards, `id="column-{status}"`.
+/// One status column with its first cards, `id="column-{status}"`.
 pub fn board_column(col: &BoardColumnView) -> Markup {
     column(col, false)
 }
 
-/// Every column as an out-of-band swap (`hx-swap-oob="outerHTML"`): the frame the server pushes over
-/// the board WebSocket when someone else changes the board. htmx's `ws` extension replaces each
-/// `#column-{status}` in place. Cards carry no CSRF token, so one frame serves every session.
+/// Out-of-band swaps (`hx-swap-oob="outerHTML"`) of whole columns: what the board WebSocket pushes
+/// for a column whose first page changed. htmx's `ws` extension replaces each `#column-{status}` in
+/// place. Cards carry no CSRF token, so one frame serves every session.
 pub fn board_columns_oob(columns: &[BoardColumnView]) -> Markup {
     html! {
         @for col in columns { (column(col, true)) }
+    }
+}
+
+/// An out-of-band swap of only a column's count, for a change that left its shown cards as they were
+/// (`app.js` then recomputes the "+ N more" from the count and the cards shown).
+pub fn column_count_oob(col: &BoardColumnView) -> Markup {
+    html! { (count(col, true)) }
+}
+
+/// An out-of-band removal of the card of `key` wherever a reader shows it: sent when it changed
+/// outside the pages the server renders, so a reader who paged further does not keep a stale copy.
+pub fn card_removal_oob(key: &str) -> Markup {
+    html! { li id={ "item-" (key) } hx-swap-oob="delete" {} }
+}
+
+/// The cards of the next page of a column, to append to `#cards-{status}`, plus its "show more" as an
+/// out-of-band swap (the next page's, or none on the last).
+pub fn column_page_fragment(col: &BoardColumnView) -> Markup {
+    html! {
+        @for card in &col.cards { (card_item(card)) }
+        (more(col, true))
+    }
+}
+
+fn card_item(card: &IssueCardView) -> Markup {
+    html! { li id={ "item-" (card.key) } { (issue_card(card)) } }
+}
+
+fn count(col: &BoardColumnView, oob: bool) -> Markup {
+    html! {
+        span.count id={ "count-" (col.status) } hx-swap-oob=[oob.then_some("outerHTML")]
+            title="Issues in this column" { (col.total) }
+    }
+}
+
+/// "Show more" (htmx appends the next page; without JavaScript it is a link to that page) and how many
+/// cards follow. Always present, so a later page can replace it.
+fn more(col: &BoardColumnView, oob: bool) -> Markup {
+    html! {
+        div.column-more id={ "more-" (col.status) } hx-swap-oob=[oob.then_some("outerHTML")] {
+            @if let Some(m) = &col.more {
+                a.btn.btn-ghost.show-more href=(m.url) hx-get=(m.url)
+                    hx-target={ "#cards-" (col.status) } hx-swap="beforeend" {
+                    "Show more"
+                }
+                " "
+                span.more-rest { "+ " (m.rest) " more" }
+            }
+        }
     }
 }
 
@@ -81,15 +130,14 @@ fn column(col: &BoardColumnView, oob: bool) -> Markup {
             header.column-head {
                 span class={ "status-dot dot-" (status_class(&col.status)) } aria-hidden="true" {}
                 h2 { (col.label) }
-                span.count { (col.cards.len()) }
+                (count(col, false))
             }
-            ol.cards data-status=(col.status) {
-                @for card in &col.cards {
-                    li { (issue_card(card)) }
-                }
+            ol.cards id={ "cards-" (col.status) } data-status=(col.status) {
+                @for card in &col.cards { (card_item(card)) }
             }
             // Always present; CSS hides it while the list has cards, so drag and drop needs no bookkeeping.
             p.column-empty { "No issues" }
+            (more(col, false))
         }
     }
 }

@@ -9,4 +9,7 @@ pub mod mentions;
 pub mod run_origin;
 pub mod widgets;
 
-pub use board::{board_column, board_columns_oob, issue_card};
+pub use board::{
+    board_column, board_columns_oob, card_removal_oob, column_count_oob, column_page_fragment,
+    issue_card,
+};

@@ -2,38 +2,29 @@
 //! card menu and the command palette's data, and the live WebSocket that pushes re-rendered columns
 //! when anyone changes the board.
 
+mod columns;
+mod live;
 mod menu;
 mod palette;
 
-use std::collections::HashMap;
-use std::time::Duration;
-
 use axum::Router;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use muster_web::views::{
-    BoardColumnView, BoardFilterView, BoardView, IssueCardView, NavItem, OptionView,
-};
+use muster_web::views::{BoardFilterView, BoardView, NavItem, OptionView};
 use serde::Deserialize;
 
+use columns::board_columns;
+
 use super::inbox::nav_with_inbox;
-use super::runs::{Waiting, card_run_state};
-use super::views::{People, card, issue_form, issue_form_with_errors, issue_input, status_label};
+use super::views::{People, issue_form, issue_form_with_errors, issue_input};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
-use crate::domain::{IssueFilter, IssueStatus, Label, Priority};
+use crate::domain::{IssueStatus, Priority};
 use crate::http::Error;
-use crate::http::extract::{HxRequest, UiForm, WsMember, credential_hash};
-use crate::hub::Topic;
-use crate::live::LiveGuard;
-use crate::service::Caller;
+use crate::http::extract::{HxRequest, UiForm, WsMember};
 use crate::service::issues as svc;
-
-/// How often an idle board socket is pinged, so dead connections are noticed.
-const PING_EVERY: Duration = Duration::from_secs(30);
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -43,7 +34,8 @@ pub(super) fn router() -> Router<AppState> {
         .route("/w/{slug}/issues/{key}/menu", get(menu::show))
         .route("/w/{slug}/issues/{key}/assign", post(menu::assign))
         .route("/w/{slug}/palette", get(palette::show))
-        .route("/w/{slug}/live", get(live))
+        .route("/w/{slug}/columns/{status}", get(columns::show))
+        .route("/w/{slug}/live", get(live::open))
 }
 
 /// The board's filter, from the query string.
@@ -72,59 +64,6 @@ impl BoardQuery {
         ])
         .unwrap_or_default()
     }
-}
-
-/// The board's columns for `caller`, filtered as `query` says (unknown filter values match nothing).
-pub(crate) async fn board_columns(
-    state: &AppState,
-    caller: &Caller,
-    query: &BoardQuery,
-    people: &People,
-) -> crate::http::Result<Vec<BoardColumnView>> {
-    let statuses: &[IssueStatus] = if query.hidden == "1" {
-        IssueStatus::ALL
-    } else {
-        IssueStatus::BOARD
-    };
-    let mut filter = IssueFilter {
-        statuses: statuses.to_vec(),
-        text: Some(query.q.clone()),
-        ..Default::default()
-    };
-    if !query.assignee.is_empty() {
-        filter.assignee = svc::resolve_assignee(state, caller, &query.assignee)
-            .await?
-            .ok()
-            .flatten();
-    }
-    filter.label = Label::parse(&query.label).ok();
-    filter.priority = query.priority.parse::<Priority>().ok();
-    let issues = state.store.list_issues(caller.ws.id, &filter).await?;
-    let runs: HashMap<_, _> = state
-        .store
-        .latest_runs(caller.ws.id)
-        .await?
-        .into_iter()
-        .map(|r| (r.issue_id, r))
-        .collect();
-    let waiting = Waiting::load(state, caller.ws.id, runs.values()).await?;
-    let slug = caller.ws.slug.to_string();
-    Ok(statuses
-        .iter()
-        .map(|s| BoardColumnView {
-            status: s.to_string(),
-            label: status_label(*s).to_owned(),
-            cards: issues
-                .iter()
-                .filter(|i| i.status == *s)
-                .map(|i| IssueCardView {
-                    run_state: runs.get(&i.id).and_then(card_run_state),
-                    run_waiting: runs.get(&i.id).and_then(|r| waiting.reason(r)),
-                    ..card(&slug, i, people)
-                })
-                .collect(),
-        })
-        .collect())
 }
 
 fn filter_view(query: &BoardQuery, people: &People, labels: &[String]) -> BoardFilterView {
@@ -163,16 +102,14 @@ async fn board_view(
 ) -> crate::http::Result<BoardView> {
     let people = People::load(state, &member.caller).await?;
     let columns = board_columns(state, &member.caller, query, &people).await?;
-    let all = state
+    // The filter's label choices, from the database (the board no longer reads every issue for them).
+    let labels: Vec<String> = state
         .store
-        .list_issues(member.caller.ws.id, &IssueFilter::default())
-        .await?;
-    let mut labels: Vec<String> = all
+        .list_issue_labels(member.caller.ws.id)
+        .await?
         .iter()
-        .flat_map(|i| i.labels.iter().map(|l| l.as_str().to_owned()))
+        .map(|l| l.as_str().to_owned())
         .collect();
-    labels.sort();
-    labels.dedup();
     Ok(BoardView {
         nav: nav_with_inbox(state, member, NavItem::Board).await?,
         columns,
@@ -256,90 +193,10 @@ pub(super) fn same_origin(headers: &HeaderMap) -> bool {
     }
 }
 
-async fn live(
-    State(state): State<AppState>,
-    member: WsMember,
-    Query(query): Query<BoardQuery>,
-    headers: HeaderMap,
-    upgrade: WebSocketUpgrade,
-) -> PageResult {
-    if !same_origin(&headers) {
-        return Err(Error::Forbidden.into());
-    }
-    let guard = state
-        .live
-        .open(
-            member.caller.user.id,
-            member.caller.ws.id,
-            credential_hash(&headers),
-        )
-        .map_err(Error::from)?;
-    Ok(upgrade
-        .on_upgrade(move |socket| board_socket(state, member.caller, query, socket, guard))
-        .into_response())
-}
-
-/// Pushes the re-rendered columns after every board change. Subscribes before rendering anything, so no
-/// change is missed; a lagging socket simply re-renders (the board is read from the store each time).
-async fn board_socket(
-    state: AppState,
-    caller: Caller,
-    query: BoardQuery,
-    mut socket: WebSocket,
-    guard: LiveGuard,
-) {
-    let mut events = state.hub.subscribe(Topic::Board(caller.ws.id));
-    let mut ping = tokio::time::interval(PING_EVERY);
-    ping.tick().await;
-    loop {
-        tokio::select! {
-            event = events.recv() => {
-                if matches!(event, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
-                    break;
-                }
-                let html = match render_columns(&state, &caller, &query).await {
-                    Ok(html) => html,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot render the live board");
-                        continue;
-                    }
-                };
-                if socket.send(Message::Text(html.into())).await.is_err() {
-                    break;
-                }
-            }
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
-                Some(Ok(_)) => {}
-            },
-            _ = ping.tick() => {
-                if socket.send(Message::Ping(Vec::new().into())).await.is_err() {
-                    break;
-                }
-            }
-            () = state.shutdown.cancelled() => break,
-            () = guard.stopped() => {
-                let _ = socket.send(Message::Close(Some(ended_frame()))).await;
-                break;
-            }
-        }
-    }
-}
-
 /// The close frame of a socket whose session ended or whose person left the workspace.
 pub(super) fn ended_frame() -> axum::extract::ws::CloseFrame {
     axum::extract::ws::CloseFrame {
         code: axum::extract::ws::close_code::POLICY,
         reason: "signed out, or no longer a member of this workspace".into(),
     }
-}
-
-async fn render_columns(
-    state: &AppState,
-    caller: &Caller,
-    query: &BoardQuery,
-) -> crate::http::Result<String> {
-    let people = People::load(state, caller).await?;
-    let columns = board_columns(state, caller, query, &people).await?;
-    Ok(muster_web::partials::board_columns_oob(&columns).into_string())
 }

@@ -72,9 +72,75 @@ fn column_has_stable_id_count_and_cards() {
         r#"<section class="column" id="column-in_progress" data-status="in_progress""#
     ));
     assert!(!html.contains("hx-swap-oob"));
-    assert!(html.contains(r#"<span class="count">2</span>"#));
-    assert!(html.contains(r#"<ol class="cards" data-status="in_progress"><li><article"#));
+    assert!(html.contains(
+        r#"<span class="count" id="count-in_progress" title="Issues in this column">2</span>"#
+    ));
+    assert!(html.contains(
+        r#"<ol class="cards" id="cards-in_progress" data-status="in_progress"><li id="item-"#
+    ));
     assert_eq!(html.matches("<article").count(), 2);
+    assert!(
+        html.contains(r#"<div class="column-more" id="more-in_progress"></div>"#),
+        "no show more when every card is shown: {html}"
+    );
+}
+
+fn paged_column() -> BoardColumnView {
+    let mut col = columns().swap_remove(1);
+    col.total = 412 + i64::try_from(col.cards.len()).unwrap();
+    col.more = Some(crate::views::ColumnMoreView {
+        url: "/w/acme/columns/todo?after=todo%3A3%3A9&q=a&assignee=".into(),
+        rest: 412,
+    });
+    col
+}
+
+#[test]
+fn a_paged_column_counts_everything_and_shows_more_with_or_without_js() {
+    let col = paged_column();
+    let html = board_column(&col).into_string();
+    assert!(html.contains(&format!(
+        r#"title="Issues in this column">{}</span>"#,
+        col.total
+    )));
+    assert!(html.contains(concat!(
+        r##"<div class="column-more" id="more-todo"><a class="btn btn-ghost show-more" "##,
+        r##"href="/w/acme/columns/todo?after=todo%3A3%3A9&amp;q=a&amp;assignee=" "##,
+        r##"hx-get="/w/acme/columns/todo?after=todo%3A3%3A9&amp;q=a&amp;assignee=" "##,
+        r##"hx-target="#cards-todo" hx-swap="beforeend">Show more</a> "##,
+        r##"<span class="more-rest">+ 412 more</span></div>"##
+    )));
+}
+
+#[test]
+fn a_next_page_is_cards_to_append_and_the_next_show_more() {
+    let mut col = paged_column();
+    let html = column_page_fragment(&col).into_string();
+    assert!(html.starts_with(r#"<li id="item-"#), "{html}");
+    assert!(!html.contains("<section"), "only cards: {html}");
+    assert_eq!(html.matches("<article").count(), col.cards.len());
+    assert!(html.contains(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML"><a"#));
+    col.more = None;
+    let last = column_page_fragment(&col).into_string();
+    assert!(
+        last.ends_with(r#"<div class="column-more" id="more-todo" hx-swap-oob="outerHTML"></div>"#)
+    );
+}
+
+#[test]
+fn live_parts_are_out_of_band_by_id() {
+    let col = paged_column();
+    assert_eq!(
+        column_count_oob(&col).into_string(),
+        format!(
+            r#"<span class="count" id="count-todo" hx-swap-oob="outerHTML" title="Issues in this column">{}</span>"#,
+            col.total
+        )
+    );
+    assert_eq!(
+        card_removal_oob("MUS-7").into_string(),
+        r#"<li id="item-MUS-7" hx-swap-oob="delete"></li>"#
+    );
 }
 
 #[test]
