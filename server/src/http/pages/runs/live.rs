@@ -37,6 +37,8 @@ const FRAME_EVENTS: usize = 128;
 /// `status` event or the end reads it at once. Keeps a busy run's viewers from each reading the row at
 /// every push.
 const RUN_FRESH: Duration = Duration::from_secs(1);
+/// How long one push may wait for a page that does not read before the socket is dropped.
+const SEND_STALL: Duration = Duration::from_secs(30);
 /// How often an idle socket is pinged, so dead connections are noticed.
 const PING_EVERY: Duration = Duration::from_secs(30);
 
@@ -131,7 +133,11 @@ async fn run_socket(
                 let Some(chunk) = chunk else { break };
                 match render(&state, &page, &run, &mut fold, &mut shown, chunk).await {
                     Push::Frame(html) => {
-                        if socket.send(Message::Text(html.into())).await.is_err() {
+                        // A page that has not taken a push for this long is dropped rather than
+                        // waited on: its browser reconnects from the cursor it holds (and reads the
+                        // store from there), so nothing is lost and nothing piles up here.
+                        let sent = tokio::time::timeout(SEND_STALL, socket.send(Message::Text(html.into()))).await;
+                        if !matches!(sent, Ok(Ok(()))) {
                             break;
                         }
                     }
