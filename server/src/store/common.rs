@@ -1037,7 +1037,11 @@ macro_rules! impl_store {
                 let mut tx = self.begin_write().await?;
                 sqlx::query_scalar::<$db, RunId>("select run_id from run where run_id = $1")
                     .bind(run).fetch_one(&mut *tx).await?;
-                let last = insert_events!($db, tx, run, events);
+                let rows: Vec<_> = events.iter().map(|e| (run, e)).collect();
+                Self::insert_event_rows(&mut tx, &rows).await?;
+                let last = sqlx::query_scalar::<$db, i64>(
+                    "select coalesce(max(seq), 0) from run_event where run_id = $1")
+                    .bind(run).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(last)
             }
@@ -1325,34 +1329,6 @@ fn like_escaped(text: &str) -> String {
     }
     out
 }
-
-/// Stores `events` idempotently on `(run_id, seq)` inside the surrounding transaction; evaluates to the
-/// highest seq now stored for the run.
-macro_rules! insert_events {
-    ($db:ty, $tx:ident, $run:expr, $events:expr) => {{
-        for chunk in $events.chunks(APPEND_CHUNK) {
-            let mut qb = sqlx::QueryBuilder::<$db>::new(
-                "insert into run_event (run_id, seq, at, kind, payload) ",
-            );
-            qb.push_values(chunk, |mut row, e| {
-                row.push_bind($run)
-                    .push_bind(e.seq)
-                    .push_bind(e.at)
-                    .push_bind(e.kind.clone())
-                    .push_bind(sqlx::types::Json(e.payload.clone()));
-            });
-            qb.push(" on conflict (run_id, seq) do nothing");
-            qb.build().execute(&mut *$tx).await?;
-        }
-        sqlx::query_scalar::<$db, i64>(
-            "select coalesce(max(seq), 0) from run_event where run_id = $1",
-        )
-        .bind($run)
-        .fetch_one(&mut *$tx)
-        .await?
-    }};
-}
-pub(super) use insert_events;
 
 /// Refuses events numbered below 1 (seq 0 is the cursor "before all").
 pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result<()> {
