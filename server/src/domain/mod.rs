@@ -4,6 +4,7 @@
 //! layers take only validated values, so the store never sees an empty title or an unknown status.
 
 mod agent;
+mod ensemble;
 pub mod failure;
 mod ids;
 mod issue;
@@ -18,6 +19,7 @@ pub use agent::{
     AUTO_AGENT_COLOR, Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode,
     reserved_env,
 };
+pub use ensemble::{CHECK_EVENT, CheckResult, CheckSpec};
 pub use ids::{
     ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId,
     RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,

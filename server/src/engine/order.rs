@@ -94,6 +94,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         max_events: engine.config.max_events_per_run,
         next_seq: 1,
         resume,
+        check: None,
     })
 }
 

@@ -232,6 +232,10 @@ pub struct Order {
     /// For a run that continues the agent's previous run on the issue: what to continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<Resume>,
+    /// For an ensemble's candidate: the check to run in its worktree once the agent has finished; its
+    /// result is sent as a [`crate::domain::CHECK_EVENT`] event before `finished`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::domain::CheckSpec>,
 }
 
 /// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its
