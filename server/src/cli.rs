@@ -48,6 +48,8 @@ pub enum Command {
     Issue(IssueArgs),
     /// Agent profiles: list, show, create, edit.
     Agent(AgentArgs),
+    /// Ensembles (teams of agents that take one issue blind): list, show, create, edit, delete.
+    Ensemble(EnsembleArgs),
     /// Skills: list, show, import, export, attach, detach.
     Skill(SkillArgs),
     /// Members of the workspace: list, add, role, remove, pending invitations.
@@ -154,6 +156,15 @@ pub struct AgentArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::agent::AgentCommand,
+}
+
+/// `muster ensemble …`.
+#[derive(Debug, Args)]
+pub struct EnsembleArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::ensemble::EnsembleCommand,
 }
 
 /// `muster member …`.
@@ -633,6 +644,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout(args) => client::logout(&args.remote()),
         Command::Issue(args) => client::issue::run(&args.remote.remote(), args.command).await,
         Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
+        Command::Ensemble(args) => {
+            client::ensemble::run(&args.remote.remote(), args.command).await
+        }
         Command::Skill(args) => client::skill::run(&args.remote.remote(), args.command).await,
         Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
         Command::Invitation(args) => {

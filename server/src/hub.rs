@@ -89,6 +89,9 @@ pub enum Relayed {
     RunQueued(RunId),
     /// A run must be cancelled by whichever replica holds it.
     CancelRun(RunId),
+    /// A run must be stopped, for this reason, by whichever replica holds it (an ensemble's policy or
+    /// budget).
+    StopRun(RunId, crate::domain::StopWhy),
     /// A runner token was revoked: every replica disconnects the runners using it.
     RunnerTokenRevoked(crate::domain::RunnerTokenId),
 }

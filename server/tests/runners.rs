@@ -658,6 +658,7 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
                 epoch,
                 from_seq: forged_seq,
                 events: vec![event(forged_seq)],
+                spent: None,
             })
             .await;
         let answer = forger.answer().await;
@@ -875,6 +876,7 @@ async fn a_runner_holding_a_run_is_refused_under_a_stale_epoch_and_acknowledged_
         epoch: order.epoch - 1,
         from_seq: 1,
         events: vec![event(1)],
+        spent: None,
     })
     .await;
     let ToRunner::Refused { reason, .. } = raw.answer().await else {
@@ -896,6 +898,7 @@ async fn a_runner_holding_a_run_is_refused_under_a_stale_epoch_and_acknowledged_
             epoch: order.epoch,
             from_seq: 1,
             events: vec![event(1), event(2)],
+            spent: None,
         })
         .await;
         let ToRunner::Ack { run_id, seq } = raw.answer().await else {

@@ -110,6 +110,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
             trigger: muster::domain::RunTrigger::Assignment,
             trigger_comment_id: None,
             previous_run_id: None,
+            ensemble_run_id: None,
         })
         .await
         .unwrap();

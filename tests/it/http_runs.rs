@@ -77,6 +77,7 @@ impl World {
                 trigger: muster::domain::RunTrigger::Assignment,
                 trigger_comment_id: None,
                 previous_run_id: None,
+                ensemble_run_id: None,
             })
             .await
             .unwrap()

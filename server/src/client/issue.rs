@@ -66,12 +66,37 @@ pub enum IssueCommand {
         /// backlog, todo, in_progress, in_review, done, blocked or cancelled.
         status: String,
     },
-    /// Assign an issue to an agent or a member; `none` unassigns.
+    /// Assign an issue to an agent or a member (`none` unassigns), or with --ensemble to an ensemble:
+    /// each member takes it blind, on its own branch.
     Assign {
         /// Issue key, e.g. MUS-7.
         key: String,
         /// An agent name, a member's email or display name, or `none`.
-        name: String,
+        #[arg(required_unless_present = "ensemble", conflicts_with = "ensemble")]
+        name: Option<String>,
+        /// An ensemble's name.
+        #[arg(long)]
+        ensemble: Option<String>,
+    },
+    /// Compare the candidates of the issue's latest ensemble run: state, check, diff, tokens, cost,
+    /// review, and the recommendation.
+    Compare {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// Which ensemble run (its number); the latest when absent.
+        #[arg(long)]
+        number: Option<i32>,
+    },
+    /// Choose a candidate of the issue's latest ensemble run (by agent name, run id or review label);
+    /// the other candidates' branches are removed.
+    Choose {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// The candidate: its agent's name, its run id (or a prefix) or its review label.
+        candidate: String,
+        /// Also merge its branch into the branch the candidates started from (local repository).
+        #[arg(long)]
+        merge: bool,
     },
     /// Change an issue's fields; only the flags given change.
     Edit(EditArgs),
@@ -262,7 +287,21 @@ pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
                 format!("{} is now {}", moved.key, moved.status)
             })
         }
-        IssueCommand::Assign { key, name } => {
+        IssueCommand::Assign {
+            key,
+            ensemble: Some(ensemble),
+            ..
+        } => super::ensemble::assign(&client, json, &key, &ensemble).await,
+        IssueCommand::Compare { key, number } => {
+            super::ensemble::compare(&client, json, &key, number).await
+        }
+        IssueCommand::Choose {
+            key,
+            candidate,
+            merge,
+        } => super::ensemble::choose(&client, json, &key, &candidate, merge).await,
+        IssueCommand::Assign { key, name, .. } => {
+            let name = name.unwrap_or_default();
             let assignee = if name.trim() == "none" {
                 String::new()
             } else {

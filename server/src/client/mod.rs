@@ -31,6 +31,7 @@ macro_rules! println {
 
 pub mod admin;
 pub mod agent;
+pub mod ensemble;
 pub mod config;
 pub mod events;
 pub mod issue;

@@ -58,4 +58,8 @@ id_type!(
     ActivityId,
     /// A pending invitation of an existing account to a workspace.
     InvitationId,
+    /// A named team of agents.
+    EnsembleId,
+    /// One issue taken by an ensemble (its candidates are runs).
+    EnsembleRunId,
 );

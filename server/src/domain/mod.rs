@@ -9,6 +9,7 @@ pub mod failure;
 mod ids;
 mod issue;
 mod mention;
+pub mod review;
 mod run;
 mod runner;
 pub mod serde_util;
@@ -19,9 +20,14 @@ pub use agent::{
     AUTO_AGENT_COLOR, Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode,
     reserved_env,
 };
-pub use ensemble::{CHECK_EVENT, CheckResult, CheckSpec};
+pub use ensemble::{
+    CHECK_EVENT, CHECK_TIMEOUT_DEFAULT_SECS, CHECK_TIMEOUT_MAX_SECS, CheckResult, CheckSpec,
+    ENSEMBLE_MEMBERS, EarlyStop, Ensemble, EnsembleName, EnsembleRun, EnsembleSettings,
+    EnsembleStatus, NewEnsembleRun, ReviewOutcome, StopNote, StopWhy,
+};
 pub use ids::{
-    ActivityId, AgentId, CommentId, InboxItemId, InvitationId, IssueId, RunId, RunnerId,
+    ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, InboxItemId, InvitationId, IssueId,
+    RunId, RunnerId,
     RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{

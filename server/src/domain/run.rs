@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    AgentId, CommentId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId, UserId, WorkspaceId,
+    AgentId, CommentId, EnsembleRunId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId, UserId, WorkspaceId,
     string_enum,
 };
 
@@ -168,6 +168,8 @@ pub struct NewRun {
     pub trigger_comment_id: Option<CommentId>,
     /// The agent's last run on the issue, whose session and branch a follow-up continues.
     pub previous_run_id: Option<RunId>,
+    /// The ensemble run it belongs to (a candidate or the reviewer).
+    pub ensemble_run_id: Option<EnsembleRunId>,
 }
 
 impl NewRun {
@@ -183,6 +185,7 @@ impl NewRun {
             trigger: RunTrigger::Assignment,
             trigger_comment_id: None,
             previous_run_id: None,
+            ensemble_run_id: None,
         }
     }
 }
@@ -240,6 +243,8 @@ pub struct Run {
     pub trigger_comment_id: Option<CommentId>,
     /// The agent's last run on the issue when this follow-up was queued.
     pub previous_run_id: Option<RunId>,
+    /// The ensemble run this run is a candidate (or the reviewer) of.
+    pub ensemble_run_id: Option<EnsembleRunId>,
 }
 
 /// An event to append; the producer numbers events so a resend after a reconnect is idempotent.

@@ -168,6 +168,8 @@ pub struct Workspace {
     pub mention_depth_limit: i32,
     /// Loop guard: how many agent-triggered runs (replies, mentions) an issue may get in one hour.
     pub agent_runs_per_issue_per_hour: i32,
+    /// The check command ensembles run in each candidate's worktree unless they name their own.
+    pub check: Option<super::CheckSpec>,
 }
 
 /// Input for a new user; the password arrives already hashed.

@@ -58,6 +58,21 @@ pub(crate) async fn conclude(
             return Ok(());
         }
     };
+    if finished.ensemble_run_id.is_some() {
+        // A candidate's (or the reviewer's) end moves its ensemble on, not the issue: the issue goes
+        // to review when the ensemble is decided. Only an interruption is handled as for any run (a
+        // run that changed nothing is queued again, in the same ensemble).
+        if finished.status == RunStatus::Interrupted
+            && let Err(e) =
+                after_interruption(state, &finished, &issue, agent.as_ref(), report.changed).await
+        {
+            tracing::warn!(error = %e, "cannot handle the interrupted ensemble run");
+        }
+        super::ensemble::run_ended(state, &finished).await;
+        announce(state, &issue);
+        state.runs.wake();
+        return Ok(());
+    }
     let followed = match (finished.status, agent.as_ref()) {
         (RunStatus::Succeeded, Some(agent)) => succeeded(state, &finished, &issue, agent).await,
         (RunStatus::Cancelled, Some(agent)) => return_to_todo(state, &issue, agent).await,
@@ -251,7 +266,7 @@ async fn return_to_todo(state: &Engine, issue: &Issue, agent: &Agent) -> store::
 
 /// Moves the issue to `to` (end of the column) only if it is still in one of `from` — a person may have
 /// moved it meanwhile, and their move wins. Says whether it moved.
-async fn move_if_in(
+pub(super) async fn move_if_in(
     state: &Engine,
     issue: &Issue,
     from: &[IssueStatus],

@@ -8,6 +8,7 @@
 //! ([`finish`]), the sweep of runs whose runner vanished ([`sweep`]) and the wake-ups between replicas
 //! ([`relay`]). Executing a run is the runner's (`crate::supervisor`, `crate::runner`).
 
+pub(crate) mod ensemble;
 pub(crate) mod finish;
 pub mod order;
 pub mod relay;
@@ -206,10 +207,31 @@ impl Runs {
         }
     }
 
+    /// Tells the runner holding `run` (through this replica) to stop it for `why`; `false` when none
+    /// here does.
+    pub(crate) fn tell_why(&self, run: RunId, why: crate::domain::StopNote) -> bool {
+        let sender = self.held().get(&run).cloned();
+        sender.is_some_and(|tx| {
+            tx.send(ToRunner::Cancel {
+                run_id: run,
+                lost: false,
+                why: Some(why),
+            })
+            .is_ok()
+        })
+    }
+
     /// Tells the runner holding `run` (through this replica) to stop it; `false` when none here does.
     pub(crate) fn tell(&self, run: RunId, lost: bool) -> bool {
         let sender = self.held().get(&run).cloned();
-        sender.is_some_and(|tx| tx.send(ToRunner::Cancel { run_id: run, lost }).is_ok())
+        sender.is_some_and(|tx| {
+            tx.send(ToRunner::Cancel {
+                run_id: run,
+                lost,
+                why: None,
+            })
+            .is_ok()
+        })
     }
 }
 
@@ -221,6 +243,7 @@ impl Engine {
         let previous = self.store.last_run_of_agent(issue.id, agent).await?;
         let new = NewRun {
             previous_run_id: previous.map(|r| r.id),
+            ensemble_run_id: None,
             ..NewRun::assignment(issue.workspace_id, issue.id, agent)
         };
         self.enqueue_with(&new, &[]).await
@@ -251,6 +274,8 @@ impl Engine {
             trigger: crate::domain::RunTrigger::Retry,
             trigger_comment_id: run.trigger_comment_id,
             previous_run_id: Some(run.id),
+            // A retried candidate (or reviewer) stays in its ensemble run.
+            ensemble_run_id: run.ensemble_run_id,
         };
         // The retry answers the same comments as the attempt it repeats.
         let comments = self.store.list_run_comments(run.id).await?;
@@ -306,7 +331,10 @@ impl Engine {
         }
         let outcome = finish::cancelled_outcome();
         match self.store.finish_run(run_id, &outcome).await {
-            Ok(run) => Ok(run),
+            Ok(run) => {
+                ensemble::run_ended(self, &run).await;
+                Ok(run)
+            }
             // Claimed meanwhile: the runner now holds its token.
             Err(store::Error::Conflict { .. }) => {
                 if !self.runs.tell(run_id, false) {

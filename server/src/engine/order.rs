@@ -73,7 +73,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
     let mut prompt = crate::supervisor::brief_prompt(&issue, agent.profile.kind);
     prompt.push_str(&answered);
     let resume = continued(engine, run, &answered).await?;
-    Ok(Order {
+    let mut order = Order {
         run_id: run.id,
         epoch: run.lease_epoch,
         workspace_id: run.workspace_id,
@@ -95,7 +95,12 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         next_seq: 1,
         resume,
         check: None,
-    })
+        base: None,
+    };
+    super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
+        .await
+        .map_err(config)?;
+    Ok(order)
 }
 
 /// How far back a follow-up looks past runs that never started for one to continue.

@@ -77,6 +77,12 @@ fn apply(state: &Engine, note: Relayed) {
                 tracing::info!(run.id = %run, "cancelled by another replica");
             }
         }
+        Relayed::StopRun(run, why) => {
+            let note = super::ensemble::relayed_note(why);
+            if state.runs.tell_why(run, note) {
+                tracing::info!(run.id = %run, %why, "stopped by another replica");
+            }
+        }
     }
 }
 
@@ -125,6 +131,7 @@ fn encode(origin: &str, note: &Relayed) -> String {
     match note {
         Relayed::RunQueued(run) => format!("{origin} run-queued {run}"),
         Relayed::CancelRun(run) => format!("{origin} cancel {run}"),
+        Relayed::StopRun(run, why) => format!("{origin} stop {run} {why}"),
         Relayed::RunnerTokenRevoked(token) => format!("{origin} runner-token-revoked {token}"),
         Relayed::Live(_, LiveEvent::RunEvents { run_id, last_seq }) => {
             format!("{origin} run {run_id} events {last_seq}")
@@ -145,6 +152,7 @@ fn decode(message: &str) -> Option<(&str, Relayed)> {
     let note = match words.as_slice() {
         [_, "run-queued", id] => Relayed::RunQueued(run(id)?),
         [_, "cancel", id] => Relayed::CancelRun(run(id)?),
+        [_, "stop", id, why] => Relayed::StopRun(run(id)?, why.parse().ok()?),
         [_, "runner-token-revoked", id] => Relayed::RunnerTokenRevoked(id.parse().ok()?),
         [_, "run", id, "events", seq] => {
             let run_id = run(id)?;

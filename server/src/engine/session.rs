@@ -237,6 +237,7 @@ impl Session {
                 self.send(ToRunner::Cancel {
                     run_id: h.run_id,
                     lost: true,
+                    why: None,
                 });
             }
         }
@@ -477,6 +478,7 @@ impl Session {
                     self.send(ToRunner::Cancel {
                         run_id: started.run_id,
                         lost: true,
+                        why: None,
                     });
                 }
             }
@@ -555,12 +557,14 @@ impl Session {
     /// acknowledges each run's; a run no longer held under its epoch is refused and nothing of it written.
     async fn events(&mut self, messages: Vec<ToServer>) -> Result<(), Closed> {
         let mut group: Vec<(RunId, i64, Vec<crate::domain::NewRunEvent>)> = Vec::new();
+        let mut spents: Vec<(RunId, i64, crate::domain::Usage)> = Vec::new();
         for message in messages {
             let ToServer::Events {
                 run_id: run,
                 epoch,
                 from_seq,
                 events,
+                spent,
             } = message
             else {
                 continue;
@@ -579,6 +583,10 @@ impl Session {
                         "events of run {run} must be numbered from from_seq ({from_seq}) on, without gaps"
                     ),
                 ));
+            }
+            if let Some(spent) = spent {
+                spents.retain(|(r, ..)| *r != run);
+                spents.push((run, epoch, spent));
             }
             match group.last_mut() {
                 Some((r, e, kept)) if *r == run && *e == epoch => kept.extend(events),
@@ -627,6 +635,17 @@ impl Session {
                 }
             }
         }
+        for (run, epoch, spent) in spents {
+            if self.held.get(&run) == Some(&epoch) {
+                // Off the session's path: a budget check reads and may cancel other runs.
+                tokio::spawn(super::ensemble::spent(
+                    self.engine.clone(),
+                    run,
+                    epoch,
+                    spent,
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -671,6 +690,7 @@ impl Session {
                     self.send(ToRunner::Cancel {
                         run_id: held.run_id,
                         lost: true,
+                        why: None,
                     });
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot renew a lease; will retry"),

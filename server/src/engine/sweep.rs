@@ -55,6 +55,7 @@ pub(crate) async fn once(engine: &Engine) {
         {
             tracing::warn!(error = %e, "cannot report an interrupted run");
         }
+        super::ensemble::run_ended(engine, &run).await;
         finish::announce(engine, &issue);
     }
 }

@@ -252,10 +252,13 @@ impl Runner {
             ToRunner::Run(order) => self.start(*order),
             ToRunner::Ack { run_id, seq } => self.inner.outbox.ack(run_id, seq),
             ToRunner::Done { run_id } => self.inner.outbox.forget(run_id),
-            ToRunner::Cancel { run_id, lost } => {
+            ToRunner::Cancel { run_id, lost, why } => {
                 if let Some((_, signal)) = self.live().get(&run_id) {
-                    tracing::info!(run.id = %run_id, lost, "the server stops the run");
-                    signal.stop(lost);
+                    tracing::info!(run.id = %run_id, lost, ?why, "the server stops the run");
+                    match why {
+                        Some(why) if !lost => signal.stop_because(why),
+                        _ => signal.stop(lost),
+                    }
                 }
                 if lost {
                     self.inner.outbox.forget(run_id);

@@ -252,6 +252,7 @@ mod tests {
                     payload: serde_json::json!({ "text": seq }),
                 })
                 .collect(),
+            spent: None,
         }
     }
 

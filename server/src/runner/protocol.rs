@@ -39,6 +39,10 @@ pub enum ToServer {
         epoch: i64,
         from_seq: Seq,
         events: Vec<NewRunEvent>,
+        /// What the run has spent so far, when that changed since its last events: the server keeps
+        /// it on the run and checks the budgets several runs share (an ensemble's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent: Option<crate::domain::Usage>,
     },
     /// The runner is alive and still holds these runs: their leases are renewed.
     Heartbeat { runs: Vec<Held> },
@@ -131,7 +135,13 @@ pub enum ToRunner {
     Done { run_id: RunId },
     /// Stop the run: a person cancelled it (`lost` false: it ends `cancelled`), or the runner no longer
     /// holds it (`lost` true: stop it and write nothing more).
-    Cancel { run_id: RunId, lost: bool },
+    /// `why`: a stop the server decided (an ensemble's policy or budget), which the run records.
+    Cancel {
+        run_id: RunId,
+        lost: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<crate::domain::StopNote>,
+    },
     /// The answer to a heartbeat: the server is there (a silent connection is taken for dead).
     Alive,
     /// A message about this run was refused (a stale epoch: another claim owns it now). The runner stops
@@ -236,6 +246,10 @@ pub struct Order {
     /// result is sent as a [`crate::domain::CHECK_EVENT`] event before `finished`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<crate::domain::CheckSpec>,
+    /// The commit the worktree starts at (an ensemble's candidates all start at the same one); the
+    /// repository's HEAD when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 /// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod comments;
+pub mod ensembles;
 mod error;
 pub mod invitations;
 pub mod issues;

@@ -371,6 +371,7 @@ async fn queue_new(
         trigger,
         trigger_comment_id: comment,
         previous_run_id: previous.map(|r| r.id),
+        ensemble_run_id: None,
         chain_depth: depth,
         ..NewRun::assignment(issue.workspace_id, issue.id, agent)
     };

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use crate::domain::{
-    ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, FailureReason,
+    ActivityId, ActivityKind, AgentId, EnsembleId, EnsembleRunId, EnsembleStatus, AgentKind, AgentName, CommentId, Email, FailureReason,
     InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle,
     PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId,
     SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
@@ -63,6 +63,8 @@ uuid_codec!(
     InboxItemId,
     ActivityId,
     InvitationId,
+    EnsembleId,
+    EnsembleRunId,
 );
 
 /// Text columns: encoded with `$as_str`, decoded by `$parse` (validation again on the way out).
@@ -106,6 +108,7 @@ text_codec!(
     RunTrigger => |v: &RunTrigger| v.as_str(), str::parse::<RunTrigger>;
     SkillSource => |v: &SkillSource| v.as_str(), str::parse::<SkillSource>;
     ActivityKind => |v: &ActivityKind| v.as_str(), str::parse::<ActivityKind>;
+    EnsembleStatus => |v: &EnsembleStatus| v.as_str(), str::parse::<EnsembleStatus>;
     Slug => Slug::as_str, Slug::parse;
     IssuePrefix => IssuePrefix::as_str, IssuePrefix::parse;
     IssueTitle => IssueTitle::as_str, IssueTitle::parse;

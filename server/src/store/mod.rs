@@ -7,6 +7,7 @@
 
 mod codec;
 mod common;
+mod ensembles;
 pub mod foreign;
 mod postgres;
 mod rows;
@@ -21,7 +22,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, CommentId, Email,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, CheckSpec, Comment, CommentId,
+    Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
+    NewEnsembleRun, ReviewOutcome, Usage,
     InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
     IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation,
     NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace,
@@ -659,6 +662,79 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<u64>;
     /// How many open items `user` can see in `ws` and has not read.
     async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
+
+    // --- ensembles ---
+    /// Sets or clears the workspace's check command (what ensembles run unless they name their own).
+    async fn set_workspace_check(&self, id: WorkspaceId, check: Option<&CheckSpec>) -> Result<Workspace>;
+    /// Creates an ensemble (`ensemble_workspace_name_key` on a duplicate name); the caller validated
+    /// `settings` and that its agents are the workspace's.
+    async fn create_ensemble(
+        &self,
+        ws: WorkspaceId,
+        name: &EnsembleName,
+        settings: &EnsembleSettings,
+    ) -> Result<Ensemble>;
+    /// An ensemble by name within `ws`.
+    async fn get_ensemble_by_name(&self, ws: WorkspaceId, name: &EnsembleName) -> Result<Ensemble>;
+    /// A workspace's ensembles, by name.
+    async fn list_ensembles(&self, ws: WorkspaceId) -> Result<Vec<Ensemble>>;
+    /// Replaces an ensemble's name and settings (runs under way keep their snapshot).
+    async fn update_ensemble(
+        &self,
+        ws: WorkspaceId,
+        id: EnsembleId,
+        name: &EnsembleName,
+        settings: &EnsembleSettings,
+    ) -> Result<Ensemble>;
+    /// Deletes an ensemble; its runs stay, with their snapshot.
+    async fn delete_ensemble(&self, ws: WorkspaceId, id: EnsembleId) -> Result<()>;
+    /// Creates an ensemble run numbered after the issue's previous ones and queues `candidates` as its
+    /// runs, atomically (`run_one_active_key` when a member already has a live run on the issue: then
+    /// nothing is written).
+    async fn create_ensemble_run(
+        &self,
+        new: &NewEnsembleRun,
+        candidates: &[NewRun],
+    ) -> Result<(EnsembleRun, Vec<Run>)>;
+    /// An ensemble run by id.
+    async fn get_ensemble_run(&self, id: EnsembleRunId) -> Result<EnsembleRun>;
+    /// An issue's ensemble runs, by number.
+    async fn list_ensemble_runs(&self, issue: IssueId) -> Result<Vec<EnsembleRun>>;
+    /// The latest ensemble run of every issue of `ws` that has one (the board's indicators).
+    async fn latest_ensemble_runs(&self, ws: WorkspaceId) -> Result<Vec<EnsembleRun>>;
+    /// The runs of an ensemble run (its candidates and its reviewer), oldest first.
+    async fn list_ensemble_members_runs(&self, id: EnsembleRunId) -> Result<Vec<Run>>;
+    /// Records why candidates were stopped early, unless a reason is already recorded; `false` then.
+    async fn note_ensemble_stop(&self, id: EnsembleRunId, reason: &str) -> Result<bool>;
+    /// Queues the blind review and marks the ensemble run `reviewing` with the labels the reviewer sees,
+    /// atomically; only from `running` (`ensemble_run_status` otherwise: another replica started it).
+    async fn start_ensemble_review(
+        &self,
+        id: EnsembleRunId,
+        review: &NewRun,
+        labels: &[(char, RunId)],
+    ) -> Result<Run>;
+    /// Marks a running or reviewing ensemble run `decided` with the review's outcome, if any; `None`
+    /// when it was already decided or chosen (nothing changed).
+    async fn decide_ensemble_run(
+        &self,
+        id: EnsembleRunId,
+        review: Option<&ReviewOutcome>,
+    ) -> Result<Option<EnsembleRun>>;
+    /// Records the person's choice (and the merge commit, when merged): `ensemble_run_chosen` when a
+    /// candidate was already chosen or `run` is not one of its runs.
+    async fn choose_ensemble_candidate(
+        &self,
+        id: EnsembleRunId,
+        run: RunId,
+        by: UserId,
+        merged_commit: Option<&str>,
+    ) -> Result<EnsembleRun>;
+    /// The last event of `kind` a run stored, if any.
+    async fn last_run_event_of_kind(&self, run: RunId, kind: &str) -> Result<Option<RunEvent>>;
+    /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports
+    /// it; ignored once the run is no longer that claim. The finish records the final figures.
+    async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()>;
 
     // --- run indicators ---
     /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.

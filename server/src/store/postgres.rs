@@ -11,6 +11,7 @@ use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSslMode};
 
 use super::common::*;
+use super::ensembles::*;
 use super::rows::*;
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;

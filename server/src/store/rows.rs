@@ -6,7 +6,9 @@ use sqlx::types::Json;
 
 use crate::domain::{
     Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
-    Budget, Comment, CommentAuthor, CommentId, Email, EnvVar, FailureReason, InboxItem,
+    Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckSpec, Comment, CommentAuthor, CommentId, Ensemble,
+    EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, EnsembleStatus,
+    ReviewOutcome, Email, EnvVar, FailureReason, InboxItem,
     InboxItemId, InboxKind, Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix,
     IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role, Run,
     RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session,
@@ -25,6 +27,8 @@ pub(super) struct WorkspaceRow {
     created_at: DateTime<Utc>,
     mention_depth_limit: i32,
     agent_runs_per_issue_per_hour: i32,
+    check_command: Option<String>,
+    check_timeout_secs: i32,
 }
 
 impl From<WorkspaceRow> for Workspace {
@@ -39,6 +43,10 @@ impl From<WorkspaceRow> for Workspace {
             created_at: r.created_at,
             mention_depth_limit: r.mention_depth_limit,
             agent_runs_per_issue_per_hour: r.agent_runs_per_issue_per_hour,
+            check: r.check_command.map(|command| CheckSpec {
+                command,
+                timeout_secs: u64::try_from(r.check_timeout_secs).unwrap_or(CHECK_TIMEOUT_DEFAULT_SECS),
+            }),
         }
     }
 }
@@ -406,6 +414,7 @@ pub(super) struct RunRow {
     trigger: RunTrigger,
     trigger_comment_id: Option<CommentId>,
     previous_run_id: Option<RunId>,
+    ensemble_run_id: Option<EnsembleRunId>,
 }
 
 impl From<RunRow> for Run {
@@ -446,6 +455,7 @@ impl From<RunRow> for Run {
             trigger: r.trigger,
             trigger_comment_id: r.trigger_comment_id,
             previous_run_id: r.previous_run_id,
+            ensemble_run_id: r.ensemble_run_id,
         }
     }
 }
@@ -626,6 +636,78 @@ impl From<ApiTokenRow> for ApiToken {
             created_at: r.created_at,
             last_used_at: r.last_used_at,
             revoked_at: r.revoked_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct EnsembleRow {
+    ensemble_id: EnsembleId,
+    workspace_id: WorkspaceId,
+    name: EnsembleName,
+    settings: Json<EnsembleSettings>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<EnsembleRow> for Ensemble {
+    fn from(r: EnsembleRow) -> Self {
+        Ensemble {
+            id: r.ensemble_id,
+            workspace_id: r.workspace_id,
+            name: r.name,
+            settings: r.settings.0,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct EnsembleRunRow {
+    ensemble_run_id: EnsembleRunId,
+    workspace_id: WorkspaceId,
+    issue_id: IssueId,
+    ensemble_id: Option<EnsembleId>,
+    name: String,
+    number: i32,
+    settings: Json<EnsembleSettings>,
+    base_commit: Option<String>,
+    base_branch: Option<String>,
+    status: EnsembleStatus,
+    stop_reason: Option<String>,
+    review_run_id: Option<RunId>,
+    review_labels: Option<Json<Vec<(char, RunId)>>>,
+    review: Option<Json<ReviewOutcome>>,
+    chosen_run_id: Option<RunId>,
+    chosen_by: Option<UserId>,
+    merged_commit: Option<String>,
+    created_at: DateTime<Utc>,
+    decided_at: Option<DateTime<Utc>>,
+}
+
+impl From<EnsembleRunRow> for EnsembleRun {
+    fn from(r: EnsembleRunRow) -> Self {
+        EnsembleRun {
+            id: r.ensemble_run_id,
+            workspace_id: r.workspace_id,
+            issue_id: r.issue_id,
+            ensemble_id: r.ensemble_id,
+            name: r.name,
+            number: r.number,
+            settings: r.settings.0,
+            base_commit: r.base_commit,
+            base_branch: r.base_branch,
+            status: r.status,
+            stop_reason: r.stop_reason,
+            review_run_id: r.review_run_id,
+            review_labels: r.review_labels.map(|l| l.0).unwrap_or_default(),
+            review: r.review.map(|r| r.0),
+            chosen_run_id: r.chosen_run_id,
+            chosen_by: r.chosen_by,
+            merged_commit: r.merged_commit,
+            created_at: r.created_at,
+            decided_at: r.decided_at,
         }
     }
 }

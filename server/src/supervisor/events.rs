@@ -36,6 +36,8 @@ pub(super) struct EventLog {
     redactor: Redactor,
     /// The most events stored for the run (see [`EventLog::set_cap`]).
     cap: Seq,
+    /// What the run has spent, when that changed since the last batch went out.
+    spent: Option<Usage>,
 }
 
 impl EventLog {
@@ -49,7 +51,13 @@ impl EventLog {
             sent: 0,
             redactor,
             cap: Seq::MAX,
+            spent: None,
         }
+    }
+
+    /// Notes what the run has spent so far; the next batch carries it to the server.
+    pub(super) fn note_spent(&mut self, spent: Usage) {
+        self.spent = Some(spent);
     }
 
     /// Queues one event; the caller flushes when [`EventLog::must_flush`] says so or at [`EventLog::due`].
@@ -104,6 +112,7 @@ impl EventLog {
             epoch: self.held.epoch,
             from_seq: events[0].seq,
             events,
+            spent: self.spent.take(),
         });
     }
 }
@@ -199,6 +208,18 @@ impl Tally {
             u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
         };
         tokens(&self.usage) + tokens(&self.turns)
+    }
+
+    /// Everything spent so far, final reports and turns not yet covered by one.
+    pub(super) fn spent(&self) -> Usage {
+        let mut all = self.usage;
+        all.input_tokens += self.turns.input_tokens;
+        all.output_tokens += self.turns.output_tokens;
+        all.cache_read_tokens += self.turns.cache_read_tokens;
+        all.cache_write_tokens += self.turns.cache_write_tokens;
+        all.cost_usd += self.turns.cost_usd;
+        all.cost_unknown |= self.turns.cost_unknown;
+        all
     }
 
     /// What the run has cost so far, final reports and turns not yet covered by one.

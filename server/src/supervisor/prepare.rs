@@ -413,7 +413,13 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
         run_short: &short,
         brief,
     };
-    let previous = order.resume.as_ref().and_then(|r| r.branch.as_deref());
+    // A follow-up continues its previous run's branch; an ensemble's candidate starts at the commit
+    // every candidate starts at.
+    let previous = order
+        .resume
+        .as_ref()
+        .and_then(|r| r.branch.as_deref())
+        .or(order.base.as_deref());
     // The runner's heartbeat renews the claim's lease meanwhile (a first clone may outlast it).
     let (made, start) = match source {
         git::RepoSource::Path(path) => {

@@ -54,6 +54,8 @@ pub struct RunSignal {
     token: CancellationToken,
     shutdown: CancellationToken,
     lost: AtomicBool,
+    /// Why the server stopped the run, when it said.
+    why: std::sync::Mutex<Option<crate::domain::StopNote>>,
 }
 
 impl RunSignal {
@@ -63,7 +65,22 @@ impl RunSignal {
             token: shutdown.child_token(),
             shutdown: shutdown.clone(),
             lost: AtomicBool::new(false),
+            why: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Stops the run for a reason the server gave (an ensemble's early stop or budget).
+    pub fn stop_because(&self, why: crate::domain::StopNote) {
+        *self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        self.token.cancel();
+    }
+
+    /// The reason the server gave for stopping the run, if any.
+    pub fn why(&self) -> Option<crate::domain::StopNote> {
+        self.why
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Whether the runner is shutting down (the run then ends `interrupted`).

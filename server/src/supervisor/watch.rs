@@ -20,7 +20,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::ending::{Ending, Stop};
 use super::events::{EventLog, Tally};
 use super::run::{Host, RunSignal};
-use crate::domain::Budget;
+use crate::domain::{Budget, StopWhy};
 use crate::runner::core::Link;
 use crate::runner::protocol::{Order, ToServer};
 
@@ -79,8 +79,10 @@ pub(super) async fn watch(
                 if ctx.signal.is_lost() {
                     return Ending::LeaseLost;
                 }
-                let stop = if ctx.signal.is_shutdown() { Stop::Shutdown } else { Stop::Cancelled };
-                return Ending::Stopped(stop, None);
+                if ctx.signal.is_shutdown() {
+                    return Ending::Stopped(Stop::Shutdown, None);
+                }
+                return Ending::Stopped(server_stop(ctx, log, tally), None);
             }
             status = child.wait() => {
                 return Ending::Exited(status.ok().and_then(|s| s.code()));
@@ -183,6 +185,9 @@ fn take_line(
     let mut end = None;
     for event in events {
         tally.add(&event, rates);
+        if matches!(event, AgentEvent::Usage(_) | AgentEvent::TurnUsage(_)) {
+            log.note_spent(tally.spent());
+        }
         let payload = serde_json::to_value(&event).unwrap_or_else(|_| json!({ "line": out }));
         log.push(event.kind(), payload);
         if let AgentEvent::Error {
@@ -205,6 +210,27 @@ fn take_line(
         end = Some(Ending::Stopped(Stop::OverBudget, None));
     }
     end
+}
+
+/// How a stop the server asked for ends the run: a person's cancel or an ensemble's early stop ends it
+/// `cancelled` (the note, if any, becomes its summary); a shared budget spent ends it over budget, like
+/// its own budget would, with the note in its log.
+fn server_stop(ctx: &Watch<'_>, log: &mut EventLog, tally: &mut Tally) -> Stop {
+    let Some(note) = ctx.signal.why() else {
+        return Stop::Cancelled;
+    };
+    match note.why {
+        StopWhy::OverBudget => {
+            log.push("error", json!({ "message": note.note }));
+            tally.stop_note = Some(note.note);
+            Stop::OverBudget
+        }
+        StopWhy::EarlyStop | StopWhy::Person => {
+            log.push("status", json!({ "status": "cancelled", "reason": note.note }));
+            tally.stop_note = Some(note.note);
+            Stop::Cancelled
+        }
+    }
 }
 
 /// Why the run is over its budget (what it spent against what it may), if it is.

@@ -105,6 +105,7 @@ fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
         trigger: muster::domain::RunTrigger::Assignment,
         trigger_comment_id: None,
         previous_run_id: None,
+        ensemble_run_id: None,
     }
 }
 

@@ -92,6 +92,7 @@ async fn agents_crud(store: Arc<dyn Store>) {
             trigger: muster::domain::RunTrigger::Assignment,
             trigger_comment_id: None,
             previous_run_id: None,
+            ensemble_run_id: None,
         })
         .await
         .unwrap();

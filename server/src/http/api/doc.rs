@@ -178,6 +178,15 @@ pub mod path {
         pub name: String,
     }
 
+    /// `{name}`: an ensemble's name.
+    #[derive(utoipa::IntoParams)]
+    #[into_params(parameter_in = Path)]
+    pub struct EnsembleNameParam {
+        /// Ensemble name: 1 to 64 letters, digits, `-`, `_` and `.`.
+        #[param(pattern = r"^[A-Za-z0-9._-]{1,64}$", example = "trio")]
+        pub name: String,
+    }
+
     /// `{slug}`: a skill's slug.
     #[derive(utoipa::IntoParams)]
     #[into_params(parameter_in = Path)]

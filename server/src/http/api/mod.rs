@@ -5,6 +5,7 @@
 
 mod account;
 mod agents;
+mod ensembles;
 pub mod doc;
 mod invitations;
 mod issues;
@@ -41,6 +42,7 @@ pub fn router() -> Router<AppState> {
         .merge(issues::router())
         .merge(thread::router())
         .merge(agents::router())
+        .merge(ensembles::router())
         .merge(members::router())
         .merge(invitations::router())
         .merge(runtimes::router())
@@ -53,6 +55,12 @@ pub fn router() -> Router<AppState> {
 /// Create bodies that require fields their edit twin leaves optional.
 const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
     ("/api/v1/issues", "IssueInput", "NewIssue", &["title"]),
+    (
+        "/api/v1/ensembles",
+        "EnsembleInput",
+        "NewEnsemble",
+        &["name", "members"],
+    ),
     (
         "/api/v1/agents",
         "AgentInput",
@@ -71,6 +79,8 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         issues::list_comments, issues::comment, issues::edit_comment, issues::delete_comment,
         thread::show,
         agents::list, agents::create, agents::show, agents::update, agents::delete,
+        ensembles::list, ensembles::create, ensembles::show, ensembles::update, ensembles::delete,
+        ensembles::assign, ensembles::compare, ensembles::choose,
         members::list, members::add, members::set_role, members::remove,
         members::list_tokens, members::create_token, members::revoke_token,
         invitations::mine, invitations::accept, invitations::decline, invitations::list, invitations::revoke,

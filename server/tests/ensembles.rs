@@ -1,0 +1,384 @@
+//! Ensembles end to end, with real processes: stand-in agents (shell scripts speaking stream-json) take one
+//! issue blind on their own branches from one base commit; each candidate's change is checked in its
+//! worktree; the one budget stops a spender after at most one more turn; `first_green` stops the rest;
+//! the reviewer sees neutral labels and no agent names, and an invalid verdict stays invalid; Choose
+//! with merge puts the chosen work on the base branch and removes the other branches.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use muster::domain::*;
+use muster_tests::{Backend, git, git_commit_all};
+use serde_json::{Value, json};
+use support::*;
+
+/// Tokens one turn of the spender reports.
+const TURN_TOKENS: i64 = 100;
+/// The ensembles' token budget in these tests.
+const BUDGET_TOKENS: i64 = 1000;
+
+/// A repository whose check (`sh check.sh`) passes when `answer.txt` says `42`, and prints a cargo-test
+/// like summary either way.
+fn repo_in(dir: &Path) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("answer.txt"), "unknown\n").unwrap();
+    std::fs::write(
+        repo.join("check.sh"),
+        "if grep -qx 42 answer.txt; then\n  echo 'test result: ok. 3 passed; 0 failed; 0 ignored'\n  exit 0\nfi\n\
+         echo 'test result: FAILED. 2 passed; 1 failed; 0 ignored'\nexit 1\n",
+    )
+    .unwrap();
+    git_commit_all(&repo, "first");
+    repo
+}
+
+/// The final stream-json `result` line: `tokens` input tokens, `text` as the answer.
+fn result_line(tokens: i64, text: &str) -> String {
+    json!({
+        "type": "result", "subtype": "success", "is_error": false, "result": text,
+        "session_id": "s", "total_cost_usd": 0.001,
+        "usage": {"input_tokens": tokens, "output_tokens": 0, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0}
+    })
+    .to_string()
+}
+
+/// A candidate that writes `answer` into `answer.txt` and reports 10 tokens.
+fn writer(env: &Env, name: &str, answer: &str) -> PathBuf {
+    env.script(
+        &format!("{name}.sh"),
+        &format!(
+            "cat >/dev/null\necho '{answer}' > answer.txt\necho '{}'",
+            result_line(10, "done")
+        ),
+    )
+}
+
+/// A candidate that writes a change, then keeps reporting turns of [`TURN_TOKENS`] input tokens.
+fn spender(env: &Env) -> PathBuf {
+    let turn = json!({"type": "stream_event", "event": {"type": "message_start", "message": {
+        "usage": {"input_tokens": TURN_TOKENS, "output_tokens": 0, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0}}}, "session_id": "s"});
+    env.script(
+        "spender.sh",
+        &format!(
+            "cat >/dev/null\necho 7 > answer.txt\nwhile true; do echo '{turn}'; sleep 0.5; done"
+        ),
+    )
+}
+
+/// A reviewer that keeps the prompt it was given beside its script (`<name>.prompt`) and answers
+/// `verdict` (built from the labels it finds when `None`).
+fn reviewer(env: &Env, name: &str, verdict: Option<&str>) -> PathBuf {
+    let prompt = env.scripts.path().join(format!("{name}.prompt"));
+    let answer = match verdict {
+        Some(text) => format!("echo '{}'", result_line(5, text)),
+        // Every label found in the prompt gets a score and a reason citing its check.
+        None => r#"labels=$(grep -oE 'Candidate [A-H]' "$P" | cut -c11 | sort -u)
+entries=""; best=""
+for l in $labels; do
+  [ -z "$best" ] && best=$l
+  entries="$entries{\"label\":\"$l\",\"score\":7,\"reasons\":[\"the check passed for $l: test result ok\"]},"
+done
+verdict="{\"candidates\":[${entries%,}],\"best\":\"$best\"}"
+escaped=$(printf '%s' "$verdict" | sed 's/"/\\"/g')
+echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"$escaped\",\"session_id\":\"s\",\"total_cost_usd\":0.001,\"usage\":{\"input_tokens\":5,\"output_tokens\":0,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0}}""#
+            .to_owned(),
+    };
+    env.script(
+        &format!("{name}.sh"),
+        &format!("P='{}'\ncat > \"$P\"\n{answer}", prompt.display()),
+    )
+}
+
+async fn post(env: &Env, path: &str, body: Value) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(format!("http://{}{path}", env.addr))
+        .bearer_auth(&env.token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(env: &Env, path: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .get(format!("http://{}{path}", env.addr))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+/// Waits for the issue's latest ensemble run to be decided (or chosen) and returns its comparison.
+async fn decided(env: &Env, issue: &Issue) -> Value {
+    let path = format!("/api/v1/issues/{}/ensemble", issue.key);
+    poll("the ensemble to be decided", || async {
+        let c = get(env, &path).await;
+        matches!(c["status"].as_str(), Some("decided" | "chosen")).then_some(c)
+    })
+    .await
+}
+
+fn candidate<'a>(c: &'a Value, agent: &str) -> &'a Value {
+    c["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["agent"] == agent)
+        .unwrap_or_else(|| panic!("no candidate {agent} in {c:#}"))
+}
+
+async fn setup(env: &Env) -> PathBuf {
+    let repo = repo_in(env.scripts.path());
+    env.store
+        .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
+        .await
+        .unwrap();
+    repo
+}
+
+async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let repo = setup(&env).await;
+    let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    let right = env.agent("right-zq", &writer(&env, "right", "42")).await;
+    let wrong = env.agent("wrong-zq", &writer(&env, "wrong", "41")).await;
+    let spend = env.agent("spend-zq", &spender(&env)).await;
+    let (status, body) = post(
+        &env,
+        "/api/v1/ensembles",
+        json!({"name": "trio", "members": ["right-zq", "wrong-zq", "spend-zq"], "check": "sh check.sh",
+               "check_timeout_secs": 60, "early_stop": "all", "budget_tokens": BUDGET_TOKENS, "share": 1.0}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let issue = env.issue("Find the answer").await;
+    let (status, assigned) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble", issue.key),
+        json!({"ensemble": "trio"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{assigned}");
+    assert_eq!(assigned["base_commit"], base.as_str());
+    assert_eq!(assigned["runs"].as_array().unwrap().len(), 3);
+    // A second assignment while it works is refused, precisely.
+    let (status, again) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble", issue.key),
+        json!({"ensemble": "trio"}),
+    )
+    .await;
+    assert_eq!(status, 409, "{again}");
+
+    let c = decided(&env, &issue).await;
+    let (r, w, s) = (
+        candidate(&c, "right-zq"),
+        candidate(&c, "wrong-zq"),
+        candidate(&c, "spend-zq"),
+    );
+    // Checks recorded, with the counts the output showed.
+    assert_eq!(r["green"], true, "{c:#}");
+    assert_eq!(r["check"]["passed"], 3, "{c:#}");
+    assert_eq!(w["green"], false, "{c:#}");
+    assert_eq!(w["check"]["failed"], 1, "{c:#}");
+    assert_eq!(w["check"]["exit_code"], 1, "{c:#}");
+    // The spender: stopped over budget, its partial work kept on its branch, the total at most one
+    // turn past the budget.
+    assert_eq!(s["status"], "failed", "{c:#}");
+    assert_eq!(s["failure_reason"], "over_budget", "{c:#}");
+    let spent = c["spent_tokens"].as_i64().unwrap();
+    assert!(
+        (BUDGET_TOKENS..=BUDGET_TOKENS + TURN_TOKENS).contains(&spent),
+        "spent {spent} tokens of {BUDGET_TOKENS}: {c:#}"
+    );
+    assert!(c["stop_reason"].as_str().unwrap().contains("budget"), "{c:#}");
+    // Branches: one per candidate, from the same base.
+    for v in [r, w, s] {
+        let branch = v["branch"].as_str().unwrap();
+        assert!(branch.starts_with(&format!("muster/{}-", issue.key)), "{branch}");
+        assert!(branch.ends_with("-r1"), "{branch}");
+        assert_eq!(
+            git(&repo, &["merge-base", branch, "main"]).trim(),
+            base,
+            "{branch} starts at the base commit"
+        );
+    }
+    // One green: decided by the check, no review.
+    assert_eq!(c["review"], "none", "{c:#}");
+    assert_eq!(c["recommendation"]["agent"], "right-zq", "{c:#}");
+    assert_eq!(c["recommendation"]["by_opinion_only"], false, "{c:#}");
+    let issue_now = env.issue_reaches(&issue, IssueStatus::InReview).await;
+    assert_eq!(issue_now.status, IssueStatus::InReview);
+
+    // Choose with merge: the chosen work lands on main; the other branches are gone.
+    let (status, chosen) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble/choose", issue.key),
+        json!({"candidate": "right-zq", "merge": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{chosen}");
+    let merged = chosen["merged_commit"].as_str().unwrap();
+    assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), merged);
+    assert_eq!(git(&repo, &["show", "main:answer.txt"]).trim(), "42");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("answer.txt")).unwrap().trim(),
+        "42",
+        "the checked-out main was fast-forwarded"
+    );
+    let branches = git(&repo, &["branch", "--list", "muster/*"]);
+    assert!(branches.contains(r["branch"].as_str().unwrap()), "{branches}");
+    assert!(!branches.contains(w["branch"].as_str().unwrap()), "{branches}");
+    assert!(!branches.contains(s["branch"].as_str().unwrap()), "{branches}");
+    // Choosing again is refused.
+    let (status, body) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble/choose", issue.key),
+        json!({"candidate": "wrong-zq"}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_budget_checks_first_and_a_merged_choice_sqlite() {
+    one_budget_checks_first_and_a_merged_choice(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_budget_checks_first_and_a_merged_choice_postgres() {
+    one_budget_checks_first_and_a_merged_choice(Backend::Postgres).await;
+}
+
+async fn first_green_stops_the_others(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    setup(&env).await;
+    env.agent("quick-zq", &writer(&env, "quick", "42")).await;
+    let slow = env.script(
+        "slow.sh",
+        "cat >/dev/null\necho 1 > answer.txt\nsleep 120\necho never",
+    );
+    env.agent("slow-zq", &slow).await;
+    let (status, body) = post(
+        &env,
+        "/api/v1/ensembles",
+        json!({"name": "race", "members": ["quick-zq", "slow-zq"], "check": "sh check.sh",
+               "early_stop": "first_green"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let issue = env.issue("Race").await;
+    let (status, body) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble", issue.key),
+        json!({"ensemble": "race"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let c = decided(&env, &issue).await;
+    assert_eq!(candidate(&c, "quick-zq")["green"], true, "{c:#}");
+    let slow = candidate(&c, "slow-zq");
+    assert_eq!(slow["status"], "cancelled", "{c:#}");
+    assert!(
+        slow["summary"].as_str().unwrap().contains("stopped early"),
+        "{c:#}"
+    );
+    assert!(slow["check"].is_null(), "a stopped candidate is not checked: {c:#}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_green_stops_the_others_sqlite() {
+    first_green_stops_the_others(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_green_stops_the_others_postgres() {
+    first_green_stops_the_others(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    setup(&env).await;
+    env.agent("first-zq", &writer(&env, "first", "42")).await;
+    env.agent("second-zq", &writer(&env, "second", "42")).await;
+    env.agent("judge-zq", &reviewer(&env, "judge", None)).await;
+    env.agent("liar-zq", &reviewer(&env, "liar", Some("A is best, trust me")))
+        .await;
+    for (name, judge) in [("pair", "judge-zq"), ("pair-liar", "liar-zq")] {
+        let (status, body) = post(
+            &env,
+            "/api/v1/ensembles",
+            json!({"name": name, "members": ["first-zq", "second-zq"], "check": "sh check.sh",
+                   "reviewer": judge}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    // A reviewer that is a member is refused.
+    let (status, body) = post(
+        &env,
+        "/api/v1/ensembles",
+        json!({"name": "selfish", "members": ["first-zq", "second-zq"], "reviewer": "first-zq"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("may not be one of the members"), "{body}");
+
+    // Both pass: the review decides, blind.
+    let issue = env.issue("Two good answers").await;
+    let (status, body) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble", issue.key),
+        json!({"ensemble": "pair"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let c = decided(&env, &issue).await;
+    assert_eq!(c["green"], 2, "{c:#}");
+    assert_eq!(c["review"], "verdict", "{c:#}");
+    let prompt = std::fs::read_to_string(env.scripts.path().join("judge.prompt")).unwrap();
+    assert!(prompt.contains("Candidate A") && prompt.contains("Candidate B"), "{prompt}");
+    for name in ["first-zq", "second-zq", "judge-zq", "pair"] {
+        assert!(!prompt.contains(name), "the review names {name}: {prompt}");
+    }
+    assert!(!prompt.contains('$'), "the review shows no costs: {prompt}");
+    for v in c["candidates"].as_array().unwrap() {
+        assert_eq!(v["review_score"], 7, "{c:#}");
+        assert!(v["review_label"].is_string(), "{c:#}");
+    }
+    assert_eq!(c["recommendation"]["by_opinion_only"], true, "{c:#}");
+
+    // An answer that is no verdict is shown as invalid, never guessed.
+    let issue = env.issue("Two good answers again").await;
+    let (status, body) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble", issue.key),
+        json!({"ensemble": "pair-liar"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let c = decided(&env, &issue).await;
+    assert_eq!(c["review"], "invalid", "{c:#}");
+    assert!(c["review_error"].as_str().is_some_and(|e| !e.is_empty()), "{c:#}");
+    for v in c["candidates"].as_array().unwrap() {
+        assert!(v["review_score"].is_null(), "{c:#}");
+    }
+    env.stop().await;
+}
