@@ -6,6 +6,7 @@
 mod agent;
 mod ensemble;
 pub mod failure;
+pub mod review;
 mod ids;
 mod issue;
 mod mention;

@@ -370,6 +370,13 @@ pub struct Link {
 }
 
 impl Link {
+    /// A link to `outbox` alone, outside any runner (notes go nowhere): see
+    /// [`crate::supervisor::execute_alone`].
+    pub(crate) fn detached(outbox: Outbox) -> Self {
+        let (notes, _) = mpsc::unbounded_channel();
+        Self { outbox, notes }
+    }
+
     /// Sends a `started`, `events` or `finished`, kept until acknowledged.
     pub fn keep(&self, message: ToServer) {
         self.outbox.push(message);

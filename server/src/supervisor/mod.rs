@@ -14,6 +14,7 @@
 //! - runner shutdown stops every run, which then ends `interrupted`.
 
 mod brief;
+mod check;
 pub(crate) mod ending;
 mod events;
 pub mod git;
@@ -25,7 +26,13 @@ mod watch;
 pub(crate) use brief::{prompt as brief_prompt, render as render_brief};
 pub(crate) use run::{Host, RunSignal};
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::runner::protocol::{Order, ToServer};
 
 /// The clocks of the run engine. Production uses [`RunTiming::default`]; tests shorten them through
 /// `Application::set_run_timing` instead of sleeping.
@@ -63,4 +70,37 @@ impl Default for RunTiming {
             stall_override: None,
         }
     }
+}
+
+/// Executes `order` on this machine outside any runner connection and returns every message it reported
+/// (`started`, `events`, `finished`), in order; `cancel` stands for a person's cancel. The executor's
+/// seam for the run engine's tests, which give it orders the server does not build yet (an ensemble
+/// candidate's check) with real processes and the real sandbox; runners go through `crate::runner`.
+pub async fn execute_alone(
+    config: Arc<Config>,
+    timing: RunTiming,
+    order: Order,
+    cancel: CancellationToken,
+) -> Vec<ToServer> {
+    let host = Host {
+        runtimes: crate::runtimes::RuntimeCache::new(config.runtime_paths.clone()),
+        repo_cache: config.runs_dir.join("repos"),
+        config,
+        timing,
+        api_url: None,
+    };
+    let outbox = crate::runner::outbox::Outbox::in_memory();
+    let link = crate::runner::core::Link::detached(outbox.clone());
+    let shutdown = CancellationToken::new();
+    let signal = RunSignal::new(&shutdown);
+    let run = run::execute(&host, order, &link, &signal);
+    tokio::pin!(run);
+    tokio::select! {
+        () = &mut run => {}
+        () = cancel.cancelled() => {
+            signal.stop(false);
+            run.await;
+        }
+    }
+    outbox.after(0).into_iter().map(|e| e.message).collect()
 }

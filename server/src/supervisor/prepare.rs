@@ -41,6 +41,8 @@ pub(super) struct Prepared {
     pub continuity: Option<serde_json::Value>,
     /// Where the CLI logs each model request's usage, when its stdout does not (Codex).
     pub usage_log: Option<super::usage_log::UsageLog>,
+    /// What an ensemble candidate's check runs inside: the agent's sandbox policy and the run's folders.
+    pub confinement: super::check::Confinement,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -202,7 +204,7 @@ async fn finish_prepare(
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
-    let (launch, sandbox) = confine(
+    let (launch, sandbox, policy) = confine(
         host,
         &mode,
         launch,
@@ -210,6 +212,13 @@ async fn finish_prepare(
         p,
         permission_mode == PermissionMode::ReadOnly,
     )?;
+    let confinement = super::check::Confinement {
+        policy,
+        self_exe: host.config.self_exe.clone(),
+        run_dir: dir.clone(),
+        issue_key: order.issue_key.clone(),
+        run_id: order.run_id.to_string(),
+    };
     Ok(Prepared {
         launch,
         adapter,
@@ -220,6 +229,7 @@ async fn finish_prepare(
         sandbox,
         continuity,
         usage_log,
+        confinement,
     })
 }
 
@@ -327,7 +337,7 @@ async fn continue_session(
 }
 
 /// Puts the launch inside the sandbox (when the mode says so) and returns it with the `sandbox` event's
-/// payload. A program that cannot be found is a missing CLI, reported before the exec step would.
+/// payload and the policy (an ensemble candidate's check runs inside it too). A program that cannot be found is a missing CLI, reported before the exec step would.
 fn confine(
     host: &Host,
     mode: &crate::sandbox::Mode,
@@ -335,10 +345,10 @@ fn confine(
     dir: &Path,
     agent: &AgentSpec,
     read_only: bool,
-) -> Result<(LaunchSpec, serde_json::Value), PrepareError> {
+) -> Result<(LaunchSpec, serde_json::Value, Option<crate::sandbox::Policy>), PrepareError> {
     use crate::sandbox::{self, Mode};
     let Mode::Sandboxed { abi } = mode else {
-        return Ok((launch, sandbox::event_payload(mode, None)));
+        return Ok((launch, sandbox::event_payload(mode, None), None));
     };
     let search_path = muster_agents::process::inherited_path();
     let cwd = launch.cwd.clone();
@@ -388,7 +398,7 @@ fn confine(
     let payload = sandbox::event_payload(mode, Some(&policy));
     let launch = sandbox::wrap(launch, &policy, &host.config.self_exe, &home, &tmp)
         .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
-    Ok((launch, payload))
+    Ok((launch, payload, Some(policy)))
 }
 
 /// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,

@@ -17,14 +17,15 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::RunTiming;
-use super::ending::{self, Ending};
+use super::check::{self, Confinement};
+use super::ending::{self, Ending, Stop};
 use super::events::{EventLog, Tally};
 use super::git::{self, Worktree};
 use super::prepare::{self, Prepared};
 use super::usage_log::UsageLog;
 use super::watch::{self, Line, Watch};
 use crate::config::Config;
-use crate::domain::{FailureReason, RunId};
+use crate::domain::{CHECK_EVENT, FailureReason, RunId};
 use crate::redact::Redactor;
 use crate::runner::core::Link;
 use crate::runner::protocol::{Held, Order, Orphan, Started, ToServer};
@@ -158,6 +159,7 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
         worktree.as_ref(),
         first_events(prepared.sandbox, prepared.continuity),
         prepared.usage_log,
+        &prepared.confinement,
     )
     .await;
     if matches!(ending, Ending::LeaseLost) || signal.is_lost() {
@@ -189,28 +191,50 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
     let mut log = EventLog::new(held, next_seq, redactor.clone());
     let mut tally = Tally::default();
     if let Some(tree) = git::recorded(&prepare::run_dir(&host.config, run_id)).await {
-        let (stat, changed) = wrap_up_worktree(
+        let wrapped = wrap_up_worktree(
             &tree,
             &orphan.issue_key,
             &orphan.agent_name,
             run_id,
             &mut log,
             host.config.push_branches,
+            None,
         )
         .await;
-        tally.diff_stat = stat;
-        tally.changed = changed;
+        tally.diff_stat = wrapped.stat;
+        tally.changed = wrapped.changed;
     }
     log.flush(link);
     let report = ending::finished(held, log.last_seq(), &Ending::Orphaned, &tally, &redactor);
     link.keep(ToServer::Finished(report));
 }
 
+/// An ensemble candidate's check, to run once the work is committed (see [`check`](super::check)).
+pub(super) struct CheckRun<'a> {
+    pub spec: &'a crate::domain::CheckSpec,
+    pub confinement: &'a Confinement,
+    pub redactor: &'a Redactor,
+    pub timing: &'a RunTiming,
+    pub signal: &'a RunSignal,
+    /// Where the events logged before the check go out while it runs.
+    pub link: &'a Link,
+}
+
+/// What wrapping up a worktree found.
+pub(super) struct WrappedUp {
+    /// The diff stat, when the run changed something.
+    pub stat: Option<String>,
+    /// Whether the run changed anything (a git failure counts as changed).
+    pub changed: bool,
+    /// The run was stopped during its check (a cancel, the runner's shutdown, a lost claim).
+    pub stopped_in_check: bool,
+}
+
 /// Commits the agent's work on its branch, logs the diff (kind `diff`), pushes the branch to the
 /// repository's remote when it is a git URL, the run changed something and `push` allows it (kind
-/// `push`, or `error`: a refused push never fails the run), and removes the worktree directory (the
-/// branch stays). Returns whether the run changed anything (a git failure counts as changed, and then
-/// the worktree is kept so nothing is lost).
+/// `push`, or `error`: a refused push never fails the run), runs the ensemble candidate's `check` in the
+/// worktree and logs its result (kind [`CHECK_EVENT`]), and removes the worktree directory (the branch
+/// stays). A git failure counts as changed, and then the worktree is kept so nothing is lost.
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue_key: &str,
@@ -218,7 +242,8 @@ pub(super) async fn wrap_up_worktree(
     run_id: RunId,
     log: &mut EventLog,
     push: bool,
-) -> (Option<String>, bool) {
+    check: Option<CheckRun<'_>>,
+) -> WrappedUp {
     let message = format!("{issue_key}: work of {agent_name} (Muster run {run_id})");
     let author = format!("{agent_name} (muster)");
     match git::commit_work(tree, &message, &author).await {
@@ -236,11 +261,19 @@ pub(super) async fn wrap_up_worktree(
             if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
                 push_work(tree, url, log).await;
             }
+            let mut stopped_in_check = false;
+            if let Some(c) = check {
+                stopped_in_check = run_check(tree, log, &c).await;
+            }
             if let Err(e) = git::remove(tree).await {
                 tracing::warn!(error = %e, "cannot remove the run's worktree");
             }
             let stat = (!diff.is_empty()).then(|| diff.stat.clone());
-            (stat, !diff.is_empty())
+            WrappedUp {
+                stat,
+                changed: !diff.is_empty(),
+                stopped_in_check,
+            }
         }
         Err(e) => {
             tracing::warn!(error = %e, "cannot commit the run's work; its worktree is kept");
@@ -248,9 +281,53 @@ pub(super) async fn wrap_up_worktree(
                 "error",
                 json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
             );
-            (None, true)
+            if let Some(c) = check {
+                let result = check::not_run(c.spec, "the work could not be committed, so it was not checked");
+                log.push(CHECK_EVENT, check_payload(&result));
+            }
+            WrappedUp {
+                stat: None,
+                changed: true,
+                stopped_in_check: false,
+            }
         }
     }
+}
+
+/// Runs the check in the committed worktree and logs its result (not after a lost claim: another claim
+/// owns the run). Returns whether the run was stopped meanwhile.
+async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> bool {
+    // What was logged so far (the diff) is stored while the check runs.
+    log.flush(c.link);
+    tracing::info!(command = %c.spec.command, "running the check");
+    let outcome = check::run(
+        c.spec,
+        &tree.path,
+        c.confinement,
+        c.redactor,
+        c.timing,
+        c.signal,
+    )
+    .await;
+    let (result, stopped) = match outcome {
+        check::Outcome::Done(result) => (result, false),
+        check::Outcome::Stopped(result) => (result, true),
+    };
+    tracing::info!(
+        exit_code = ?result.exit_code,
+        timed_out = result.timed_out,
+        duration_ms = result.duration_ms,
+        "check finished"
+    );
+    if !c.signal.is_lost() {
+        log.push(CHECK_EVENT, check_payload(&result));
+    }
+    stopped
+}
+
+/// A check event's payload.
+fn check_payload(result: &crate::domain::CheckResult) -> serde_json::Value {
+    serde_json::to_value(result).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
 /// Pushes the run's branch to `url` and logs the outcome (the remote shown without credentials).
@@ -292,8 +369,10 @@ async fn run_child(
     worktree: Option<&Worktree>,
     first: Vec<(&'static str, serde_json::Value)>,
     usage_log: Option<UsageLog>,
+    confinement: &Confinement,
 ) -> (Ending, Tally, crate::domain::Seq) {
     let mut lines = read_lines(child, usage_log);
+    let check_redactor = redactor.clone();
     let held = Held {
         run_id: ctx.order.run_id,
         epoch: ctx.order.epoch,
@@ -327,18 +406,54 @@ async fn run_child(
     }
     watch::drain(ctx, &mut lines, &mut log, &mut tally).await;
     tally.settle();
+    // An ensemble candidate is checked unless a person cancelled it or the runner is stopping (a lost
+    // claim returned above); over budget, failed or stalled, its partial work counts.
+    let check = ctx
+        .order
+        .check
+        .as_ref()
+        .filter(|_| !matches!(ending, Ending::Stopped(Stop::Cancelled | Stop::Shutdown, _)));
     if let Some(tree) = worktree {
-        let (stat, changed) = wrap_up_worktree(
+        let wrapped = wrap_up_worktree(
             tree,
             &ctx.order.issue_key,
             &ctx.order.agent.name,
             ctx.order.run_id,
             &mut log,
             ctx.host.config.push_branches,
+            check.map(|spec| CheckRun {
+                spec,
+                confinement,
+                redactor: &check_redactor,
+                timing: &ctx.host.timing,
+                signal: ctx.signal,
+                link: ctx.link,
+            }),
         )
         .await;
-        tally.diff_stat = stat;
-        tally.changed = changed;
+        tally.diff_stat = wrapped.stat;
+        tally.changed = wrapped.changed;
+        if wrapped.stopped_in_check {
+            if ctx.signal.is_lost() {
+                return (Ending::LeaseLost, tally, log.last_seq());
+            }
+            let stop = if ctx.signal.is_shutdown() {
+                Stop::Shutdown
+            } else {
+                Stop::Cancelled
+            };
+            let code = match ending {
+                Ending::Exited(code) | Ending::Stopped(_, code) => code,
+                _ => None,
+            };
+            ending = Ending::Stopped(stop, code);
+        }
+    } else if let Some(spec) = check {
+        let result = check::not_run(
+            spec,
+            "the run has no worktree (the workspace has no repository), so there is nothing to check",
+        );
+        log.push(CHECK_EVENT, check_payload(&result));
     }
     log.flush(ctx.link);
     (ending, tally, log.last_seq())
