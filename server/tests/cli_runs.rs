@@ -144,6 +144,7 @@ impl Harness {
                 trigger: muster::domain::RunTrigger::Assignment,
                 trigger_comment_id: None,
                 previous_run_id: None,
+                ensemble_run_id: None,
             })
             .await
             .unwrap();

@@ -152,9 +152,9 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     };
     let repo = setup(&env).await;
     let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
-    let right = env.agent("right-zq", &writer(&env, "right", "42")).await;
-    let wrong = env.agent("wrong-zq", &writer(&env, "wrong", "41")).await;
-    let spend = env.agent("spend-zq", &spender(&env)).await;
+    env.agent("right-zq", &writer(&env, "right", "42")).await;
+    env.agent("wrong-zq", &writer(&env, "wrong", "41")).await;
+    env.agent("spend-zq", &spender(&env)).await;
     let (status, body) = post(
         &env,
         "/api/v1/ensembles",
@@ -259,6 +259,7 @@ async fn one_budget_checks_first_and_a_merged_choice_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn one_budget_checks_first_and_a_merged_choice_postgres() {
     one_budget_checks_first_and_a_merged_choice(Backend::Postgres).await;
 }
@@ -308,6 +309,7 @@ async fn first_green_stops_the_others_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn first_green_stops_the_others_postgres() {
     first_green_stops_the_others(Backend::Postgres).await;
 }
@@ -321,7 +323,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     env.agent("judge-zq", &reviewer(&env, "judge", None)).await;
     env.agent("liar-zq", &reviewer(&env, "liar", Some("A is best, trust me")))
         .await;
-    for (name, judge) in [("pair", "judge-zq"), ("pair-liar", "liar-zq")] {
+    for (name, judge) in [("duo-zq", "judge-zq"), ("duo-liar-zq", "liar-zq")] {
         let (status, body) = post(
             &env,
             "/api/v1/ensembles",
@@ -346,7 +348,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     let (status, body) = post(
         &env,
         &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "pair"}),
+        json!({"ensemble": "duo-zq"}),
     )
     .await;
     assert_eq!(status, 201, "{body}");
@@ -355,7 +357,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     assert_eq!(c["review"], "verdict", "{c:#}");
     let prompt = std::fs::read_to_string(env.scripts.path().join("judge.prompt")).unwrap();
     assert!(prompt.contains("Candidate A") && prompt.contains("Candidate B"), "{prompt}");
-    for name in ["first-zq", "second-zq", "judge-zq", "pair"] {
+    for name in ["first-zq", "second-zq", "judge-zq", "duo-zq"] {
         assert!(!prompt.contains(name), "the review names {name}: {prompt}");
     }
     assert!(!prompt.contains('$'), "the review shows no costs: {prompt}");
@@ -370,7 +372,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     let (status, body) = post(
         &env,
         &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "pair-liar"}),
+        json!({"ensemble": "duo-liar-zq"}),
     )
     .await;
     assert_eq!(status, 201, "{body}");

@@ -10,7 +10,6 @@ pub mod review;
 mod ids;
 mod issue;
 mod mention;
-pub mod review;
 mod run;
 mod runner;
 pub mod serde_util;

@@ -12,10 +12,16 @@ use crate::domain::{
     EnsembleRunId, EnsembleStatus, FailureReason, InboxKind, Issue, IssueStatus, NewInboxItem,
     NewRun, ReviewOutcome, Run, RunId, RunOutcome, RunStatus, StopNote, StopWhy, Usage,
 };
+use crate::domain::review::ReviewCandidate;
 use crate::engine::Engine;
 use crate::hub::Relayed;
 use crate::runner::protocol::Order;
 use crate::store;
+
+/// The brief (the CLI's context file) of the reviewer's run: its prompt says everything else.
+const REVIEW_BRIEF: &str = "# Blind review\n\nYou compare anonymised candidate changes to one issue. Judge only \
+    the evidence in the prompt (each candidate's check result and diff) and answer only with the JSON \
+    verdict the prompt asks for.\n";
 
 /// The most bytes of one candidate's diff the reviewer is shown.
 const REVIEW_DIFF_BYTES: usize = 60_000;
@@ -175,6 +181,21 @@ pub(crate) async fn shape_order(
         .list_ensemble_members_runs(id)
         .await
         .map_err(|e| format!("cannot read the ensemble's runs: {e}"))?;
+    // Nothing in what the reviewer reads may say whose work it is: the members' names, models and
+    // runtimes are hidden wherever they appear (a commit message, a check's output).
+    let agents = engine
+        .store
+        .list_agents(run.workspace_id)
+        .await
+        .map_err(|e| format!("cannot read the workspace's agents: {e}"))?;
+    let mut hidden: Vec<String> = Vec::new();
+    for a in agents.iter().filter(|a| er.settings.members.contains(&a.id)) {
+        hidden.push(a.profile.name.as_str().to_owned());
+        hidden.extend(a.profile.model.clone());
+        hidden.push(a.profile.kind.to_string());
+    }
+    hidden.push(er.name.clone());
+    let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
     let mut shown = Vec::with_capacity(er.review_labels.len());
     for (label, candidate) in &er.review_labels {
         let (diff, truncated) = diff_of(engine, *candidate)
@@ -193,17 +214,17 @@ pub(crate) async fn shape_order(
             }
             diff.truncate(at);
         }
-        if cut {
-            diff.push_str("\n[the rest of this diff was cut]\n");
-        }
-        shown.push(crate::domain::review::Candidate {
+        let mut candidate = ReviewCandidate {
             label: *label,
             diff,
+            diff_truncated: cut,
             check,
-        });
+        };
+        candidate.hide(&hidden);
+        shown.push(candidate);
     }
     let prompt = crate::domain::review::review_prompt(issue.title.as_str(), &issue.body, &shown);
-    order.brief = crate::domain::review::REVIEW_BRIEF.to_owned();
+    order.brief = REVIEW_BRIEF.to_owned();
     order.prompt = prompt;
     order.repo = None;
     order.skills.clear();
@@ -412,7 +433,8 @@ async fn queue_review(
     pool: &[&Run],
 ) -> store::Result<()> {
     let ids: Vec<RunId> = pool.iter().map(|r| r.id).collect();
-    let labels = crate::domain::review::assign_labels(&ids, &mut rand::rng());
+    let labels = crate::domain::review::assign_labels(&ids, &mut rand::rng())
+        .map_err(|e| store::Error::Other(anyhow::anyhow!(e)))?;
     let new = NewRun {
         ensemble_run_id: Some(er.id),
         ..NewRun::assignment(er.workspace_id, er.issue_id, reviewer)

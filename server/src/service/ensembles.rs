@@ -677,7 +677,9 @@ pub async fn choose(
             )]));
         };
         let message = format!("{key}: merge {branch}, chosen from ensemble {} (r{})", er.name, er.number);
-        Some(merge_into(repo, base, branch, &message).await.map_err(|e| Error::conflict("merge", e))?)
+        // The merge is the chooser's: their name and email sign it.
+        let who = (caller.user.display_name.as_str(), caller.user.email.as_str());
+        Some(merge_into(repo, base, branch, &message, who).await.map_err(|e| Error::conflict("merge", e))?)
     } else {
         None
     };
@@ -713,7 +715,13 @@ pub async fn choose(
 
 /// Merges `branch` into `base` in `repo` without touching any working tree but the one that has `base`
 /// checked out (fast-forwarded there only when it is clean); the new commit's id.
-async fn merge_into(repo: &Path, base: &str, branch: &str, message: &str) -> std::result::Result<String, String> {
+async fn merge_into(
+    repo: &Path,
+    base: &str,
+    branch: &str,
+    message: &str,
+    (name, email): (&str, &str),
+) -> std::result::Result<String, String> {
     let base_ref = format!("refs/heads/{base}");
     let old = git::git(repo, &["rev-parse", "--verify", &base_ref]).await?.trim().to_owned();
     let tip = git::git(repo, &["rev-parse", "--verify", &format!("refs/heads/{branch}")]).await?.trim().to_owned();
@@ -721,7 +729,8 @@ async fn merge_into(repo: &Path, base: &str, branch: &str, message: &str) -> std
         .await
         .map_err(|e| format!("{branch} does not merge cleanly into {base}: {e}"))?;
     let tree = tree.lines().next().unwrap_or_default().trim().to_owned();
-    let commit = git::git(repo, &["commit-tree", &tree, "-p", &old, "-p", &tip, "-m", message])
+    let (name, email) = (format!("user.name={name}"), format!("user.email={email}"));
+    let commit = git::git(repo, &["-c", &name, "-c", &email, "commit-tree", &tree, "-p", &old, "-p", &tip, "-m", message])
         .await?
         .trim()
         .to_owned();

@@ -57,6 +57,9 @@ pub struct RunSignal {
     lost: AtomicBool,
     /// Why the server stopped the run, when it said.
     why: std::sync::Mutex<Option<crate::domain::StopNote>>,
+    /// Fires when a budget the run shares is spent: the agent stops, but its check still runs (its
+    /// partial work counts), unlike after a cancel.
+    spent: CancellationToken,
 }
 
 impl RunSignal {
@@ -67,13 +70,24 @@ impl RunSignal {
             shutdown: shutdown.clone(),
             lost: AtomicBool::new(false),
             why: std::sync::Mutex::new(None),
+            spent: CancellationToken::new(),
         }
     }
 
     /// Stops the run for a reason the server gave (an ensemble's early stop or budget).
     pub fn stop_because(&self, why: crate::domain::StopNote) {
+        let over_budget = why.why == crate::domain::StopWhy::OverBudget;
         *self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-        self.token.cancel();
+        if over_budget {
+            self.spent.cancel();
+        } else {
+            self.token.cancel();
+        }
+    }
+
+    /// Fires when the server stopped the run because a budget it shares is spent.
+    pub(super) fn spent(&self) -> &CancellationToken {
+        &self.spent
     }
 
     /// The reason the server gave for stopping the run, if any.

@@ -84,6 +84,9 @@ pub(super) async fn watch(
                 }
                 return Ending::Stopped(server_stop(ctx, log, tally), None);
             }
+            () = ctx.signal.spent().cancelled() => {
+                return Ending::Stopped(server_stop(ctx, log, tally), None);
+            }
             status = child.wait() => {
                 return Ending::Exited(status.ok().and_then(|s| s.code()));
             }

@@ -267,6 +267,7 @@ pub fn new_run(
         trigger: muster::domain::RunTrigger::Assignment,
         trigger_comment_id: None,
         previous_run_id: None,
+        ensemble_run_id: None,
     }
 }
 
