@@ -142,6 +142,7 @@ impl Cli {
                 trigger: muster::domain::RunTrigger::Assignment,
                 trigger_comment_id: None,
                 previous_run_id: None,
+                ensemble_run_id: None,
             })
             .await
             .unwrap()

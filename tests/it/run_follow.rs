@@ -161,6 +161,7 @@ impl Server {
                 trigger: muster::domain::RunTrigger::Assignment,
                 trigger_comment_id: None,
                 previous_run_id: None,
+                ensemble_run_id: None,
             })
             .await
             .unwrap();

@@ -1281,6 +1281,12 @@ macro_rules! impl_store {
 
             async fn start_ensemble_review(&self, id: EnsembleRunId, review: &NewRun, labels: &[(char, RunId)]) -> Result<Run> {
                 let mut tx = self.begin_write().await?;
+                let status = sqlx::query_scalar::<$db, EnsembleStatus>(
+                    "select status from ensemble_run where ensemble_run_id = $1")
+                    .bind(id).fetch_one(&mut *tx).await?;
+                if status != EnsembleStatus::Running {
+                    return Err(Error::conflict("ensemble_run_status"));
+                }
                 let run_id = RunId::new();
                 let review = NewRun { ensemble_run_id: Some(id), ..review.clone() };
                 let run: Run = insert_run!($db, &mut *tx, run_id, review)?.into();
@@ -1289,7 +1295,6 @@ macro_rules! impl_store {
                      where ensemble_run_id = $1 and status = 'running'")
                     .bind(id).bind(run_id).bind(sqlx::types::Json(labels)).execute(&mut *tx).await?;
                 if done.rows_affected() == 0 {
-                    $crate::store::Store::get_ensemble_run(self, id).await?;
                     return Err(Error::conflict("ensemble_run_status"));
                 }
                 tx.commit().await?;

@@ -109,6 +109,8 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "skill_file.skill_id, skill_file.path" => "skill_file_pkey",
         "agent_skill.agent_id, agent_skill.skill_id" => "agent_skill_pkey",
         "invitation.workspace_id, invitation.user_id" => "invitation_workspace_user_key",
+        "ensemble.workspace_id, ensemble.name" => "ensemble_workspace_name_key",
+        "ensemble_run.issue_id, ensemble_run.number" => "ensemble_run_issue_number_key",
         other => return other.to_owned(),
     };
     name.to_owned()

@@ -403,6 +403,7 @@ async fn agent_delete_rules(t: &Env) {
             trigger: muster::domain::RunTrigger::Assignment,
             trigger_comment_id: None,
             previous_run_id: None,
+            ensemble_run_id: None,
         })
         .await
         .unwrap();

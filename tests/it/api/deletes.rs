@@ -172,6 +172,7 @@ pub(super) async fn run_token(t: &Env, key: &str, name: &str) -> String {
             trigger: muster::domain::RunTrigger::Assignment,
             trigger_comment_id: None,
             previous_run_id: None,
+            ensemble_run_id: None,
         })
         .await
         .unwrap();

@@ -43,6 +43,7 @@ async fn queue(t: &Env, issue: &Issue, agent: &Agent, attempt: i32) -> Run {
             trigger: muster::domain::RunTrigger::Assignment,
             trigger_comment_id: None,
             previous_run_id: None,
+            ensemble_run_id: None,
         })
         .await
         .unwrap()

@@ -101,6 +101,7 @@ impl Team {
                 trigger: muster::domain::RunTrigger::Assignment,
                 trigger_comment_id: None,
                 previous_run_id: None,
+                ensemble_run_id: None,
             })
             .await
             .unwrap();

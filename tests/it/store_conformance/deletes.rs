@@ -87,6 +87,7 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         trigger: muster::domain::RunTrigger::Assignment,
         trigger_comment_id: None,
         previous_run_id: None,
+        ensemble_run_id: None,
     };
     let run = store.create_run(&new_run(doomed.id)).await.unwrap();
     store

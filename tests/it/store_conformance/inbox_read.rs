@@ -169,6 +169,7 @@ async fn latest_runs_are_one_per_issue(store: Arc<dyn Store>) {
         trigger: muster::domain::RunTrigger::Assignment,
         trigger_comment_id: None,
         previous_run_id: None,
+        ensemble_run_id: None,
     };
     let a1 = store
         .create_run(&run(a.id, coder.id, f.ws.id, 1))

@@ -6,6 +6,7 @@
 
 mod board;
 mod deletes;
+mod ensembles;
 mod inbox_read;
 mod invitations;
 mod issues;
