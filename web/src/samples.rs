@@ -114,6 +114,7 @@ fn card(spec: &CardSpec) -> IssueCardView {
         move_url: format!("/w/acme/issues/{key}/move"),
         run_state: run.map(str::to_string),
         run_waiting: None,
+        ensemble: None,
     }
 }
 
@@ -231,6 +232,8 @@ pub fn issue() -> IssuePageView {
         runtime: None,
     };
     IssuePageView {
+        ensemble_runs: Vec::new(),
+        ensembles: Vec::new(),
         nav: nav(NavItem::Board),
         key: "MUS-24".into(),
         url: "/w/acme/issues/MUS-24".into(),

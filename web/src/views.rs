@@ -93,6 +93,8 @@ pub struct IssueCardView {
     pub run_state: Option<String>,
     /// Why its queued run waits ("waiting for a runner with Codex"), shown instead of a bare `queued`.
     pub run_waiting: Option<String>,
+    /// Its latest ensemble run in short ("ensemble: 2/3 green, $1.40"), when it has one.
+    pub ensemble: Option<String>,
 }
 
 /// One status column.
@@ -294,6 +296,10 @@ pub struct IssuePageView {
     pub edit_comment: Option<CommentEditView>,
     /// The viewer may delete the issue (owners, admins and its creator).
     pub can_delete: bool,
+    /// The issue's ensemble runs: (label, compare page URL), latest last.
+    pub ensemble_runs: Vec<(String, String)>,
+    /// The workspace's ensembles: (name, its members and typical cost), for "Run an ensemble".
+    pub ensembles: Vec<(String, String)>,
 }
 
 /// `GET /w/{slug}/issues/{key}/delete`: what deleting the issue takes with it, before one confirms.
@@ -958,4 +964,108 @@ pub struct AssigneeChoiceView {
     pub value: String,
     pub person: Option<PersonView>,
     pub selected: bool,
+}
+
+/// `GET /w/{slug}/issues/{key}/ensemble[?number=n]`: an ensemble run's candidates side by side.
+#[derive(Debug, Clone)]
+pub struct EnsemblePageView {
+    pub nav: Nav,
+    pub issue_key: String,
+    pub issue_title: String,
+    pub issue_url: String,
+    /// The ensemble's name and run number (`r<n>`).
+    pub ensemble: String,
+    pub number: i32,
+    /// `running`, `reviewing`, `decided`, `chosen`.
+    pub status: String,
+    /// Whether the page refreshes itself (candidates or the reviewer still at work).
+    pub live: bool,
+    /// This page's own URL (the refresh reads it).
+    pub self_url: String,
+    pub early_stop: String,
+    pub check: Option<String>,
+    pub base: Option<String>,
+    /// "$1.40 of $3.00" or "1,020 of 1,000 tokens", and the share of the budget spent (0–1), when
+    /// there is a budget.
+    pub spent_label: String,
+    pub budget_parts: Vec<BudgetPartView>,
+    pub stop_reason: Option<String>,
+    /// What a single agent typically costs, to compare with.
+    pub single_agent: Option<String>,
+    pub review: ReviewStateView,
+    pub recommendation: Option<RecommendationView>,
+    pub candidates: Vec<CandidateColumnView>,
+    /// Where Choose posts; `None` once chosen (or while a candidate is still at work).
+    pub choose_url: Option<String>,
+    pub can_merge: bool,
+    pub merged_commit: Option<String>,
+    /// Other ensemble runs of the issue: (label, url).
+    pub others: Vec<(String, String)>,
+    pub errors: FormErrors,
+}
+
+/// One slice of the budget bar.
+#[derive(Debug, Clone)]
+pub struct BudgetPartView {
+    pub agent: String,
+    /// The share of the bar (0–1) this candidate's spend takes.
+    pub fraction: f64,
+    pub label: String,
+    /// A colour index (0–7), the same as the candidate's column.
+    pub hue: usize,
+}
+
+/// How the blind review went.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewStateView {
+    /// `none`, `pending`, `verdict`, `invalid`, `no_answer`.
+    pub state: String,
+    pub message: Option<String>,
+    pub best_label: Option<String>,
+    pub review_run_url: Option<String>,
+}
+
+/// The recommended candidate and why.
+#[derive(Debug, Clone)]
+pub struct RecommendationView {
+    pub agent: String,
+    pub why: String,
+    pub by_opinion_only: bool,
+}
+
+/// One candidate's column.
+#[derive(Debug, Clone)]
+pub struct CandidateColumnView {
+    pub agent: String,
+    pub runtime: String,
+    pub hue: usize,
+    pub status: String,
+    pub failure: Option<String>,
+    pub run_url: String,
+    pub branch: Option<String>,
+    /// `pass`, `fail`, `timed_out`, `error`, `none` (not checked).
+    pub gate: String,
+    pub gate_label: String,
+    pub check_tail: Option<String>,
+    pub diff_stat: Option<String>,
+    pub files: Vec<DiffFileView>,
+    pub tokens: String,
+    pub cost: String,
+    pub duration: Option<String>,
+    pub review_label: Option<String>,
+    pub review_score: Option<i64>,
+    pub review_reasons: Vec<String>,
+    /// The last lines the agent logged.
+    pub log_tail: Vec<String>,
+    pub recommended: bool,
+    pub chosen: bool,
+    /// The value Choose posts for this candidate.
+    pub choose_value: String,
+}
+
+/// One file of a candidate's diff.
+#[derive(Debug, Clone)]
+pub struct DiffFileView {
+    pub path: String,
+    pub patch: String,
 }

@@ -788,3 +788,59 @@ pub async fn board_badges(state: &Engine, ws: crate::domain::WorkspaceId) -> Res
     }
     Ok(out)
 }
+
+/// What the compare page shows of one candidate beyond its row: its diff split by file, and the last
+/// lines it logged.
+#[derive(Debug, Clone, Default)]
+pub struct CandidateDetails {
+    /// (path, patch) per file, in the diff's order.
+    pub files: Vec<(String, String)>,
+    pub log_tail: Vec<String>,
+    pub check_tail: Option<String>,
+}
+
+/// How many events the log tail reads.
+const LOG_TAIL_EVENTS: i64 = 40;
+/// How many lines of it are shown.
+const LOG_TAIL_LINES: usize = 8;
+
+/// A candidate's diff by file and its log's tail.
+pub async fn candidate_details(state: &Engine, run: crate::domain::RunId) -> Result<CandidateDetails> {
+    let patch = crate::engine::ensemble::diff_of(state, run).await?.map(|(p, _)| p).unwrap_or_default();
+    let mut files: Vec<(String, String)> = Vec::new();
+    for line in patch.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            let path = rest.trim_end().rsplit(" b/").next().unwrap_or(rest).to_owned();
+            files.push((path, String::new()));
+        }
+        match files.last_mut() {
+            Some((_, p)) => p.push_str(line),
+            None if !line.trim().is_empty() => files.push(("(diff)".to_owned(), line.to_owned())),
+            None => {}
+        }
+    }
+    let mut log_tail: Vec<String> = Vec::new();
+    for e in state.store.run_events_tail(run, LOG_TAIL_EVENTS).await? {
+        let p = &e.payload;
+        let text = match e.kind.as_str() {
+            "text" => p["text"].as_str().map(str::to_owned),
+            "stderr" | "raw" => p["line"].as_str().map(str::to_owned),
+            "tool_call" => p["name"].as_str().map(|n| format!("→ {n}")),
+            "command" => p["cmd"].as_str().map(|c| format!("$ {c}")),
+            "error" => p["message"].as_str().map(|m| format!("error: {m}")),
+            "check" => Some(format!("check: exit {}", p["exit_code"])),
+            _ => None,
+        };
+        if let Some(text) = text {
+            log_tail.extend(text.lines().filter(|l| !l.trim().is_empty()).map(|l| l.chars().take(200).collect::<String>()));
+        }
+    }
+    let cut = log_tail.len().saturating_sub(LOG_TAIL_LINES);
+    log_tail.drain(..cut);
+    let check_tail = check_of(state, run).await?.map(|c| c.tail).filter(|t| !t.trim().is_empty());
+    Ok(CandidateDetails {
+        files,
+        log_tail,
+        check_tail,
+    })
+}

@@ -1326,6 +1326,16 @@ macro_rules! impl_store {
                 }
             }
 
+            async fn run_events_tail(&self, run: RunId, limit: i64) -> Result<Vec<RunEvent>> {
+                let rows = sqlx::query_as::<$db, RunEventRow>(
+                    "select run_id, seq, at, kind, payload from run_event where run_id = $1 \
+                     order by seq desc limit $2")
+                    .bind(run).bind(limit).fetch_all(&self.pool).await?;
+                let mut events: Vec<RunEvent> = rows.into_iter().map(Into::into).collect();
+                events.reverse();
+                Ok(events)
+            }
+
             async fn last_run_event_of_kind(&self, run: RunId, kind: &str) -> Result<Option<RunEvent>> {
                 let row = sqlx::query_as::<$db, RunEventRow>(
                     "select run_id, seq, at, kind, payload from run_event where run_id = $1 and kind = $2 \

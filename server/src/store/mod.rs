@@ -732,6 +732,8 @@ pub trait Store: Send + Sync + 'static {
         by: UserId,
         merged_commit: Option<&str>,
     ) -> Result<EnsembleRun>;
+    /// The last `limit` events of a run, in order (a log's tail).
+    async fn run_events_tail(&self, run: RunId, limit: i64) -> Result<Vec<RunEvent>>;
     /// The last event of `kind` a run stored, if any.
     async fn last_run_event_of_kind(&self, run: RunId, kind: &str) -> Result<Option<RunEvent>>;
     /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports

@@ -316,6 +316,14 @@ async fn live_spend_and_the_last_event_of_a_kind(store: Arc<dyn Store>) {
     let last = store.last_run_event_of_kind(run.id, "check").await.unwrap().unwrap();
     assert_eq!((last.seq, last.payload["n"].as_i64()), (3, Some(3)));
     assert!(store.last_run_event_of_kind(run.id, "diff").await.unwrap().is_none());
+    let tail: Vec<i64> = store
+        .run_events_tail(run.id, 3)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(tail, [2, 3, 4]);
 }
 
 async fn the_workspace_check_command_round_trips(store: Arc<dyn Store>) {

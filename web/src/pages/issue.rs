@@ -38,6 +38,7 @@ pub fn issue(v: &IssuePageView) -> Markup {
                 }
                 aside.issue-side {
                     (properties(v))
+                    (ensembles(v))
                     @if v.can_delete {
                         a.btn.btn-danger-ghost.issue-delete href={ (v.url) "/delete" } { "Delete issue…" }
                     }
@@ -46,6 +47,30 @@ pub fn issue(v: &IssuePageView) -> Markup {
         }
     };
     page(&title, Some(&v.nav), body)
+}
+
+/// The issue's ensemble runs, and a form to put an ensemble on it (each member takes it blind).
+fn ensembles(v: &IssuePageView) -> Markup {
+    html! {
+        @if !v.ensemble_runs.is_empty() || !v.ensembles.is_empty() {
+            section.issue-ensembles aria-labelledby="issue-ensembles-h" {
+                h2 #issue-ensembles-h { "Ensembles" }
+                @if !v.ensemble_runs.is_empty() {
+                    ul { @for (label, url) in v.ensemble_runs.iter().rev() { li { a href=(url) { "Compare " (label) } } } }
+                }
+                @if !v.ensembles.is_empty() {
+                    form method="post" action={ (v.url) "/ensemble" } {
+                        (crate::partials::form::csrf(&v.nav.csrf))
+                        label for="ensemble-pick" { "Run an ensemble" }
+                        select #ensemble-pick name="ensemble" {
+                            @for (name, about) in &v.ensembles { option value=(name) { (name) " — " (about) } }
+                        }
+                        button.btn type="submit" { "Start" }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The key, the title and the button that opens them for editing.

@@ -23,6 +23,9 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
                     @for l in &card.labels { (LabelChip(l)) }
                 }
             }
+            @if let Some(e) = &card.ensemble {
+                a.card-ensemble href={ (card.url) "/ensemble" } { (e) }
+            }
             div.card-bottom {
                 @if let Some(why) = &card.run_waiting {
                     span.run.run-queued.run-waiting title=(why) { span.run-dot aria-hidden="true" {} (why) }

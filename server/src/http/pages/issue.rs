@@ -130,7 +130,50 @@ async fn page_view(
         edit_text: false,
         edit_comment: None,
         can_delete: svc::may_delete(&member.caller, issue),
+        ensemble_runs: state
+            .store
+            .list_ensemble_runs(issue.id)
+            .await?
+            .iter()
+            .map(|e| {
+                (
+                    format!("{} r{} ({})", e.name, e.number, e.status),
+                    format!(
+                        "/w/{}/issues/{}/ensemble?number={}",
+                        member.caller.ws.slug, issue.key, e.number
+                    ),
+                )
+            })
+            .collect(),
+        ensembles: ensemble_choices(state, &member.caller).await?,
     })
+}
+
+/// The workspace's ensembles with what each would take: its members and, from their history, a typical
+/// cost (the sum of each member's median run).
+async fn ensemble_choices(
+    state: &AppState,
+    caller: &crate::service::Caller,
+) -> crate::http::Result<Vec<(String, String)>> {
+    use crate::service::ensembles as ens;
+    let agents = state.store.list_agents(caller.ws.id).await?;
+    let mut out = Vec::new();
+    for e in ens::list(state, caller).await? {
+        let view = ens::EnsembleView::of(&e, &agents);
+        let estimates = ens::estimate(state, caller, &e.settings).await?;
+        let known: Vec<f64> = estimates.iter().filter_map(|x| x.median_cost_usd).collect();
+        let typical = if known.len() == estimates.len() && !known.is_empty() {
+            format!("typically ~${:.2}", known.iter().sum::<f64>())
+        } else {
+            "no cost history yet".to_owned()
+        };
+        let cap = view
+            .budget_usd
+            .map(|b| format!(", cap ${b:.2}"))
+            .unwrap_or_default();
+        out.push((view.name, format!("{}; {typical}{cap}", view.members.join(", "))));
+    }
+    Ok(out)
 }
 
 /// The timeline's views, with the reply box under the latest run once it finished (and while the issue

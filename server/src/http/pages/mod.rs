@@ -6,6 +6,7 @@ mod account;
 pub(crate) use account::client_ip;
 mod agents;
 mod board;
+mod ensembles;
 mod inbox;
 mod invitations;
 mod issue;
@@ -35,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .merge(account::router())
         .merge(board::router())
         .merge(issue::router())
+        .merge(ensembles::router())
         .merge(agents::router())
         .merge(members::router())
         .merge(runtimes::router())

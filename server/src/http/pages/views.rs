@@ -222,6 +222,7 @@ pub fn card(slug: &str, issue: &Issue, people: &People) -> IssueCardView {
         labels: issue.labels.iter().map(|l| l.as_str().to_owned()).collect(),
         run_state: None,
         run_waiting: None,
+        ensemble: None,
     }
 }
 

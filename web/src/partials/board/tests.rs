@@ -13,6 +13,7 @@ fn sample_card() -> IssueCardView {
         move_url: "/w/acme/issues/MUS-7/move".into(),
         run_state: Some("failed".into()),
         run_waiting: None,
+        ensemble: None,
     }
 }
 

@@ -62,6 +62,7 @@ struct CardContext<'a> {
     people: &'a People,
     runs: HashMap<IssueId, Run>,
     waiting: Waiting,
+    ensembles: HashMap<IssueId, String>,
 }
 
 impl<'a> CardContext<'a> {
@@ -78,11 +79,13 @@ impl<'a> CardContext<'a> {
             .map(|r| (r.issue_id, r))
             .collect();
         let waiting = Waiting::load(state, caller.ws.id, runs.values()).await?;
+        let ensembles = crate::service::ensembles::board_badges(state, caller.ws.id).await?;
         Ok(Self {
             slug: caller.ws.slug.to_string(),
             people,
             runs,
             waiting,
+            ensembles,
         })
     }
 
@@ -91,6 +94,7 @@ impl<'a> CardContext<'a> {
         IssueCardView {
             run_state: run.and_then(card_run_state),
             run_waiting: run.and_then(|r| self.waiting.reason(r)),
+            ensemble: self.ensembles.get(&issue.id).cloned(),
             ..card(&self.slug, issue, self.people)
         }
     }
