@@ -644,9 +644,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout(args) => client::logout(&args.remote()),
         Command::Issue(args) => client::issue::run(&args.remote.remote(), args.command).await,
         Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
-        Command::Ensemble(args) => {
-            client::ensemble::run(&args.remote.remote(), args.command).await
-        }
+        Command::Ensemble(args) => client::ensemble::run(&args.remote.remote(), args.command).await,
         Command::Skill(args) => client::skill::run(&args.remote.remote(), args.command).await,
         Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
         Command::Invitation(args) => {

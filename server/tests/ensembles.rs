@@ -7,10 +7,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use muster::domain::*;
-use muster_tests::{Backend, git, git_commit_all};
+use muster_tests::{Backend, git};
 use serde_json::{Value, json};
 use support::*;
 
@@ -19,32 +19,8 @@ const TURN_TOKENS: i64 = 100;
 /// The ensembles' token budget in these tests.
 const BUDGET_TOKENS: i64 = 1000;
 
-/// A repository whose check (`sh check.sh`) passes when `answer.txt` says `42`, and prints a cargo-test
-/// like summary either way.
-fn repo_in(dir: &Path) -> PathBuf {
-    let repo = dir.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("answer.txt"), "unknown\n").unwrap();
-    std::fs::write(
-        repo.join("check.sh"),
-        "if grep -qx 42 answer.txt; then\n  echo 'test result: ok. 3 passed; 0 failed; 0 ignored'\n  exit 0\nfi\n\
-         echo 'test result: FAILED. 2 passed; 1 failed; 0 ignored'\nexit 1\n",
-    )
-    .unwrap();
-    git_commit_all(&repo, "first");
-    repo
-}
-
-/// The final stream-json `result` line: `tokens` input tokens, `text` as the answer.
 fn result_line(tokens: i64, text: &str) -> String {
-    json!({
-        "type": "result", "subtype": "success", "is_error": false, "result": text,
-        "session_id": "s", "total_cost_usd": 0.001,
-        "usage": {"input_tokens": tokens, "output_tokens": 0, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0}
-    })
-    .to_string()
+    muster_tests::ensemble::result_line(tokens, 0.001, text)
 }
 
 /// A candidate that writes `answer` into `answer.txt` and reports 10 tokens.
@@ -72,27 +48,18 @@ fn spender(env: &Env) -> PathBuf {
 }
 
 /// A reviewer that keeps the prompt it was given beside its script (`<name>.prompt`) and answers
-/// `verdict` (built from the labels it finds when `None`).
+/// `verdict` (a valid one built from the labels it finds when `None`).
 fn reviewer(env: &Env, name: &str, verdict: Option<&str>) -> PathBuf {
     let prompt = env.scripts.path().join(format!("{name}.prompt"));
-    let answer = match verdict {
-        Some(text) => format!("echo '{}'", result_line(5, text)),
-        // Every label found in the prompt gets a score and a reason citing its check.
-        None => r#"labels=$(grep -oE 'Candidate [A-H]' "$P" | cut -c11 | sort -u)
-entries=""; best=""
-for l in $labels; do
-  [ -z "$best" ] && best=$l
-  entries="$entries{\"label\":\"$l\",\"score\":7,\"reasons\":[\"the check passed for $l: test result ok\"]},"
-done
-verdict="{\"candidates\":[${entries%,}],\"best\":\"$best\"}"
-escaped=$(printf '%s' "$verdict" | sed 's/"/\\"/g')
-echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"$escaped\",\"session_id\":\"s\",\"total_cost_usd\":0.001,\"usage\":{\"input_tokens\":5,\"output_tokens\":0,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0}}""#
-            .to_owned(),
+    let body = match verdict {
+        Some(text) => format!(
+            "cat > '{}'\necho '{}'",
+            prompt.display(),
+            result_line(5, text)
+        ),
+        None => muster_tests::ensemble::judge_body(&prompt),
     };
-    env.script(
-        &format!("{name}.sh"),
-        &format!("P='{}'\ncat > \"$P\"\n{answer}", prompt.display()),
-    )
+    env.script(&format!("{name}.sh"), &body)
 }
 
 async fn post(env: &Env, path: &str, body: Value) -> (u16, Value) {
@@ -138,7 +105,7 @@ fn candidate<'a>(c: &'a Value, agent: &str) -> &'a Value {
 }
 
 async fn setup(env: &Env) -> PathBuf {
-    let repo = repo_in(env.scripts.path());
+    let repo = muster_tests::ensemble::repo_with_check(env.scripts.path());
     env.store
         .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
         .await
@@ -203,11 +170,17 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
         (BUDGET_TOKENS..=BUDGET_TOKENS + TURN_TOKENS).contains(&spent),
         "spent {spent} tokens of {BUDGET_TOKENS}: {c:#}"
     );
-    assert!(c["stop_reason"].as_str().unwrap().contains("budget"), "{c:#}");
+    assert!(
+        c["stop_reason"].as_str().unwrap().contains("budget"),
+        "{c:#}"
+    );
     // Branches: one per candidate, from the same base.
     for v in [r, w, s] {
         let branch = v["branch"].as_str().unwrap();
-        assert!(branch.starts_with(&format!("muster/{}-", issue.key)), "{branch}");
+        assert!(
+            branch.starts_with(&format!("muster/{}-", issue.key)),
+            "{branch}"
+        );
         assert!(branch.ends_with("-r1"), "{branch}");
         assert_eq!(
             git(&repo, &["merge-base", branch, "main"]).trim(),
@@ -234,14 +207,25 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), merged);
     assert_eq!(git(&repo, &["show", "main:answer.txt"]).trim(), "42");
     assert_eq!(
-        std::fs::read_to_string(repo.join("answer.txt")).unwrap().trim(),
+        std::fs::read_to_string(repo.join("answer.txt"))
+            .unwrap()
+            .trim(),
         "42",
         "the checked-out main was fast-forwarded"
     );
     let branches = git(&repo, &["branch", "--list", "muster/*"]);
-    assert!(branches.contains(r["branch"].as_str().unwrap()), "{branches}");
-    assert!(!branches.contains(w["branch"].as_str().unwrap()), "{branches}");
-    assert!(!branches.contains(s["branch"].as_str().unwrap()), "{branches}");
+    assert!(
+        branches.contains(r["branch"].as_str().unwrap()),
+        "{branches}"
+    );
+    assert!(
+        !branches.contains(w["branch"].as_str().unwrap()),
+        "{branches}"
+    );
+    assert!(
+        !branches.contains(s["branch"].as_str().unwrap()),
+        "{branches}"
+    );
     // Choosing again is refused.
     let (status, body) = post(
         &env,
@@ -299,7 +283,10 @@ async fn first_green_stops_the_others(backend: Backend) {
         slow["summary"].as_str().unwrap().contains("stopped early"),
         "{c:#}"
     );
-    assert!(slow["check"].is_null(), "a stopped candidate is not checked: {c:#}");
+    assert!(
+        slow["check"].is_null(),
+        "a stopped candidate is not checked: {c:#}"
+    );
     env.stop().await;
 }
 
@@ -321,8 +308,11 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     env.agent("first-zq", &writer(&env, "first", "42")).await;
     env.agent("second-zq", &writer(&env, "second", "42")).await;
     env.agent("judge-zq", &reviewer(&env, "judge", None)).await;
-    env.agent("liar-zq", &reviewer(&env, "liar", Some("A is best, trust me")))
-        .await;
+    env.agent(
+        "liar-zq",
+        &reviewer(&env, "liar", Some("A is best, trust me")),
+    )
+    .await;
     for (name, judge) in [("duo-zq", "judge-zq"), ("duo-liar-zq", "liar-zq")] {
         let (status, body) = post(
             &env,
@@ -341,7 +331,10 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     )
     .await;
     assert_eq!(status, 422, "{body}");
-    assert!(body.to_string().contains("may not be one of the members"), "{body}");
+    assert!(
+        body.to_string().contains("may not be one of the members"),
+        "{body}"
+    );
 
     // Both pass: the review decides, blind.
     let issue = env.issue("Two good answers").await;
@@ -356,7 +349,10 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     assert_eq!(c["green"], 2, "{c:#}");
     assert_eq!(c["review"], "verdict", "{c:#}");
     let prompt = std::fs::read_to_string(env.scripts.path().join("judge.prompt")).unwrap();
-    assert!(prompt.contains("Candidate A") && prompt.contains("Candidate B"), "{prompt}");
+    assert!(
+        prompt.contains("Candidate A") && prompt.contains("Candidate B"),
+        "{prompt}"
+    );
     for name in ["first-zq", "second-zq", "judge-zq", "duo-zq"] {
         assert!(!prompt.contains(name), "the review names {name}: {prompt}");
     }
@@ -378,7 +374,10 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     assert_eq!(status, 201, "{body}");
     let c = decided(&env, &issue).await;
     assert_eq!(c["review"], "invalid", "{c:#}");
-    assert!(c["review_error"].as_str().is_some_and(|e| !e.is_empty()), "{c:#}");
+    assert!(
+        c["review_error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{c:#}"
+    );
     for v in c["candidates"].as_array().unwrap() {
         assert!(v["review_score"].is_null(), "{c:#}");
     }

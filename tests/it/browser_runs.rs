@@ -62,6 +62,9 @@ impl Server {
         muster_tests::init_tracing();
         let mut config = db.config();
         config.embedded_runner = true;
+        let scripts = tempfile::tempdir().unwrap();
+        // Stand-in agents may leave what they saw beside their scripts (as `--agent-rw-path` allows).
+        config.agent_rw_paths = vec![scripts.path().to_path_buf()];
         let mut app = muster::app::build(config).await.unwrap();
         app.set_run_timing(RunTiming {
             int_grace: Duration::from_secs(2),
@@ -78,7 +81,7 @@ impl Server {
             ws,
             shutdown,
             handle,
-            scripts: tempfile::tempdir().unwrap(),
+            scripts,
             _db: db,
         })
     }

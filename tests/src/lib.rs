@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod bench;
 pub mod browser;
+pub mod ensemble;
 pub mod model_server;
 
 /// Reads a test-harness setting. Tests never set variables; they only read what CI exported.

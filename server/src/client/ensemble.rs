@@ -128,9 +128,24 @@ pub async fn run(remote: &Remote, command: EnsembleCommand) -> anyhow::Result<()
                 })
                 .collect();
             if rows.is_empty() {
-                println!("no ensembles yet: muster ensemble create NAME --member A --member B --check \"cargo test\"");
+                println!(
+                    "no ensembles yet: muster ensemble create NAME --member A --member B --check \"cargo test\""
+                );
             } else {
-                print!("{}", table(&["NAME", "MEMBERS", "CHECK", "EARLY STOP", "REVIEWER", "BUDGET"], &rows));
+                print!(
+                    "{}",
+                    table(
+                        &[
+                            "NAME",
+                            "MEMBERS",
+                            "CHECK",
+                            "EARLY STOP",
+                            "REVIEWER",
+                            "BUDGET"
+                        ],
+                        &rows
+                    )
+                );
             }
             Ok(())
         }
@@ -139,7 +154,9 @@ pub async fn run(remote: &Remote, command: EnsembleCommand) -> anyhow::Result<()
             if json { print_json(&e) } else { show(&e) }
         }
         EnsembleCommand::Create(flags) => {
-            let e = client.post("/api/v1/ensembles", &Body::of(flags, true)).await?;
+            let e = client
+                .post("/api/v1/ensembles", &Body::of(flags, true))
+                .await?;
             if json { print_json(&e) } else { show(&e) }
         }
         EnsembleCommand::Edit(flags) => {
@@ -200,7 +217,10 @@ fn show(e: &Value) -> anyhow::Result<()> {
     println!(
         "  check:      {}{}",
         text(&e["check"]),
-        e["check_timeout_secs"].as_u64().map(|s| format!(" (timeout {s} s)")).unwrap_or_else(|| " (the workspace's)".to_owned())
+        e["check_timeout_secs"]
+            .as_u64()
+            .map(|s| format!(" (timeout {s} s)"))
+            .unwrap_or_else(|| " (the workspace's)".to_owned())
     );
     println!("  early stop: {}", text(&e["early_stop"]));
     println!("  reviewer:   {}", text(&e["reviewer"]));
@@ -227,9 +247,16 @@ pub async fn assign(client: &Client, json: bool, key: &str, ensemble: &str) -> a
         text(&done["ensemble"]),
         done["number"],
         done["runs"].as_array().map_or(0, Vec::len),
-        done["base_commit"].as_str().map(|c| format!(" from {}", &c[..c.len().min(12)])).unwrap_or_default()
+        done["base_commit"]
+            .as_str()
+            .map(|c| format!(" from {}", &c[..c.len().min(12)]))
+            .unwrap_or_default()
     );
-    for e in done["estimates"].as_array().map(Vec::as_slice).unwrap_or_default() {
+    for e in done["estimates"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
         println!(
             "  {:<20} {}",
             text(&e["agent"]),
@@ -246,12 +273,20 @@ pub async fn assign(client: &Client, json: bool, key: &str, ensemble: &str) -> a
 }
 
 /// `muster issue compare KEY`: the candidates side by side.
-pub async fn compare(client: &Client, json: bool, key: &str, number: Option<i32>) -> anyhow::Result<()> {
+pub async fn compare(
+    client: &Client,
+    json: bool,
+    key: &str,
+    number: Option<i32>,
+) -> anyhow::Result<()> {
     let mut path = format!("/api/v1/issues/{}/ensemble", segment(key));
     if let Some(n) = number {
         path.push_str(&format!("?number={n}"));
     }
-    let c = client.get(&path).await.map_err(|e| not_found_as(e, &format!("issue {key}")))?;
+    let c = client
+        .get(&path)
+        .await
+        .map_err(|e| not_found_as(e, &format!("issue {key}")))?;
     if json {
         return print_json(&c);
     }
@@ -278,7 +313,10 @@ fn print_comparison(c: &Value) {
         c["spent_usd"].as_f64().unwrap_or(0.0),
         c["spent_tokens"],
         c["review_cost_usd"].as_f64().unwrap_or(0.0),
-        c["single_agent_estimate_usd"].as_f64().map(|s| format!("; one agent alone: ~${s:.4}")).unwrap_or_default()
+        c["single_agent_estimate_usd"]
+            .as_f64()
+            .map(|s| format!("; one agent alone: ~${s:.4}"))
+            .unwrap_or_default()
     );
     if let Some(why) = c["stop_reason"].as_str() {
         println!("{}", clean(why));
@@ -309,17 +347,34 @@ fn print_comparison(c: &Value) {
                 text(&v["agent"]),
                 text(&v["status"]),
                 check,
-                text(&v["diff_stat"]).lines().last().unwrap_or("-").trim().to_owned(),
+                text(&v["diff_stat"])
+                    .lines()
+                    .last()
+                    .unwrap_or("-")
+                    .trim()
+                    .to_owned(),
                 v["tokens"].to_string(),
                 text(&v["cost_label"]),
-                v["review_score"].as_i64().map(|s| format!("{s}/10")).unwrap_or_else(|| "-".to_owned()),
-                if v["chosen"].as_bool() == Some(true) { "chosen".to_owned() } else { String::new() },
+                v["review_score"]
+                    .as_i64()
+                    .map(|s| format!("{s}/10"))
+                    .unwrap_or_else(|| "-".to_owned()),
+                if v["chosen"].as_bool() == Some(true) {
+                    "chosen".to_owned()
+                } else {
+                    String::new()
+                },
             ]
         })
         .collect();
     print!(
         "{}",
-        table(&["AGENT", "STATUS", "CHECK", "DIFF", "TOKENS", "COST", "REVIEW", ""], &rows)
+        table(
+            &[
+                "AGENT", "STATUS", "CHECK", "DIFF", "TOKENS", "COST", "REVIEW", ""
+            ],
+            &rows
+        )
     );
     match c["review"].as_str() {
         Some("invalid") => println!("review: INVALID verdict — {}", text(&c["review_error"])),
@@ -331,16 +386,29 @@ fn print_comparison(c: &Value) {
             "recommended: {} — {}{}",
             text(&r["agent"]),
             text(&r["why"]),
-            if r["by_opinion_only"].as_bool() == Some(true) { " (by opinion only)" } else { "" }
+            if r["by_opinion_only"].as_bool() == Some(true) {
+                " (by opinion only)"
+            } else {
+                ""
+            }
         );
     }
 }
 
 /// `muster issue choose KEY CANDIDATE [--merge]`.
-pub async fn choose(client: &Client, json: bool, key: &str, candidate: &str, merge: bool) -> anyhow::Result<()> {
+pub async fn choose(
+    client: &Client,
+    json: bool,
+    key: &str,
+    candidate: &str,
+    merge: bool,
+) -> anyhow::Result<()> {
     let path = format!("/api/v1/issues/{}/ensemble/choose", segment(key));
     let c = client
-        .post(&path, &serde_json::json!({ "candidate": candidate, "merge": merge }))
+        .post(
+            &path,
+            &serde_json::json!({ "candidate": candidate, "merge": merge }),
+        )
         .await
         .map_err(|e| not_found_as(e, &format!("issue {key}")))?;
     if json {
@@ -350,7 +418,10 @@ pub async fn choose(client: &Client, json: bool, key: &str, candidate: &str, mer
         "{}: chose {}{}",
         clean(key),
         text(&c["chosen"]),
-        c["merged_commit"].as_str().map(|m| format!(", merged as {}", &m[..m.len().min(12)])).unwrap_or_default()
+        c["merged_commit"]
+            .as_str()
+            .map(|m| format!(", merged as {}", &m[..m.len().min(12)]))
+            .unwrap_or_default()
     );
     Ok(())
 }

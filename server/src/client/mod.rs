@@ -31,8 +31,8 @@ macro_rules! println {
 
 pub mod admin;
 pub mod agent;
-pub mod ensemble;
 pub mod config;
+pub mod ensemble;
 pub mod events;
 pub mod issue;
 mod login;

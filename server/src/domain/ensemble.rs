@@ -89,7 +89,9 @@ impl std::str::FromStr for EarlyStop {
         let bad = || {
             ValidationError::new(
                 "early_stop",
-                format!("unknown early-stop policy {s:?}; expected all, first_green or quorum K (K from 1 to 8)"),
+                format!(
+                    "unknown early-stop policy {s:?}; expected all, first_green or quorum K (K from 1 to 8)"
+                ),
             )
         };
         let t = s.trim();
@@ -119,7 +121,8 @@ impl serde::Serialize for EarlyStop {
 impl<'de> serde::Deserialize<'de> for EarlyStop {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(|e: ValidationError| serde::de::Error::custom(e.message))
+        s.parse()
+            .map_err(|e: ValidationError| serde::de::Error::custom(e.message))
     }
 }
 
@@ -212,9 +215,7 @@ impl EnsembleSettings {
 
     /// What one candidate may spend: its share of the budget.
     pub fn candidate_budget(&self) -> Budget {
-        let share = self
-            .share
-            .unwrap_or(1.0 / self.members.len().max(1) as f64);
+        let share = self.share.unwrap_or(1.0 / self.members.len().max(1) as f64);
         Budget {
             usd: self.budget.usd.map(|usd| usd * share),
             tokens: self
@@ -276,10 +277,17 @@ crate::domain::string_enum!(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ReviewOutcome {
-    Verdict { verdict: serde_json::Value },
-    Invalid { error: String, answer: String },
+    Verdict {
+        verdict: serde_json::Value,
+    },
+    Invalid {
+        error: String,
+        answer: String,
+    },
     /// The reviewer's run did not succeed (failed, cancelled, over budget).
-    NoAnswer { why: String },
+    NoAnswer {
+        why: String,
+    },
 }
 
 /// One issue taken by an ensemble: its candidates are the runs that carry its id.

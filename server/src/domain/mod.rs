@@ -6,10 +6,10 @@
 mod agent;
 mod ensemble;
 pub mod failure;
-pub mod review;
 mod ids;
 mod issue;
 mod mention;
+pub mod review;
 mod run;
 mod runner;
 pub mod serde_util;
@@ -27,8 +27,7 @@ pub use ensemble::{
 };
 pub use ids::{
     ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, InboxItemId, InvitationId, IssueId,
-    RunId, RunnerId,
-    RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
+    RunId, RunnerId, RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,

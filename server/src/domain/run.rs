@@ -7,8 +7,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    AgentId, CommentId, EnsembleRunId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId, UserId, WorkspaceId,
-    string_enum,
+    AgentId, CommentId, EnsembleRunId, InboxItemId, IssueId, RunId, RunnerId, RunnerTokenId,
+    UserId, WorkspaceId, string_enum,
 };
 
 string_enum!(

@@ -7,12 +7,12 @@
 //! run on any replica, more than once: queueing the review is one guarded write (`running` →
 //! `reviewing`), deciding another (`running | reviewing` → `decided`), so two replicas never both do it.
 
+use crate::domain::review::ReviewCandidate;
 use crate::domain::{
     AgentId, Budget, CHECK_EVENT, CheckResult, CommentAuthor, EarlyStop, EnsembleRun,
     EnsembleRunId, EnsembleStatus, FailureReason, InboxKind, Issue, IssueStatus, NewInboxItem,
     NewRun, ReviewOutcome, Run, RunId, RunOutcome, RunStatus, StopNote, StopWhy, Usage,
 };
-use crate::domain::review::ReviewCandidate;
 use crate::engine::Engine;
 use crate::hub::Relayed;
 use crate::runner::protocol::Order;
@@ -46,7 +46,13 @@ pub(crate) fn relayed_note(why: StopWhy) -> StopNote {
 pub(crate) fn candidate_branch(issue_key: &str, agent: &str, number: i32, attempt: i32) -> String {
     let agent: String = agent
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     match attempt {
         1 => format!("muster/{issue_key}-{agent}-r{number}"),
@@ -105,9 +111,10 @@ fn over_budget(budget: Budget, spent: &Usage) -> Option<String> {
         ));
     }
     let used = tokens(spent);
-    budget.tokens.filter(|t| used >= *t).map(|t| {
-        format!("stopped over budget: the ensemble has used {used} of its {t} tokens")
-    })
+    budget
+        .tokens
+        .filter(|t| used >= *t)
+        .map(|t| format!("stopped over budget: the ensemble has used {used} of its {t} tokens"))
 }
 
 /// The candidates of an ensemble run: each member's latest run (a retry replaces its attempt).
@@ -189,7 +196,10 @@ pub(crate) async fn shape_order(
         .await
         .map_err(|e| format!("cannot read the workspace's agents: {e}"))?;
     let mut hidden: Vec<String> = Vec::new();
-    for a in agents.iter().filter(|a| er.settings.members.contains(&a.id)) {
+    for a in agents
+        .iter()
+        .filter(|a| er.settings.members.contains(&a.id))
+    {
         hidden.push(a.profile.name.as_str().to_owned());
         hidden.extend(a.profile.model.clone());
         hidden.push(a.profile.kind.to_string());
@@ -266,17 +276,19 @@ impl Engine {
                 self.hub.relay(Relayed::StopRun(run_id, note.why));
                 Ok(false)
             }
-            RunStatus::Queued => match self.store.finish_run(run_id, &stopped_outcome(note)).await {
-                Ok(_) => Ok(true),
-                Err(store::Error::Conflict { .. }) => {
-                    // Claimed meanwhile: its runner holds it now.
-                    if !self.runs.tell_why(run_id, note.clone()) {
-                        self.hub.relay(Relayed::StopRun(run_id, note.why));
+            RunStatus::Queued => {
+                match self.store.finish_run(run_id, &stopped_outcome(note)).await {
+                    Ok(_) => Ok(true),
+                    Err(store::Error::Conflict { .. }) => {
+                        // Claimed meanwhile: its runner holds it now.
+                        if !self.runs.tell_why(run_id, note.clone()) {
+                            self.hub.relay(Relayed::StopRun(run_id, note.why));
+                        }
+                        Ok(false)
                     }
-                    Ok(false)
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
-            },
+            }
             _ => Ok(false),
         }
     }
@@ -439,7 +451,11 @@ async fn queue_review(
         ensemble_run_id: Some(er.id),
         ..NewRun::assignment(er.workspace_id, er.issue_id, reviewer)
     };
-    match engine.store.start_ensemble_review(er.id, &new, &labels).await {
+    match engine
+        .store
+        .start_ensemble_review(er.id, &new, &labels)
+        .await
+    {
         Ok(run) => {
             tracing::info!(run.id = %run.id, ensemble_run = %er.id, "blind review queued");
             engine.runs.wake();
@@ -513,9 +529,14 @@ async fn decide(
     }
     let spent = total_spent(&runs);
     let from = [IssueStatus::Todo, IssueStatus::InProgress];
-    let moved =
-        super::finish::move_if_in(engine, &issue, &from, IssueStatus::InReview, CommentAuthor::System)
-            .await;
+    let moved = super::finish::move_if_in(
+        engine,
+        &issue,
+        &from,
+        IssueStatus::InReview,
+        CommentAuthor::System,
+    )
+    .await;
     if let Err(e) = moved {
         tracing::warn!(error = %e, "cannot move the issue to review after its ensemble");
     }

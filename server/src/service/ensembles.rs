@@ -78,10 +78,10 @@ impl EnsembleView {
 }
 
 fn agent_name(agents: &[Agent], id: crate::domain::AgentId) -> String {
-    agents
-        .iter()
-        .find(|a| a.id == id)
-        .map_or_else(|| "(deleted agent)".to_owned(), |a| a.profile.name.as_str().to_owned())
+    agents.iter().find(|a| a.id == id).map_or_else(
+        || "(deleted agent)".to_owned(),
+        |a| a.profile.name.as_str().to_owned(),
+    )
 }
 
 /// Builds the settings from `input` over `base` (an edit) or from nothing (a create), every problem
@@ -125,7 +125,10 @@ async fn build(
             for raw in names {
                 match find(raw) {
                     Some(id) => settings.members.push(id),
-                    None => problems.add("members", format!("no agent called {raw:?} in this workspace")),
+                    None => problems.add(
+                        "members",
+                        format!("no agent called {raw:?} in this workspace"),
+                    ),
                 }
             }
         }
@@ -137,7 +140,10 @@ async fn build(
         if !raw.trim().is_empty() {
             match find(raw) {
                 Some(id) => settings.reviewer = Some(id),
-                None => problems.add("reviewer", format!("no agent called {raw:?} in this workspace")),
+                None => problems.add(
+                    "reviewer",
+                    format!("no agent called {raw:?} in this workspace"),
+                ),
             }
         }
     }
@@ -173,7 +179,10 @@ async fn build(
     problems.finish()?;
     settings.validate()?;
     let Some(name) = name else {
-        return Err(Error::invalid([("name", "an ensemble needs a name".to_owned())]));
+        return Err(Error::invalid([(
+            "name",
+            "an ensemble needs a name".to_owned(),
+        )]));
     };
     Ok((name, settings))
 }
@@ -182,9 +191,18 @@ async fn build(
 pub async fn create(state: &Engine, caller: &Caller, input: &EnsembleInput) -> Result<Ensemble> {
     caller.require_manager()?;
     let (name, settings) = build(state, caller, None, input).await?;
-    match state.store.create_ensemble(caller.ws.id, &name, &settings).await {
-        Err(crate::store::Error::Conflict { constraint }) if constraint.contains("ensemble_workspace_name") => {
-            Err(Error::conflict("name", format!("an ensemble called {} exists already", name.as_str())))
+    match state
+        .store
+        .create_ensemble(caller.ws.id, &name, &settings)
+        .await
+    {
+        Err(crate::store::Error::Conflict { constraint })
+            if constraint.contains("ensemble_workspace_name") =>
+        {
+            Err(Error::conflict(
+                "name",
+                format!("an ensemble called {} exists already", name.as_str()),
+            ))
         }
         other => Ok(other?),
     }
@@ -193,7 +211,10 @@ pub async fn create(state: &Engine, caller: &Caller, input: &EnsembleInput) -> R
 /// An ensemble by name.
 pub async fn by_name(state: &Engine, caller: &Caller, name: &str) -> Result<Ensemble> {
     let name = AgentName::parse(name).map_err(|_| Error::NotFound)?;
-    Ok(state.store.get_ensemble_by_name(caller.ws.id, &name).await?)
+    Ok(state
+        .store
+        .get_ensemble_by_name(caller.ws.id, &name)
+        .await?)
 }
 
 /// The workspace's ensembles, by name.
@@ -216,8 +237,13 @@ pub async fn update(
         .update_ensemble(caller.ws.id, found.id, &new_name, &settings)
         .await
     {
-        Err(crate::store::Error::Conflict { constraint }) if constraint.contains("ensemble_workspace_name") => {
-            Err(Error::conflict("name", format!("an ensemble called {} exists already", new_name.as_str())))
+        Err(crate::store::Error::Conflict { constraint })
+            if constraint.contains("ensemble_workspace_name") =>
+        {
+            Err(Error::conflict(
+                "name",
+                format!("an ensemble called {} exists already", new_name.as_str()),
+            ))
         }
         other => Ok(other?),
     }
@@ -244,7 +270,11 @@ pub struct Estimate {
 const ESTIMATE_RUNS: i64 = 50;
 
 /// What each member (and the reviewer) is likely to cost, and the total.
-pub async fn estimate(state: &Engine, caller: &Caller, settings: &EnsembleSettings) -> Result<Vec<Estimate>> {
+pub async fn estimate(
+    state: &Engine,
+    caller: &Caller,
+    settings: &EnsembleSettings,
+) -> Result<Vec<Estimate>> {
     let agents = state.store.list_agents(caller.ws.id).await?;
     let mut out = Vec::new();
     for id in settings.members.iter().chain(settings.reviewer.iter()) {
@@ -255,7 +285,11 @@ pub async fn estimate(state: &Engine, caller: &Caller, settings: &EnsembleSettin
             ..crate::store::RunFilter::default()
         };
         let runs = state.store.list_runs(caller.ws.id, &filter).await?;
-        let mut costs: Vec<f64> = runs.iter().filter(|r| !r.usage.cost_unknown).map(|r| r.usage.cost_usd).collect();
+        let mut costs: Vec<f64> = runs
+            .iter()
+            .filter(|r| !r.usage.cost_unknown)
+            .map(|r| r.usage.cost_usd)
+            .collect();
         let mut tokens: Vec<i64> = runs.iter().map(|r| usage_tokens(&r.usage)).collect();
         costs.sort_by(f64::total_cmp);
         tokens.sort_unstable();
@@ -270,7 +304,10 @@ pub async fn estimate(state: &Engine, caller: &Caller, settings: &EnsembleSettin
 }
 
 fn median<T: Copy>(sorted: &[T]) -> Option<T> {
-    sorted.get(sorted.len() / 2).copied().filter(|_| !sorted.is_empty())
+    sorted
+        .get(sorted.len() / 2)
+        .copied()
+        .filter(|_| !sorted.is_empty())
 }
 
 fn usage_tokens(u: &Usage) -> i64 {
@@ -288,28 +325,52 @@ pub struct Assigned {
 /// Assigns `key` to the ensemble `name`: one run per member, blind, each on its own branch from the
 /// repository's current commit, with the ensemble's check (else the workspace's) and budget. Refused
 /// while a member has a live run on the issue, or while the issue has an undecided ensemble run.
-pub async fn assign(state: &Engine, caller: &Caller, key: &IssueKey, name: &str) -> Result<Assigned> {
+pub async fn assign(
+    state: &Engine,
+    caller: &Caller,
+    key: &IssueKey,
+    name: &str,
+) -> Result<Assigned> {
     if let Some(scope) = &caller.run {
         return Err(scope.refusal());
     }
     let ensemble = by_name(state, caller, name).await.map_err(|e| match e {
-        Error::NotFound => Error::invalid([("ensemble", format!("no ensemble called {name:?} in this workspace"))]),
+        Error::NotFound => Error::invalid([(
+            "ensemble",
+            format!("no ensemble called {name:?} in this workspace"),
+        )]),
         other => other,
     })?;
     let issue = state.store.get_issue(caller.ws.id, key).await?;
     let agents = state.store.list_agents(caller.ws.id).await?;
     let mut problems = Problems::default();
-    for m in ensemble.settings.members.iter().chain(ensemble.settings.reviewer.iter()) {
+    for m in ensemble
+        .settings
+        .members
+        .iter()
+        .chain(ensemble.settings.reviewer.iter())
+    {
         if !agents.iter().any(|a| a.id == *m) {
-            problems.add("ensemble", "one of its agents was deleted; edit the ensemble first");
+            problems.add(
+                "ensemble",
+                "one of its agents was deleted; edit the ensemble first",
+            );
         }
     }
     problems.finish()?;
     let earlier = state.store.list_ensemble_runs(issue.id).await?;
-    if let Some(open) = earlier.iter().find(|e| matches!(e.status, EnsembleStatus::Running | EnsembleStatus::Reviewing)) {
+    if let Some(open) = earlier.iter().find(|e| {
+        matches!(
+            e.status,
+            EnsembleStatus::Running | EnsembleStatus::Reviewing
+        )
+    }) {
         return Err(Error::conflict(
             "ensemble",
-            format!("{} is already being worked on by ensemble {} (r{}); wait for it or stop its runs", issue.key, open.name, open.number),
+            format!(
+                "{} is already being worked on by ensemble {} (r{}); wait for it or stop its runs",
+                issue.key, open.name, open.number
+            ),
         ));
     }
     let mut settings = ensemble.settings.clone();
@@ -317,7 +378,9 @@ pub async fn assign(state: &Engine, caller: &Caller, key: &IssueKey, name: &str)
         settings.check.clone_from(&caller.ws.check);
     }
     let (base_commit, base_branch) = match caller.ws.repo_path.as_deref().map(str::trim) {
-        Some(path) if !path.is_empty() && Path::new(path).is_dir() => base_of(Path::new(path)).await,
+        Some(path) if !path.is_empty() && Path::new(path).is_dir() => {
+            base_of(Path::new(path)).await
+        }
         _ => (None, None),
     };
     let new = NewEnsembleRun {
@@ -348,10 +411,18 @@ pub async fn assign(state: &Engine, caller: &Caller, key: &IssueKey, name: &str)
         state.hub.relay(crate::hub::Relayed::RunQueued(run.id));
     }
     state.runs.wake();
-    if issue.status == crate::domain::IssueStatus::Todo || issue.status == crate::domain::IssueStatus::Backlog {
+    if issue.status == crate::domain::IssueStatus::Todo
+        || issue.status == crate::domain::IssueStatus::Backlog
+    {
         let _ = state
             .store
-            .move_issue(caller.ws.id, &issue.key, crate::domain::IssueStatus::InProgress, None, caller.actor())
+            .move_issue(
+                caller.ws.id,
+                &issue.key,
+                crate::domain::IssueStatus::InProgress,
+                None,
+                caller.actor(),
+            )
             .await;
     }
     crate::engine::finish::announce(state, &issue);
@@ -364,11 +435,19 @@ pub async fn assign(state: &Engine, caller: &Caller, key: &IssueKey, name: &str)
 
 /// The commit and branch the repository at `repo` is on.
 async fn base_of(repo: &Path) -> (Option<String>, Option<String>) {
-    let commit = git::git(repo, &["rev-parse", "--verify", "HEAD"]).await.ok();
-    let branch = git::git(repo, &["symbolic-ref", "--short", "-q", "HEAD"]).await.ok();
+    let commit = git::git(repo, &["rev-parse", "--verify", "HEAD"])
+        .await
+        .ok();
+    let branch = git::git(repo, &["symbolic-ref", "--short", "-q", "HEAD"])
+        .await
+        .ok();
     (
-        commit.map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()),
-        branch.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()),
+        commit
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty()),
+        branch
+            .map(|b| b.trim().to_owned())
+            .filter(|b| !b.is_empty()),
     )
 }
 
@@ -455,7 +534,10 @@ pub async fn compare(
     }
     .ok_or_else(|| Error::Unknown {
         field: "ensemble",
-        message: format!("{key} has no ensemble run{}", number.map(|n| format!(" r{n}")).unwrap_or_default()),
+        message: format!(
+            "{key} has no ensemble run{}",
+            number.map(|n| format!(" r{n}")).unwrap_or_default()
+        ),
     })?;
     let runs = state.store.list_ensemble_members_runs(er.id).await?;
     let agents = state.store.list_agents(caller.ws.id).await?;
@@ -466,7 +548,11 @@ pub async fn compare(
     let mut views = Vec::new();
     for r in candidates(&er, &runs) {
         let check = check_of(state, r.id).await?;
-        let label = er.review_labels.iter().find(|(_, id)| *id == r.id).map(|(l, _)| *l);
+        let label = er
+            .review_labels
+            .iter()
+            .find(|(_, id)| *id == r.id)
+            .map(|(l, _)| *l);
         let (score, reasons) = label
             .and_then(|l| verdict.as_ref().map(|v| verdict_for(v, l)))
             .unwrap_or((None, Vec::new()));
@@ -475,7 +561,9 @@ pub async fn compare(
         views.push(CandidateView {
             run_id: r.id.0,
             agent: agent_name(&agents, r.agent_id),
-            runtime: agent.map(|a| a.profile.kind.to_string()).unwrap_or_default(),
+            runtime: agent
+                .map(|a| a.profile.kind.to_string())
+                .unwrap_or_default(),
             status: r.status.to_string(),
             failure_reason: r.failure_reason.map(|f| f.to_string()),
             summary: r.summary.clone(),
@@ -487,7 +575,9 @@ pub async fn compare(
             tokens: usage_tokens(&r.usage),
             cost_usd: r.usage.cost_usd,
             cost_label,
-            duration_secs: r.started_at.map(|s| (r.finished_at.unwrap_or_else(chrono::Utc::now) - s).num_seconds()),
+            duration_secs: r
+                .started_at
+                .map(|s| (r.finished_at.unwrap_or_else(chrono::Utc::now) - s).num_seconds()),
             review_label: label.map(String::from),
             review_score: score,
             review_reasons: reasons,
@@ -495,10 +585,13 @@ pub async fn compare(
         });
     }
     let spent = total_spent(&runs);
-    let review_cost = crate::engine::ensemble::review_run(&er, &runs).map_or(0.0, |r| r.usage.cost_usd);
+    let review_cost =
+        crate::engine::ensemble::review_run(&er, &runs).map_or(0.0, |r| r.usage.cost_usd);
     let green = views.iter().filter(|v| v.green).count();
     let recommendation = recommend(&views);
-    let estimates = estimate(state, caller, &er.settings).await.unwrap_or_default();
+    let estimates = estimate(state, caller, &er.settings)
+        .await
+        .unwrap_or_default();
     let mut singles: Vec<f64> = estimates
         .iter()
         .take(er.settings.members.len())
@@ -512,7 +605,9 @@ pub async fn compare(
             None,
             verdict["best"].as_str().map(str::to_owned),
         ),
-        Some(ReviewOutcome::Invalid { error, .. }) => ("invalid".to_owned(), Some(error.clone()), None),
+        Some(ReviewOutcome::Invalid { error, .. }) => {
+            ("invalid".to_owned(), Some(error.clone()), None)
+        }
         Some(ReviewOutcome::NoAnswer { why }) => ("no_answer".to_owned(), Some(why.clone()), None),
     };
     let comparison = Comparison {
@@ -546,15 +641,19 @@ pub async fn compare(
 /// A candidate's score and reasons in a validated verdict.
 fn verdict_for(verdict: &serde_json::Value, label: char) -> (Option<i64>, Vec<String>) {
     let label = label.to_string();
-    let Some(entry) = verdict["candidates"]
-        .as_array()
-        .and_then(|c| c.iter().find(|e| e["label"].as_str() == Some(label.as_str())))
-    else {
+    let Some(entry) = verdict["candidates"].as_array().and_then(|c| {
+        c.iter()
+            .find(|e| e["label"].as_str() == Some(label.as_str()))
+    }) else {
         return (None, Vec::new());
     };
     let reasons = entry["reasons"]
         .as_array()
-        .map(|r| r.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     (entry["score"].as_i64(), reasons)
 }
@@ -640,14 +739,22 @@ pub async fn choose(
                 "candidate",
                 format!(
                     "no candidate {raw:?}; the candidates are {}",
-                    comparison.candidates.iter().map(|c| c.agent.as_str()).collect::<Vec<_>>().join(", ")
+                    comparison
+                        .candidates
+                        .iter()
+                        .map(|c| c.agent.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )])
         })?;
     if er.status == EnsembleStatus::Chosen {
         return Err(Error::conflict(
             "candidate",
-            format!("a candidate of {key} was already chosen ({})", comparison.chosen.unwrap_or_default()),
+            format!(
+                "a candidate of {key} was already chosen ({})",
+                comparison.chosen.unwrap_or_default()
+            ),
         ));
     }
     let runs = state.store.list_ensemble_members_runs(er.id).await?;
@@ -658,7 +765,10 @@ pub async fn choose(
     if !run.status.is_terminal() {
         return Err(Error::conflict(
             "candidate",
-            format!("{}'s run is still {}; wait for it to end or stop it", picked.agent, run.status),
+            format!(
+                "{}'s run is still {}; wait for it to end or stop it",
+                picked.agent, run.status
+            ),
         ));
     }
     let repo = caller
@@ -669,17 +779,29 @@ pub async fn choose(
         .filter(|p| !p.is_empty() && Path::new(p).is_dir())
         .map(Path::new);
     let merged = if merge {
-        let (Some(repo), Some(branch), Some(base)) = (repo, run.branch.as_deref(), er.base_branch.as_deref()) else {
+        let (Some(repo), Some(branch), Some(base)) =
+            (repo, run.branch.as_deref(), er.base_branch.as_deref())
+        else {
             return Err(Error::invalid([(
                 "merge",
                 "merging needs the workspace's local repository, the candidate's branch and the branch it started from"
                     .to_owned(),
             )]));
         };
-        let message = format!("{key}: merge {branch}, chosen from ensemble {} (r{})", er.name, er.number);
+        let message = format!(
+            "{key}: merge {branch}, chosen from ensemble {} (r{})",
+            er.name, er.number
+        );
         // The merge is the chooser's: their name and email sign it.
-        let who = (caller.user.display_name.as_str(), caller.user.email.as_str());
-        Some(merge_into(repo, base, branch, &message, who).await.map_err(|e| Error::conflict("merge", e))?)
+        let who = (
+            caller.user.display_name.as_str(),
+            caller.user.email.as_str(),
+        );
+        Some(
+            merge_into(repo, base, branch, &message, who)
+                .await
+                .map_err(|e| Error::conflict("merge", e))?,
+        )
     } else {
         None
     };
@@ -689,7 +811,10 @@ pub async fn choose(
         .await
     {
         Err(crate::store::Error::Conflict { .. }) => {
-            return Err(Error::conflict("candidate", "a candidate was chosen meanwhile"));
+            return Err(Error::conflict(
+                "candidate",
+                "a candidate was chosen meanwhile",
+            ));
         }
         other => other?,
     };
@@ -698,7 +823,10 @@ pub async fn choose(
         why: crate::domain::StopWhy::Person,
         note: format!("stopped: {} was chosen", picked.agent),
     };
-    for other in candidates(&er, &runs).into_iter().filter(|r| r.id != run.id) {
+    for other in candidates(&er, &runs)
+        .into_iter()
+        .filter(|r| r.id != run.id)
+    {
         if !other.status.is_terminal() {
             let _ = state.stop_run(other.id, &stop).await;
         }
@@ -723,18 +851,49 @@ async fn merge_into(
     (name, email): (&str, &str),
 ) -> std::result::Result<String, String> {
     let base_ref = format!("refs/heads/{base}");
-    let old = git::git(repo, &["rev-parse", "--verify", &base_ref]).await?.trim().to_owned();
-    let tip = git::git(repo, &["rev-parse", "--verify", &format!("refs/heads/{branch}")]).await?.trim().to_owned();
-    let tree = git::git(repo, &["merge-tree", "--write-tree", "--name-only", &old, &tip])
-        .await
-        .map_err(|e| format!("{branch} does not merge cleanly into {base}: {e}"))?;
-    let tree = tree.lines().next().unwrap_or_default().trim().to_owned();
-    let (name, email) = (format!("user.name={name}"), format!("user.email={email}"));
-    let commit = git::git(repo, &["-c", &name, "-c", &email, "commit-tree", &tree, "-p", &old, "-p", &tip, "-m", message])
+    let old = git::git(repo, &["rev-parse", "--verify", &base_ref])
         .await?
         .trim()
         .to_owned();
-    let checked_out = git::git(repo, &["symbolic-ref", "-q", "HEAD"]).await.ok().map(|h| h.trim().to_owned());
+    let tip = git::git(
+        repo,
+        &["rev-parse", "--verify", &format!("refs/heads/{branch}")],
+    )
+    .await?
+    .trim()
+    .to_owned();
+    let tree = git::git(
+        repo,
+        &["merge-tree", "--write-tree", "--name-only", &old, &tip],
+    )
+    .await
+    .map_err(|e| format!("{branch} does not merge cleanly into {base}: {e}"))?;
+    let tree = tree.lines().next().unwrap_or_default().trim().to_owned();
+    let (name, email) = (format!("user.name={name}"), format!("user.email={email}"));
+    let commit = git::git(
+        repo,
+        &[
+            "-c",
+            &name,
+            "-c",
+            &email,
+            "commit-tree",
+            &tree,
+            "-p",
+            &old,
+            "-p",
+            &tip,
+            "-m",
+            message,
+        ],
+    )
+    .await?
+    .trim()
+    .to_owned();
+    let checked_out = git::git(repo, &["symbolic-ref", "-q", "HEAD"])
+        .await
+        .ok()
+        .map(|h| h.trim().to_owned());
     if checked_out.as_deref() == Some(base_ref.as_str()) {
         let dirty = git::git(repo, &["status", "--porcelain", "--untracked-files=no"]).await?;
         if !dirty.trim().is_empty() {
@@ -765,25 +924,38 @@ pub async fn set_workspace_check(
     if let Some(check) = &check {
         check.validate()?;
     }
-    Ok(state.store.set_workspace_check(caller.ws.id, check.as_ref()).await?)
+    Ok(state
+        .store
+        .set_workspace_check(caller.ws.id, check.as_ref())
+        .await?)
 }
 
 /// Each issue's latest ensemble run and its short state for the board: "ensemble: 2/3 green, $1.40".
-pub async fn board_badges(state: &Engine, ws: crate::domain::WorkspaceId) -> Result<HashMap<crate::domain::IssueId, String>> {
+pub async fn board_badges(
+    state: &Engine,
+    ws: crate::domain::WorkspaceId,
+) -> Result<HashMap<crate::domain::IssueId, String>> {
     let mut out = HashMap::new();
     for er in state.store.latest_ensemble_runs(ws).await? {
         let runs = state.store.list_ensemble_members_runs(er.id).await?;
         let cands = candidates(&er, &runs);
         let mut green = 0;
         for r in &cands {
-            if check_of(state, r.id).await?.is_some_and(|c| c.passed_check()) {
+            if check_of(state, r.id)
+                .await?
+                .is_some_and(|c| c.passed_check())
+            {
                 green += 1;
             }
         }
         let spent = total_spent(&runs);
         out.insert(
             er.issue_id,
-            format!("ensemble: {green}/{} green, ${:.2}", cands.len(), spent.cost_usd),
+            format!(
+                "ensemble: {green}/{} green, ${:.2}",
+                cands.len(),
+                spent.cost_usd
+            ),
         );
     }
     Ok(out)
@@ -805,12 +977,23 @@ const LOG_TAIL_EVENTS: i64 = 40;
 const LOG_TAIL_LINES: usize = 8;
 
 /// A candidate's diff by file and its log's tail.
-pub async fn candidate_details(state: &Engine, run: crate::domain::RunId) -> Result<CandidateDetails> {
-    let patch = crate::engine::ensemble::diff_of(state, run).await?.map(|(p, _)| p).unwrap_or_default();
+pub async fn candidate_details(
+    state: &Engine,
+    run: crate::domain::RunId,
+) -> Result<CandidateDetails> {
+    let patch = crate::engine::ensemble::diff_of(state, run)
+        .await?
+        .map(|(p, _)| p)
+        .unwrap_or_default();
     let mut files: Vec<(String, String)> = Vec::new();
     for line in patch.split_inclusive('\n') {
         if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.trim_end().rsplit(" b/").next().unwrap_or(rest).to_owned();
+            let path = rest
+                .trim_end()
+                .rsplit(" b/")
+                .next()
+                .unwrap_or(rest)
+                .to_owned();
             files.push((path, String::new()));
         }
         match files.last_mut() {
@@ -832,12 +1015,19 @@ pub async fn candidate_details(state: &Engine, run: crate::domain::RunId) -> Res
             _ => None,
         };
         if let Some(text) = text {
-            log_tail.extend(text.lines().filter(|l| !l.trim().is_empty()).map(|l| l.chars().take(200).collect::<String>()));
+            log_tail.extend(
+                text.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| l.chars().take(200).collect::<String>()),
+            );
         }
     }
     let cut = log_tail.len().saturating_sub(LOG_TAIL_LINES);
     log_tail.drain(..cut);
-    let check_tail = check_of(state, run).await?.map(|c| c.tail).filter(|t| !t.trim().is_empty());
+    let check_tail = check_of(state, run)
+        .await?
+        .map(|c| c.tail)
+        .filter(|t| !t.trim().is_empty());
     Ok(CandidateDetails {
         files,
         log_tail,

@@ -11,10 +11,11 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use crate::domain::{
-    ActivityId, ActivityKind, AgentId, EnsembleId, EnsembleRunId, EnsembleStatus, AgentKind, AgentName, CommentId, Email, FailureReason,
-    InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle,
-    PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId,
-    SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
+    ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, EnsembleId,
+    EnsembleRunId, EnsembleStatus, FailureReason, InboxItemId, InboxKind, InvitationId, IssueId,
+    IssuePrefix, IssueStatus, IssueTitle, PermissionMode, Priority, Role, RunId, RunStatus,
+    RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId, SkillSource, Slug, TokenId, UserId,
+    WorkspaceId,
 };
 
 macro_rules! uuid_codec {

@@ -1,9 +1,11 @@
 //! SQL fragments of the ensemble methods (in `common.rs`'s `impl_store!`, beside the rest) and the run
 //! insert they share with `create_run`.
 
-macro_rules! ensemble_cols { () => {
-    "ensemble_id, workspace_id, name, settings, created_at, updated_at"
-} }
+macro_rules! ensemble_cols {
+    () => {
+        "ensemble_id, workspace_id, name, settings, created_at, updated_at"
+    };
+}
 macro_rules! ensemble_run_cols { () => {
     "ensemble_run_id, workspace_id, issue_id, ensemble_id, name, number, settings, base_commit, base_branch, \
      status, stop_reason, review_run_id, review_labels, review, chosen_run_id, chosen_by, merged_commit, \
@@ -22,4 +24,3 @@ macro_rules! insert_run { ($db:ty, $exec:expr, $id:expr, $new:expr) => {
         .fetch_one($exec).await
 } }
 pub(super) use {ensemble_cols, ensemble_run_cols, insert_run};
-

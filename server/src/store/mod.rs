@@ -22,15 +22,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, CheckSpec, Comment, CommentId,
-    Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
-    NewEnsembleRun, ReviewOutcome, Usage,
-    InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
-    IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation,
-    NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace,
-    Role, Run, RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken,
-    RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace,
-    WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, CheckSpec, Comment,
+    CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
+    EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey,
+    IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun,
+    NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession,
+    NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId, RunOutcome, Runner,
+    RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId,
+    Usage, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -667,7 +666,11 @@ pub trait Store: Send + Sync + 'static {
 
     // --- ensembles ---
     /// Sets or clears the workspace's check command (what ensembles run unless they name their own).
-    async fn set_workspace_check(&self, id: WorkspaceId, check: Option<&CheckSpec>) -> Result<Workspace>;
+    async fn set_workspace_check(
+        &self,
+        id: WorkspaceId,
+        check: Option<&CheckSpec>,
+    ) -> Result<Workspace>;
     /// Creates an ensemble (`ensemble_workspace_name_key` on a duplicate name); the caller validated
     /// `settings` and that its agents are the workspace's.
     async fn create_ensemble(

@@ -6,14 +6,13 @@ use sqlx::types::Json;
 
 use crate::domain::{
     Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
-    Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckSpec, Comment, CommentAuthor, CommentId, Ensemble,
-    EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, EnsembleStatus,
-    ReviewOutcome, Email, EnvVar, FailureReason, InboxItem,
-    InboxItemId, InboxKind, Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix,
-    IssueStatus, IssueTitle, Label, Member, NewAgent, PermissionMode, Priority, Role, Run,
-    RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session,
-    SessionId, Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId,
-    Workspace, WorkspaceId,
+    Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckSpec, Comment, CommentAuthor, CommentId, Email,
+    Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
+    EnsembleStatus, EnvVar, FailureReason, InboxItem, InboxItemId, InboxKind, Invitation,
+    InvitationId, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label, Member,
+    NewAgent, PermissionMode, Priority, ReviewOutcome, Role, Run, RunEvent, RunId, RunStatus,
+    RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId, Skill, SkillFile,
+    SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -45,7 +44,8 @@ impl From<WorkspaceRow> for Workspace {
             agent_runs_per_issue_per_hour: r.agent_runs_per_issue_per_hour,
             check: r.check_command.map(|command| CheckSpec {
                 command,
-                timeout_secs: u64::try_from(r.check_timeout_secs).unwrap_or(CHECK_TIMEOUT_DEFAULT_SECS),
+                timeout_secs: u64::try_from(r.check_timeout_secs)
+                    .unwrap_or(CHECK_TIMEOUT_DEFAULT_SECS),
             }),
         }
     }

@@ -77,7 +77,10 @@ impl RunSignal {
     /// Stops the run for a reason the server gave (an ensemble's early stop or budget).
     pub fn stop_because(&self, why: crate::domain::StopNote) {
         let over_budget = why.why == crate::domain::StopWhy::OverBudget;
-        *self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        *self
+            .why
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
         if over_budget {
             self.spent.cancel();
         } else {
@@ -296,7 +299,10 @@ pub(super) async fn wrap_up_worktree(
                 json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
             );
             if let Some(c) = check {
-                let result = check::not_run(c.spec, "the work could not be committed, so it was not checked");
+                let result = check::not_run(
+                    c.spec,
+                    "the work could not be committed, so it was not checked",
+                );
                 log.push(CHECK_EVENT, check_payload(&result));
             }
             WrappedUp {

@@ -229,7 +229,10 @@ fn server_stop(ctx: &Watch<'_>, log: &mut EventLog, tally: &mut Tally) -> Stop {
             Stop::OverBudget
         }
         StopWhy::EarlyStop | StopWhy::Person => {
-            log.push("status", json!({ "status": "cancelled", "reason": note.note }));
+            log.push(
+                "status",
+                json!({ "status": "cancelled", "reason": note.note }),
+            );
             tally.stop_note = Some(note.note);
             Stop::Cancelled
         }

@@ -61,7 +61,10 @@ async fn ensembles_are_named_per_workspace(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(
-        store.get_ensemble_by_name(f.ws.id, &name("trio")).await.unwrap(),
+        store
+            .get_ensemble_by_name(f.ws.id, &name("trio"))
+            .await
+            .unwrap(),
         trio
     );
     assert_not_found(store.get_ensemble_by_name(f.ws.id, &name("duo")).await);
@@ -71,7 +74,10 @@ async fn ensembles_are_named_per_workspace(store: Arc<dyn Store>) {
         .update_ensemble(f.ws.id, trio.id, &name("duo"), &changed)
         .await
         .unwrap();
-    assert_eq!((renamed.name.as_str(), &renamed.settings), ("duo", &changed));
+    assert_eq!(
+        (renamed.name.as_str(), &renamed.settings),
+        ("duo", &changed)
+    );
     assert!(renamed.updated_at >= trio.updated_at);
     assert_not_found(
         store
@@ -125,8 +131,11 @@ async fn an_ensemble_run_queues_its_candidates_atomically(store: Arc<dyn Store>)
     assert_eq!(first.settings, e.settings);
     assert_eq!(first.base_commit.as_deref(), Some("0123abcd"));
     assert_eq!(queued.len(), 2);
-    assert!(queued.iter().all(|r| r.ensemble_run_id == Some(first.id)
-        && r.status == RunStatus::Queued));
+    assert!(
+        queued
+            .iter()
+            .all(|r| r.ensemble_run_id == Some(first.id) && r.status == RunStatus::Queued)
+    );
     assert_eq!(
         store.list_ensemble_members_runs(first.id).await.unwrap(),
         queued
@@ -142,22 +151,28 @@ async fn an_ensemble_run_queues_its_candidates_atomically(store: Arc<dyn Store>)
             .await,
         "run_one_active_key",
     );
-    assert_eq!(store.list_ensemble_runs(i.id).await.unwrap(), [first.clone()]);
+    assert_eq!(
+        store.list_ensemble_runs(i.id).await.unwrap(),
+        [first.clone()]
+    );
     assert_eq!(store.list_runs_for_issue(i.id).await.unwrap().len(), 2);
     // Once they ended, the next one is numbered 2 and is the board's latest; deleting the ensemble
     // keeps its runs with their snapshot.
     for r in &queued {
         store
-            .finish_run(r.id, &RunOutcome {
-                status: RunStatus::Cancelled,
-                exit_code: None,
-                failure_reason: None,
-                failure_detail: None,
-                usage: Usage::default(),
-                summary: None,
-                diff_stat: None,
-                session_id: None,
-            })
+            .finish_run(
+                r.id,
+                &RunOutcome {
+                    status: RunStatus::Cancelled,
+                    exit_code: None,
+                    failure_reason: None,
+                    failure_detail: None,
+                    usage: Usage::default(),
+                    summary: None,
+                    diff_stat: None,
+                    session_id: None,
+                },
+            )
             .await
             .unwrap();
     }
@@ -181,7 +196,10 @@ async fn review_decide_and_choose_happen_once(store: Arc<dyn Store>) {
     let judge = agent(&store, f.ws.id, "judge", 1).await;
     let mut s = settings(&[a.id, b.id]);
     s.reviewer = Some(judge.id);
-    let e = store.create_ensemble(f.ws.id, &name("pair"), &s).await.unwrap();
+    let e = store
+        .create_ensemble(f.ws.id, &name("pair"), &s)
+        .await
+        .unwrap();
     let i = issue(&store, f.ws.id, "Do it", IssueStatus::Todo).await;
     let (er, runs) = store
         .create_ensemble_run(
@@ -210,9 +228,17 @@ async fn review_decide_and_choose_happen_once(store: Arc<dyn Store>) {
         store.start_ensemble_review(er.id, &review, &labels).await,
         "ensemble_run_status",
     );
-    assert_eq!(store.list_ensemble_members_runs(er.id).await.unwrap().len(), 3);
+    assert_eq!(
+        store.list_ensemble_members_runs(er.id).await.unwrap().len(),
+        3
+    );
     // The stop reason is kept once.
-    assert!(store.note_ensemble_stop(er.id, "budget spent").await.unwrap());
+    assert!(
+        store
+            .note_ensemble_stop(er.id, "budget spent")
+            .await
+            .unwrap()
+    );
     assert!(!store.note_ensemble_stop(er.id, "later").await.unwrap());
     // Decided once, with the review's outcome.
     let outcome = ReviewOutcome::Invalid {
@@ -269,7 +295,10 @@ async fn live_spend_and_the_last_event_of_a_kind(store: Arc<dyn Store>) {
         .create_run(&NewRun::assignment(f.ws.id, i.id, a.id))
         .await
         .unwrap();
-    let runner = store.register_runner("embedded", "0.1.0", &json!([])).await.unwrap();
+    let runner = store
+        .register_runner("embedded", "0.1.0", &json!([]))
+        .await
+        .unwrap();
     let now = chrono::Utc::now();
     let claimed = store
         .claim_next_run(
@@ -309,13 +338,28 @@ async fn live_spend_and_the_last_event_of_a_kind(store: Arc<dyn Store>) {
     store
         .append_run_events(
             run.id,
-            &[event(1, "check", 1), event(2, "text", 2), event(3, "check", 3), event(4, "text", 4)],
+            &[
+                event(1, "check", 1),
+                event(2, "text", 2),
+                event(3, "check", 3),
+                event(4, "text", 4),
+            ],
         )
         .await
         .unwrap();
-    let last = store.last_run_event_of_kind(run.id, "check").await.unwrap().unwrap();
+    let last = store
+        .last_run_event_of_kind(run.id, "check")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((last.seq, last.payload["n"].as_i64()), (3, Some(3)));
-    assert!(store.last_run_event_of_kind(run.id, "diff").await.unwrap().is_none());
+    assert!(
+        store
+            .last_run_event_of_kind(run.id, "diff")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let tail: Vec<i64> = store
         .run_events_tail(run.id, 3)
         .await
@@ -333,9 +377,15 @@ async fn the_workspace_check_command_round_trips(store: Arc<dyn Store>) {
         command: "npm test -- --reporter=tap".to_owned(),
         timeout_secs: 900,
     };
-    let ws = store.set_workspace_check(f.ws.id, Some(&check)).await.unwrap();
+    let ws = store
+        .set_workspace_check(f.ws.id, Some(&check))
+        .await
+        .unwrap();
     assert_eq!(ws.check, Some(check.clone()));
-    assert_eq!(store.get_workspace(f.ws.id).await.unwrap().check, Some(check));
+    assert_eq!(
+        store.get_workspace(f.ws.id).await.unwrap().check,
+        Some(check)
+    );
     let ws = store.set_workspace_check(f.ws.id, None).await.unwrap();
     assert_eq!(ws.check, None);
 }

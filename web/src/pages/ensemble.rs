@@ -85,6 +85,7 @@ fn inner(v: &EnsemblePageView) -> Markup {
                     " — shown as given, not guessed"
                     @if let Some(url) = &v.review.review_run_url { " (" a href=(url) { "reviewer's run" } ")" } "." },
                 "no_answer" => p.error #review-state { "No review: " (v.review.message.clone().unwrap_or_default()) },
+                "waiting" => p.muted #review-state { "Candidates at work: the checks decide first; a blind review follows only if they do not." },
                 _ => p.muted #review-state { "No review was needed (the checks decided) or none is set." },
             }
             @if let Some(r) = &v.recommendation {

@@ -11,9 +11,7 @@ use super::doc::path::{EnsembleNameParam, IssueKeyParam};
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath};
-use crate::service::ensembles::{
-    self as svc, Comparison, EnsembleInput, EnsembleView, Estimate,
-};
+use crate::service::ensembles::{self as svc, Comparison, EnsembleInput, EnsembleView, Estimate};
 use crate::service::issues::parse_key;
 
 pub(super) fn router() -> Router<AppState> {
@@ -27,7 +25,11 @@ pub(super) fn router() -> Router<AppState> {
         .route("/api/v1/issues/{key}/ensemble/choose", post(choose))
 }
 
-async fn view(state: &AppState, caller: &crate::service::Caller, e: &crate::domain::Ensemble) -> Result<EnsembleView> {
+async fn view(
+    state: &AppState,
+    caller: &crate::service::Caller,
+    e: &crate::domain::Ensemble,
+) -> Result<EnsembleView> {
     let agents = state.store.list_agents(caller.ws.id).await?;
     Ok(EnsembleView::of(e, &agents))
 }
@@ -40,7 +42,9 @@ pub(super) async fn list(
 ) -> Result<Json<Vec<EnsembleView>>> {
     let agents = state.store.list_agents(caller.ws.id).await?;
     let all = svc::list(&state, &caller).await?;
-    Ok(Json(all.iter().map(|e| EnsembleView::of(e, &agents)).collect()))
+    Ok(Json(
+        all.iter().map(|e| EnsembleView::of(e, &agents)).collect(),
+    ))
 }
 
 /// Creates an ensemble (owners and admins: its members and check decide what runs).
@@ -128,7 +132,11 @@ pub(super) async fn assign(
     AppJson(input): AppJson<AssignInput>,
 ) -> Result<(StatusCode, Json<Assigned>)> {
     let done = svc::assign(&state, &caller, &parse_key(&key)?, &input.ensemble).await?;
-    let known: Vec<f64> = done.estimates.iter().filter_map(|e| e.median_cost_usd).collect();
+    let known: Vec<f64> = done
+        .estimates
+        .iter()
+        .filter_map(|e| e.median_cost_usd)
+        .collect();
     let total = (known.len() == done.estimates.len()).then(|| known.iter().sum());
     Ok((
         StatusCode::CREATED,

@@ -5,8 +5,8 @@
 
 mod account;
 mod agents;
-mod ensembles;
 pub mod doc;
+mod ensembles;
 mod invitations;
 mod issues;
 mod members;

@@ -52,7 +52,12 @@ async fn page_view(
         .await?
         .into_iter()
         .filter(|e| e.number != er.number)
-        .map(|e| (format!("{} r{}", e.name, e.number), format!("{issue_url}/ensemble?number={}", e.number)))
+        .map(|e| {
+            (
+                format!("{} r{}", e.name, e.number),
+                format!("{issue_url}/ensemble?number={}", e.number),
+            )
+        })
         .collect();
     let mut candidates = Vec::with_capacity(c.candidates.len());
     for (hue, v) in c.candidates.iter().enumerate() {
@@ -100,7 +105,11 @@ async fn page_view(
         choose_url: (c.chosen.is_none() && all_ended && caller.run.is_none())
             .then(|| format!("/w/{slug}/issues/{key}/ensemble/choose")),
         can_merge: er.base_branch.is_some()
-            && caller.ws.repo_path.as_deref().is_some_and(|p| std::path::Path::new(p.trim()).is_dir()),
+            && caller
+                .ws
+                .repo_path
+                .as_deref()
+                .is_some_and(|p| std::path::Path::new(p.trim()).is_dir()),
         merged_commit: c.merged_commit.clone(),
         others,
         errors: FormErrors::new(),
@@ -141,21 +150,40 @@ fn budget_parts(c: &Comparison) -> Vec<BudgetPartView> {
             } else {
                 0.0
             },
-            label: if by_usd { v.cost_label.clone() } else { format!("{} tokens", v.tokens) },
+            label: if by_usd {
+                v.cost_label.clone()
+            } else {
+                format!("{} tokens", v.tokens)
+            },
             hue: hue % 8,
         })
         .collect()
 }
 
-fn review_state(er: &EnsembleRun, c: &Comparison, review_run_url: Option<String>) -> ReviewStateView {
+fn review_state(
+    er: &EnsembleRun,
+    c: &Comparison,
+    review_run_url: Option<String>,
+) -> ReviewStateView {
     let state = match (c.review.as_str(), c.status.as_str()) {
         ("none", "reviewing") => "pending",
+        ("none", "running") => "waiting",
         (s, _) => s,
     };
     ReviewStateView {
         state: state.to_owned(),
         message: c.review_error.clone(),
-        best_label: c.review_best.clone(),
+        // The label the reviewer judged, and (now that it is over) whose it was.
+        best_label: c.review_best.as_ref().map(|label| {
+            match c
+                .candidates
+                .iter()
+                .find(|v| v.review_label.as_deref() == Some(label.as_str()))
+            {
+                Some(v) => format!("{label} ({})", v.agent),
+                None => label.clone(),
+            }
+        }),
         review_run_url: review_run_url.filter(|_| er.review_run_id.is_some()),
     }
 }
@@ -186,7 +214,9 @@ fn column(
                     "fail",
                     format!(
                         "failed (exit {}){counts} in {secs:.1} s",
-                        check.exit_code.map_or_else(|| "?".to_owned(), |c| c.to_string())
+                        check
+                            .exit_code
+                            .map_or_else(|| "?".to_owned(), |c| c.to_string())
                     ),
                 )
             }
@@ -197,10 +227,15 @@ fn column(
         runtime: v.runtime.clone(),
         hue: hue % 8,
         status: v.status.clone(),
-        failure: v
-            .failure_reason
-            .as_ref()
-            .map(|r| format!("{r}{}", v.summary.as_deref().map(|s| format!(": {s}")).unwrap_or_default())),
+        failure: v.failure_reason.as_ref().map(|r| {
+            format!(
+                "{r}{}",
+                v.summary
+                    .as_deref()
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default()
+            )
+        }),
         run_url: format!("/w/{slug}/runs/{}", v.run_id),
         branch: v.branch.clone(),
         gate: gate.to_owned(),
@@ -219,7 +254,10 @@ fn column(
         review_score: v.review_score,
         review_reasons: v.review_reasons.clone(),
         log_tail: details.log_tail,
-        recommended: c.recommendation.as_ref().is_some_and(|r| r.run_id == v.run_id),
+        recommended: c
+            .recommendation
+            .as_ref()
+            .is_some_and(|r| r.run_id == v.run_id),
         chosen: v.chosen,
         choose_value: v.run_id.to_string(),
     }
@@ -247,8 +285,16 @@ async fn assign(
         Ok(_) => Ok(see_other(&format!("/w/{slug}/issues/{key}/ensemble"))),
         Err(e) => {
             let errors = form_errors(e)?;
-            let message = errors.values().flatten().cloned().collect::<Vec<_>>().join("; ");
-            Err(crate::http::Error::from(crate::service::Error::invalid([("ensemble", message)])).into())
+            let message = errors
+                .values()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ");
+            Err(
+                crate::http::Error::from(crate::service::Error::invalid([("ensemble", message)]))
+                    .into(),
+            )
         }
     }
 }
@@ -262,7 +308,15 @@ async fn choose(
 ) -> PageResult {
     let parsed = parse_key(&key)?;
     let merge = !form.get("merge").is_empty();
-    match svc::choose(&state, &member.caller, &parsed, form.get("candidate"), merge).await {
+    match svc::choose(
+        &state,
+        &member.caller,
+        &parsed,
+        form.get("candidate"),
+        merge,
+    )
+    .await
+    {
         Ok(_) => Ok(see_other(&format!("/w/{slug}/issues/{key}/ensemble"))),
         Err(e) => {
             let errors = form_errors(e)?;

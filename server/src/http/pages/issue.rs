@@ -171,7 +171,10 @@ async fn ensemble_choices(
             .budget_usd
             .map(|b| format!(", cap ${b:.2}"))
             .unwrap_or_default();
-        out.push((view.name, format!("{}; {typical}{cap}", view.members.join(", "))));
+        out.push((
+            view.name,
+            format!("{}; {typical}{cap}", view.members.join(", ")),
+        ));
     }
     Ok(out)
 }
