@@ -58,7 +58,12 @@ impl Reader {
 
     /// The counts of every summary seen so far, summed; `None` when none was seen.
     pub fn counts(&self) -> Option<Counts> {
-        let found = [self.cargo, self.pytest, self.node.counts(), self.go.counts()];
+        let found = [
+            self.cargo,
+            self.pytest,
+            self.node.counts(),
+            self.go.counts(),
+        ];
         found.into_iter().flatten().reduce(|mut sum, c| {
             sum.add(c.passed, c.failed);
             sum
@@ -102,8 +107,8 @@ fn pytest_line(line: &str) -> Option<(u64, u64)> {
         match what {
             "passed" => passed += n,
             "failed" | "error" | "errors" => failed += n,
-            "skipped" | "xfailed" | "xpassed" | "deselected" | "warning" | "warnings"
-            | "rerun" => {}
+            "skipped" | "xfailed" | "xpassed" | "deselected" | "warning" | "warnings" | "rerun" => {
+            }
             _ => return None,
         }
         any |= matches!(what, "passed" | "failed" | "error" | "errors");
@@ -122,10 +127,7 @@ struct Node {
 
 impl Node {
     fn take(&mut self, line: &str) -> bool {
-        let Some(rest) = line
-            .strip_prefix("# ")
-            .or_else(|| line.strip_prefix("ℹ "))
-        else {
+        let Some(rest) = line.strip_prefix("# ").or_else(|| line.strip_prefix("ℹ ")) else {
             return false;
         };
         let Some((key, n)) = rest.split_once(' ') else {

@@ -162,7 +162,12 @@ impl Executed {
             .iter()
             .filter(|e| e.kind == CHECK_EVENT)
             .collect();
-        assert_eq!(checks.len(), 1, "exactly one check event: {:#?}", self.events);
+        assert_eq!(
+            checks.len(),
+            1,
+            "exactly one check event: {:#?}",
+            self.events
+        );
         assert!(self.check_before_finish);
         let diff = self.events.iter().find(|e| e.kind == "diff").unwrap();
         assert!(checks[0].seq > diff.seq, "checked after the commit");
@@ -264,7 +269,10 @@ exit 101"#,
     let check = done.check();
     assert!(check.passed_check());
     assert_eq!(check.tail, "partial");
-    assert_eq!((check.passed, check.failed, check.total), (None, None, None));
+    assert_eq!(
+        (check.passed, check.failed, check.total),
+        (None, None, None)
+    );
 
     // Without a check in the order there is no check event.
     let done = w
@@ -293,7 +301,8 @@ async fn a_check_past_its_timeout_is_killed_with_its_group(backend: Backend) {
         return;
     };
     // A background child that ignores SIGINT and SIGTERM, and a foreground sleep.
-    let check = r#"sh -c 'trap "" INT TERM; sleep 300' & echo "bg $!"; echo "leader $$"; sleep 300"#;
+    let check =
+        r#"sh -c 'trap "" INT TERM; sleep 300' & echo "bg $!"; echo "leader $$"; sleep 300"#;
     let done = w
         .execute(
             w.order("cat >/dev/null; exit 0", spec(check, 1)).await,
@@ -430,7 +439,10 @@ async fn a_cancelled_run_is_not_checked(backend: Backend) {
     });
     let done = w.execute(order, cancel).await;
     assert_eq!(done.finished.outcome.status, RunStatus::Cancelled);
-    assert!(done.events.iter().any(|e| e.kind == "diff"), "the work is committed");
+    assert!(
+        done.events.iter().any(|e| e.kind == "diff"),
+        "the work is committed"
+    );
     assert!(done.events.iter().all(|e| e.kind != CHECK_EVENT));
     assert!(!ran.exists(), "the check never ran");
     drop(w.db);

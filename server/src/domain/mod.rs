@@ -6,10 +6,10 @@
 mod agent;
 mod ensemble;
 pub mod failure;
-pub mod review;
 mod ids;
 mod issue;
 mod mention;
+pub mod review;
 mod run;
 mod runner;
 pub mod serde_util;

@@ -96,7 +96,11 @@ pub fn assign_labels<T: Clone, R: rand::Rng + ?Sized>(
 
 /// The reviewer's prompt: the issue, then each candidate (in label order) with its check result and
 /// diff, then exactly what to answer.
-pub fn review_prompt(issue_title: &str, issue_body: &str, candidates: &[ReviewCandidate]) -> String {
+pub fn review_prompt(
+    issue_title: &str,
+    issue_body: &str,
+    candidates: &[ReviewCandidate],
+) -> String {
     let mut sorted: Vec<&ReviewCandidate> = candidates.iter().collect();
     sorted.sort_by_key(|c| c.label);
     let labels: Vec<String> = sorted.iter().map(|c| c.label.to_string()).collect();
@@ -153,10 +157,7 @@ fn check_section(check: Option<&CheckResult>) -> String {
             None => "FAILED (killed)".to_owned(),
         }
     };
-    let mut s = format!(
-        "## Check\n\nCommand: `{}`\nResult: {verdict}\n",
-        c.command
-    );
+    let mut s = format!("## Check\n\nCommand: `{}`\nResult: {verdict}\n", c.command);
     if let (Some(passed), Some(total)) = (c.passed, c.total) {
         s.push_str(&format!(
             "Tests: {passed} of {total} passed, {} failed\n",
@@ -187,7 +188,10 @@ fn fenced(lang: &str, body: &str) -> String {
         }
     }
     let fence = "`".repeat((longest + 1).max(3));
-    format!("{fence}{lang}\n{}\n{fence}\n\n", body.trim_end_matches('\n'))
+    format!(
+        "{fence}{lang}\n{}\n{fence}\n\n",
+        body.trim_end_matches('\n')
+    )
 }
 
 fn answer_instructions(labels: &[String]) -> String {
@@ -376,10 +380,7 @@ fn validate(v: &Value, labels: &[char]) -> Result<Verdict, Vec<String>> {
         Some(b) => match label_of(b) {
             Some(best) if labels.contains(&best) => Some(best),
             _ => {
-                problems.push(format!(
-                    "\"best\" must be one of {known}, not {}",
-                    short(b)
-                ));
+                problems.push(format!("\"best\" must be one of {known}, not {}", short(b)));
                 None
             }
         },

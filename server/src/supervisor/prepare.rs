@@ -345,7 +345,14 @@ fn confine(
     dir: &Path,
     agent: &AgentSpec,
     read_only: bool,
-) -> Result<(LaunchSpec, serde_json::Value, Option<crate::sandbox::Policy>), PrepareError> {
+) -> Result<
+    (
+        LaunchSpec,
+        serde_json::Value,
+        Option<crate::sandbox::Policy>,
+    ),
+    PrepareError,
+> {
     use crate::sandbox::{self, Mode};
     let Mode::Sandboxed { abi } = mode else {
         return Ok((launch, sandbox::event_payload(mode, None), None));

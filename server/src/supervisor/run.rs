@@ -265,7 +265,10 @@ pub(super) async fn wrap_up_worktree(
                 json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
             );
             if let Some(c) = check {
-                let result = check::not_run(c.spec, "the work could not be committed, so it was not checked");
+                let result = check::not_run(
+                    c.spec,
+                    "the work could not be committed, so it was not checked",
+                );
                 log.push(CHECK_EVENT, check_payload(&result));
             }
             WrappedUp {

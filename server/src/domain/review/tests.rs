@@ -58,8 +58,13 @@ fn the_prompt_shows_evidence_under_labels_only() {
         assert!(!prompt.contains(name), "{name} in\n{prompt}");
     }
     // Neither costs, tokens nor run times: the check's duration (48213 ms) is left out.
-    for word in ["$", "cost", "token", "48213", "48.2", "duration", "took", "seconds", "vote"] {
-        assert!(!prompt.to_lowercase().contains(word), "{word:?} in\n{prompt}");
+    for word in [
+        "$", "cost", "token", "48213", "48.2", "duration", "took", "seconds", "vote",
+    ] {
+        assert!(
+            !prompt.to_lowercase().contains(word),
+            "{word:?} in\n{prompt}"
+        );
     }
     // Label order, whatever order they came in.
     let (a, b, c) = (
@@ -136,18 +141,26 @@ fn a_verdict_is_found_fenced_or_in_prose() {
     let v = parse_verdict(&fenced, &labels).unwrap();
     assert_eq!(v.best, 'A');
     assert_eq!(
-        v.candidates.iter().map(|c| (c.label, c.score)).collect::<Vec<_>>(),
+        v.candidates
+            .iter()
+            .map(|c| (c.label, c.score))
+            .collect::<Vec<_>>(),
         vec![('A', 8), ('B', 2), ('C', 0)]
     );
     assert_eq!(v.candidates[0].reasons.len(), 2);
     let prose = format!("Here {{is}} my answer: {GOOD} -- thanks");
     assert_eq!(parse_verdict(&prose, &labels).unwrap(), v);
     // The same object twice (the fence and an echo) is one verdict.
-    assert_eq!(parse_verdict(&format!("{GOOD}\n{GOOD}"), &labels).unwrap(), v);
+    assert_eq!(
+        parse_verdict(&format!("{GOOD}\n{GOOD}"), &labels).unwrap(),
+        v
+    );
 }
 
 fn error(text: &str) -> String {
-    parse_verdict(text, &['A', 'B', 'C']).unwrap_err().to_string()
+    parse_verdict(text, &['A', 'B', 'C'])
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
@@ -190,7 +203,10 @@ fn invalid_verdicts_say_what_is_wrong() {
         "candidate B appears more than once; candidate C is missing"
     );
     assert_eq!(
-        error(&GOOD.replace(r#""reasons":["failing test two_is_two"]"#, r#""reasons":[]"#)),
+        error(&GOOD.replace(
+            r#""reasons":["failing test two_is_two"]"#,
+            r#""reasons":[]"#
+        )),
         "candidate B: no reason given"
     );
     assert_eq!(
