@@ -139,10 +139,12 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
         &mut child,
         pid,
         redactor.clone(),
-        worktree.as_ref(),
+        Work {
+            worktree: worktree.as_ref(),
+            confinement: &prepared.confinement,
+        },
         first_events(prepared.sandbox, prepared.continuity),
         prepared.usage_log,
-        &prepared.confinement,
     )
     .await;
     if matches!(ending, Ending::LeaseLost) || signal.is_lost() {
@@ -344,6 +346,13 @@ fn first_events(
     first
 }
 
+/// Where the run works: its worktree (when the workspace has a repository) and what a check there runs
+/// inside.
+struct Work<'a> {
+    worktree: Option<&'a Worktree>,
+    confinement: &'a Confinement,
+}
+
 /// Watches the child until it ends or must be stopped; stops and reaps it and whatever is left of its
 /// process group; wraps up the worktree; hands every event to the outbox. Returns the ending, the tally
 /// and the last event seq.
@@ -352,11 +361,14 @@ async fn run_child(
     child: &mut Child,
     pid: Option<i32>,
     redactor: Redactor,
-    worktree: Option<&Worktree>,
+    work: Work<'_>,
     first: Vec<(&'static str, serde_json::Value)>,
     usage_log: Option<UsageLog>,
-    confinement: &Confinement,
 ) -> (Ending, Tally, crate::domain::Seq) {
+    let Work {
+        worktree,
+        confinement,
+    } = work;
     let mut lines = read_lines(child, usage_log);
     let check_redactor = redactor.clone();
     let held = Held {
