@@ -4,7 +4,7 @@
 //! step and real processes; the events it reports are then stored on each backend and read back.
 //! Cases: a passing check (counts read from cargo-test output), a failing one, one that times out (its
 //! whole group killed, no survivors), one that tries to read the data folder and the database and is
-//! refused by the sandbox, the agent's secret never in the check's output, a cancelled run not checked,
+//! refused by the sandbox, one that commits on the run's branch (caught, the branch put back), the agent's secret never in the check's output, a cancelled run not checked,
 //! an over-budget run checked, a cancel during the check stopping it.
 #![allow(clippy::unwrap_used)]
 
@@ -362,7 +362,7 @@ async fn a_check_past_its_timeout_is_killed_with_its_group_postgres() {
     a_check_past_its_timeout_is_killed_with_its_group(Backend::Postgres).await;
 }
 
-async fn a_check_cannot_read_the_data_folder(backend: Backend) {
+async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend) {
     let Some(w) = World::new(backend).await else {
         return;
     };
@@ -407,18 +407,37 @@ async fn a_check_cannot_read_the_data_folder(backend: Backend) {
     assert!(tail.contains("REFUSED listing"), "{tail}");
     assert!(!tail.contains("crown jewels"), "{tail}");
     assert!(tail.contains("Permission denied"), "{tail}");
+
+    // A check that commits on the run's branch (it may: it has the agent's rights) is caught, and the
+    // branch is put back where the run's work was committed.
+    let check = "echo sneaky > sneaky.txt && git add sneaky.txt && git -c user.name=x -c user.email=x@x commit -q -m sneaky && echo COMMITTED";
+    let order = w
+        .order("cat >/dev/null; echo work > work.txt", spec(check, 30))
+        .await;
+    let branch = order.branch.clone();
+    let done = w.execute(order, CancellationToken::new()).await;
+    let check = done.check();
+    assert!(check.tail.contains("COMMITTED"), "{check:#?}");
+    assert!(!check.passed_check());
+    assert_eq!(
+        check.error.as_deref(),
+        Some(format!("the check moved the run's branch {branch} away from the committed work; it was put back").as_str())
+    );
+    let files = git(&w.repo, &["ls-tree", "--name-only", &branch]);
+    assert!(files.contains("work.txt"), "{files}");
+    assert!(!files.contains("sneaky.txt"), "{files}");
     drop(w.db);
 }
 
 #[tokio::test]
-async fn a_check_cannot_read_the_data_folder_sqlite() {
-    a_check_cannot_read_the_data_folder(Backend::Sqlite).await;
+async fn a_check_cannot_read_the_data_folder_or_move_its_branch_sqlite() {
+    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Sqlite).await;
 }
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_check_cannot_read_the_data_folder_postgres() {
-    a_check_cannot_read_the_data_folder(Backend::Postgres).await;
+async fn a_check_cannot_read_the_data_folder_or_move_its_branch_postgres() {
+    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Postgres).await;
 }
 
 async fn a_cancelled_run_is_not_checked(backend: Backend) {

@@ -288,6 +288,9 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
     // What was logged so far (the diff) is stored while the check runs.
     log.flush(c.link);
     tracing::info!(command = %c.spec.command, "running the check");
+    // The check runs the candidate's code with the agent's rights, which include its branch: the branch
+    // must still be what was committed and shown (the diff) when the check is done.
+    let committed = git::run_branch_tip(tree).await;
     let outcome = check::run(
         c.spec,
         &tree.path,
@@ -297,10 +300,23 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
         c.signal,
     )
     .await;
-    let (result, stopped) = match outcome {
+    let (mut result, stopped) = match outcome {
         check::Outcome::Done(result) => (result, false),
         check::Outcome::Stopped(result) => (result, true),
     };
+    if let Some(sha) = committed
+        && git::run_branch_tip(tree).await.as_deref() != Some(sha.as_str())
+    {
+        tracing::warn!(branch = %tree.branch, "the check moved the run's branch; putting it back");
+        let put_back = match git::reset_branch(tree, &sha).await {
+            Ok(()) => "it was put back".to_owned(),
+            Err(e) => format!("it could not be put back: {e}"),
+        };
+        result.error = Some(format!(
+            "the check moved the run's branch {} away from the committed work; {put_back}",
+            tree.branch
+        ));
+    }
     tracing::info!(
         exit_code = ?result.exit_code,
         timed_out = result.timed_out,
