@@ -4,8 +4,9 @@
 //! step and real processes; the events it reports are then stored on each backend and read back.
 //! Cases: a passing check (counts read from cargo-test output), a failing one, one that times out (its
 //! whole group killed, no survivors), one that tries to read the data folder and the database and is
-//! refused by the sandbox, one that commits on the run's branch (caught, the branch put back), the agent's secret never in the check's output, a cancelled run not checked,
-//! an over-budget run checked, a cancel during the check stopping it.
+//! refused by the sandbox, one that commits on the run's branch (caught, the branch put back), the
+//! agent's secret never in the check's output, a cancelled run not checked, an over-budget run checked,
+//! a cancel during the check stopping it.
 #![allow(clippy::unwrap_used)]
 
 mod support;
