@@ -4,7 +4,9 @@
 //! step and real processes; the events it reports are then stored on each backend and read back.
 //! Cases: a passing check (counts read from cargo-test output), a failing one, one that times out (its
 //! whole group killed, no survivors), one that tries to read the data folder and the database and is
-//! refused by the sandbox, the agent's secret never in the check's output, a cancelled run not checked.
+//! refused by the sandbox, one that commits on the run's branch (caught, the branch put back), the
+//! agent's secret never in the check's output, a cancelled run not checked, an over-budget run checked,
+//! a cancel during the check stopping it.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -282,6 +284,24 @@ exit 101"#,
         )
         .await;
     assert!(done.events.iter().all(|e| e.kind != CHECK_EVENT));
+
+    // Without a repository there is no worktree to check: the event says so.
+    let mut order = w.order("cat >/dev/null; exit 0", spec("true", 30)).await;
+    order.repo = None;
+    let done = w.execute(order, CancellationToken::new()).await;
+    let checks: Vec<CheckResult> = done
+        .events
+        .iter()
+        .filter(|e| e.kind == CHECK_EVENT)
+        .map(|e| serde_json::from_value(e.payload.clone()).unwrap())
+        .collect();
+    assert_eq!(checks.len(), 1);
+    assert!(!checks[0].passed_check());
+    assert!(
+        checks[0].error.as_deref().unwrap().contains("no worktree"),
+        "{:?}",
+        checks[0]
+    );
     drop(w.db);
 }
 
@@ -343,7 +363,7 @@ async fn a_check_past_its_timeout_is_killed_with_its_group_postgres() {
     a_check_past_its_timeout_is_killed_with_its_group(Backend::Postgres).await;
 }
 
-async fn a_check_cannot_read_the_data_folder(backend: Backend) {
+async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend) {
     let Some(w) = World::new(backend).await else {
         return;
     };
@@ -388,18 +408,37 @@ async fn a_check_cannot_read_the_data_folder(backend: Backend) {
     assert!(tail.contains("REFUSED listing"), "{tail}");
     assert!(!tail.contains("crown jewels"), "{tail}");
     assert!(tail.contains("Permission denied"), "{tail}");
+
+    // A check that commits on the run's branch (it may: it has the agent's rights) is caught, and the
+    // branch is put back where the run's work was committed.
+    let check = "echo sneaky > sneaky.txt && git add sneaky.txt && git -c user.name=x -c user.email=x@x commit -q -m sneaky && echo COMMITTED";
+    let order = w
+        .order("cat >/dev/null; echo work > work.txt", spec(check, 30))
+        .await;
+    let branch = order.branch.clone();
+    let done = w.execute(order, CancellationToken::new()).await;
+    let check = done.check();
+    assert!(check.tail.contains("COMMITTED"), "{check:#?}");
+    assert!(!check.passed_check());
+    assert_eq!(
+        check.error.as_deref(),
+        Some(format!("the check moved the run's branch {branch} away from the committed work; it was put back").as_str())
+    );
+    let files = git(&w.repo, &["ls-tree", "--name-only", &branch]);
+    assert!(files.contains("work.txt"), "{files}");
+    assert!(!files.contains("sneaky.txt"), "{files}");
     drop(w.db);
 }
 
 #[tokio::test]
-async fn a_check_cannot_read_the_data_folder_sqlite() {
-    a_check_cannot_read_the_data_folder(Backend::Sqlite).await;
+async fn a_check_cannot_read_the_data_folder_or_move_its_branch_sqlite() {
+    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Sqlite).await;
 }
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_check_cannot_read_the_data_folder_postgres() {
-    a_check_cannot_read_the_data_folder(Backend::Postgres).await;
+async fn a_check_cannot_read_the_data_folder_or_move_its_branch_postgres() {
+    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Postgres).await;
 }
 
 async fn a_cancelled_run_is_not_checked(backend: Backend) {
@@ -457,4 +496,86 @@ async fn a_cancelled_run_is_not_checked_sqlite() {
 #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn a_cancelled_run_is_not_checked_postgres() {
     a_cancelled_run_is_not_checked(Backend::Postgres).await;
+}
+
+/// A Claude stream-json replay reporting 37 tokens of usage.
+const SPEND: &str = include_str!("../../agents/tests/fixtures/claude/text.jsonl");
+
+async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backend) {
+    let Some(w) = World::new(backend).await else {
+        return;
+    };
+    // Over its token budget the agent is stopped; its partial work is committed and checked.
+    let script = format!(
+        "cat >/dev/null\necho partial > part.txt\ncat <<'EOF'\n{}\nEOF\nsleep 300",
+        SPEND.trim_end()
+    );
+    let mut order = w.order(&script, spec("cat part.txt", 30)).await;
+    order.agent.budget.tokens = Some(10);
+    let done = w.execute(order, CancellationToken::new()).await;
+    assert_eq!(done.finished.outcome.status, RunStatus::Failed);
+    assert_eq!(
+        done.finished.outcome.failure_reason,
+        Some(FailureReason::OverBudget)
+    );
+    let check = done.check();
+    assert!(check.passed_check(), "{check:#?}");
+    assert_eq!(check.tail, "partial");
+
+    // A person's cancel while the check runs stops the check's group; the run ends cancelled and
+    // the check says it was stopped.
+    let marks = w.scratch.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let marker = marks.join("checking");
+    let mut config = (*w.config).clone();
+    config.agent_rw_paths = vec![marks.clone()];
+    let w = World {
+        config: Arc::new(config),
+        ..w
+    };
+    let check = format!(
+        "echo \"leader $$\"; echo go > '{}'; sleep 300",
+        marker.display()
+    );
+    let order = w.order("cat >/dev/null; exit 0", spec(&check, 300)).await;
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        poll("the check to start", || async {
+            marker.exists().then_some(())
+        })
+        .await;
+        trigger.cancel();
+    });
+    let done = w.execute(order, cancel).await;
+    assert_eq!(done.finished.outcome.status, RunStatus::Cancelled);
+    let check = done.check();
+    assert_eq!(
+        check.error.as_deref(),
+        Some("stopped: the run was cancelled during its check")
+    );
+    assert!(!check.timed_out);
+    assert_eq!(check.exit_code, None);
+    let leader = check
+        .tail
+        .lines()
+        .find_map(|l| l.strip_prefix("leader "))
+        .unwrap()
+        .to_owned();
+    poll("the check to be gone", || async {
+        (!alive(&leader)).then_some(())
+    })
+    .await;
+    drop(w.db);
+}
+
+#[tokio::test]
+async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check_sqlite() {
+    an_over_budget_run_is_checked_and_a_cancel_stops_a_check(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check_postgres() {
+    an_over_budget_run_is_checked_and_a_cancel_stops_a_check(Backend::Postgres).await;
 }

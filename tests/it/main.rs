@@ -8,6 +8,7 @@ mod api;
 mod browser_board;
 mod browser_board_habits;
 mod browser_board_paging;
+mod browser_checks;
 mod browser_ensemble;
 mod browser_forms;
 mod browser_issue;

@@ -748,6 +748,17 @@ pub enum RunItemKind {
     Status { status: String },
     /// What the agent may reach: the sandbox mode, then one line per allowed path and the ports.
     Sandbox { lines: Vec<String> },
+    /// An ensemble candidate's check (a gate): green when it passed; how it ended (`exit 0`, `timed
+    /// out`, why it could not run), its duration, `12/13 passed` when counted, and its output's last
+    /// lines (redacted).
+    Check {
+        ok: bool,
+        command: String,
+        ending: String,
+        duration: Option<String>,
+        counts: Option<String>,
+        tail: String,
+    },
     /// A follow-up run: whether it resumed the previous run's session, or started fresh and why.
     Session { resumed: bool, text: String },
     /// The turn ended; the summary is rendered markdown.

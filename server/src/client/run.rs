@@ -364,10 +364,38 @@ async fn show(client: &Client, json: bool, run: &str) -> anyhow::Result<()> {
         r.finished_at.as_deref().map_or("-".to_owned(), short_time)
     );
     println!("diff:     {}", or_dash(&r.diff_stat));
+    if let Some(check) = last_check(client, run).await? {
+        println!("check:    {}", clean(&check_line(&check)));
+    }
     if let Some(summary) = r.summary.as_deref().filter(|s| !s.trim().is_empty()) {
         println!("\n{}", output::indent(summary, "    "));
     }
     Ok(())
+}
+
+/// The payload of the run's last `check` event (an ensemble candidate's), read page by page.
+async fn last_check(client: &Client, run: &str) -> anyhow::Result<Option<Value>> {
+    let mut after = 0;
+    let mut found = None;
+    loop {
+        let path = format!(
+            "/api/v1/runs/{}/events?after={after}&limit={PAGE}",
+            segment(run)
+        );
+        let value = client.get(&path).await;
+        let value = value.map_err(|e| not_found_as(e, &format!("run {run}")))?;
+        let page: Page = shape(&value)?;
+        for event in &page.events {
+            let row: EventRow = shape(event)?;
+            if row.kind == crate::domain::CHECK_EVENT {
+                found = Some(row.payload);
+            }
+        }
+        if page.events.len() < PAGE as usize || page.next_after <= after {
+            return Ok(found);
+        }
+        after = page.next_after;
+    }
 }
 
 /// Prints every stored event after `after`, page by page.
@@ -424,6 +452,7 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
     }
     let s = |field: &str| p[field].as_str().unwrap_or_default().to_owned();
     let content = match kind {
+        crate::domain::CHECK_EVENT => check_line(p),
         "session" => crate::domain::continuity_text(p),
         "text" | "thinking" => s("text"),
         "started" => match p["model"].as_str() {
@@ -479,6 +508,13 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
         line = line.chars().take(TEXT_CAP).collect::<String>() + "…";
     }
     line
+}
+
+/// A check event in one line (`passed · 12/12 passed · exit 0 · 4.2 s · cargo test`), or its JSON
+/// when it is not a check result.
+fn check_line(p: &Value) -> String {
+    serde_json::from_value::<crate::domain::CheckResult>(p.clone())
+        .map_or_else(|_| compact(p), |c| c.one_line())
 }
 
 /// A tool's input: the one argument that says what it does (a command, a path, a pattern) when there is
@@ -727,6 +763,22 @@ mod tests {
             assert_eq!(frames[1].event, "end");
             assert_eq!(frames[1].data, "{\"a\":\n2}");
         }
+    }
+
+    #[test]
+    fn a_check_reads_as_one_line() {
+        let p = serde_json::json!({
+            "command": "cargo test", "exit_code": 0, "timed_out": false, "duration_ms": 4240,
+            "passed": 12, "failed": 0, "total": 12, "tail": "ok\nok", "error": null
+        });
+        assert_eq!(
+            event_line(9, "check", &p),
+            "#9 check: passed · 12/12 passed · exit 0 · 4.2 s · cargo test"
+        );
+        assert_eq!(
+            event_line(9, "check", &serde_json::json!({"x": 1})),
+            "#9 check: {\"x\":1}"
+        );
     }
 
     #[test]

@@ -445,6 +445,19 @@ pub async fn remove(tree: &Worktree) -> Result<(), String> {
     Ok(())
 }
 
+/// The commit the run's branch points at in its repository.
+pub async fn run_branch_tip(tree: &Worktree) -> Option<String> {
+    branch_tip(&tree.repo, false, &tree.branch).await
+}
+
+/// Points the run's branch back at `sha` (what the run committed), after something moved it.
+pub async fn reset_branch(tree: &Worktree, sha: &str) -> Result<(), String> {
+    let name = format!("refs/heads/{}", tree.branch);
+    git(&tree.repo, &["update-ref", &name, sha])
+        .await
+        .map(|_| ())
+}
+
 /// Removes the worktree and deletes its branch: for a run that never started.
 pub async fn discard(tree: &Worktree) {
     if let Err(e) = remove(tree).await {

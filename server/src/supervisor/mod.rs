@@ -11,7 +11,10 @@
 //!   reported finished;
 //! - a run whose claim is lost (the server says `cancel{lost}` or refuses its epoch) is stopped and
 //!   writes nothing more: another claim owns it now;
-//! - runner shutdown stops every run, which then ends `interrupted`.
+//! - runner shutdown stops every run, which then ends `interrupted`;
+//! - an ensemble candidate's check (`Order::check`) runs after its work is committed and before its
+//!   worktree is removed, inside the agent's sandbox policy without the agent's variables, and is
+//!   reported as exactly one `check` event before the finish; a cancelled run is not checked.
 
 mod brief;
 mod check;

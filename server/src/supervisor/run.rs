@@ -173,10 +173,12 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
         &mut child,
         pid,
         redactor.clone(),
-        worktree.as_ref(),
+        Work {
+            worktree: worktree.as_ref(),
+            confinement: &prepared.confinement,
+        },
         first_events(prepared.sandbox, prepared.continuity),
         prepared.usage_log,
-        &prepared.confinement,
     )
     .await;
     if matches!(ending, Ending::LeaseLost) || signal.is_lost() {
@@ -320,6 +322,9 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
     // What was logged so far (the diff) is stored while the check runs.
     log.flush(c.link);
     tracing::info!(command = %c.spec.command, "running the check");
+    // The check runs the candidate's code with the agent's rights, which include its branch: the branch
+    // must still be what was committed and shown (the diff) when the check is done.
+    let committed = git::run_branch_tip(tree).await;
     let outcome = check::run(
         c.spec,
         &tree.path,
@@ -329,10 +334,23 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
         c.signal,
     )
     .await;
-    let (result, stopped) = match outcome {
+    let (mut result, stopped) = match outcome {
         check::Outcome::Done(result) => (result, false),
         check::Outcome::Stopped(result) => (result, true),
     };
+    if let Some(sha) = committed
+        && git::run_branch_tip(tree).await.as_deref() != Some(sha.as_str())
+    {
+        tracing::warn!(branch = %tree.branch, "the check moved the run's branch; putting it back");
+        let put_back = match git::reset_branch(tree, &sha).await {
+            Ok(()) => "it was put back".to_owned(),
+            Err(e) => format!("it could not be put back: {e}"),
+        };
+        result.error = Some(format!(
+            "the check moved the run's branch {} away from the committed work; {put_back}",
+            tree.branch
+        ));
+    }
     tracing::info!(
         exit_code = ?result.exit_code,
         timed_out = result.timed_out,
@@ -378,6 +396,13 @@ fn first_events(
     first
 }
 
+/// Where the run works: its worktree (when the workspace has a repository) and what a check there runs
+/// inside.
+struct Work<'a> {
+    worktree: Option<&'a Worktree>,
+    confinement: &'a Confinement,
+}
+
 /// Watches the child until it ends or must be stopped; stops and reaps it and whatever is left of its
 /// process group; wraps up the worktree; hands every event to the outbox. Returns the ending, the tally
 /// and the last event seq.
@@ -386,11 +411,14 @@ async fn run_child(
     child: &mut Child,
     pid: Option<i32>,
     redactor: Redactor,
-    worktree: Option<&Worktree>,
+    work: Work<'_>,
     first: Vec<(&'static str, serde_json::Value)>,
     usage_log: Option<UsageLog>,
-    confinement: &Confinement,
 ) -> (Ending, Tally, crate::domain::Seq) {
+    let Work {
+        worktree,
+        confinement,
+    } = work;
     let mut lines = read_lines(child, usage_log);
     let check_redactor = redactor.clone();
     let held = Held {

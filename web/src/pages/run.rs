@@ -269,6 +269,38 @@ fn timeline_item(item: &RunItemView, swap: bool) -> Markup {
                 pre.sandbox-rules { @for l in lines { (l) "\n" } }
             },
         ),
+        RunItemKind::Check {
+            ok,
+            command,
+            ending,
+            duration,
+            counts,
+            tail,
+        } => (
+            if *ok {
+                "ev ev-check ev-ok"
+            } else {
+                "ev ev-check ev-bad"
+            },
+            html! {
+                div.ev-head {
+                    span.ev-label { "Check" }
+                    span class={ "check-badge " (if *ok { "check-pass" } else { "check-fail" }) } {
+                        @if *ok { "passed" } @else { "failed" }
+                    }
+                    code.cmd { (command) }
+                    span.check-ending { (ending) }
+                    @if let Some(d) = duration { span.muted { (d) } }
+                    @if let Some(c) = counts { span.check-counts { (c) } }
+                }
+                @if !tail.trim().is_empty() {
+                    details.check-tail {
+                        summary { "Last lines of its output" }
+                        pre { (tail) }
+                    }
+                }
+            },
+        ),
         RunItemKind::Session { resumed, text } => (
             "ev ev-session",
             html! {

@@ -178,3 +178,40 @@ fn a_waiting_run_says_why_under_its_header() {
         r#"<p class="run-waiting-banner muted" role="status">waiting for runner gpu-box (offline). <a href="../runners">See the runners</a>.</p>"#
     ), "{html}");
 }
+
+#[test]
+fn a_check_is_a_gate_with_its_badge_counts_and_collapsed_output() {
+    let item = |ok: bool, ending: &str, counts: Option<&str>, tail: &str| RunItemView {
+        seq: 42,
+        at: chrono::Utc::now(),
+        kind: RunItemKind::Check {
+            ok,
+            command: "cargo test <all>".to_owned(),
+            ending: ending.to_owned(),
+            duration: Some("4.2 s".to_owned()),
+            counts: counts.map(str::to_owned),
+            tail: tail.to_owned(),
+        },
+    };
+    let green = timeline_item(
+        &item(true, "exit 0", Some("12/12 passed"), "test result: ok. <b>"),
+        false,
+    )
+    .into_string();
+    assert!(
+        green.contains(r#"<li class="ev ev-check ev-ok" id="run-entry-42""#),
+        "{green}"
+    );
+    assert!(green.contains(r#"<span class="check-badge check-pass">passed</span>"#));
+    assert!(green.contains(r#"<code class="cmd">cargo test &lt;all&gt;</code>"#));
+    assert!(green.contains(r#"<span class="check-ending">exit 0</span>"#));
+    assert!(green.contains("4.2 s"));
+    assert!(green.contains(r#"<span class="check-counts">12/12 passed</span>"#));
+    // The output is collapsed (no `open`) and escaped.
+    assert!(green.contains(r#"<details class="check-tail"><summary>Last lines of its output</summary><pre>test result: ok. &lt;b&gt;</pre></details>"#), "{green}");
+    let red = timeline_item(&item(false, "timed out", None, ""), false).into_string();
+    assert!(red.contains(r#"<li class="ev ev-check ev-bad""#));
+    assert!(red.contains(r#"<span class="check-badge check-fail">failed</span>"#));
+    assert!(red.contains("timed out"));
+    assert!(!red.contains("check-counts") && !red.contains("<details"));
+}

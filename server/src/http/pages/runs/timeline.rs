@@ -142,6 +142,21 @@ impl Timeline {
             "sandbox" => RunItemKind::Sandbox {
                 lines: crate::sandbox::event_lines(&e.payload),
             },
+            crate::domain::CHECK_EVENT => {
+                match serde_json::from_value::<crate::domain::CheckResult>(e.payload.clone()) {
+                    Ok(c) => RunItemKind::Check {
+                        ok: c.passed_check(),
+                        ending: c.ending_text(),
+                        duration: c.error.is_none().then(|| c.duration_text()),
+                        counts: c.counts_text(),
+                        command: c.command,
+                        tail: c.tail,
+                    },
+                    Err(_) => RunItemKind::Raw {
+                        line: format!("{}: {}", e.kind, e.payload),
+                    },
+                }
+            }
             "session" => RunItemKind::Session {
                 resumed: e.payload["resumed"].as_bool() == Some(true),
                 text: crate::domain::continuity_text(&e.payload),

@@ -254,3 +254,39 @@ fn the_session_event_says_whether_the_follow_up_resumed_and_where_its_work_start
         ]
     );
 }
+
+#[test]
+fn a_check_event_is_a_gate_entry() {
+    let result = crate::domain::CheckResult {
+        command: "cargo test".to_owned(),
+        exit_code: Some(101),
+        timed_out: false,
+        duration_ms: 1_500,
+        passed: Some(12),
+        failed: Some(1),
+        total: Some(13),
+        tail: "test result: FAILED. 12 passed; 1 failed".to_owned(),
+        error: None,
+    };
+    let mut t = Timeline::new("r".into(), None);
+    t.push(&ev(
+        7,
+        crate::domain::CHECK_EVENT,
+        serde_json::to_value(&result).unwrap(),
+    ));
+    t.push(&ev(8, crate::domain::CHECK_EVENT, json!({"oops": 1})));
+    let batch = t.take();
+    assert_eq!(
+        batch.items[0].kind,
+        RunItemKind::Check {
+            ok: false,
+            command: "cargo test".to_owned(),
+            ending: "exit 101".to_owned(),
+            duration: Some("1.5 s".to_owned()),
+            counts: Some("12/13 passed".to_owned()),
+            tail: "test result: FAILED. 12 passed; 1 failed".to_owned(),
+        }
+    );
+    // A payload that is not a check result is shown as it is, not guessed at.
+    assert!(matches!(&batch.items[1].kind, RunItemKind::Raw { line } if line.contains("oops")));
+}
