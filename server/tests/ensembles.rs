@@ -383,3 +383,110 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     }
     env.stop().await;
 }
+
+/// Runs the real `muster` binary against the test server as the owner; (exit code, stdout, stderr).
+async fn muster(env: &Env, args: &[&str]) -> (i32, String, String) {
+    let home = env.scripts.path().join("cli-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_muster"));
+    cmd.env_clear()
+        .env("HOME", &home)
+        .env("MUSTER_CONFIG_DIR", &home)
+        .env("MUSTER_URL", format!("http://{}", env.addr))
+        .env("MUSTER_TOKEN", &env.token)
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_defines_assigns_compares_and_chooses() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let repo = setup(&env).await;
+    env.agent("one-zq", &writer(&env, "one", "42")).await;
+    env.agent("two-zq", &writer(&env, "two", "40")).await;
+    // Bad input: a precise message, nothing created.
+    let (code, _, err) = muster(&env, &["ensemble", "create", "solo", "--member", "one-zq"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("2 to 8 members"), "{err}");
+    let (code, _, err) = muster(
+        &env,
+        &[
+            "ensemble",
+            "create",
+            "bad",
+            "--member",
+            "one-zq",
+            "--member",
+            "nobody",
+            "--early-stop",
+            "sometimes",
+        ],
+    )
+    .await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no agent called \"nobody\""), "{err}");
+    assert!(err.contains("early-stop policy"), "{err}");
+    let (code, out, err) = muster(
+        &env,
+        &[
+            "ensemble",
+            "create",
+            "pair",
+            "--member",
+            "one-zq",
+            "--member",
+            "two-zq",
+            "--check",
+            "sh check.sh",
+            "--early-stop",
+            "quorum 1",
+            "--budget-usd",
+            "2",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("one-zq, two-zq") && out.contains("$1.0000"),
+        "{out}"
+    );
+    let (code, out, _) = muster(&env, &["ensemble", "list"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("pair") && out.contains("quorum 1"), "{out}");
+    let (code, out, err) = muster(&env, &["ensemble", "edit", "pair", "--early-stop", "all"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("early stop: all"), "{out}");
+
+    let issue = env.issue("CLI ensemble").await;
+    let key = issue.key.to_string();
+    let (code, out, err) = muster(&env, &["issue", "assign", &key, "--ensemble", "pair"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("2 candidates queued"), "{out}");
+    let c = decided(&env, &issue).await;
+    assert_eq!(c["green"], 1, "{c:#}");
+    let (code, out, err) = muster(&env, &["issue", "compare", &key]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("one-zq") && out.contains("pass 3/3"), "{out}");
+    assert!(out.contains("recommended: one-zq"), "{out}");
+    let (code, out, err) = muster(&env, &["issue", "compare", &key, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let parsed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(parsed["ensemble"], "pair");
+    assert_eq!(parsed["recommendation"]["agent"], "one-zq");
+    let (code, _, err) = muster(&env, &["issue", "choose", &key, "nobody"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("the candidates are one-zq, two-zq"), "{err}");
+    let (code, out, err) = muster(&env, &["issue", "choose", &key, "one-zq", "--merge"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("chose one-zq, merged as"), "{out}");
+    assert_eq!(git(&repo, &["show", "main:answer.txt"]).trim(), "42");
+    env.stop().await;
+}

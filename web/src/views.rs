@@ -456,6 +456,8 @@ pub struct SettingsView {
     pub mention_depth_input: String,
     /// The loop guard's per-issue hourly cap as shown in (or typed into) the form.
     pub runs_per_hour_input: String,
+    /// The check command ensembles run unless they name their own, as shown in (or typed into) the form.
+    pub check_input: String,
     /// Set after a successful save.
     pub saved: bool,
     pub errors: FormErrors,

@@ -23,6 +23,12 @@ pub struct WorkspaceInput {
     /// Loop guard: how many runs agents' comments may start on one issue in an hour.
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 1000, example = 10)]
     pub agent_runs_per_issue_per_hour: Option<NumberInput>,
+    /// The check command ensembles run in each candidate's worktree unless they name their own; `""`
+    /// clears it.
+    #[schema(example = "cargo test")]
+    pub check_command: Option<String>,
+    /// Seconds before that check is stopped (1–3600, default 600).
+    pub check_timeout_secs: Option<u64>,
 }
 
 /// A whole number as JSON sends it (`3`) or as a form types it (`"3"`); checked by the service, so a
@@ -82,7 +88,13 @@ pub async fn update(state: &Engine, caller: &Caller, input: &WorkspaceInput) -> 
         }
     };
     let mut ws = caller.ws.clone();
-    if input.repo_path.is_some() || (depth.is_none() && per_hour.is_none()) {
+    if let Some(command) = &input.check_command {
+        ws =
+            super::ensembles::set_workspace_check(state, caller, command, input.check_timeout_secs)
+                .await?;
+    }
+    let only_check = input.check_command.is_some() && input.repo_path.is_none();
+    if input.repo_path.is_some() || (depth.is_none() && per_hour.is_none() && !only_check) {
         ws = set_repo(state, caller, input).await?;
     }
     if depth.is_some() || per_hour.is_some() {

@@ -54,6 +54,13 @@ pub fn settings(v: &SettingsView) -> Markup {
                     Some("How many runs agents' comments may start on one issue in an hour (1 to 1000)."),
                     f.input("agent_runs_per_issue_per_hour", "number", &v.runs_per_hour_input),
                 ))
+                h2 #check-h { "Check" }
+                (f.field(
+                    "Check command",
+                    "check_command",
+                    Some("What ensembles run in each candidate's worktree to judge it (e.g. cargo test), unless an ensemble names its own. Empty: none."),
+                    f.input("check_command", "text", &v.check_input),
+                ))
                 button.btn.btn-primary type="submit" { "Save" }
             }
         }

@@ -31,6 +31,9 @@ pub struct WorkspaceView {
     pub mention_depth_limit: i32,
     /// Loop guard: how many runs agents' comments may start on one issue in an hour (default 10).
     pub agent_runs_per_issue_per_hour: i32,
+    /// The check ensembles run unless they name their own.
+    pub check_command: Option<String>,
+    pub check_timeout_secs: Option<u64>,
 }
 
 impl From<&Workspace> for WorkspaceView {
@@ -43,6 +46,8 @@ impl From<&Workspace> for WorkspaceView {
             repo_path: ws.repo_path.clone(),
             mention_depth_limit: ws.mention_depth_limit,
             agent_runs_per_issue_per_hour: ws.agent_runs_per_issue_per_hour,
+            check_command: ws.check.as_ref().map(|c| c.command.clone()),
+            check_timeout_secs: ws.check.as_ref().map(|c| c.timeout_secs),
         }
     }
 }

@@ -26,6 +26,11 @@ fn view(member: &WsMember) -> SettingsView {
         repo_input: ws.repo_path.clone().unwrap_or_default(),
         mention_depth_input: ws.mention_depth_limit.to_string(),
         runs_per_hour_input: ws.agent_runs_per_issue_per_hour.to_string(),
+        check_input: ws
+            .check
+            .as_ref()
+            .map(|c| c.command.clone())
+            .unwrap_or_default(),
         saved: false,
         errors: FormErrors::new(),
     }
@@ -50,6 +55,8 @@ async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> 
         repo_path: Some(form.get("repo_path").to_owned()),
         mention_depth_limit: text("mention_depth_limit"),
         agent_runs_per_issue_per_hour: text("agent_runs_per_issue_per_hour"),
+        check_command: Some(form.get("check_command").to_owned()),
+        check_timeout_secs: None,
     };
     match svc::update(&state, &member.caller, &input).await {
         Ok(_) => Ok(see_other(&format!(
@@ -62,6 +69,7 @@ async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> 
             v.repo_input = form.get("repo_path").to_owned();
             v.mention_depth_input = form.get("mention_depth_limit").to_owned();
             v.runs_per_hour_input = form.get("agent_runs_per_issue_per_hour").to_owned();
+            v.check_input = form.get("check_command").to_owned();
             Ok(invalid(muster_web::pages::settings(&v)))
         }
     }
