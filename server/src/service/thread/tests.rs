@@ -49,6 +49,7 @@ fn run(issue: IssueId, agent: AgentId, at: i64, status: RunStatus, summary: Opti
         trigger: RunTrigger::Assignment,
         trigger_comment_id: None,
         previous_run_id: None,
+        ensemble_run_id: None,
     }
 }
 
