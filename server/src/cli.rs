@@ -60,6 +60,8 @@ pub enum Command {
     Workspace(WorkspaceArgs),
     /// Agent runs: list, show, logs (--follow), cancel, retry.
     Run(RunArgs),
+    /// What runs cost over a period, by agent, model, runtime or issue (--json, --csv).
+    Usage(UsageArgs),
     /// Run agents for Muster servers from this machine, over one WebSocket per server.
     Runner(Box<RunnerArgs>),
     /// Runner tokens of the workspace (owners and admins): list, create, revoke.
@@ -220,6 +222,15 @@ pub struct WorkspaceArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::workspace::WorkspaceCommand,
+}
+
+/// `muster usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(flatten)]
+    pub options: client::usage::UsageOptions,
 }
 
 /// `muster admin …`.
@@ -642,6 +653,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workspace(args) => {
             client::workspace::run(&args.remote.remote(), args.command).await
         }
+        Command::Usage(args) => client::usage::run(&args.remote.remote(), args.options).await,
         Command::Run(args) => {
             let remote = Remote {
                 color: args

@@ -30,3 +30,4 @@ mod security;
 mod skills;
 mod startup;
 mod store_conformance;
+mod usage;

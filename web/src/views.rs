@@ -41,6 +41,8 @@ pub enum NavItem {
     Inbox,
     Skills,
     Settings,
+    /// What runs cost (the Usage page).
+    Usage,
     /// The signed-in person's own account (password).
     Account,
 }

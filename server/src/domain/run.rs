@@ -56,6 +56,7 @@ string_enum!(
         Exit => "exit",
         EventCap => "event_cap",
         Sandbox => "sandbox",
+        OverCap => "over_cap",
     }
 );
 
@@ -291,6 +292,7 @@ string_enum!(
         AwaitingReview => "awaiting_review",
         Mentioned => "mentioned",
         LoopGuard => "loop_guard",
+        CapWarning => "cap_warning",
     }
 );
 

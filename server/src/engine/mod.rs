@@ -269,6 +269,20 @@ impl Engine {
                 for comment in comments {
                     self.store.add_run_comment(run.id, *comment).await?;
                 }
+                // Over a monthly cap: refused at once, with the reason, rather than left to wait.
+                let breach = crate::service::usage::cap_breach(
+                    self.store.as_ref(),
+                    run.workspace_id,
+                    run.agent_id,
+                    chrono::Utc::now(),
+                )
+                .await?;
+                if let Some(why) = breach {
+                    let reason = crate::domain::FailureReason::OverCap;
+                    return finish::refuse_queued(self, &run, reason, why)
+                        .await
+                        .map(Some);
+                }
                 tracing::info!(run.id = %run.id, attempt = run.attempt, "run queued");
                 self.runs.wake();
                 self.hub.relay(crate::hub::Relayed::RunQueued(run.id));

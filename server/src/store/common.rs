@@ -862,8 +862,9 @@ macro_rules! impl_store {
                 let (id, mut tx) = (RunId::new(), self.begin_write().await?);
                 let row = sqlx::query_as::<$db, RunRow>(concat!(
                     "insert into run (run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, not_before, ",
-                    "created_at, trigger, trigger_comment_id, previous_run_id) ",
-                    "values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11) returning ", run_cols!()))
+                    "created_at, trigger, trigger_comment_id, previous_run_id, model) ",
+                    "values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11, ",
+                    "(select model from agent where agent_id = $4)) returning ", run_cols!()))
                     .bind(id).bind(new.workspace_id).bind(new.issue_id).bind(new.agent_id)
                     .bind(new.attempt).bind(new.chain_depth).bind(new.not_before).bind(now())
                     .bind(new.trigger).bind(new.trigger_comment_id).bind(new.previous_run_id)
@@ -1172,6 +1173,79 @@ macro_rules! impl_store {
                      and not exists (select 1 from inbox_read r where r.inbox_item_id = i.inbox_item_id and r.user_id = $2)")
                     .bind(ws).bind(user).fetch_one(&self.pool).await?;
                 Ok(n)
+            }
+
+            async fn usage_runs(&self, ws: WorkspaceId, filter: &UsageFilter) -> Result<Vec<RunUsage>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(USAGE_RUNS);
+                qb.push_bind(ws).push(" and r.created_at >= ").push_bind(filter.from)
+                    .push(" and r.created_at < ").push_bind(filter.to);
+                if let Some(agent) = filter.agent { qb.push(" and r.agent_id = ").push_bind(agent); }
+                if let Some(issue) = filter.issue { qb.push(" and r.issue_id = ").push_bind(issue); }
+                qb.push(" order by r.created_at, r.run_id");
+                let rows = qb.build_query_as::<UsageRow>().fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn spend_since(&self, ws: WorkspaceId, agent: Option<AgentId>, since: DateTime<Utc>) -> Result<Usage> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(SPEND_SINCE);
+                qb.push_bind(ws).push(" and created_at >= ").push_bind(since);
+                if let Some(agent) = agent { qb.push(" and agent_id = ").push_bind(agent); }
+                let row = qb.build_query_as::<SpendRow>().fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn caps(&self, ws: WorkspaceId) -> Result<Caps> {
+                let rows = sqlx::query_as::<$db, CapRow>(
+                    "select null as agent_id, cap_usd, cap_tokens from workspace where workspace_id = $1 \
+                     union all select agent_id, cap_usd, cap_tokens from agent where workspace_id = $1 \
+                     and (cap_usd is not null or cap_tokens is not null)")
+                    .bind(ws).fetch_all(&self.pool).await?;
+                let mut caps = Caps::default();
+                let mut found = false;
+                for row in rows {
+                    match row.agent_id {
+                        Some(agent) => { caps.agents.insert(agent, row.cap()); }
+                        None => { found = true; caps.workspace = row.cap(); }
+                    }
+                }
+                if !found { return Err(Error::NotFound); }
+                Ok(caps)
+            }
+
+            async fn set_workspace_cap(&self, ws: WorkspaceId, cap: Cap) -> Result<()> {
+                let done = sqlx::query::<$db>("update workspace set cap_usd = $2, cap_tokens = $3 where workspace_id = $1")
+                    .bind(ws).bind(cap.usd).bind(cap.tokens).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn set_agent_cap(&self, ws: WorkspaceId, agent: AgentId, cap: Cap) -> Result<()> {
+                let done = sqlx::query::<$db>(
+                    "update agent set cap_usd = $3, cap_tokens = $4 where workspace_id = $1 and agent_id = $2")
+                    .bind(ws).bind(agent).bind(cap.usd).bind(cap.tokens).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn record_cap_warning(&self, ws: WorkspaceId, scope: &str, month: &str, now: DateTime<Utc>) -> Result<bool> {
+                let done = sqlx::query::<$db>(
+                    "insert into cap_warning (workspace_id, scope, month, created_at) values ($1, $2, $3, $4) \
+                     on conflict do nothing")
+                    .bind(ws).bind(scope).bind(month).bind(now).execute(&self.pool).await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn rate_table(&self, ws: WorkspaceId) -> Result<Option<muster_agents::RateTable>> {
+                let rates = sqlx::query_scalar::<$db, RatesColumn>("select rate_table from workspace where workspace_id = $1")
+                    .bind(ws).fetch_one(&self.pool).await?;
+                Ok(rates.map(|r| r.0))
+            }
+
+            async fn set_rate_table(&self, ws: WorkspaceId, rates: Option<&muster_agents::RateTable>) -> Result<()> {
+                let done = sqlx::query::<$db>("update workspace set rate_table = $2 where workspace_id = $1")
+                    .bind(ws).bind(rates.map(sqlx::types::Json)).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
             }
 
             async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>> {

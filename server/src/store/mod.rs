@@ -12,6 +12,7 @@ mod postgres;
 mod rows;
 mod sqlite;
 pub mod testing;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,13 +22,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Comment, CommentId, Email,
-    InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch,
-    IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewInboxItem, NewInvitation,
-    NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace,
-    Role, Run, RunEvent, RunId, RunOutcome, Runner, RunnerId, RunnerName, RunnerToken,
-    RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId, User, UserId, Workspace,
-    WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, Comment,
+    CommentId, Email, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey,
+    IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewInboxItem,
+    NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser,
+    NewWorkspace, Role, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, RunnerName,
+    RunnerToken, RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId, Usage, UsageFilter,
+    User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -659,6 +660,42 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<u64>;
     /// How many open items `user` can see in `ws` and has not read.
     async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
+
+    // --- usage, caps and prices (issue 15) ---
+    /// The runs of `ws` queued in `[filter.from, filter.to)` (of one agent or issue when set), with their
+    /// usage so far (a live run's included), oldest first.
+    async fn usage_runs(&self, ws: WorkspaceId, filter: &UsageFilter) -> Result<Vec<RunUsage>>;
+    /// What the runs of `ws` (of `agent` only, when set) queued at or after `since` used so far, summed
+    /// in the database; `cost_unknown` when one of them had unpriced tokens.
+    async fn spend_since(
+        &self,
+        ws: WorkspaceId,
+        agent: Option<AgentId>,
+        since: DateTime<Utc>,
+    ) -> Result<Usage>;
+    /// The monthly caps of `ws` and of its agents.
+    async fn caps(&self, ws: WorkspaceId) -> Result<Caps>;
+    /// Sets (or, with both bounds `None`, clears) the workspace's monthly cap.
+    async fn set_workspace_cap(&self, ws: WorkspaceId, cap: Cap) -> Result<()>;
+    /// Sets or clears an agent's monthly cap (`NotFound` for an agent not of `ws`).
+    async fn set_agent_cap(&self, ws: WorkspaceId, agent: AgentId, cap: Cap) -> Result<()>;
+    /// Records that the cap `scope` (`workspace` or `agent:<id>`) was warned about in `month`
+    /// (`2026-12`); `true` only for the first caller, so each cap warns once a month.
+    async fn record_cap_warning(
+        &self,
+        ws: WorkspaceId,
+        scope: &str,
+        month: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// The workspace's own rate table; `None` when it uses the built-in one.
+    async fn rate_table(&self, ws: WorkspaceId) -> Result<Option<muster_agents::RateTable>>;
+    /// Sets the workspace's rate table, or (`None`) goes back to the built-in one.
+    async fn set_rate_table(
+        &self,
+        ws: WorkspaceId,
+        rates: Option<&muster_agents::RateTable>,
+    ) -> Result<()>;
 
     // --- run indicators ---
     /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.

@@ -15,6 +15,7 @@ use sqlx::sqlite::{
 
 use super::common::*;
 use super::rows::*;
+use super::usage::*;
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;
 

@@ -18,6 +18,7 @@ mod settings;
 mod setup;
 mod skills;
 mod tokens;
+mod usage;
 
 pub use account::{AccountView, account};
 pub use agent_form::agent_form;
@@ -36,6 +37,9 @@ pub use settings::settings;
 pub use setup::{setup, setup_used};
 pub use skills::{skill, skill_form, skill_preview, skills};
 pub use tokens::tokens;
+pub use usage::{
+    BarView, CapRowView, ChartView, ChoiceView, SeriesView, UsagePageView, UsageRowView, usage,
+};
 
 /// The hint under every new-password field, from the one rule the server enforces.
 pub fn password_hint() -> String {

@@ -1,0 +1,322 @@
+//! The Usage page (issue 15): totals, daily charts and the per-group table over a period, and the
+//! monthly caps (owners and admins set them here).
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use muster_web::pages::{
+    BarView, CapRowView, ChartView, ChoiceView, SeriesView, UsagePageView, UsageRowView,
+};
+use muster_web::views::NavItem;
+
+use super::views::nav;
+use super::{PageResult, form_errors, invalid, see_other};
+use crate::app::AppState;
+use crate::domain::usage::{Totals, UsageReport, month_start, total_tokens};
+use crate::domain::{AgentKind, GroupBy};
+use crate::http::extract::{UiForm, WsMember};
+use crate::service::usage::{self as svc, CapInput, UsageQuery};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/w/{slug}/usage", get(show))
+        .route("/w/{slug}/usage/caps", post(save_cap))
+}
+
+/// The page's query: the API's, plus `saved` after a cap was saved.
+#[derive(Debug, Default, serde::Deserialize)]
+struct PageQuery {
+    since: Option<String>,
+    until: Option<String>,
+    by: Option<String>,
+    saved: Option<String>,
+}
+
+const SERIES_COLORS: usize = 8;
+
+fn usd(v: f64) -> String {
+    format!("${v:.4}")
+}
+
+fn secs(v: Option<f64>) -> String {
+    match v {
+        None => "–".to_owned(),
+        Some(s) if s < 60.0 => format!("{s:.0}s"),
+        Some(s) if s < 3600.0 => format!("{:.0}m {:.0}s", (s / 60.0).floor(), s % 60.0),
+        Some(s) => format!("{:.0}h {:.0}m", (s / 3600.0).floor(), (s % 3600.0) / 60.0),
+    }
+}
+
+fn rate(n: i64, of: i64) -> String {
+    if of == 0 {
+        n.to_string()
+    } else {
+        format!("{n} ({:.0}%)", n as f64 * 100.0 / of as f64)
+    }
+}
+
+fn href(slug: &str, q: &PageQuery, since: Option<&str>, by: Option<&str>) -> String {
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    match since {
+        Some(s) => pairs.push(("since", s)),
+        None => {
+            if let Some(s) = q.since.as_deref() {
+                pairs.push(("since", s));
+            }
+            if let Some(u) = q.until.as_deref() {
+                pairs.push(("until", u));
+            }
+        }
+    }
+    if let Some(b) = by.or(q.by.as_deref()) {
+        pairs.push(("by", b));
+    }
+    let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+    format!("/w/{slug}/usage?{query}")
+}
+
+/// The two charts (cost, tokens), stacked by group.
+fn charts(report: &UsageReport, keys: &[String]) -> Vec<ChartView> {
+    let make =
+        |title: &str, id: &str, value: &dyn Fn(&Totals) -> f64, label: &dyn Fn(f64) -> String| {
+            let bars: Vec<BarView> = report
+                .days
+                .iter()
+                .map(|d| BarView {
+                    label: d.day.format("%b %-d").to_string(),
+                    total: value(&d.total),
+                    total_label: label(value(&d.total)),
+                    segments: keys
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, k)| {
+                            d.groups
+                                .get(k)
+                                .map(|t| (i, value(t), label(value(t))))
+                                .filter(|(_, v, _)| *v > 0.0)
+                        })
+                        .collect(),
+                })
+                .collect();
+            let max = bars.iter().map(|b| b.total).fold(0.0_f64, f64::max);
+            ChartView {
+                title: title.to_owned(),
+                id: id.to_owned(),
+                max_label: label(max),
+                bars,
+            }
+        };
+    vec![
+        make("Cost per day (USD)", "usage-cost", &|t| t.cost_usd, &|v| {
+            usd(v)
+        }),
+        make(
+            "Tokens per day (input, output and cache)",
+            "usage-tokens",
+            &|t| t.tokens() as f64,
+            &|v| format!("{v:.0}"),
+        ),
+    ]
+}
+
+fn row(
+    slug: &str,
+    report: &UsageReport,
+    g: &crate::domain::usage::GroupUsage,
+    color: usize,
+) -> UsageRowView {
+    let t = &g.totals;
+    let (cost, title) = t
+        .usage()
+        .cost_label(g.kind.filter(|k| *k == AgentKind::Llama));
+    let ended = g.ended();
+    UsageRowView {
+        label: g.label.clone(),
+        href: (report.by == GroupBy::Agent).then(|| format!("/w/{slug}/agents/{}", g.label)),
+        color: Some(color),
+        runs: t.runs.to_string(),
+        succeeded: rate(g.succeeded, ended),
+        failed: rate(g.failed, ended),
+        cancelled: rate(g.cancelled, ended),
+        over_budget: rate(g.over_budget, ended),
+        median: secs(g.median_secs),
+        p90: secs(g.p90_secs),
+        input: t.input_tokens.to_string(),
+        output: t.output_tokens.to_string(),
+        cache: (t.cache_read_tokens + t.cache_write_tokens).to_string(),
+        cost,
+        cost_title: title.map(str::to_owned),
+        per_run: g.cost_per_run().map_or_else(|| "–".to_owned(), usd),
+        per_delivered: g.cost_per_delivered().map_or_else(|| "–".to_owned(), usd),
+        tokens_per_sec: g
+            .tokens_per_sec
+            .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}")),
+    }
+}
+
+async fn view(
+    state: &AppState,
+    member: &WsMember,
+    q: &PageQuery,
+) -> crate::http::Result<UsagePageView> {
+    let caller = &member.caller;
+    let slug = caller.ws.slug.to_string();
+    let now = Utc::now();
+    let query = UsageQuery {
+        since: q.since.clone(),
+        until: q.until.clone(),
+        by: q.by.clone(),
+        agent: None,
+    };
+    let report = svc::report(state, caller, &query, now).await?;
+    let keys: Vec<String> = report.groups.iter().map(|g| g.key.clone()).collect();
+    let series = report
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| SeriesView {
+            label: g.label.clone(),
+            color: i % SERIES_COLORS,
+        })
+        .collect();
+    let since = q.since.as_deref().unwrap_or(svc::DEFAULT_SINCE);
+    let periods = [("Today", "today"), ("7 days", "7d"), ("30 days", "30d")]
+        .into_iter()
+        .map(|(label, value)| ChoiceView {
+            label: label.to_owned(),
+            href: href(&slug, q, Some(value), None),
+            active: since == value && q.until.is_none(),
+        })
+        .collect();
+    let groupings = [
+        ("Agent", GroupBy::Agent),
+        ("Model", GroupBy::Model),
+        ("Runtime", GroupBy::Runtime),
+        ("Issue", GroupBy::Issue),
+    ]
+    .into_iter()
+    .map(|(label, by)| ChoiceView {
+        label: label.to_owned(),
+        href: href(&slug, q, None, Some(by.as_str())),
+        active: report.by == by,
+    })
+    .collect();
+    let t = &report.total;
+    let (cost, cost_title) = t.usage().cost_label(None);
+    let last = report.to - chrono::TimeDelta::microseconds(1);
+    let period_label = format!(
+        "{} – {} (UTC)",
+        report.from.format("%b %-d, %Y"),
+        last.format("%b %-d, %Y")
+    );
+    Ok(UsagePageView {
+        nav: nav(caller, &member.csrf, NavItem::Usage),
+        period_label,
+        periods,
+        groupings,
+        since_input: report.from.format("%Y-%m-%d").to_string(),
+        until_input: last.format("%Y-%m-%d").to_string(),
+        by: report.by.to_string(),
+        totals: vec![
+            ("Cost".to_owned(), cost, cost_title.map(str::to_owned)),
+            ("Runs".to_owned(), t.runs.to_string(), None),
+            ("Tokens".to_owned(), t.tokens().to_string(), None),
+            ("Input".to_owned(), t.input_tokens.to_string(), None),
+            ("Output".to_owned(), t.output_tokens.to_string(), None),
+            (
+                "Cache".to_owned(),
+                (t.cache_read_tokens + t.cache_write_tokens).to_string(),
+                None,
+            ),
+        ],
+        charts: charts(&report, &keys),
+        series,
+        group_heading: match report.by {
+            GroupBy::Agent => "Agent",
+            GroupBy::Model => "Model",
+            GroupBy::Runtime => "Runtime",
+            GroupBy::Issue => "Issue",
+        }
+        .to_owned(),
+        rows: report
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| row(&slug, &report, g, i % SERIES_COLORS))
+            .collect(),
+        month: now.format("%B %Y").to_string(),
+        caps: cap_rows(state, caller, now).await?,
+        can_manage: caller.role.can_manage(),
+        errors: Default::default(),
+        saved: q.saved.is_some(),
+    })
+}
+
+async fn cap_rows(
+    state: &AppState,
+    caller: &crate::service::Caller,
+    now: DateTime<Utc>,
+) -> crate::http::Result<Vec<CapRowView>> {
+    let caps = svc::caps(state, caller).await?;
+    let since = month_start(now);
+    let line = |label: String,
+                agent: String,
+                cap: crate::domain::Cap,
+                spent: &crate::domain::Usage| CapRowView {
+        label,
+        agent,
+        spent: format!("{} · {} tokens", usd(spent.cost_usd), total_tokens(spent)),
+        usd_input: cap.usd.map(|v| v.to_string()).unwrap_or_default(),
+        tokens_input: cap.tokens.map(|v| v.to_string()).unwrap_or_default(),
+        used: (!cap.is_none()).then(|| (cap.used(spent) * 100.0).floor().min(999.0) as u32),
+    };
+    let spent = state.store.spend_since(caller.ws.id, None, since).await?;
+    let mut rows = vec![line(
+        "Workspace".to_owned(),
+        String::new(),
+        caps.workspace,
+        &spent,
+    )];
+    for agent in state.store.list_agents(caller.ws.id).await? {
+        let (spent, cap) = svc::agent_month(state, caller.ws.id, agent.id, now).await?;
+        let name = agent.profile.name.as_str().to_owned();
+        rows.push(line(name.clone(), name, cap, &spent));
+    }
+    Ok(rows)
+}
+
+async fn show(
+    State(state): State<AppState>,
+    member: WsMember,
+    Query(q): Query<PageQuery>,
+) -> PageResult {
+    let v = view(&state, &member, &q).await?;
+    Ok(muster_web::pages::usage(&v).into_response())
+}
+
+async fn save_cap(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+    let input = CapInput {
+        usd: Some(form.get("usd").to_owned()),
+        tokens: Some(form.get("tokens").to_owned()),
+    };
+    let agent = form.get("agent").trim().to_owned();
+    let saved = if agent.is_empty() {
+        svc::set_workspace_cap(&state, &member.caller, &input).await
+    } else {
+        svc::set_agent_cap(&state, &member.caller, &agent, &input).await
+    };
+    match saved {
+        Ok(_) => Ok(see_other(&format!(
+            "/w/{}/usage?saved=1",
+            member.caller.ws.slug
+        ))),
+        Err(e) => {
+            let errors = form_errors(e)?;
+            let mut v = view(&state, &member, &PageQuery::default()).await?;
+            v.errors = errors;
+            Ok(invalid(muster_web::pages::usage(&v)))
+        }
+    }
+}
