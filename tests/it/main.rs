@@ -15,6 +15,7 @@ mod browser_runners;
 mod browser_runs;
 mod browser_smoke;
 mod browser_thread;
+mod browser_usage;
 mod cli;
 mod deploy;
 mod http_board;

@@ -17,17 +17,19 @@ use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+/// The owner's password.
+pub(crate) const PASSWORD: &str = "correct-horse";
 /// The longest a stand-in run may take.
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// What one stand-in run reports.
 #[derive(Clone, Copy)]
-struct Spend {
-    input: i64,
-    output: i64,
-    cache_read: i64,
-    cache_write: i64,
-    cost: f64,
+pub(crate) struct Spend {
+    pub(crate) input: i64,
+    pub(crate) output: i64,
+    pub(crate) cache_read: i64,
+    pub(crate) cache_write: i64,
+    pub(crate) cost: f64,
 }
 
 impl Spend {
@@ -50,14 +52,14 @@ impl Spend {
     }
 }
 
-const ALPHA: Spend = Spend {
+pub(crate) const ALPHA: Spend = Spend {
     input: 1000,
     output: 200,
     cache_read: 30,
     cache_write: 10,
     cost: 0.25,
 };
-const BETA: Spend = Spend {
+pub(crate) const BETA: Spend = Spend {
     input: 400,
     output: 100,
     cache_read: 0,
@@ -86,7 +88,7 @@ impl World {
                 &NewUser {
                     email: Email::parse("ada@acme.test").unwrap(),
                     display_name: "Ada".into(),
-                    password_hash: muster::auth::hash_password("correct-horse").unwrap(),
+                    password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
                 },
                 &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
             )
@@ -146,7 +148,7 @@ impl World {
     }
 
     /// A custom agent whose run prints `spend`'s result line.
-    async fn agent(&self, name: &str, spend: Spend) {
+    pub(crate) async fn agent(&self, name: &str, spend: Spend) {
         use std::os::unix::fs::PermissionsExt as _;
         let path = self.scripts.path().join(format!("{name}.sh"));
         let body = format!(
@@ -165,7 +167,7 @@ impl World {
 
     /// Files a todo issue assigned to `agent` (which queues a run) and returns the run once it ended
     /// and the issue settled in `settled`.
-    async fn run(&self, title: &str, agent: &str, settled: IssueStatus) -> Run {
+    pub(crate) async fn run(&self, title: &str, agent: &str, settled: IssueStatus) -> Run {
         let body = json!({ "title": title, "status": "todo", "assignee": agent });
         let (status, text) = self
             .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
@@ -192,7 +194,7 @@ impl World {
     }
 
     /// Moves `run` to noon UTC `days_ago` days before today.
-    async fn move_to(&self, run: &Run, days_ago: i64) -> chrono::NaiveDate {
+    pub(crate) async fn move_to(&self, run: &Run, days_ago: i64) -> chrono::NaiveDate {
         let day = Utc::now().date_naive() - TimeDelta::days(days_ago);
         let at = day.and_hms_opt(12, 0, 0).unwrap().and_utc();
         muster::store::testing::move_run_to(&self.db.url, run.id, at)

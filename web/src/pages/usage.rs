@@ -130,7 +130,7 @@ fn chart(c: &ChartView, series: &[SeriesView]) -> Markup {
         figure.usage-chart {
             figcaption #{ (c.id) "-title" } { (c.title) }
             svg role="img" aria-labelledby={ (c.id) "-title" } viewBox={ "0 0 " (WIDTH) " " (HEIGHT) }
-                preserveAspectRatio="none" id=(c.id) {
+                id=(c.id) {
                 line.axis x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(HEIGHT - BOTTOM) {}
                 line.axis x1=(LEFT) y1=(HEIGHT - BOTTOM) x2=(WIDTH) y2=(HEIGHT - BOTTOM) {}
                 text.tick x=(LEFT - 6.0) y=(TOP + 4.0) text-anchor="end" { (c.max_label) }
