@@ -382,6 +382,30 @@ async fn totals_agree_on_the_api_the_cli_and_the_page(backend: Backend) {
         page.contains(">alpha<") && page.contains(">beta<"),
         "{page}"
     );
+
+    // alpha's page: its runs (newest first, paged, filtered by status) and its 30-day sparkline.
+    let section = w.get_ok("/w/acme/agents/alpha/usage").await;
+    assert_eq!(section.matches("/w/acme/runs/").count(), 4, "{section}");
+    let spark = format!(
+        "Daily cost over the last 30 days, ${:.4} in all",
+        3.0 * ALPHA.cost
+    );
+    assert!(section.contains(&spark), "{section}");
+    let failed = w.get_ok("/w/acme/agents/alpha/usage?status=failed").await;
+    assert!(failed.contains("No runs."), "{failed}");
+    let paged = w.get_ok("/w/acme/agents/alpha/usage?limit=3").await;
+    assert_eq!(paged.matches("/w/acme/runs/").count(), 3, "{paged}");
+    assert!(paged.contains("limit=23"), "{paged}");
+    // An issue's side panel sums its runs.
+    let issue = w.get_ok("/w/acme/issues/ACM-1").await;
+    assert!(
+        issue.contains(&format!(
+            "1 run · ${:.4} · {} tokens",
+            ALPHA.cost,
+            ALPHA.tokens()
+        )),
+        "{issue}"
+    );
     w.stop().await;
 }
 
@@ -522,6 +546,16 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
     assert_eq!(caps["agents"][0]["agent"], "gamma");
     assert_eq!(caps["agents"][0]["tokens"], Value::Null);
     assert_eq!(caps["agents"][0]["spent_tokens"], 2 * ALPHA.tokens());
+    let section = w.get_ok("/w/acme/agents/gamma/usage").await;
+    assert!(
+        section.contains(&format!(
+            "${:.4} · {} tokens",
+            2.0 * ALPHA.cost,
+            2 * ALPHA.tokens()
+        )),
+        "{section}"
+    );
+    assert!(section.contains("no monthly cap"), "{section}");
     w.stop().await;
 }
 

@@ -296,6 +296,9 @@ pub struct IssuePageView {
     pub edit_comment: Option<CommentEditView>,
     /// The viewer may delete the issue (owners, admins and its creator).
     pub can_delete: bool,
+    /// What its agent runs used in all ("2 runs · $0.5000 · 2480 tokens"), with a title when the cost
+    /// needs explaining (unpriced); `None` before any run.
+    pub run_totals: Option<(String, Option<String>)>,
 }
 
 /// `GET /w/{slug}/issues/{key}/delete`: what deleting the issue takes with it, before one confirms.

@@ -23,6 +23,7 @@ pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/w/{slug}/usage", get(show))
         .route("/w/{slug}/usage/caps", post(save_cap))
+        .route("/w/{slug}/agents/{name}/usage", get(agent_section))
 }
 
 /// The page's query: the API's, plus `saved` after a cap was saved.
@@ -319,4 +320,167 @@ async fn save_cap(State(state): State<AppState>, member: WsMember, form: UiForm)
             Ok(invalid(muster_web::pages::usage(&v)))
         }
     }
+}
+
+/// `?status=&limit=` of an agent's usage section.
+#[derive(Debug, Default, serde::Deserialize)]
+struct AgentQuery {
+    status: Option<String>,
+    limit: Option<i64>,
+}
+
+/// Runs shown at first, and added by "Show more runs".
+const RUN_PAGE: i64 = 20;
+/// The most runs the section shows.
+const MAX_RUNS: i64 = 500;
+
+/// An agent's usage section: spend this month against its cap, a 30-day sparkline, its runs.
+async fn agent_section(
+    State(state): State<AppState>,
+    member: WsMember,
+    crate::http::extract::HxRequest(hx): crate::http::extract::HxRequest,
+    axum::extract::Path((_, name)): axum::extract::Path<(String, String)>,
+    Query(q): Query<AgentQuery>,
+) -> PageResult {
+    use muster_web::partials::agent_usage::{AgentRunRowView, AgentUsageView, agent_usage};
+    let caller = &member.caller;
+    let agent = crate::service::agents::by_name(&state, caller, &name).await?;
+    let now = Utc::now();
+    let base = format!("/w/{}", caller.ws.slug);
+    let status = match q.status.as_deref().map(str::trim) {
+        None | Some("") | Some("all") => None,
+        Some(raw) => Some(
+            raw.parse::<crate::domain::RunStatus>()
+                .map_err(|e| crate::service::Error::invalid([("status", e.to_string())]))?,
+        ),
+    };
+    let limit = q.limit.unwrap_or(RUN_PAGE).clamp(1, MAX_RUNS);
+    let (spent, cap) = svc::agent_month(&state, caller.ws.id, agent.id, now).await?;
+    let from = (now.date_naive() - chrono::TimeDelta::days(29))
+        .and_hms_opt(0, 0, 0)
+        .map_or(now, |t| t.and_utc());
+    let filter = crate::domain::UsageFilter {
+        from,
+        to: now,
+        agent: Some(agent.id),
+        issue: None,
+    };
+    let recent = state.store.usage_runs(caller.ws.id, &filter).await?;
+    let days = crate::domain::usage::report(&recent, from, now, GroupBy::Agent).days;
+    let mut runs = state
+        .store
+        .list_runs(
+            caller.ws.id,
+            &crate::store::RunFilter {
+                agent: Some(agent.id),
+                statuses: status.into_iter().collect(),
+                limit: limit + 1,
+                ..Default::default()
+            },
+        )
+        .await?;
+    let more = runs.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+    runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    let mut keys: std::collections::HashMap<crate::domain::IssueId, String> = Default::default();
+    let mut rows = Vec::with_capacity(runs.len());
+    for run in &runs {
+        let key = match keys.get(&run.issue_id) {
+            Some(k) => k.clone(),
+            None => {
+                let k = state
+                    .store
+                    .get_issue_by_id(run.issue_id)
+                    .await?
+                    .key
+                    .to_string();
+                keys.insert(run.issue_id, k.clone());
+                k
+            }
+        };
+        let (cost, title) = run.usage.cost_label(Some(agent.profile.kind));
+        let duration = match (run.started_at, run.finished_at) {
+            (Some(s), Some(f)) => secs(Some((f - s).num_milliseconds() as f64 / 1000.0)),
+            _ => "–".to_owned(),
+        };
+        rows.push(AgentRunRowView {
+            href: format!("{base}/runs/{}", run.id),
+            issue_href: format!("{base}/issues/{key}"),
+            issue_key: key,
+            status: run.status.to_string(),
+            created_at: run.created_at,
+            duration,
+            tokens: total_tokens(&run.usage).to_string(),
+            cost,
+            cost_title: title.map(str::to_owned),
+        });
+    }
+    let section = format!("{base}/agents/{name}/usage");
+    let status_text = status.map(|s| s.to_string());
+    let filters = std::iter::once(("All".to_owned(), None))
+        .chain(
+            [
+                crate::domain::RunStatus::Succeeded,
+                crate::domain::RunStatus::Failed,
+                crate::domain::RunStatus::Cancelled,
+                crate::domain::RunStatus::Running,
+                crate::domain::RunStatus::Queued,
+            ]
+            .into_iter()
+            .map(|s| (s.to_string().replace('_', " "), Some(s.to_string()))),
+        )
+        .map(|(label, value)| muster_web::pages::ChoiceView {
+            href: match &value {
+                Some(v) => format!("{section}?status={v}"),
+                None => section.clone(),
+            },
+            active: value == status_text,
+            label,
+        })
+        .collect();
+    let more = more.then(|| match &status_text {
+        Some(s) => format!("{section}?status={s}&limit={}", limit + RUN_PAGE),
+        None => format!("{section}?limit={}", limit + RUN_PAGE),
+    });
+    let view = AgentUsageView {
+        month: now.format("%B %Y").to_string(),
+        spent: format!(
+            "{} · {} tokens",
+            spent.cost_label(Some(agent.profile.kind)).0,
+            total_tokens(&spent)
+        ),
+        cap: match (cap.usd, cap.tokens) {
+            (None, None) => "no monthly cap".to_owned(),
+            (Some(u), None) => format!("${u:.2} a month"),
+            (None, Some(t)) => format!("{t} tokens a month"),
+            (Some(u), Some(t)) => format!("${u:.2} or {t} tokens a month"),
+        },
+        used: (!cap.is_none()).then(|| (cap.used(&spent) * 100.0).floor().min(999.0) as u32),
+        sparkline: days
+            .iter()
+            .map(|d| {
+                (
+                    d.day.format("%b %-d").to_string(),
+                    d.total.cost_usd,
+                    usd(d.total.cost_usd),
+                )
+            })
+            .collect(),
+        filters,
+        runs: rows,
+        more,
+    };
+    let fragment = agent_usage(&view);
+    if hx {
+        return Ok(fragment.into_response());
+    }
+    let body = maud::html! {
+        p { a href={ (base) "/agents/" (name) } { "Back to " (name) } }
+        (fragment)
+    };
+    Ok(muster_web::layout::page(
+        &format!("Usage of {name}"),
+        Some(&nav(caller, &member.csrf, NavItem::Agents)),
+        body,
+    )
+    .into_response())
 }
