@@ -432,6 +432,10 @@ pub struct ServeArgs {
     /// makes session cookies Secure.
     #[arg(long, env = "MUSTER_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Require this bearer token on GET /metrics (Prometheus `authorization: credentials`); without it the
+    /// metrics are open to anyone who reaches the server.
+    #[arg(long, env = "MUSTER_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// Do not run agents in this process (a board-only replica; runs wait for a runner elsewhere).
     #[arg(long, env = "MUSTER_NO_RUNNER")]
     pub no_runner: bool,
@@ -577,6 +581,7 @@ impl ServeArgs {
             pool,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             public_url: self.public_url.clone(),
+            metrics_token: self.metrics_token.clone().filter(|t| !t.trim().is_empty()),
             runtime_paths: self.agents.runtime_paths.overrides(),
             embedded_runner: !self.no_runner,
             self_exe: crate::config::default_self_exe(),

@@ -25,6 +25,7 @@ mod http_health;
 mod http_pages;
 mod http_runs;
 mod llama;
+mod metrics;
 mod run_follow;
 mod run_outcomes;
 mod security;

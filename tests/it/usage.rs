@@ -81,6 +81,14 @@ pub(crate) struct World {
 
 impl World {
     pub(crate) async fn start(backend: Backend) -> Option<World> {
+        Self::start_with(backend, |_| {}).await
+    }
+
+    /// [`World::start`] with the server's configuration changed by `tweak`.
+    pub(crate) async fn start_with(
+        backend: Backend,
+        tweak: impl FnOnce(&mut muster::config::Config),
+    ) -> Option<World> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
         let (owner, ws) = store
@@ -99,6 +107,7 @@ impl World {
         muster_tests::init_tracing();
         let mut config = db.config();
         config.embedded_runner = true;
+        tweak(&mut config);
         let app = muster::app::build(config).await.unwrap();
         let addr = app.local_addr().unwrap();
         let store = app.state().store.clone();

@@ -42,6 +42,13 @@ pub(crate) async fn conclude(
         .finish_leased_run(run.id, report.epoch, &outcome)
         .await?;
     tracing::info!(status = %finished.status, reason = ?finished.failure_reason, "run finished");
+    let kind = state
+        .store
+        .get_agent(run.workspace_id, run.agent_id)
+        .await
+        .ok()
+        .map(|a| a.profile.kind);
+    state.metrics.run_finished(finished.status, kind);
     if crate::domain::usage::total_tokens(&finished.usage) > 0 || finished.usage.cost_usd > 0.0 {
         let now = chrono::Utc::now();
         if let Err(e) =
@@ -337,6 +344,7 @@ pub(crate) async fn refuse_queued(
     };
     let finished = state.store.finish_run(run.id, &outcome).await?;
     tracing::info!(run.id = %run.id, reason = %reason, "run refused");
+    state.metrics.run_finished(finished.status, None);
     let issue = state.store.get_issue_by_id(run.issue_id).await?;
     if let Ok(agent) = state.store.get_agent(run.workspace_id, run.agent_id).await {
         tell_failure(state, &finished, &issue, &agent, &Redactor::default()).await?;

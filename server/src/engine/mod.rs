@@ -49,6 +49,8 @@ pub struct Engine {
     /// The address the HTTP listener is bound to (set once bound); runs reach the API here when no
     /// public URL is configured.
     pub bound_addr: Option<SocketAddr>,
+    /// This replica's counters and histograms (`GET /metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Engine {
@@ -64,6 +66,7 @@ impl Engine {
             runtimes,
             runs: Runs::default(),
             bound_addr: None,
+            metrics: crate::metrics::Metrics::default(),
         })
     }
 

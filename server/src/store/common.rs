@@ -1248,6 +1248,32 @@ macro_rules! impl_store {
                 Ok(())
             }
 
+            async fn run_counts(&self) -> Result<Vec<(RunStatus, AgentKind, i64)>> {
+                let rows = sqlx::query_as::<$db, (RunStatus, AgentKind, i64)>(
+                    "select r.status, a.kind, count(*) from run r join agent a on a.agent_id = r.agent_id \
+                     group by r.status, a.kind order by r.status, a.kind")
+                    .fetch_all(&self.pool).await?;
+                Ok(rows)
+            }
+
+            async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)> {
+                let state = sqlx::query_as::<$db, (i64, Option<DateTime<Utc>>)>(
+                    "select count(*), min(coalesce(not_before, created_at)) from run \
+                     where status = 'queued' and (not_before is null or not_before <= $1)")
+                    .bind(now).fetch_one(&self.pool).await?;
+                Ok(state)
+            }
+
+            async fn all_runners(&self) -> Result<Vec<Runner>> {
+                let rows = sqlx::query_as::<$db, RunnerRow>(concat!(runner_select!(), " order by r.name, r.runner_id"))
+                    .fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            fn pool_stats(&self) -> (u32, u32) {
+                (self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX))
+            }
+
             async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>> {
                 let rows = sqlx::query_as::<$db, RunRow>(concat!(
                     "select ", run_cols!(), " from run r where r.workspace_id = $1 and not exists (",

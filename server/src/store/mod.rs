@@ -697,6 +697,19 @@ pub trait Store: Send + Sync + 'static {
         rates: Option<&muster_agents::RateTable>,
     ) -> Result<()>;
 
+    // --- metrics (issue 15) ---
+    /// How many runs there are, by status and by their agent's runtime, across workspaces.
+    async fn run_counts(
+        &self,
+    ) -> Result<Vec<(crate::domain::RunStatus, crate::domain::AgentKind, i64)>>;
+    /// How many queued runs a runner may claim at `now` (their backoff is over), and since when the oldest
+    /// of them has been claimable.
+    async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)>;
+    /// Every runner, embedded and remote, of every workspace, by name.
+    async fn all_runners(&self) -> Result<Vec<Runner>>;
+    /// This process's pool: open connections, and how many of them are idle.
+    fn pool_stats(&self) -> (u32, u32);
+
     // --- run indicators ---
     /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.
     async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;

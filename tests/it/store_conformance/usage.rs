@@ -13,6 +13,7 @@ store_cases!(
     usage_runs_and_spend_sum_exactly,
     caps_and_their_monthly_warnings,
     a_workspace_keeps_its_own_rate_table,
+    metrics_read_runs_queue_and_runners,
 );
 
 fn outcome(status: RunStatus, input: i64, output: i64, cost: f64, unknown: bool) -> RunOutcome {
@@ -280,4 +281,57 @@ async fn a_workspace_keeps_its_own_rate_table(store: Arc<dyn Store>) {
     assert_eq!(store.rate_table(f.ws.id).await.unwrap(), None);
     assert_not_found(store.rate_table(WorkspaceId::new()).await);
     assert_not_found(store.set_rate_table(WorkspaceId::new(), None).await);
+}
+
+/// What `/metrics` reads: runs by status and runtime, the claimable queue, every runner, the pool.
+async fn metrics_read_runs_queue_and_runners(store: Arc<dyn Store>) {
+    let f = fixture(&store, "metrics", "MET").await;
+    let other = fixture(&store, "metrics-b", "MEB").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let mut new = NewAgent::new(AgentName::parse("local").unwrap(), AgentKind::Llama);
+    new.max_concurrent_runs = 1;
+    let local = store.create_agent(other.ws.id, &new).await.unwrap();
+    let i = issue(&store, f.ws.id, "One", IssueStatus::Todo).await;
+    let j = issue(&store, f.ws.id, "Two", IssueStatus::Todo).await;
+    let k = issue(&store, other.ws.id, "Three", IssueStatus::Todo).await;
+    let now = Utc::now();
+    assert_eq!(store.queue_state(now).await.unwrap(), (0, None));
+    assert!(store.run_counts().await.unwrap().is_empty());
+
+    let a = store
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
+        .await
+        .unwrap();
+    let mut later = NewRun::assignment(f.ws.id, j.id, coder.id);
+    later.not_before = Some(now + TimeDelta::hours(1));
+    store.create_run(&later).await.unwrap();
+    let c = store
+        .create_run(&NewRun::assignment(other.ws.id, k.id, local.id))
+        .await
+        .unwrap();
+    store
+        .finish_run(c.id, &outcome(RunStatus::Succeeded, 1, 1, 0.0, false))
+        .await
+        .unwrap();
+    // Two queued, one of them not claimable for an hour: the queue is the other, since its creation.
+    let (depth, oldest) = store.queue_state(Utc::now()).await.unwrap();
+    assert_eq!((depth, oldest), (1, Some(a.created_at)));
+    let counts = store.run_counts().await.unwrap();
+    assert_eq!(
+        counts,
+        vec![
+            (RunStatus::Queued, AgentKind::Claude, 2),
+            (RunStatus::Succeeded, AgentKind::Llama, 1),
+        ]
+    );
+    let runners_before = store.all_runners().await.unwrap().len();
+    store
+        .register_runner("metrics-embedded", "1.0", &serde_json::json!([]))
+        .await
+        .unwrap();
+    let runners = store.all_runners().await.unwrap();
+    assert_eq!(runners.len(), runners_before + 1);
+    assert!(runners.iter().any(|r| r.name == "metrics-embedded"));
+    let (size, idle) = store.pool_stats();
+    assert!(size >= 1 && idle <= size, "{size} {idle}");
 }
