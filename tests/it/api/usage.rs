@@ -145,4 +145,26 @@ async fn rate_table_setting(t: &Env) {
         .await
         .expect(200);
     assert_eq!(back["custom"], false);
+
+    // The page: everyone sees the table; a bad edit keeps the text and says what is wrong.
+    let page = t
+        .member
+        .api
+        .send(Method::GET, "/w/alpha/usage/rates", None)
+        .await;
+    assert_eq!(page.status, 200);
+    let html = page.body.as_str().unwrap_or_default();
+    assert!(html.contains("<code>gpt-5</code>"), "{html}");
+    assert!(!html.contains("Save rates"), "members do not edit: {html}");
+    let page = t
+        .owner
+        .api
+        .send(Method::GET, "/w/alpha/usage/rates", None)
+        .await;
+    assert!(
+        page.body
+            .as_str()
+            .unwrap_or_default()
+            .contains("Save rates")
+    );
 }

@@ -278,6 +278,7 @@ pub fn usage(v: &UsagePageView) -> Markup {
                 button.btn type="submit" { "Show" }
             }
             (choices("Group by", &v.groupings))
+            a.usage-rates href={ (base) "/usage/rates" } { "Rates" }
         }
         dl.usage-totals {
             @for (label, value, title) in &v.totals {

@@ -127,3 +127,26 @@ fn caps_measure_the_larger_share_and_months_start_on_the_first() {
     );
     assert_eq!(month_key(now), "2026-12");
 }
+
+#[test]
+fn costs_read_estimated_unpriced_or_local_as_they_were_priced() {
+    let priced = Usage {
+        input_tokens: 10,
+        cost_usd: 0.0421,
+        ..Usage::default()
+    };
+    assert_eq!(priced.cost_label(Some(AgentKind::Claude)).0, "$0.0421");
+    let (label, title) = priced.cost_label(Some(AgentKind::Codex));
+    assert_eq!(label, "$0.0421 · estimated");
+    assert!(title.unwrap().starts_with("Estimated"));
+    let unknown = Usage {
+        cost_usd: 0.0,
+        cost_unknown: true,
+        ..priced
+    };
+    assert_eq!(unknown.cost_label(Some(AgentKind::Codex)).0, "unpriced");
+    assert_eq!(
+        Usage::default().cost_label(Some(AgentKind::Llama)).0,
+        "$0 · local"
+    );
+}

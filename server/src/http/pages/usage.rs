@@ -14,8 +14,8 @@ use muster_web::views::NavItem;
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
+use crate::domain::GroupBy;
 use crate::domain::usage::{Totals, UsageReport, month_start, total_tokens};
-use crate::domain::{AgentKind, GroupBy};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::usage::{self as svc, CapInput, UsageQuery};
 
@@ -24,6 +24,7 @@ pub(super) fn router() -> Router<AppState> {
         .route("/w/{slug}/usage", get(show))
         .route("/w/{slug}/usage/caps", post(save_cap))
         .route("/w/{slug}/agents/{name}/usage", get(agent_section))
+        .route("/w/{slug}/usage/rates", get(rates).post(save_rates))
 }
 
 /// The page's query: the API's, plus `saved` after a cap was saved.
@@ -129,9 +130,7 @@ fn row(
     color: usize,
 ) -> UsageRowView {
     let t = &g.totals;
-    let (cost, title) = t
-        .usage()
-        .cost_label(g.kind.filter(|k| *k == AgentKind::Llama));
+    let (cost, title) = t.usage().cost_label(g.kind);
     let ended = g.ended();
     UsageRowView {
         label: g.label.clone(),
@@ -483,4 +482,57 @@ async fn agent_section(
         body,
     )
     .into_response())
+}
+
+fn rates_view(
+    member: &WsMember,
+    table: &muster_agents::RateTable,
+    custom: bool,
+) -> muster_web::pages::RatesPageView {
+    let price = |v: f64| format!("${v}");
+    muster_web::pages::RatesPageView {
+        nav: nav(&member.caller, &member.csrf, NavItem::Usage),
+        custom,
+        rows: table
+            .iter()
+            .map(|(model, r)| muster_web::pages::RateRowView {
+                model: model.to_owned(),
+                input: price(r.input),
+                output: price(r.output),
+                cached: price(r.cached.unwrap_or(r.input)),
+            })
+            .collect(),
+        json: table.to_json(),
+        can_manage: member.caller.role.can_manage(),
+        errors: Default::default(),
+        saved: false,
+    }
+}
+
+async fn rates(
+    State(state): State<AppState>,
+    member: WsMember,
+    Query(q): Query<PageQuery>,
+) -> PageResult {
+    let (table, custom) = svc::rate_table(&state, member.caller.ws.id).await?;
+    let mut v = rates_view(&member, &table, custom);
+    v.saved = q.saved.is_some();
+    Ok(muster_web::pages::rates(&v).into_response())
+}
+
+async fn save_rates(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+    match svc::set_rate_table(&state, &member.caller, form.get("rates")).await {
+        Ok(_) => Ok(see_other(&format!(
+            "/w/{}/usage/rates?saved=1",
+            member.caller.ws.slug
+        ))),
+        Err(e) => {
+            let errors = form_errors(e)?;
+            let (table, custom) = svc::rate_table(&state, member.caller.ws.id).await?;
+            let mut v = rates_view(&member, &table, custom);
+            v.errors = errors;
+            v.json = form.get("rates").to_owned();
+            Ok(invalid(muster_web::pages::rates(&v)))
+        }
+    }
 }
