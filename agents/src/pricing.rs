@@ -47,6 +47,12 @@ pub struct ModelRate {
 }
 
 impl ModelRate {
+    /// Every price is a finite amount of 0 or more.
+    pub fn is_valid(&self) -> bool {
+        let ok = |p: f64| p.is_finite() && p >= 0.0;
+        ok(self.input) && ok(self.output) && self.cached.is_none_or(ok)
+    }
+
     /// The cost of `usage` at this rate, in USD.
     pub fn cost(&self, usage: &TokenUsage) -> f64 {
         let per_token = |tokens: u64, rate: f64| tokens as f64 * rate / TOKENS_PER_MILLION;
@@ -99,6 +105,13 @@ impl RateTable {
     /// The table as pretty JSON, ready to edit.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// Every model and its rate, by model name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &ModelRate)> {
+        self.rates
+            .iter()
+            .map(|(model, rate)| (model.as_str(), rate))
     }
 
     /// Sets (or replaces) the rate of `model`.

@@ -62,6 +62,8 @@ pub enum Command {
     Workspace(WorkspaceArgs),
     /// Agent runs: list, show, logs (--follow), cancel, retry.
     Run(RunArgs),
+    /// What runs cost over a period, by agent, model, runtime or issue (--json, --csv).
+    Usage(UsageArgs),
     /// Run agents for Muster servers from this machine, over one WebSocket per server.
     Runner(Box<RunnerArgs>),
     /// Runner tokens of the workspace (owners and admins): list, create, revoke.
@@ -231,6 +233,15 @@ pub struct WorkspaceArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::workspace::WorkspaceCommand,
+}
+
+/// `muster usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(flatten)]
+    pub options: client::usage::UsageOptions,
 }
 
 /// `muster admin …`.
@@ -432,6 +443,10 @@ pub struct ServeArgs {
     /// makes session cookies Secure.
     #[arg(long, env = "MUSTER_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Require this bearer token on GET /metrics (Prometheus `authorization: credentials`); without it the
+    /// metrics are open to anyone who reaches the server.
+    #[arg(long, env = "MUSTER_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// Do not run agents in this process (a board-only replica; runs wait for a runner elsewhere).
     #[arg(long, env = "MUSTER_NO_RUNNER")]
     pub no_runner: bool,
@@ -577,6 +592,7 @@ impl ServeArgs {
             pool,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             public_url: self.public_url.clone(),
+            metrics_token: self.metrics_token.clone().filter(|t| !t.trim().is_empty()),
             runtime_paths: self.agents.runtime_paths.overrides(),
             embedded_runner: !self.no_runner,
             self_exe: crate::config::default_self_exe(),
@@ -654,6 +670,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workspace(args) => {
             client::workspace::run(&args.remote.remote(), args.command).await
         }
+        Command::Usage(args) => client::usage::run(&args.remote.remote(), args.options).await,
         Command::Run(args) => {
             let remote = Remote {
                 color: args

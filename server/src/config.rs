@@ -24,6 +24,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// The URL people use to reach Muster (behind a proxy); `https://` makes cookies `Secure`.
     pub public_url: Option<String>,
+    /// The bearer token `GET /metrics` requires; `None`: the metrics are open (bind to a private address).
+    pub metrics_token: Option<String>,
     /// Agent CLI binaries to use instead of looking them up on `PATH`.
     pub runtime_paths: Vec<(muster_agents::RuntimeKind, PathBuf)>,
     /// Whether this server also runs agents (the embedded runner); off for a board-only replica.
@@ -95,6 +97,7 @@ impl Config {
             pool: PoolOptions::default(),
             shutdown_timeout: Duration::from_secs(10),
             public_url: None,
+            metrics_token: None,
             runtime_paths: Vec::new(),
             embedded_runner: true,
             self_exe: default_self_exe(),

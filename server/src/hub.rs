@@ -231,6 +231,19 @@ impl Hub {
         )
     }
 
+    /// Live subscriptions on this replica: all of them, and those of run logs (metrics).
+    pub fn subscriber_counts(&self) -> (usize, usize) {
+        let topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        topics.iter().fold((0, 0), |(all, runs), (topic, channel)| {
+            let n = channel.tx.receiver_count();
+            let run = if matches!(topic, Topic::Run(_)) { n } else { 0 };
+            (all + n, runs + run)
+        })
+    }
+
     /// How many topics have live subscribers (for tests and metrics).
     pub fn topic_count(&self) -> usize {
         self.topics

@@ -14,6 +14,7 @@ pub mod http;
 pub mod hub;
 pub mod live;
 pub mod markdown;
+pub mod metrics;
 pub mod redact;
 pub mod runner;
 pub mod runtimes;

@@ -74,6 +74,7 @@ fn top_bar(nav: &Nav) -> Markup {
         (NavItem::Members, "Members", format!("{base}/members")),
         (NavItem::Runtimes, "Runtimes", format!("{base}/runtimes")),
         (NavItem::Runners, "Runners", format!("{base}/runners")),
+        (NavItem::Usage, "Usage", format!("{base}/usage")),
         (NavItem::Tokens, "API tokens", format!("{base}/tokens")),
     ];
     // Settings (the workspace's repository) are for owners and admins only.

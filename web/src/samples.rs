@@ -304,6 +304,7 @@ pub fn issue() -> IssuePageView {
         edit_text: false,
         edit_comment: None,
         can_delete: true,
+        run_totals: Some(("2 runs · $0.4210 · 31200 tokens".to_owned(), None)),
     }
 }
 

@@ -41,6 +41,8 @@ pub enum NavItem {
     Inbox,
     Skills,
     Settings,
+    /// What runs cost (the Usage page).
+    Usage,
     /// The signed-in person's own account (password).
     Account,
 }
@@ -300,6 +302,9 @@ pub struct IssuePageView {
     pub ensemble_runs: Vec<(String, String)>,
     /// The workspace's ensembles: (name, its members and typical cost), for "Run an ensemble".
     pub ensembles: Vec<(String, String)>,
+    /// What its agent runs used in all ("2 runs · $0.5000 · 2480 tokens"), with a title when the cost
+    /// needs explaining (unpriced); `None` before any run.
+    pub run_totals: Option<(String, Option<String>)>,
 }
 
 /// `GET /w/{slug}/issues/{key}/delete`: what deleting the issue takes with it, before one confirms.

@@ -44,6 +44,7 @@ pub mod runtime;
 pub mod skill;
 pub mod team;
 mod thread;
+pub mod usage;
 pub mod workspace;
 
 pub use login::{login, logout};

@@ -171,6 +171,16 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
             "raise the budget in the agent's settings, or split the issue".to_owned(),
             true,
         ),
+        FailureReason::OverCap => (
+            match f.summary.map(str::trim).filter(|s| !s.is_empty()) {
+                Some(why) => format!("Not run: {why}"),
+                None => "Not run: a monthly spend cap was reached".to_owned(),
+            },
+            "an owner or admin can raise the cap (the agent's page, or the Usage page for the workspace's), \
+             or wait for next month"
+                .to_owned(),
+            false,
+        ),
         FailureReason::Stalled => (
             format!("{cli} stayed silent past its stall timeout and was stopped"),
             "look at its last events; raise the stall timeout in the agent's settings if it needs longer"

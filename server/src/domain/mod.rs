@@ -14,6 +14,7 @@ mod run;
 mod runner;
 pub mod serde_util;
 mod skill;
+pub mod usage;
 mod workspace;
 
 pub use agent::{
@@ -41,6 +42,7 @@ pub use run::{
 };
 pub use runner::{NewRunnerToken, RunnerName, RunnerToken};
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};
+pub use usage::{Cap, Caps, GroupBy, RunUsage, UsageFilter, UsageReport};
 pub use workspace::{
     ApiToken, Email, Invitation, IssuePrefix, Member, NewApiToken, NewInvitation, NewSession,
     NewUser, NewWorkspace, Role, Session, Slug, User, Workspace,

@@ -56,6 +56,7 @@ string_enum!(
         Exit => "exit",
         EventCap => "event_cap",
         Sandbox => "sandbox",
+        OverCap => "over_cap",
     }
 );
 
@@ -127,16 +128,26 @@ impl Usage {
 /// Why a cost reads "unpriced" (the title of the label).
 pub const UNPRICED_TITLE: &str = "Unknown cost: Muster has no price for this model and the CLI reported no \
     cost, so the tokens are counted but not priced (not $0)";
+/// Why a cost reads "estimated".
+pub const ESTIMATED_TITLE: &str = "Estimated: the CLI reports tokens but no cost, so Muster priced them \
+    from the rate table (Usage → Rates)";
 /// Why a local model's cost reads "$0 · local".
 pub const LOCAL_TITLE: &str = "A local model: no provider charges for its tokens";
 
 impl Usage {
     /// How the cost reads for a run of an agent of `kind`, with a title explaining it when it is not
-    /// a plain amount: "$0.0421"; "unpriced" when some tokens had no price; "$0 · local" for a local
-    /// model that cost nothing.
+    /// a plain amount: "$0.0421"; "$0.0421 · estimated" when Muster priced the tokens from its rate table
+    /// (Codex reports none); "unpriced" when some tokens had no price; "$0 · local" for a local model
+    /// that cost nothing.
     pub fn cost_label(&self, kind: Option<super::AgentKind>) -> (String, Option<&'static str>) {
         if kind == Some(super::AgentKind::Llama) && self.cost_usd == 0.0 {
             ("$0 · local".to_owned(), Some(LOCAL_TITLE))
+        } else if kind == Some(super::AgentKind::Codex) && !self.cost_unknown && self.cost_usd > 0.0
+        {
+            (
+                format!("${:.4} · estimated", self.cost_usd),
+                Some(ESTIMATED_TITLE),
+            )
         } else if self.cost_unknown && self.cost_usd == 0.0 {
             ("unpriced".to_owned(), Some(UNPRICED_TITLE))
         } else if self.cost_unknown {
@@ -296,6 +307,7 @@ string_enum!(
         AwaitingReview => "awaiting_review",
         Mentioned => "mentioned",
         LoopGuard => "loop_guard",
+        CapWarning => "cap_warning",
     }
 );
 

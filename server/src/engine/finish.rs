@@ -42,6 +42,21 @@ pub(crate) async fn conclude(
         .finish_leased_run(run.id, report.epoch, &outcome)
         .await?;
     tracing::info!(status = %finished.status, reason = ?finished.failure_reason, "run finished");
+    let kind = state
+        .store
+        .get_agent(run.workspace_id, run.agent_id)
+        .await
+        .ok()
+        .map(|a| a.profile.kind);
+    state.metrics.run_finished(finished.status, kind);
+    if crate::domain::usage::total_tokens(&finished.usage) > 0 || finished.usage.cost_usd > 0.0 {
+        let now = chrono::Utc::now();
+        if let Err(e) =
+            crate::service::usage::warn_caps(state, run.workspace_id, run.agent_id, now).await
+        {
+            tracing::warn!(error = %e, "cannot check the monthly caps");
+        }
+    }
     if let Err(e) = state.store.revoke_run_tokens(run.id).await {
         tracing::warn!(error = %e, "cannot revoke the run's token");
     }
@@ -186,8 +201,20 @@ async fn failed(
         }
         return Ok(());
     }
+    tell_failure(state, run, issue, agent, redactor).await
+}
+
+/// A failure that is not retried: the issue back to `todo`, and the explained failure in the inbox.
+async fn tell_failure(
+    state: &Engine,
+    run: &Run,
+    issue: &Issue,
+    agent: &Agent,
+    redactor: &Redactor,
+) -> store::Result<()> {
+    let reason = run.failure_reason.unwrap_or(FailureReason::Exit);
     return_to_todo(state, issue, agent).await?;
-    let kind = if reason == FailureReason::OverBudget {
+    let kind = if matches!(reason, FailureReason::OverBudget | FailureReason::OverCap) {
         InboxKind::OverBudget
     } else {
         InboxKind::RunFailed
@@ -314,6 +341,31 @@ pub(crate) fn announce(state: &Engine, issue: &Issue) {
         Topic::Board(issue.workspace_id),
         LiveEvent::IssueChanged(issue.key.clone()),
     );
+}
+
+/// Refuses a run that was just queued, before any runner holds it (a monthly cap is reached): it is
+/// recorded as failed with `reason` and `message`, and owners and admins are told as for any failure.
+pub(crate) async fn refuse_queued(
+    state: &Engine,
+    run: &Run,
+    reason: FailureReason,
+    message: String,
+) -> store::Result<Run> {
+    let outcome = RunOutcome {
+        status: RunStatus::Failed,
+        failure_reason: Some(reason),
+        summary: Some(message),
+        ..cancelled_outcome()
+    };
+    let finished = state.store.finish_run(run.id, &outcome).await?;
+    tracing::info!(run.id = %run.id, reason = %reason, "run refused");
+    state.metrics.run_finished(finished.status, None);
+    let issue = state.store.get_issue_by_id(run.issue_id).await?;
+    if let Ok(agent) = state.store.get_agent(run.workspace_id, run.agent_id).await {
+        tell_failure(state, &finished, &issue, &agent, &Redactor::default()).await?;
+    }
+    announce(state, &issue);
+    Ok(finished)
 }
 
 /// A cancelled-before-start outcome (used for queued runs).

@@ -50,6 +50,8 @@ pub struct Engine {
     /// The address the HTTP listener is bound to (set once bound); runs reach the API here when no
     /// public URL is configured.
     pub bound_addr: Option<SocketAddr>,
+    /// This replica's counters and histograms (`GET /metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Engine {
@@ -65,6 +67,7 @@ impl Engine {
             runtimes,
             runs: Runs::default(),
             bound_addr: None,
+            metrics: crate::metrics::Metrics::default(),
         })
     }
 
@@ -293,6 +296,20 @@ impl Engine {
             Ok(run) => {
                 for comment in comments {
                     self.store.add_run_comment(run.id, *comment).await?;
+                }
+                // Over a monthly cap: refused at once, with the reason, rather than left to wait.
+                let breach = crate::service::usage::cap_breach(
+                    self.store.as_ref(),
+                    run.workspace_id,
+                    run.agent_id,
+                    chrono::Utc::now(),
+                )
+                .await?;
+                if let Some(why) = breach {
+                    let reason = crate::domain::FailureReason::OverCap;
+                    return finish::refuse_queued(self, &run, reason, why)
+                        .await
+                        .map(Some);
                 }
                 tracing::info!(run.id = %run.id, attempt = run.attempt, "run queued");
                 self.runs.wake();

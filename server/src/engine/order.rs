@@ -59,6 +59,21 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             "the agent's model is not set: {problem}; set it on the agent's page"
         )));
     }
+    // A monthly cap reached since the run was queued: it does not start.
+    let breach = crate::service::usage::cap_breach(
+        store.as_ref(),
+        run.workspace_id,
+        agent.id,
+        chrono::Utc::now(),
+    )
+    .await
+    .map_err(|e| config(format!("cannot read the monthly caps: {e}")))?;
+    if let Some(why) = breach {
+        return Err(Refusal {
+            reason: FailureReason::OverCap,
+            message: why,
+        });
+    }
     let comments = store.list_comments(issue.id).await.unwrap_or_default();
     let ws = store
         .get_workspace(run.workspace_id)

@@ -398,6 +398,10 @@ impl Session {
                 }
             };
             tracing::info!(run.id = %run.id, runner.name = %self.runner.name, epoch = run.lease_epoch, "run claimed");
+            let claimable = run
+                .not_before
+                .map_or(run.created_at, |t| t.max(run.created_at));
+            self.engine.metrics.claimed(claimable, now);
             match order::build(&self.engine, &run).await {
                 Ok(order) => {
                     self.hold(run.id, run.lease_epoch);
@@ -605,9 +609,14 @@ impl Session {
             })
             .collect();
         let mut tries = 0;
+        let started = std::time::Instant::now();
         let outcomes = loop {
             match self.engine.store.append_leased_events(&batches).await {
-                Ok(outcomes) => break outcomes,
+                Ok(outcomes) => {
+                    let stored = batches.iter().map(|b| b.events.len()).sum();
+                    self.engine.metrics.flushed(stored, started.elapsed());
+                    break outcomes;
+                }
                 Err(e) if tries + 1 < STORE_TRIES => {
                     tries += 1;
                     tracing::warn!(error = %e, tries, "cannot store run events; trying again");

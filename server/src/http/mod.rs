@@ -5,6 +5,7 @@ mod error;
 pub mod extract;
 pub mod headers;
 mod health;
+mod metrics;
 pub mod pages;
 mod runner_socket;
 
@@ -46,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(error::log_internal_errors));
     let all = traced
         .merge(health::router())
+        .merge(metrics::router())
         .layer(PropagateRequestIdLayer::new(header.clone()))
         .layer(SetRequestIdLayer::new(header, MakeRequestUuid))
         .with_state(state);

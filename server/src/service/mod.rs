@@ -15,6 +15,7 @@ pub mod skills;
 pub mod thread;
 pub mod tokens;
 pub mod triggers;
+pub mod usage;
 pub mod workspace;
 
 use crate::domain::{Role, User, Workspace};

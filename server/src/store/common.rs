@@ -1354,6 +1354,105 @@ macro_rules! impl_store {
                 Ok(())
             }
 
+            async fn usage_runs(&self, ws: WorkspaceId, filter: &UsageFilter) -> Result<Vec<RunUsage>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(USAGE_RUNS);
+                qb.push_bind(ws).push(" and r.created_at >= ").push_bind(filter.from)
+                    .push(" and r.created_at < ").push_bind(filter.to);
+                if let Some(agent) = filter.agent { qb.push(" and r.agent_id = ").push_bind(agent); }
+                if let Some(issue) = filter.issue { qb.push(" and r.issue_id = ").push_bind(issue); }
+                qb.push(" order by r.created_at, r.run_id");
+                let rows = qb.build_query_as::<UsageRow>().fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn spend_since(&self, ws: WorkspaceId, agent: Option<AgentId>, since: DateTime<Utc>) -> Result<Usage> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(SPEND_SINCE);
+                qb.push_bind(ws).push(" and created_at >= ").push_bind(since);
+                if let Some(agent) = agent { qb.push(" and agent_id = ").push_bind(agent); }
+                let row = qb.build_query_as::<SpendRow>().fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn caps(&self, ws: WorkspaceId) -> Result<Caps> {
+                let rows = sqlx::query_as::<$db, CapRow>(
+                    "select null as agent_id, cap_usd, cap_tokens from workspace where workspace_id = $1 \
+                     union all select agent_id, cap_usd, cap_tokens from agent where workspace_id = $1 \
+                     and (cap_usd is not null or cap_tokens is not null)")
+                    .bind(ws).fetch_all(&self.pool).await?;
+                let mut caps = Caps::default();
+                let mut found = false;
+                for row in rows {
+                    match row.agent_id {
+                        Some(agent) => { caps.agents.insert(agent, row.cap()); }
+                        None => { found = true; caps.workspace = row.cap(); }
+                    }
+                }
+                if !found { return Err(Error::NotFound); }
+                Ok(caps)
+            }
+
+            async fn set_workspace_cap(&self, ws: WorkspaceId, cap: Cap) -> Result<()> {
+                let done = sqlx::query::<$db>("update workspace set cap_usd = $2, cap_tokens = $3 where workspace_id = $1")
+                    .bind(ws).bind(cap.usd).bind(cap.tokens).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn set_agent_cap(&self, ws: WorkspaceId, agent: AgentId, cap: Cap) -> Result<()> {
+                let done = sqlx::query::<$db>(
+                    "update agent set cap_usd = $3, cap_tokens = $4 where workspace_id = $1 and agent_id = $2")
+                    .bind(ws).bind(agent).bind(cap.usd).bind(cap.tokens).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn record_cap_warning(&self, ws: WorkspaceId, scope: &str, month: &str, now: DateTime<Utc>) -> Result<bool> {
+                let done = sqlx::query::<$db>(
+                    "insert into cap_warning (workspace_id, scope, month, created_at) values ($1, $2, $3, $4) \
+                     on conflict do nothing")
+                    .bind(ws).bind(scope).bind(month).bind(now).execute(&self.pool).await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn rate_table(&self, ws: WorkspaceId) -> Result<Option<muster_agents::RateTable>> {
+                let rates = sqlx::query_scalar::<$db, RatesColumn>("select rate_table from workspace where workspace_id = $1")
+                    .bind(ws).fetch_one(&self.pool).await?;
+                Ok(rates.map(|r| r.0))
+            }
+
+            async fn set_rate_table(&self, ws: WorkspaceId, rates: Option<&muster_agents::RateTable>) -> Result<()> {
+                let done = sqlx::query::<$db>("update workspace set rate_table = $2 where workspace_id = $1")
+                    .bind(ws).bind(rates.map(sqlx::types::Json)).execute(&self.pool).await?;
+                if done.rows_affected() == 0 { return Err(Error::NotFound); }
+                Ok(())
+            }
+
+            async fn run_counts(&self) -> Result<Vec<(RunStatus, AgentKind, i64)>> {
+                let rows = sqlx::query_as::<$db, (RunStatus, AgentKind, i64)>(
+                    "select r.status, a.kind, count(*) from run r join agent a on a.agent_id = r.agent_id \
+                     group by r.status, a.kind order by r.status, a.kind")
+                    .fetch_all(&self.pool).await?;
+                Ok(rows)
+            }
+
+            async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)> {
+                let state = sqlx::query_as::<$db, (i64, Option<DateTime<Utc>>)>(
+                    "select count(*), min(coalesce(not_before, created_at)) from run \
+                     where status = 'queued' and (not_before is null or not_before <= $1)")
+                    .bind(now).fetch_one(&self.pool).await?;
+                Ok(state)
+            }
+
+            async fn all_runners(&self) -> Result<Vec<Runner>> {
+                let rows = sqlx::query_as::<$db, RunnerRow>(concat!(runner_select!(), " order by r.name, r.runner_id"))
+                    .fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            fn pool_stats(&self) -> (u32, u32) {
+                (self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX))
+            }
+
             async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>> {
                 let rows = sqlx::query_as::<$db, RunRow>(concat!(
                     "select ", run_cols!(), " from run r where r.workspace_id = $1 and not exists (",

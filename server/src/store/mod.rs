@@ -13,6 +13,7 @@ mod postgres;
 mod rows;
 mod sqlite;
 pub mod testing;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,14 +23,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, CheckSpec, Comment,
-    CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey,
-    IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun,
-    NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession,
-    NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId, RunOutcome, Runner,
-    RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session, Skill, SkillId, Slug, TokenId,
-    Usage, User, UserId, Workspace, WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec, Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun, NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, RunOutcome, RunUsage, Seq, Session, Skill, SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -742,6 +736,54 @@ pub trait Store: Send + Sync + 'static {
     /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports
     /// it; ignored once the run is no longer that claim. The finish records the final figures.
     async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()>;
+    // --- usage, caps and prices (issue 15) ---
+    /// The runs of `ws` queued in `[filter.from, filter.to)` (of one agent or issue when set), with their
+    /// usage so far (a live run's included), oldest first.
+    async fn usage_runs(&self, ws: WorkspaceId, filter: &UsageFilter) -> Result<Vec<RunUsage>>;
+    /// What the runs of `ws` (of `agent` only, when set) queued at or after `since` used so far, summed
+    /// in the database; `cost_unknown` when one of them had unpriced tokens.
+    async fn spend_since(
+        &self,
+        ws: WorkspaceId,
+        agent: Option<AgentId>,
+        since: DateTime<Utc>,
+    ) -> Result<Usage>;
+    /// The monthly caps of `ws` and of its agents.
+    async fn caps(&self, ws: WorkspaceId) -> Result<Caps>;
+    /// Sets (or, with both bounds `None`, clears) the workspace's monthly cap.
+    async fn set_workspace_cap(&self, ws: WorkspaceId, cap: Cap) -> Result<()>;
+    /// Sets or clears an agent's monthly cap (`NotFound` for an agent not of `ws`).
+    async fn set_agent_cap(&self, ws: WorkspaceId, agent: AgentId, cap: Cap) -> Result<()>;
+    /// Records that the cap `scope` (`workspace` or `agent:<id>`) was warned about in `month`
+    /// (`2026-12`); `true` only for the first caller, so each cap warns once a month.
+    async fn record_cap_warning(
+        &self,
+        ws: WorkspaceId,
+        scope: &str,
+        month: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// The workspace's own rate table; `None` when it uses the built-in one.
+    async fn rate_table(&self, ws: WorkspaceId) -> Result<Option<muster_agents::RateTable>>;
+    /// Sets the workspace's rate table, or (`None`) goes back to the built-in one.
+    async fn set_rate_table(
+        &self,
+        ws: WorkspaceId,
+        rates: Option<&muster_agents::RateTable>,
+    ) -> Result<()>;
+
+    // --- metrics (issue 15) ---
+    /// How many runs there are, by status and by their agent's runtime, across workspaces.
+    async fn run_counts(
+        &self,
+    ) -> Result<Vec<(crate::domain::RunStatus, crate::domain::AgentKind, i64)>>;
+    /// How many queued runs a runner may claim at `now` (their backoff is over), and since when the oldest
+    /// of them has been claimable.
+    async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)>;
+    /// Every runner, embedded and remote, of every workspace, by name.
+    async fn all_runners(&self) -> Result<Vec<Runner>>;
+    /// This process's pool: open connections, and how many of them are idle.
+    fn pool_stats(&self) -> (u32, u32);
 
     // --- run indicators ---
     /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.

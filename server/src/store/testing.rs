@@ -304,6 +304,55 @@ pub async fn create_issues_in_bulk(
     }
 }
 
+/// Test data for past days (issue 15): moves run `run` of the database at `url` so it was queued at
+/// `created_at`, shifting its start and end by as much, so its duration stays what the engine measured.
+/// Only the timestamps change; the run itself went through the normal engine.
+pub async fn move_run_to(
+    url: &DatabaseUrl,
+    run: RunId,
+    created_at: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<()> {
+    type Times = (
+        chrono::DateTime<chrono::Utc>,
+        Option<chrono::DateTime<chrono::Utc>>,
+        Option<chrono::DateTime<chrono::Utc>>,
+    );
+    macro_rules! shift {
+        ($db:ty, $conn:ident) => {{
+            let (old, started, finished) = sqlx::query_as::<$db, Times>(
+                "select created_at, started_at, finished_at from run where run_id = $1",
+            )
+            .bind(run)
+            .fetch_one(&mut $conn)
+            .await
+            .context("no such run")?;
+            let by = created_at - old;
+            sqlx::query::<$db>(
+                "update run set created_at = $2, started_at = $3, finished_at = $4 where run_id = $1",
+            )
+            .bind(run)
+            .bind(created_at)
+            .bind(started.map(|t| t + by))
+            .bind(finished.map(|t| t + by))
+            .execute(&mut $conn)
+            .await?;
+            $conn.close().await?;
+            Ok(())
+        }};
+    }
+    match url {
+        DatabaseUrl::Postgres(raw) => {
+            let mut conn = PgConnection::connect(raw).await?;
+            shift!(sqlx::Postgres, conn)
+        }
+        DatabaseUrl::Sqlite(path) => {
+            let mut conn =
+                SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(path)).await?;
+            shift!(sqlx::Sqlite, conn)
+        }
+    }
+}
+
 fn is_identifier(name: &str) -> bool {
     !name.is_empty()
         && name

@@ -22,6 +22,7 @@ mod runtimes;
 mod skills;
 mod thread;
 mod tokens;
+mod usage;
 mod workspace;
 
 use std::sync::LazyLock;

@@ -10,6 +10,12 @@ use super::{Env, api_cases};
 /// Every route of the API (method, path as in the OpenAPI document) and the tests that exercise it.
 /// Every route is also swept without credentials by `auth::every_route_needs_credentials`.
 pub const ROUTES: &[(&str, &str, &[&str])] = &[
+    ("get", "/api/v1/usage", &["usage::usage_report_reading"]),
+    ("get", "/api/v1/usage/caps", &["usage::caps_setting"]),
+    ("put", "/api/v1/usage/caps", &["usage::caps_setting"]),
+    ("put", "/api/v1/agents/{name}/cap", &["usage::caps_setting"]),
+    ("get", "/api/v1/rates", &["usage::rate_table_setting"]),
+    ("put", "/api/v1/rates", &["usage::rate_table_setting"]),
     (
         "get",
         "/api/v1/skills",
@@ -410,7 +416,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 57, "the API has 57 routes");
+    assert_eq!(documented.len(), 63, "the API has 63 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -429,6 +435,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("runs", super::runs::CASES),
         ("thread", super::thread::CASES),
         ("workspace", super::workspace::CASES),
+        ("usage", super::usage::CASES),
     ]
     .iter()
     .flat_map(|(module, cases)| cases.iter().map(move |c| format!("{module}::{c}")))

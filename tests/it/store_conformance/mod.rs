@@ -15,6 +15,7 @@ mod runners;
 mod runs;
 mod skills_agents;
 mod triggers;
+mod usage;
 
 use std::sync::Arc;
 

@@ -63,6 +63,7 @@ pub fn agent_form(v: &AgentFormView) -> Markup {
             }
         }
         @if !v.is_new { div #agent-skills hx-get={ (v.action) "/skills" } hx-trigger="load" hx-swap="outerHTML" { a href={ (v.action) "/skills" } { "Skills of this agent" } } }
+        @if !v.is_new { div #agent-usage hx-get={ (v.action) "/usage" } hx-trigger="load" hx-swap="outerHTML" { a href={ (v.action) "/usage" } { "Usage and runs of this agent" } } }
         @if let Some(url) = &v.delete_url {
             form.danger-zone method="post" action=(url) data-confirm={ "Delete agent " (v.name) "?" } {
                 (csrf(&v.nav.csrf))

@@ -147,6 +147,7 @@ fn properties(v: &IssuePageView) -> Markup {
                 @if let Some(p) = &v.created_by { dt { "Created by" } dd { (PersonChip(p)) } }
                 @if let Some(t) = v.created_at { dt { "Created" } dd { (Timestamp(t)) } }
                 @if let Some(t) = v.updated_at { dt { "Updated" } dd { (Timestamp(t)) } }
+                @if let Some((totals, title)) = &v.run_totals { dt { "Agent runs" } dd.run-totals title=[title.as_deref()] { (totals) } }
             }
         }
     }

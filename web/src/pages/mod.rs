@@ -12,6 +12,7 @@ mod invitations;
 mod issue;
 mod login;
 mod members;
+mod rates;
 mod run;
 mod runners;
 mod runtimes;
@@ -19,6 +20,7 @@ mod settings;
 mod setup;
 mod skills;
 mod tokens;
+mod usage;
 
 pub use account::{AccountView, account};
 pub use agent_form::agent_form;
@@ -31,6 +33,7 @@ pub use invitations::invitations;
 pub use issue::{issue, issue_delete};
 pub use login::login;
 pub use members::members;
+pub use rates::{RateRowView, RatesPageView, rates};
 pub use run::{run, run_live_frame};
 pub use runners::runners;
 pub use runtimes::runtimes;
@@ -38,6 +41,9 @@ pub use settings::settings;
 pub use setup::{setup, setup_used};
 pub use skills::{skill, skill_form, skill_preview, skills};
 pub use tokens::tokens;
+pub use usage::{
+    BarView, CapRowView, ChartView, ChoiceView, SeriesView, UsagePageView, UsageRowView, usage,
+};
 
 /// The hint under every new-password field, from the one rule the server enforces.
 pub fn password_hint() -> String {

@@ -1,6 +1,7 @@
 //! Fragments shared by pages and pushed alone over the board WebSocket.
 
 pub mod agent_skills;
+pub mod agent_usage;
 pub mod board;
 pub mod board_menu;
 pub mod board_palette;

@@ -16,6 +16,7 @@ mod runs;
 mod runtimes;
 mod skills;
 mod thread;
+mod usage;
 mod views;
 mod workspace;
 
@@ -50,6 +51,7 @@ pub fn router() -> Router<AppState> {
         .merge(runs::router())
         .merge(runners::router())
         .merge(workspace::router())
+        .merge(usage::router())
 }
 
 /// Create bodies that require fields their edit twin leaves optional.
@@ -90,6 +92,8 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         runs::list, runs::show, runs::events, runs::stream, runs::cancel, runs::retry, runs::issue_runs,
         runners::list, runners::list_tokens, runners::create_token, runners::revoke_token,
         workspace::show, workspace::update,
+        usage::report, usage::caps, usage::set_workspace_cap, usage::set_agent_cap, usage::rates,
+        usage::set_rates,
     ),
     // Enums that parameters name only through `value_type`, which does not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,

@@ -59,6 +59,7 @@ fn kind_label(kind: InboxKind) -> &'static str {
         InboxKind::RunFailed => "Run failed",
         InboxKind::RunStalled => "Run stalled",
         InboxKind::OverBudget => "Over budget",
+        InboxKind::CapWarning => "Spend cap",
         InboxKind::RunInterrupted => "Run interrupted",
         InboxKind::AwaitingReview => "Awaiting review",
         InboxKind::Mentioned => "Mentioned",

@@ -146,6 +146,7 @@ async fn page_view(
             })
             .collect(),
         ensembles: ensemble_choices(state, &member.caller).await?,
+        run_totals: run_totals(&thread.entries),
     })
 }
 
@@ -177,6 +178,34 @@ async fn ensemble_choices(
         ));
     }
     Ok(out)
+}
+
+/// What the issue's runs used in all, for its side panel.
+fn run_totals(entries: &[Entry]) -> Option<(String, Option<String>)> {
+    let mut sum = crate::domain::Usage::default();
+    let mut runs = 0;
+    for entry in entries {
+        if let Entry::Run(r) = entry {
+            runs += 1;
+            let u = &r.run.usage;
+            sum.input_tokens += u.input_tokens;
+            sum.output_tokens += u.output_tokens;
+            sum.cache_read_tokens += u.cache_read_tokens;
+            sum.cache_write_tokens += u.cache_write_tokens;
+            sum.cost_usd += u.cost_usd;
+            sum.cost_unknown |= u.cost_unknown;
+        }
+    }
+    if runs == 0 {
+        return None;
+    }
+    let (cost, title) = sum.cost_label(None);
+    let tokens = crate::domain::usage::total_tokens(&sum);
+    let noun = if runs == 1 { "run" } else { "runs" };
+    Some((
+        format!("{runs} {noun} · {cost} · {tokens} tokens"),
+        title.map(str::to_owned),
+    ))
 }
 
 /// The timeline's views, with the reply box under the latest run once it finished (and while the issue

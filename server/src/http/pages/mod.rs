@@ -18,6 +18,7 @@ mod runtimes;
 mod session;
 mod settings;
 mod skills;
+mod usage;
 pub(crate) mod views;
 
 use axum::Router;
@@ -46,6 +47,7 @@ pub fn router() -> Router<AppState> {
         .merge(inbox::router())
         .merge(invitations::router())
         .merge(settings::router())
+        .merge(usage::router())
         .route("/assets/{version}/{name}", axum::routing::get(asset))
         .layer(axum::middleware::from_fn(login_on_401))
 }

@@ -1,5 +1,5 @@
 -- Ensembles: named teams of agents that take one issue blind, judged on checks and one blind review; the
--- workspace's default check command. Twin: ../sqlite/0010_ensembles.sql.
+-- workspace's default check command. Twin: ../sqlite/0011_ensembles.sql.
 
 alter table workspace add column check_command text;
 alter table workspace add column check_timeout_secs integer not null default 600;
