@@ -107,6 +107,7 @@ impl World {
             next_seq: 1,
             resume: None,
             check,
+            base: None,
         }
     }
 
