@@ -586,6 +586,14 @@ struct Engine {
 
 impl Engine {
     async fn start(backend: muster_tests::Backend, cli: &Cli, binary: &Path) -> Option<Engine> {
+        Engine::start_with(backend, vec![(cli.kind, binary.to_path_buf())]).await
+    }
+
+    /// A Muster server with its embedded runner, each CLI of `runtimes` configured as its runtime.
+    async fn start_with(
+        backend: muster_tests::Backend,
+        runtimes: Vec<(RuntimeKind, PathBuf)>,
+    ) -> Option<Engine> {
         use muster::domain::{Email, NewUser, NewWorkspace};
         let db = muster_tests::TestDb::new(backend).await?;
         let store = db.store().await;
@@ -605,7 +613,7 @@ impl Engine {
         muster_tests::init_tracing();
         let mut config = db.config();
         config.embedded_runner = true;
-        config.runtime_paths = vec![(cli.kind, binary.to_path_buf())];
+        config.runtime_paths = runtimes;
         let runs_dir = config.runs_dir.clone();
         let mut app = muster::app::build(config).await.unwrap();
         app.set_run_timing(muster::supervisor::RunTiming {
@@ -713,6 +721,26 @@ impl Engine {
 
     async fn events(&self, run: &muster::domain::Run) -> Vec<muster::domain::RunEvent> {
         self.store.run_events_since(run.id, 0, 5000).await.unwrap()
+    }
+
+    /// `method` on `path` with `body`, which must succeed: the JSON answer.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> serde_json::Value {
+        let resp = reqwest::Client::new()
+            .request(method, format!("http://{}{path}", self.addr))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        assert!(status.is_success(), "{path}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or_default()
     }
 
     /// `POST /api/v1/agents` with `body`: the status and the JSON answer.
@@ -1039,4 +1067,5 @@ async fn codex_is_stopped_after_the_turn_that_crossed_its_budget() {
     budget_scenario(&CODEX, &binary, turn_tokens(&CODEX), 1).await;
 }
 
+mod ensemble;
 mod resume;

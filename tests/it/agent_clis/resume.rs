@@ -49,20 +49,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 impl Engine {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let resp = reqwest::Client::new()
-            .request(method, format!("http://{}{path}", self.addr))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        assert!(status.is_success(), "{path}: {status} {text}");
-        serde_json::from_str(&text).unwrap_or_default()
-    }
-
     /// The issue's runs once the one after `count` earlier runs has ended.
     async fn ended(&self, issue: &Issue, count: usize) -> Run {
         let started = Instant::now();

@@ -153,7 +153,7 @@ async fn an_ensemble_run_queues_its_candidates_atomically(store: Arc<dyn Store>)
     );
     assert_eq!(
         store.list_ensemble_runs(i.id).await.unwrap(),
-        [first.clone()]
+        std::slice::from_ref(&first)
     );
     assert_eq!(store.list_runs_for_issue(i.id).await.unwrap().len(), 2);
     // Once they ended, the next one is numbered 2 and is the board's latest; deleting the ensemble

@@ -44,7 +44,7 @@ pub(super) fn messages(request: &Value) -> Response {
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or(DEFAULT_MODEL);
-    let content = match decide(&user_text, tool_output.as_deref(), offers_shell) {
+    let content = match decide(&user_text, model, tool_output.as_deref(), offers_shell) {
         Reply::Error(status) => {
             let kind = match status {
                 401 => "authentication_error",

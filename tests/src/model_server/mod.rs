@@ -8,6 +8,10 @@
 //! - `CMD=<shell command>` (to the end of the line): when the request offers a shell tool, a call of
 //!   that tool with the command; once the request carries the tool's result, a final text
 //!   `Tool said: <output>`;
+//! - `CMD@<part>=<shell command>` (to the end of the line): like `CMD=`, but only for requests whose
+//!   model name contains `<part>`, and ahead of `CMD=`; so one prompt can script a different command
+//!   for each model (an ensemble of Claude Code and Codex: `CMD@claude=… # CMD@gpt=… #`, the `#`
+//!   making the rest of the line, the other marker included, a shell comment);
 //! - `LOOP_CMD=<shell command>`: a call of the shell tool with the command on every request that
 //!   offers one, tool result or not, so the agent keeps working turn after turn (budget tests);
 //! - anything else: the text [`PLAIN_TEXT`].
@@ -107,9 +111,14 @@ pub enum Reply {
     Error(u16),
 }
 
-/// The script: decides a reply from the user's text, the output of a tool result that follows it
-/// (if any) and whether the request offers a shell tool.
-pub fn decide(user_text: &str, tool_output: Option<&str>, offers_shell: bool) -> Reply {
+/// The script: decides a reply from the user's text, the model the request names, the output of a
+/// tool result that follows it (if any) and whether the request offers a shell tool.
+pub fn decide(
+    user_text: &str,
+    model: &str,
+    tool_output: Option<&str>,
+    offers_shell: bool,
+) -> Reply {
     if let Some(command) = marker(user_text, "LOOP_CMD=").filter(|_| offers_shell) {
         return Reply::Shell(command.to_owned());
     }
@@ -119,7 +128,8 @@ pub fn decide(user_text: &str, tool_output: Option<&str>, offers_shell: bool) ->
     if let Some(status) = marker(user_text, "MOCK_ERROR=").and_then(|s| s.parse().ok()) {
         return Reply::Error(status);
     }
-    match marker(user_text, "CMD=") {
+    let command = model_marker(user_text, "CMD@", model).or_else(|| marker(user_text, "CMD="));
+    match command {
         Some(command) if offers_shell => Reply::Shell(command.to_owned()),
         _ => Reply::Text(PLAIN_TEXT.to_owned()),
     }
@@ -130,6 +140,19 @@ fn marker<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     let start = text.rfind(name)? + name.len();
     let value = text[start..].lines().next().unwrap_or_default().trim();
     (!value.is_empty()).then_some(value)
+}
+
+/// The value of the last `<name><part>=<value>` in `text` whose `<part>` (before the first `=`) is in
+/// `model`: to the end of the line, trimmed.
+fn model_marker<'a>(text: &'a str, name: &str, model: &str) -> Option<&'a str> {
+    text.match_indices(name)
+        .filter_map(|(at, _)| {
+            let line = text[at + name.len()..].lines().next()?;
+            let (part, value) = line.split_once('=')?;
+            let (part, value) = (part.trim(), value.trim());
+            (!part.is_empty() && !value.is_empty() && model.contains(part)).then_some(value)
+        })
+        .last()
 }
 
 /// The text of a message `content`: a string, or the `text` of each block of an array.
@@ -299,26 +322,59 @@ mod tests {
 
     #[test]
     fn the_script_reads_markers_and_tool_results() {
-        assert_eq!(decide("hi", None, true), Reply::Text(PLAIN_TEXT.to_owned()));
         assert_eq!(
-            decide("run CMD=echo a b\nthanks", None, true),
-            Reply::Shell("echo a b".to_owned())
-        );
-        assert_eq!(
-            decide("run CMD=echo a", None, false),
+            decide("hi", "m", None, true),
             Reply::Text(PLAIN_TEXT.to_owned())
         );
         assert_eq!(
-            decide("run CMD=echo a", Some("a\n"), true),
+            decide("run CMD=echo a b\nthanks", "m", None, true),
+            Reply::Shell("echo a b".to_owned())
+        );
+        assert_eq!(
+            decide("run CMD=echo a", "m", None, false),
+            Reply::Text(PLAIN_TEXT.to_owned())
+        );
+        assert_eq!(
+            decide("run CMD=echo a", "m", Some("a\n"), true),
             Reply::Text("Tool said: a".to_owned())
         );
-        assert_eq!(decide("x MOCK_ERROR=401", None, true), Reply::Error(401));
         assert_eq!(
-            decide("go LOOP_CMD=echo again", Some("again\n"), true),
+            decide("x MOCK_ERROR=401", "m", None, true),
+            Reply::Error(401)
+        );
+        assert_eq!(
+            decide("go LOOP_CMD=echo again", "m", Some("again\n"), true),
             Reply::Shell("echo again".to_owned())
         );
         assert_eq!(
-            decide("go LOOP_CMD=echo again", None, false),
+            decide("go LOOP_CMD=echo again", "m", None, false),
+            Reply::Text(PLAIN_TEXT.to_owned())
+        );
+    }
+
+    #[test]
+    fn a_command_can_be_scripted_per_model() {
+        let prompt =
+            "Answer CMD@claude=echo 42 > a # CMD@gpt=echo 41 > a #. More text\nCMD=echo any";
+        assert_eq!(
+            decide(prompt, "claude-sonnet-4-6", None, true),
+            Reply::Shell("echo 42 > a # CMD@gpt=echo 41 > a #. More text".to_owned())
+        );
+        assert_eq!(
+            decide(prompt, "gpt-5.5", None, true),
+            Reply::Shell("echo 41 > a #. More text".to_owned())
+        );
+        // No part in the model's name: the plain marker.
+        assert_eq!(
+            decide(prompt, "mock-model", None, true),
+            Reply::Shell("echo any".to_owned())
+        );
+        assert_eq!(
+            decide(prompt, "gpt-5.5", Some("done\n"), true),
+            Reply::Text("Tool said: done".to_owned())
+        );
+        assert_eq!(
+            decide(prompt, "gpt-5.5", None, false),
             Reply::Text(PLAIN_TEXT.to_owned())
         );
     }

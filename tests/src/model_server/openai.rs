@@ -77,7 +77,12 @@ pub(super) fn responses(request: &Value) -> Response {
     let shell_tool = CODEX_SHELL_TOOLS
         .into_iter()
         .find(|name| tools.contains(name));
-    let item = match decide(&user_text, tool_output.as_deref(), shell_tool.is_some()) {
+    let item = match decide(
+        &user_text,
+        model_of(request),
+        tool_output.as_deref(),
+        shell_tool.is_some(),
+    ) {
         Reply::Error(status) => return openai_error(status),
         Reply::Text(text) => json!({
             "type": "message", "id": format!("msg_{}", next_id()), "role": "assistant",
@@ -183,7 +188,7 @@ pub(super) fn chat(request: &Value) -> Response {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    let finish = match decide(&user_text, tool_output.as_deref(), offers_shell) {
+    let finish = match decide(&user_text, model, tool_output.as_deref(), offers_shell) {
         Reply::Error(status) => return openai_error(status),
         Reply::Text(text) => {
             chunks.push(chunk(json!({"content": text}), Value::Null));
