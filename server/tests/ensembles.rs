@@ -42,7 +42,7 @@ fn spender(env: &Env) -> PathBuf {
     env.script(
         "spender.sh",
         &format!(
-            "cat >/dev/null\necho 7 > answer.txt\nwhile true; do echo '{turn}'; sleep 0.5; done"
+            "cat >/dev/null\necho 7 > answer.txt\nwhile true; do echo '{turn}'; sleep 1; done"
         ),
     )
 }

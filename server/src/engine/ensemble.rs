@@ -294,19 +294,41 @@ impl Engine {
     }
 }
 
-/// A member's runner reported what its run has spent: keep it on the run, and when the run belongs to
-/// an ensemble, enforce the ensemble's budget (every live member is stopped once it is spent, so the
-/// overshoot is at most the turn each live member was in).
+/// A runner reported what its run has spent: keep it on the run, stop the run when a monthly cap is
+/// crossed, and when the run belongs to an ensemble, enforce the ensemble's budget (every live member
+/// is stopped once it is spent, so the overshoot is at most the turn each live member was in, as long as
+/// a turn takes longer than the server takes to act: a report's round trip).
 pub(crate) async fn spent(engine: Engine, run: RunId, epoch: i64, usage: Usage) {
     if let Err(e) = engine.store.set_live_usage(run, epoch, &usage).await {
         tracing::warn!(error = %e, run.id = %run, "cannot record what the run has spent");
         return;
     }
-    let ensemble = match engine.store.get_run(run).await {
-        Ok(r) => r.ensemble_run_id,
-        Err(_) => None,
+    let Ok(found) = engine.store.get_run(run).await else {
+        return;
     };
-    if let Some(id) = ensemble
+    // A monthly cap (the agent's or the workspace's) crossed mid-run stops the run after that turn,
+    // like its own budget would.
+    match crate::service::usage::cap_breach(
+        engine.store.as_ref(),
+        found.workspace_id,
+        found.agent_id,
+        chrono::Utc::now(),
+    )
+    .await
+    {
+        Ok(Some(reason)) => {
+            let stop = StopNote {
+                why: StopWhy::OverBudget,
+                note: format!("stopped over a monthly cap: {reason}"),
+            };
+            if let Err(e) = engine.stop_run(run, &stop).await {
+                tracing::warn!(error = %e, run.id = %run, "cannot stop a run over its monthly cap");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, run.id = %run, "cannot check the monthly caps"),
+    }
+    if let Some(id) = found.ensemble_run_id
         && let Err(e) = enforce_budget(&engine, id).await
     {
         tracing::warn!(error = %e, ensemble_run = %id, "cannot check the ensemble's budget");

@@ -162,10 +162,10 @@ async fn build(
             ),
         }
     }
-    if let Some(raw) = &input.early_stop {
-        if let Some(policy) = problems.take(raw.parse::<EarlyStop>()) {
-            settings.early_stop = policy;
-        }
+    if let Some(raw) = &input.early_stop
+        && let Some(policy) = problems.take(raw.parse::<EarlyStop>())
+    {
+        settings.early_stop = policy;
     }
     if let Some(usd) = input.budget_usd {
         settings.budget.usd = (usd != 0.0).then_some(usd);
@@ -830,10 +830,10 @@ pub async fn choose(
         if !other.status.is_terminal() {
             let _ = state.stop_run(other.id, &stop).await;
         }
-        if let (Some(repo), Some(branch)) = (repo, other.branch.as_deref()) {
-            if let Err(e) = git::git(repo, &["branch", "-D", "--", branch]).await {
-                tracing::warn!(error = %e, branch, "cannot remove a candidate's branch");
-            }
+        if let (Some(repo), Some(branch)) = (repo, other.branch.as_deref())
+            && let Err(e) = git::git(repo, &["branch", "-D", "--", branch]).await
+        {
+            tracing::warn!(error = %e, branch, "cannot remove a candidate's branch");
         }
     }
     let issue = state.store.get_issue(caller.ws.id, key).await?;

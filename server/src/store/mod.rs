@@ -23,7 +23,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec, Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun, NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession, NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, RunOutcome, RunUsage, Seq, Session, Skill, SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec,
+    Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
+    EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey,
+    IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun,
+    NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession,
+    NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId, RunOutcome,
+    RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session, Skill,
+    SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
