@@ -20,6 +20,7 @@ use crate::supervisor::git;
 /// What a person sends to create or edit an ensemble; on edit, absent fields stay.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct EnsembleInput {
+    #[schema(pattern = r"^[A-Za-z0-9._-]{1,64}$", example = "trio")]
     pub name: Option<String>,
     /// Agent names, 2 to 8.
     pub members: Option<Vec<String>>,

@@ -12,6 +12,7 @@ mod agents;
 mod auth;
 mod client;
 mod deletes;
+mod ensembles;
 mod issue_validation;
 mod issues;
 mod members;

@@ -10,6 +10,46 @@ use super::{Env, api_cases};
 /// Every route of the API (method, path as in the OpenAPI document) and the tests that exercise it.
 /// Every route is also swept without credentials by `auth::every_route_needs_credentials`.
 pub const ROUTES: &[(&str, &str, &[&str])] = &[
+    (
+        "get",
+        "/api/v1/ensembles",
+        &["ensembles::ensemble_definitions"],
+    ),
+    (
+        "post",
+        "/api/v1/ensembles",
+        &["ensembles::ensemble_definitions"],
+    ),
+    (
+        "get",
+        "/api/v1/ensembles/{name}",
+        &["ensembles::ensemble_definitions"],
+    ),
+    (
+        "patch",
+        "/api/v1/ensembles/{name}",
+        &["ensembles::ensemble_definitions"],
+    ),
+    (
+        "delete",
+        "/api/v1/ensembles/{name}",
+        &["ensembles::ensemble_definitions"],
+    ),
+    (
+        "post",
+        "/api/v1/issues/{key}/ensemble",
+        &["ensembles::ensemble_runs_through_the_api"],
+    ),
+    (
+        "get",
+        "/api/v1/issues/{key}/ensemble",
+        &["ensembles::ensemble_runs_through_the_api"],
+    ),
+    (
+        "post",
+        "/api/v1/issues/{key}/ensemble/choose",
+        &["ensembles::ensemble_runs_through_the_api"],
+    ),
     ("get", "/api/v1/usage", &["usage::usage_report_reading"]),
     ("get", "/api/v1/usage/caps", &["usage::caps_setting"]),
     ("put", "/api/v1/usage/caps", &["usage::caps_setting"]),
@@ -416,7 +456,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 63, "the API has 63 routes");
+    assert_eq!(documented.len(), 71, "the API has 71 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -424,6 +464,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("agent_secrets", super::agent_secrets::CASES),
         ("auth", super::auth::CASES),
         ("deletes", super::deletes::CASES),
+        ("ensembles", super::ensembles::CASES),
         ("issues", super::issues::CASES),
         ("issue_validation", super::issue_validation::CASES),
         ("members", super::members::CASES),

@@ -102,6 +102,7 @@ pub(super) async fn delete(
 /// Which ensemble takes the issue.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct AssignInput {
+    #[schema(pattern = r"^[A-Za-z0-9._-]{1,64}$", example = "trio")]
     pub ensemble: String,
 }
 
@@ -153,8 +154,10 @@ pub(super) async fn assign(
 
 /// Which ensemble run to compare.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CompareQuery {
     /// Its number (the `r<n>` of its branches); the latest when absent.
+    #[param(minimum = 1)]
     pub number: Option<i32>,
 }
 
@@ -176,6 +179,7 @@ pub(super) async fn compare(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChooseInput {
     /// The candidate: its agent's name, its run id (or a prefix of 4+ characters) or its review label.
+    #[schema(min_length = 1, example = "claude-coder")]
     pub candidate: String,
     /// Merge its branch into the branch the candidates started from (local repository only).
     #[serde(default)]
