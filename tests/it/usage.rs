@@ -512,7 +512,7 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
         api["failure_message"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("Not run: {reason}")),
+            .starts_with(&format!("Over a monthly spend cap: {reason}")),
         "{api}"
     );
     let over: Vec<InboxItem> = inbox_of(&w, InboxKind::OverBudget)

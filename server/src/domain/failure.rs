@@ -173,8 +173,8 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
         ),
         FailureReason::OverCap => (
             match f.summary.map(str::trim).filter(|s| !s.is_empty()) {
-                Some(why) => format!("Not run: {why}"),
-                None => "Not run: a monthly spend cap was reached".to_owned(),
+                Some(why) => format!("Over a monthly spend cap: {why}"),
+                None => "Over a monthly spend cap".to_owned(),
             },
             "an owner or admin can raise the cap (the agent's page, or the Usage page for the workspace's), \
              or wait for next month"
