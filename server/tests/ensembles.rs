@@ -490,3 +490,38 @@ async fn the_cli_defines_assigns_compares_and_chooses() {
     assert_eq!(git(&repo, &["show", "main:answer.txt"]).trim(), "42");
     env.stop().await;
 }
+
+/// Issue 15: a monthly cap crossed mid-run stops the run after that turn, as over its cap (the spend
+/// its runner reports is checked against the caps).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monthly_cap_crossed_mid_run_stops_the_run() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let agent = env.agent("spend-zq", &spender(&env)).await;
+    let resp = reqwest::Client::new()
+        .put(format!("http://{}/api/v1/agents/spend-zq/cap", env.addr))
+        .bearer_auth(&env.token)
+        .json(&json!({ "tokens": 250 }))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
+    let issue = env.issue("Spend all month").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert_eq!(run.failure_reason, Some(FailureReason::OverCap), "{run:?}");
+    let tokens = run.usage.input_tokens;
+    assert!(
+        (300..=300 + TURN_TOKENS).contains(&tokens),
+        "stopped after the turn that crossed 250 tokens: {tokens}"
+    );
+    assert!(
+        run.summary
+            .as_deref()
+            .unwrap_or_default()
+            .contains("monthly spend cap"),
+        "{run:?}"
+    );
+    env.stop().await;
+}

@@ -451,6 +451,7 @@ crate::domain::string_enum!(
         Person => "person",
         EarlyStop => "early_stop",
         OverBudget => "over_budget",
+        OverCap => "over_cap",
     }
 );
 

@@ -32,6 +32,7 @@ const ANSWER_KEPT: usize = 4_000;
 pub(crate) fn relayed_note(why: StopWhy) -> StopNote {
     let note = match why {
         StopWhy::OverBudget => "stopped over budget: the ensemble's budget is spent",
+        StopWhy::OverCap => "stopped over a monthly spend cap",
         StopWhy::EarlyStop => "stopped early: the ensemble's early-stop policy was met",
         StopWhy::Person => "stopped by a person",
     };
@@ -252,9 +253,13 @@ pub(crate) async fn shape_order(
 fn stopped_outcome(note: &StopNote) -> RunOutcome {
     let mut outcome = super::finish::cancelled_outcome();
     match note.why {
-        StopWhy::OverBudget => {
+        StopWhy::OverBudget | StopWhy::OverCap => {
             outcome.status = RunStatus::Failed;
-            outcome.failure_reason = Some(FailureReason::OverBudget);
+            outcome.failure_reason = Some(if note.why == StopWhy::OverCap {
+                FailureReason::OverCap
+            } else {
+                FailureReason::OverBudget
+            });
             outcome.failure_detail = Some(note.note.clone());
         }
         StopWhy::EarlyStop | StopWhy::Person => {}
@@ -318,8 +323,8 @@ pub(crate) async fn spent(engine: Engine, run: RunId, epoch: i64, usage: Usage) 
     {
         Ok(Some(reason)) => {
             let stop = StopNote {
-                why: StopWhy::OverBudget,
-                note: format!("stopped over a monthly cap: {reason}"),
+                why: StopWhy::OverCap,
+                note: format!("stopped over a monthly spend cap: {reason}"),
             };
             if let Err(e) = engine.stop_run(run, &stop).await {
                 tracing::warn!(error = %e, run.id = %run, "cannot stop a run over its monthly cap");

@@ -13,6 +13,8 @@ pub(super) enum Stop {
     Shutdown,
     Stalled,
     OverBudget,
+    /// A monthly spend cap was crossed (the server said so).
+    OverCap,
     Auth,
     /// The run produced as many events as a run may keep (the cap).
     EventCap(crate::domain::Seq),
@@ -70,6 +72,7 @@ pub(super) fn finished(
             ),
             Stop::Stalled => (RunStatus::TimedOut, *code, Some(FailureReason::Stalled)),
             Stop::OverBudget => (RunStatus::Failed, *code, Some(FailureReason::OverBudget)),
+            Stop::OverCap => (RunStatus::Failed, *code, Some(FailureReason::OverCap)),
             Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
             Stop::EventCap(_) => (RunStatus::Failed, *code, Some(FailureReason::EventCap)),
         },

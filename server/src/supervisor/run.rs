@@ -76,7 +76,10 @@ impl RunSignal {
 
     /// Stops the run for a reason the server gave (an ensemble's early stop or budget).
     pub fn stop_because(&self, why: crate::domain::StopNote) {
-        let over_budget = why.why == crate::domain::StopWhy::OverBudget;
+        let over_budget = matches!(
+            why.why,
+            crate::domain::StopWhy::OverBudget | crate::domain::StopWhy::OverCap
+        );
         *self
             .why
             .lock()

@@ -223,10 +223,14 @@ fn server_stop(ctx: &Watch<'_>, log: &mut EventLog, tally: &mut Tally) -> Stop {
         return Stop::Cancelled;
     };
     match note.why {
-        StopWhy::OverBudget => {
+        StopWhy::OverBudget | StopWhy::OverCap => {
             log.push("error", json!({ "message": note.note }));
             tally.stop_note = Some(note.note);
-            Stop::OverBudget
+            if note.why == StopWhy::OverCap {
+                Stop::OverCap
+            } else {
+                Stop::OverBudget
+            }
         }
         StopWhy::EarlyStop | StopWhy::Person => {
             log.push(
