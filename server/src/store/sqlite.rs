@@ -52,12 +52,18 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
+        // The first connection switches a new file to WAL, which SQLite may refuse at once ("database
+        // is locked", its busy timeout not consulted) while another process does the same: processes
+        // opening the database take turns, as they do to migrate. Without the lock (a folder that does
+        // not exist, say) SQLite's own error says what is wrong.
+        let lock = Self::lock_beside(path).await.ok();
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
             .connect_with(connect)
-            .await
-            .with_context(|| {
+            .await;
+        drop(lock);
+        let pool = pool.with_context(|| {
                 format!(
                     "cannot open the SQLite database {}; check that its folder exists and is writable, or choose another with --data-dir",
                     path.display()
@@ -105,8 +111,18 @@ impl SqliteStore {
     /// server and `muster admin bootstrap`) would both create the tables. An advisory lock on a file beside
     /// the database serialises them; the second one then finds the migrations applied.
     async fn migrate_impl(&self) -> anyhow::Result<()> {
-        let lock_path = self.path.with_extension("migrate-lock");
-        let lock = tokio::task::spawn_blocking(move || -> anyhow::Result<std::fs::File> {
+        let lock = Self::lock_beside(&self.path).await?;
+        let result =
+            super::testing::run_migrator(sqlx::migrate!("../migrations/sqlite"), &self.pool).await;
+        drop(lock);
+        result
+    }
+
+    /// An exclusive advisory lock on a file beside the database (`<name>.migrate-lock`), held until the
+    /// file is dropped: what processes opening or migrating the same database take turns on.
+    async fn lock_beside(db: &Path) -> anyhow::Result<std::fs::File> {
+        let lock_path = db.with_extension("migrate-lock");
+        tokio::task::spawn_blocking(move || -> anyhow::Result<std::fs::File> {
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)
@@ -118,11 +134,7 @@ impl SqliteStore {
             Ok(file)
         })
         .await
-        .context("the migration lock task failed")??;
-        let result =
-            super::testing::run_migrator(sqlx::migrate!("../migrations/sqlite"), &self.pool).await;
-        drop(lock);
-        result
+        .context("the database lock task failed")?
     }
 
     async fn close_impl(&self) {
