@@ -1038,12 +1038,17 @@ async fn budget_scenario(cli: &Cli, binary: &Path, per_turn: i64, in_flight: usi
             .any(|e| e.kind == "error" && e.payload["message"] == summary.as_str()),
         "{report}"
     );
+    // What the run records: every turn the CLI reported. A request in flight at the stop (Codex's
+    // fourth) was served by the model server, but the CLI may be gone before it writes that request's
+    // usage to its session log; then it is not known, and not made up.
     let u = run.usage;
-    assert_eq!(
-        u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
-        used,
-        "{report}"
+    let recorded = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+    let reported = per_turn * 3;
+    assert!(
+        recorded == used || (in_flight > 0 && count > 3 && recorded == reported),
+        "recorded {recorded} tokens for {count} requests of {per_turn}\n{report}"
     );
+    assert!(recorded >= at_stop, "{report}");
 }
 
 fn turn_tokens(cli: &Cli) -> i64 {

@@ -61,7 +61,7 @@ pub(super) async fn watch(
     let tick = (stall / 4).clamp(WATCHDOG_TICK.0, WATCHDOG_TICK.1);
     let mut watchdog = tokio::time::interval(tick);
     watchdog.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let rates = RateTable::default();
+    let rates = ctx.order.rates.clone().unwrap_or_default();
     let mut last_output = Instant::now();
     let mut stalled = false;
     let mut open = true;
@@ -84,7 +84,9 @@ pub(super) async fn watch(
                 }
                 return Ending::Stopped(server_stop(ctx, log, tally), None);
             }
-            () = ctx.signal.spent().cancelled() => {
+            // A shared budget or a monthly cap spent stops the agent after the turn that spent it; once
+            // the CLI gave its final report there is no next turn to save, and the run ends as it will.
+            () = ctx.signal.spent().cancelled(), if !tally.reported => {
                 return Ending::Stopped(server_stop(ctx, log, tally), None);
             }
             status = child.wait() => {
@@ -138,7 +140,7 @@ pub(super) async fn drain(
     log: &mut EventLog,
     tally: &mut Tally,
 ) {
-    let rates = RateTable::default();
+    let rates = ctx.order.rates.clone().unwrap_or_default();
     let deadline = Instant::now() + DRAIN_WAIT;
     while let Ok(Some(line)) = tokio::time::timeout_at(deadline, lines.recv()).await {
         // Guards no longer matter: the child is gone, only the events and the tally do.
