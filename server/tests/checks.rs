@@ -108,6 +108,7 @@ impl World {
             resume: None,
             check,
             base: None,
+            rates: None,
         }
     }
 

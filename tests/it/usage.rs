@@ -158,12 +158,14 @@ impl World {
 
     /// A custom agent whose run prints `spend`'s result line.
     pub(crate) async fn agent(&self, name: &str, spend: Spend) {
+        self.agent_printing(name, &spend.line()).await;
+    }
+
+    /// A custom agent whose run prints `output`.
+    pub(crate) async fn agent_printing(&self, name: &str, output: &str) {
         use std::os::unix::fs::PermissionsExt as _;
         let path = self.scripts.path().join(format!("{name}.sh"));
-        let body = format!(
-            "#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n{}\nEOF\n",
-            spend.line()
-        );
+        let body = format!("#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n{output}\nEOF\n");
         std::fs::write(&path, body).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let body = json!({ "name": name, "kind": "custom", "command": path.display().to_string(),
@@ -577,4 +579,63 @@ async fn caps_refuse_runs_and_warn_once_sqlite() {
 #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn caps_refuse_runs_and_warn_once_postgres() {
     caps_refuse_runs_and_warn_once(Backend::Postgres).await;
+}
+
+/// A run whose CLI reports tokens but no cost is priced from the workspace's own rate table once there
+/// is one (the runner gets it with the order), and is "unpriced" while no table knows its model.
+async fn workspace_rates_price_runs(backend: Backend) {
+    let Some(w) = World::start(backend).await else {
+        return;
+    };
+    let (input, output, cache_read) = (12_000_i64, 3_000_i64, 5_000_i64);
+    let lines = [
+        json!({ "type": "system", "subtype": "init", "session_id": "s-1", "model": "house-model-7" }),
+        json!({
+            "type": "result", "subtype": "success", "is_error": false, "result": "Done.",
+            "session_id": "s-1",
+            "usage": { "input_tokens": input, "output_tokens": output,
+                       "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": 0 }
+        }),
+    ]
+    .map(|l| l.to_string())
+    .join("\n");
+    w.agent_printing("delta", &lines).await;
+
+    let before = w.run("Unpriced", "delta", IssueStatus::InReview).await;
+    assert_eq!(before.status, RunStatus::Succeeded, "{before:?}");
+    assert_eq!(before.usage.cost_usd, 0.0);
+    assert!(before.usage.cost_unknown, "no built-in price: {before:?}");
+
+    let (status, text) = w
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/rates",
+            Some(json!({ "rates": { "house-model": { "input": 2.0, "output": 10.0, "cached": 0.5 } } })),
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let after = w.run("Priced", "delta", IssueStatus::InReview).await;
+    assert_eq!(after.status, RunStatus::Succeeded, "{after:?}");
+    let want = (input as f64 * 2.0 + output as f64 * 10.0 + cache_read as f64 * 0.5) / 1e6;
+    assert!(
+        (after.usage.cost_usd - want).abs() < 1e-9,
+        "priced {} instead of {want}: {after:?}",
+        after.usage.cost_usd
+    );
+    assert!(!after.usage.cost_unknown, "{after:?}");
+    // The run page prices the same way.
+    let page = w.get_ok(&format!("/w/acme/runs/{}", after.id)).await;
+    assert!(page.contains(&format!("${want:.4}")), "{page}");
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_rates_price_runs_sqlite() {
+    workspace_rates_price_runs(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn workspace_rates_price_runs_postgres() {
+    workspace_rates_price_runs(Backend::Postgres).await;
 }

@@ -111,6 +111,10 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         resume,
         check: None,
         base: None,
+        rates: store
+            .rate_table(run.workspace_id)
+            .await
+            .map_err(|e| config(format!("cannot read the workspace's rate table: {e}")))?,
     };
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
         .await

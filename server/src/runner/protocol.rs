@@ -250,6 +250,10 @@ pub struct Order {
     /// repository's HEAD when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// The workspace's own rate table, which prices the run's usage when its CLI reports tokens but
+    /// no cost; the built-in one when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<muster_agents::RateTable>,
 }
 
 /// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its

@@ -59,7 +59,9 @@ async fn show(
     let people = People::load(&state, &member.caller).await?;
     let issue = state.store.get_issue_by_id(run.issue_id).await?;
     let slug = member.caller.ws.slug.to_string();
+    let (rates, _) = crate::service::usage::rate_table(&state, member.caller.ws.id).await?;
     let mut fold = Timeline::new(run.id.to_string(), agent_model(&people, &run))
+        .with_rates(rates)
         .with_text_deltas(streams_text_deltas(&people, &run));
     let mut after = 0;
     loop {

@@ -108,6 +108,12 @@ impl Timeline {
         }
     }
 
+    /// Prices usage that carries no cost with `rates` (the workspace's table) instead of the built-in one.
+    pub(super) fn with_rates(mut self, rates: RateTable) -> Self {
+        self.rates = rates;
+        self
+    }
+
     /// Reads `text` and `thinking` events as deltas of one streamed answer (the local-model loop's).
     pub(super) fn with_text_deltas(mut self, on: bool) -> Self {
         self.text_deltas = on;
