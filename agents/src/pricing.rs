@@ -46,10 +46,14 @@ pub struct ModelRate {
     pub cached: Option<f64>,
 }
 
+/// The highest price a rate table accepts, USD per million tokens: far above any real model's, low
+/// enough that no run's cost overflows.
+pub const MAX_PRICE_PER_MILLION: f64 = 1_000_000.0;
+
 impl ModelRate {
-    /// Every price is a finite amount of 0 or more.
+    /// Every price is an amount from 0 to [`MAX_PRICE_PER_MILLION`].
     pub fn is_valid(&self) -> bool {
-        let ok = |p: f64| p.is_finite() && p >= 0.0;
+        let ok = |p: f64| (0.0..=MAX_PRICE_PER_MILLION).contains(&p);
         ok(self.input) && ok(self.output) && self.cached.is_none_or(ok)
     }
 

@@ -76,18 +76,19 @@ impl Cap {
         self.usd.is_none() && self.tokens.is_none()
     }
 
-    /// The larger fraction of a bound `spent` has used (0.0 when no bound is set).
+    /// The larger fraction of a bound `spent` has used (0.0 when no bound is set). A bound of 0 is
+    /// reached before anything is spent: it counts as used in full (1.0), a finite figure for the API.
     pub fn used(&self, spent: &Usage) -> f64 {
         let usd = self.usd.map_or(0.0, |cap| {
             if cap <= 0.0 {
-                f64::INFINITY
+                1.0
             } else {
                 spent.cost_usd / cap
             }
         });
         let tokens = self.tokens.map_or(0.0, |cap| {
             if cap <= 0 {
-                f64::INFINITY
+                1.0
             } else {
                 total_tokens(spent) as f64 / cap as f64
             }

@@ -415,10 +415,47 @@ impl FromRequest<AppState> for UiForm {
     }
 }
 
-/// JSON bodies with our error format on rejection.
-#[derive(Debug, Clone, Copy, Default, FromRequest)]
-#[from_request(via(axum::Json), rejection(Error))]
+/// JSON object bodies with our error format on rejection. Every body the API takes is an object, so
+/// any other JSON value is refused (422) before it reaches serde, which would read an array as a
+/// struct's fields in order.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct AppJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for AppJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self> {
+        let axum::Json(value) = axum::Json::<serde_json::Value>::from_request(req, state).await?;
+        let kind = match &value {
+            serde_json::Value::Object(_) => None,
+            serde_json::Value::Array(_) => Some("an array"),
+            serde_json::Value::String(_) => Some("a string"),
+            serde_json::Value::Number(_) => Some("a number"),
+            serde_json::Value::Bool(_) => Some("a boolean"),
+            serde_json::Value::Null => Some("null"),
+        };
+        if let Some(kind) = kind {
+            return Err(Error::Rejected(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "body",
+                format!("the body must be a JSON object, not {kind}"),
+            ));
+        }
+        serde_path_to_error::deserialize(value)
+            .map(AppJson)
+            .map_err(|e| {
+                Error::Rejected(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "body",
+                    format!("Failed to deserialize the JSON body into the target type: {e}"),
+                )
+            })
+    }
+}
 
 /// Query strings with our error format on rejection (400, `query`).
 #[derive(Debug, Clone, Copy, Default, FromRequestParts)]

@@ -22,21 +22,30 @@ use crate::supervisor::git;
 pub struct EnsembleInput {
     #[schema(pattern = r"^[A-Za-z0-9._-]{1,64}$", example = "trio")]
     pub name: Option<String>,
-    /// Agent names, 2 to 8.
+    /// Agent names, 2 to 8, each once.
+    #[schema(min_items = 2, max_items = 8)]
     pub members: Option<Vec<String>>,
     /// The check command run in each candidate's worktree; "" for the workspace's.
     pub check: Option<String>,
-    /// Seconds before the check is stopped (default 600, at most 3600).
+    /// Seconds before the ensemble's own check is stopped (default 600, at most 3600).
+    #[schema(minimum = 1, maximum = 3600)]
     pub check_timeout_secs: Option<u64>,
     /// `all`, `first_green` or `quorum K`.
+    #[schema(
+        pattern = r"^\s*(all|first[_-]green|quorum[ :=]*[1-8])\s*$",
+        example = "first_green"
+    )]
     pub early_stop: Option<String>,
     /// The reviewer agent's name; "" for none.
     pub reviewer: Option<String>,
     /// The whole ensemble's budget in USD; 0 for none.
+    #[schema(minimum = 0)]
     pub budget_usd: Option<f64>,
     /// The whole ensemble's token budget; 0 for none.
+    #[schema(minimum = 0)]
     pub budget_tokens: Option<i64>,
     /// The most one candidate may spend, as a fraction of the budget; 0 for an equal share.
+    #[schema(minimum = 0, maximum = 1)]
     pub share: Option<f64>,
 }
 

@@ -23,11 +23,20 @@ use crate::store::{self, Store};
 #[into_params(parameter_in = Query)]
 pub struct UsageQuery {
     /// The period: `today`, a number of days or hours (`7d`, `30d`, `12h`) or a start date
-    /// (`2026-11-01`); 7 days when absent.
+    /// (`2026-11-01`); 7 days when absent or blank.
+    #[param(
+        pattern = r"^\s*(today|[0-9]+[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2})?\s*$",
+        example = "7d"
+    )]
     pub since: Option<String>,
-    /// The end of a custom period, a date (`2026-11-30`, included); now when absent.
+    /// The end of a custom period, a date (`2026-11-30`, included); now when absent or blank.
+    #[param(
+        pattern = r"^\s*([0-9]{4}-[0-9]{2}-[0-9]{2})?\s*$",
+        example = "2026-11-30"
+    )]
     pub until: Option<String>,
     /// What to group by: `agent` (the default), `model`, `runtime` or `issue`.
+    #[param(pattern = r"^\s*(agent|model|runtime|issue)?\s*$", example = "agent")]
     pub by: Option<String>,
     /// Only this agent's runs (its name).
     pub agent: Option<String>,
@@ -47,7 +56,10 @@ pub async fn report(
         return Err(scope.refusal());
     }
     let mut problems = Problems::default();
-    let since = query.since.as_deref().unwrap_or(DEFAULT_SINCE);
+    let since = match query.since.as_deref().map(str::trim) {
+        None | Some("") => DEFAULT_SINCE,
+        Some(raw) => raw,
+    };
     let from = problems.take(usage::parse_since(since, now));
     let to = match query.until.as_deref().map(str::trim) {
         None | Some("") => Some(now),
@@ -294,7 +306,7 @@ pub async fn rate_table(state: &Engine, ws: WorkspaceId) -> Result<(RateTable, b
 }
 
 /// Replaces the workspace's rate table with `json` (owners and admins); blank goes back to the
-/// built-in table. Every price must be a finite amount ≥ 0.
+/// built-in table. Every price must be an amount from 0 to the maximum.
 pub async fn set_rate_table(
     state: &Engine,
     caller: &Caller,
@@ -310,7 +322,10 @@ pub async fn set_rate_table(
     if let Some((model, _)) = table.iter().find(|(_, r)| !r.is_valid()) {
         return Err(Error::invalid([(
             "rates",
-            format!("{model}: prices must be amounts in USD per million tokens, 0 or more"),
+            format!(
+                "{model:?}: prices must be amounts in USD per million tokens, from 0 to {}",
+                muster_agents::pricing::MAX_PRICE_PER_MILLION
+            ),
         )]));
     }
     state

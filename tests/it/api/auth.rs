@@ -283,7 +283,7 @@ const MALFORMED: &[(&str, &str, &str, u16, &str)] = &[
         "application/json",
         r#"["title"]"#,
         422,
-        "expected struct IssueInput",
+        "the body must be a JSON object, not an array",
     ),
     (
         "/api/v1/agents",

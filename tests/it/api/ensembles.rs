@@ -188,6 +188,12 @@ async fn ensemble_runs_through_the_api(t: &Env) {
         .get(&format!("{path}?number=2"))
         .await
         .error_contains(404, "ensemble", "has no ensemble run r2");
+    // A number out of range is a 400 in the API's error format, like every other bad query.
+    t.member
+        .api
+        .get(&format!("{path}?number=2147483648"))
+        .await
+        .error_contains(400, "query", "number");
     let choose = format!("{path}/choose");
     t.member
         .api

@@ -98,6 +98,20 @@ async fn caps_setting(t: &Env) {
         .json(Method::PUT, path, &json!({"dollars": 1}))
         .await
         .expect(422);
+    // serde would read an array as the fields in order; the body must be an object.
+    t.owner
+        .api
+        .json(Method::PUT, path, &json!([5, null]))
+        .await
+        .error_contains(422, "body", "the body must be a JSON object, not an array");
+    // A cap of 0 is reached before anything is spent: used in full, a finite figure.
+    let zero = t
+        .owner
+        .api
+        .json(Method::PUT, path, &json!({"tokens": 0}))
+        .await
+        .expect(200);
+    assert_eq!(zero["workspace"]["used"], 1.0);
     // Cleared.
     let cleared = t
         .owner
@@ -137,7 +151,7 @@ async fn rate_table_setting(t: &Env) {
             &json!({"rates": {"m": {"input": -1, "output": 1}}}),
         )
         .await
-        .error_contains(422, "rates", "m: prices must be amounts");
+        .error_contains(422, "rates", "\"m\": prices must be amounts");
     let back = t
         .owner
         .api

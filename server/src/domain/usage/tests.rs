@@ -120,6 +120,20 @@ fn caps_measure_the_larger_share_and_months_start_on_the_first() {
     assert_eq!(cap.used(&spent), 0.8);
     assert_eq!(cap.describe(&spent), "$4.00 of $5.00, 800 of 1000 tokens");
     assert_eq!(Cap::default().used(&spent), 0.0);
+    // A bound of 0 is reached from the start, and stays a finite figure (JSON has no infinity).
+    let zero = Cap {
+        usd: None,
+        tokens: Some(0),
+    };
+    assert_eq!(zero.used(&Usage::default()), 1.0);
+    assert_eq!(
+        Cap {
+            usd: Some(0.0),
+            tokens: Some(1000)
+        }
+        .used(&spent),
+        1.0
+    );
     let now = Utc.with_ymd_and_hms(2026, 12, 3, 15, 30, 0).unwrap();
     assert_eq!(
         month_start(now),

@@ -1,6 +1,6 @@
 //! `/api/v1/ensembles` and an issue's ensemble runs: assign, compare, choose.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -10,7 +10,7 @@ use super::ErrorBody;
 use super::doc::path::{EnsembleNameParam, IssueKeyParam};
 use crate::app::AppState;
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson, AppPath};
+use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::ensembles::{self as svc, Comparison, EnsembleInput, EnsembleView, Estimate};
 use crate::service::issues::parse_key;
 
@@ -157,19 +157,20 @@ pub(super) async fn assign(
 #[into_params(parameter_in = Query)]
 pub struct CompareQuery {
     /// Its number (the `r<n>` of its branches); the latest when absent.
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 2147483647)]
     pub number: Option<i32>,
 }
 
 /// The issue's latest (or `number`th) ensemble run: candidates side by side, the checks, the review,
 /// the recommendation and what it cost.
 #[utoipa::path(get, path = "/api/v1/issues/{key}/ensemble", tag = "ensembles", params(IssueKeyParam, CompareQuery),
-    responses((status = 200, body = Comparison), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Comparison), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
 pub(super) async fn compare(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     AppPath(key): AppPath<String>,
-    Query(query): Query<CompareQuery>,
+    AppQuery(query): AppQuery<CompareQuery>,
 ) -> Result<Json<Comparison>> {
     let (_, comparison) = svc::compare(&state, &caller, &parse_key(&key)?, query.number).await?;
     Ok(Json(comparison))

@@ -232,8 +232,10 @@ pub struct CapsView {
 #[serde(deny_unknown_fields)]
 pub struct CapBody {
     /// USD per month, 0 or more.
+    #[schema(minimum = 0)]
     pub usd: Option<f64>,
     /// Tokens per month (cache included), 0 or more.
+    #[schema(minimum = 0)]
     pub tokens: Option<i64>,
 }
 
@@ -305,10 +307,13 @@ pub(super) async fn set_agent_cap(
 /// One model's prices, USD per million tokens.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RateView {
+    #[schema(minimum = 0, maximum = 1000000)]
     pub input: f64,
+    #[schema(minimum = 0, maximum = 1000000)]
     pub output: f64,
     /// Cached input; the input price when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub cached: Option<f64>,
 }
 
