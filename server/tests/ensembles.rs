@@ -384,6 +384,87 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     env.stop().await;
 }
 
+/// Blindness against a member that goes looking: once the other member's work is committed, the spy
+/// lists every branch, ref and object its git can reach, and moves every `muster/` branch it sees back
+/// to the base. Its worktree belongs to a private repository holding only the base's history, so it
+/// sees neither the other branch nor its commit, and the other member's work is intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_can_neither_see_nor_move_another_candidates_branch() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let repo = setup(&env).await;
+    let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    env.agent("early-zq", &writer(&env, "early", "42")).await;
+    let go = env.scripts.path().join("early-is-done");
+    let spy = env.script(
+        "spy.sh",
+        &format!(
+            "cat >/dev/null\n\
+             i=0; while [ ! -e '{go}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n\
+             {{ git branch -a; git log --all --format='%H %s'; git for-each-ref; \
+                git cat-file --batch-all-objects --batch-check; }} > seen.txt 2>&1\n\
+             for r in $(git for-each-ref --format='%(refname)' refs/heads/muster/); do \
+                git update-ref \"$r\" {base} >> seen.txt 2>&1; done\n\
+             echo '{}'",
+            result_line(10, "looked around"),
+            go = go.display(),
+        ),
+    );
+    env.agent("spy-zq", &spy).await;
+    let (status, body) = post(
+        &env,
+        "/api/v1/ensembles",
+        json!({"name": "pair", "members": ["early-zq", "spy-zq"], "check": "sh check.sh"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let issue = env.issue("Look around").await;
+    let (status, body) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble", issue.key),
+        json!({"ensemble": "pair"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    // The spy looks once early's work is on its branch in the workspace's repository.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !git(&repo, &["log", "--all", "--format=%s"]).contains("work of early-zq") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "early's work never landed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    std::fs::write(&go, "go").unwrap();
+    let c = decided(&env, &issue).await;
+    let early = candidate(&c, "early-zq")["branch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let spy = candidate(&c, "spy-zq")["branch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let early_tip = git(&repo, &["rev-parse", &early]).trim().to_owned();
+    assert_ne!(early_tip, base, "early's work is on its branch: {c:#}");
+    assert_eq!(
+        git(&repo, &["show", &format!("{early}:answer.txt")]).trim(),
+        "42"
+    );
+    // What the spy saw is on its own branch, copied back to the workspace's repository.
+    let seen = git(&repo, &["show", &format!("{spy}:seen.txt")]);
+    assert!(seen.contains(&base[..12]), "the spy saw its base: {seen}");
+    assert!(!seen.contains(&early), "the spy saw {early}: {seen}");
+    assert!(
+        !seen.contains(&early_tip),
+        "the spy saw early's commit: {seen}"
+    );
+    assert!(
+        !seen.contains("early-zq"),
+        "the spy saw early's name: {seen}"
+    );
+    env.stop().await;
+}
+
 /// Runs the real `muster` binary against the test server as the owner; (exit code, stdout, stderr).
 async fn muster(env: &Env, args: &[&str]) -> (i32, String, String) {
     let home = env.scripts.path().join("cli-home");

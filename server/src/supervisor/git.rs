@@ -51,6 +51,10 @@ pub struct Worktree {
     /// runner's mirror): where the branch is pushed at the end.
     #[serde(default)]
     pub remote: Option<String>,
+    /// For a worktree of a private repository (see [`create_isolated`]; `repo` is then that private
+    /// repository): the workspace's repository, where the branch is copied at the end.
+    #[serde(default)]
+    pub origin: Option<PathBuf>,
 }
 
 /// What a run changed, against its base.
@@ -176,7 +180,16 @@ pub async fn check_repo(raw: &str) -> Result<String, String> {
 
 /// The commit HEAD points at.
 pub async fn head_commit(repo: &Path) -> Result<String, String> {
-    let sha = git(repo, &["rev-parse", "--verify", "HEAD^{commit}"]).await?;
+    commit(repo, "HEAD").await
+}
+
+/// The commit `rev` names in `repo`, as a full hash.
+pub async fn commit(repo: &Path, rev: &str) -> Result<String, String> {
+    let sha = git(
+        repo,
+        &["rev-parse", "--verify", &format!("{rev}^{{commit}}")],
+    )
+    .await?;
     Ok(sha.trim().to_owned())
 }
 
@@ -203,6 +216,89 @@ pub async fn create_from_mirror(
     start: Option<String>,
 ) -> Result<Worktree, String> {
     make(mirror, Some(url), run_dir, names, start).await
+}
+
+/// [`create`] (or [`create_from_mirror`] when `url` is set, `repo` being the mirror) in a private bare
+/// repository `<run_dir>/repo` that holds only the history of `start`: the agent's git rights (objects,
+/// its own branch) are over that repository alone, so it cannot read or move any other run's branch — an
+/// ensemble's candidates stay blind to each other. The branch name is checked against `repo`; at the
+/// end [`return_branch`] copies the branch there (a mirror's is pushed to `url` from the private
+/// repository instead).
+pub async fn create_isolated(
+    repo: &Path,
+    url: Option<&str>,
+    run_dir: &Path,
+    names: &Names<'_>,
+    start: Option<String>,
+) -> Result<Worktree, String> {
+    let start = match start {
+        Some(sha) => sha,
+        None => default_start(repo, url.is_some()).await?,
+    };
+    let mut branch = names.branch.to_owned();
+    if branch_tip(repo, url.is_some(), &branch).await.is_some() {
+        branch = format!("{branch}-{}", names.run_short);
+    }
+    let private = run_dir.join("repo");
+    let target = private.display().to_string();
+    git(run_dir, &["init", "--quiet", "--bare", &target]).await?;
+    // Only what `start` reaches: a fetch by commit packs its history and nothing else.
+    let source = repo.display().to_string();
+    git(
+        &private,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            &source,
+            &format!("{start}:refs/muster/base"),
+        ],
+    )
+    .await
+    .map_err(|e| format!("cannot copy the history of {start} from {source}: {e}"))?;
+    let names = Names {
+        branch: &branch,
+        ..*names
+    };
+    let mut tree = make(&private, url, run_dir, &names, Some(start)).await?;
+    tree.origin = Some(repo.to_path_buf());
+    record(run_dir, &tree).await?;
+    Ok(tree)
+}
+
+/// Copies the branch of a worktree made by [`create_isolated`] to the workspace's repository (forced:
+/// the branch is the run's own). Fetched from the workspace's side, so no configuration the agent could
+/// reach decides what runs. Nothing to do for other worktrees, nor for a mirror's (its branch is pushed
+/// to the remote).
+pub async fn return_branch(tree: &Worktree) -> Result<(), String> {
+    let Some(origin) = tree.origin.as_ref().filter(|_| tree.remote.is_none()) else {
+        return Ok(());
+    };
+    let refspec = format!("+refs/heads/{0}:refs/heads/{0}", tree.branch);
+    let private = tree.repo.display().to_string();
+    git(
+        origin,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            &private,
+            &refspec,
+        ],
+    )
+    .await
+    .map(drop)
+    .map_err(|e| {
+        format!(
+            "cannot copy the branch {} to {}: {e}",
+            tree.branch,
+            origin.display()
+        )
+    })
 }
 
 /// What a new worktree is called: its branch, the run's short id (appended to a branch name taken
@@ -238,6 +334,31 @@ pub async fn branch_tip(repo: &Path, mirror: bool, branch: &str) -> Option<Strin
     None
 }
 
+/// Where a worktree starts when nothing says: the repository's HEAD, or for a mirror the remote's HEAD
+/// as last fetched.
+async fn default_start(repo: &Path, mirror: bool) -> Result<String, String> {
+    let base = if mirror {
+        git(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                &format!("{REMOTE_HEAD}^{{commit}}"),
+            ],
+        )
+        .await
+        .map(|sha| sha.trim().to_owned())
+    } else {
+        head_commit(repo).await
+    };
+    base.map_err(|e| {
+        format!(
+            "the repository {} has no commit to branch from: {e}",
+            repo.display()
+        )
+    })
+}
+
 async fn make(
     repo: &Path,
     remote: Option<&str>,
@@ -250,26 +371,10 @@ async fn make(
         run_short,
         brief,
     } = *names;
-    let base = match (start, remote) {
-        (Some(sha), _) => Ok(sha),
-        (None, None) => head_commit(repo).await,
-        (None, Some(_)) => git(
-            repo,
-            &[
-                "rev-parse",
-                "--verify",
-                &format!("{REMOTE_HEAD}^{{commit}}"),
-            ],
-        )
-        .await
-        .map(|sha| sha.trim().to_owned()),
+    let base = match start {
+        Some(sha) => sha,
+        None => default_start(repo, remote.is_some()).await?,
     };
-    let base = base.map_err(|e| {
-        format!(
-            "the repository {} has no commit to branch from: {e}",
-            repo.display()
-        )
-    })?;
     let mut branch = branch.to_owned();
     if branch_tip(repo, remote.is_some(), &branch).await.is_some() {
         branch = format!("{branch}-{run_short}");
@@ -302,15 +407,21 @@ async fn make(
         git_dir,
         git_common_dir,
         remote: remote.map(str::to_owned),
+        origin: None,
     };
-    let json = serde_json::to_vec_pretty(&tree).map_err(|e| e.to_string())?;
-    tokio::fs::write(run_dir.join(STATE_FILE), json)
-        .await
-        .map_err(|e| format!("cannot record the worktree: {e}"))?;
+    record(run_dir, &tree).await?;
     tokio::fs::write(run_dir.join(EXCLUDE_FILE), exclusions(brief))
         .await
         .map_err(|e| format!("cannot write the git exclude file: {e}"))?;
     Ok(tree)
+}
+
+/// Writes the worktree's facts to `<run_dir>/worktree.json` (read again after a crash).
+async fn record(run_dir: &Path, tree: &Worktree) -> Result<(), String> {
+    let json = serde_json::to_vec_pretty(tree).map_err(|e| e.to_string())?;
+    tokio::fs::write(run_dir.join(STATE_FILE), json)
+        .await
+        .map_err(|e| format!("cannot record the worktree: {e}"))
 }
 
 /// What Muster puts in a worktree that is not the agent's work: the brief, and the skill folders it

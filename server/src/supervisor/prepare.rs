@@ -432,25 +432,29 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
     };
     // A follow-up continues its previous run's branch; an ensemble's candidate starts at the commit
     // every candidate starts at.
-    let previous = order
-        .resume
-        .as_ref()
-        .and_then(|r| r.branch.as_deref())
-        .or(order.base.as_deref());
+    let previous = order.resume.as_ref().and_then(|r| r.branch.as_deref());
     // The runner's heartbeat renews the claim's lease meanwhile (a first clone may outlast it).
-    let (made, start) = match source {
-        git::RepoSource::Path(path) => {
-            let start = start_at(&path, false, previous).await;
-            (git::create(&path, dir, &names, start.clone()).await, start)
-        }
+    let (repo, url) = match source {
+        git::RepoSource::Path(path) => (path, None),
         git::RepoSource::Url(url) => {
             let mirror = git::mirror(&host.repo_cache, &url)
                 .await
                 .map_err(PrepareError::config)?;
-            let start = start_at(&mirror, true, previous).await;
-            let made = git::create_from_mirror(&mirror, &url, dir, &names, start.clone()).await;
-            (made, start)
+            (mirror, Some(url))
         }
+    };
+    let start = match (previous, order.base.as_deref()) {
+        (None, Some(base)) => Some(git::commit(&repo, base).await.map_err(|e| {
+            PrepareError::config(format!(
+                "the run starts at commit {base}, which the repository does not have: {e}"
+            ))
+        })?),
+        _ => start_at(&repo, url.is_some(), previous).await,
+    };
+    let made = match (order.isolated, url.as_deref()) {
+        (true, url) => git::create_isolated(&repo, url, dir, &names, start.clone()).await,
+        (false, None) => git::create(&repo, dir, &names, start.clone()).await,
+        (false, Some(url)) => git::create_from_mirror(&repo, url, dir, &names, start.clone()).await,
     };
     let tree = made
         .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))?;

@@ -287,8 +287,21 @@ pub(super) async fn wrap_up_worktree(
             if let Some(c) = check {
                 stopped_in_check = run_check(tree, log, &c).await;
             }
+            // A private repository's branch goes back to the workspace's; if it cannot, the private
+            // repository stays in the run's folder with the work.
+            let returned = match git::return_branch(tree).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot copy the run's branch back");
+                    log.push("error", json!({ "message": e }));
+                    false
+                }
+            };
             if let Err(e) = git::remove(tree).await {
                 tracing::warn!(error = %e, "cannot remove the run's worktree");
+            }
+            if returned && tree.origin.is_some() {
+                let _ = tokio::fs::remove_dir_all(&tree.repo).await;
             }
             let stat = (!diff.is_empty()).then(|| diff.stat.clone());
             WrappedUp {
