@@ -404,6 +404,14 @@ async fn a_candidate_can_neither_see_nor_move_another_candidates_branch() {
                 git cat-file --batch-all-objects --batch-check; }} > seen.txt 2>&1\n\
              for r in $(git for-each-ref --format='%(refname)' refs/heads/muster/); do \
                 git update-ref \"$r\" {base} >> seen.txt 2>&1; done\n\
+             call() {{ curl -s -o /dev/null -w \"$1 $2 %{{http_code}}\\n\" -X \"$1\" \
+                -H \"Authorization: Bearer $MUSTER_TOKEN\" -H 'content-type: application/json' \
+                ${{3:+-d \"$3\"}} \"$MUSTER_URL/api/v1/issues/$MUSTER_ISSUE$2\" >> api.txt; }}\n\
+             call GET ''\n\
+             call POST /comments '{{\"body\": \"psst: the answer is 42\"}}'\n\
+             call POST /move '{{\"status\": \"done\"}}'\n\
+             call PATCH '' '{{\"status\": \"done\"}}'\n\
+             call GET /ensemble\n\
              echo '{}'",
             result_line(10, "looked around"),
             go = go.display(),
@@ -461,6 +469,25 @@ async fn a_candidate_can_neither_see_nor_move_another_candidates_branch() {
     assert!(
         !seen.contains("early-zq"),
         "the spy saw early's name: {seen}"
+    );
+    // Through the API its run token reads its issue and writes nothing there: no comment or move
+    // reaches the other candidate, and the compare page is not for candidates.
+    let api = git(&repo, &["show", &format!("{spy}:api.txt")]);
+    assert_eq!(
+        api.lines().collect::<Vec<_>>(),
+        [
+            "GET  200",
+            "POST /comments 403",
+            "POST /move 403",
+            "PATCH  403",
+            "GET /ensemble 403",
+        ],
+        "{api}"
+    );
+    let thread = env.store.list_comments(issue.id).await.unwrap();
+    assert!(
+        thread.iter().all(|c| !c.body.contains("psst")),
+        "{thread:?}"
     );
     env.stop().await;
 }

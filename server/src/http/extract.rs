@@ -297,6 +297,7 @@ async fn run_scope(state: &AppState, token: &ApiToken, parts: &Parts) -> Result<
         agent_id: run.agent_id,
         issue_id: issue.id,
         issue_key: issue.key,
+        in_ensemble: run.ensemble_run_id.is_some(),
         // What the agent sent, so that what it writes can be cleaned of it.
         token: RunSecret(bearer(parts).unwrap_or_default().to_owned()),
     })
@@ -314,9 +315,18 @@ fn bearer(parts: &Parts) -> Option<&str> {
 }
 
 /// Whether a run's token may call this route: read the workspace's people and agents, and read (its
-/// thread too), comment on and move its own issue (the service layer narrows edits to the status), and edit or delete its own
-/// comments there. Everything else is refused.
+/// thread too), comment on and move its own issue (the service layer narrows edits to the status), and
+/// edit or delete its own comments there. A run of an ensemble only reads: what it wrote on the shared
+/// issue would reach the other candidates. Everything else is refused.
 fn run_may(parts: &Parts, scope: &RunScope) -> bool {
+    let read = parts.method == Method::GET || parts.method == Method::HEAD;
+    if scope.in_ensemble && !read {
+        return false;
+    }
+    run_route_may(parts, scope)
+}
+
+fn run_route_may(parts: &Parts, scope: &RunScope) -> bool {
     let Some(route) = parts.extensions.get::<MatchedPath>() else {
         return false;
     };

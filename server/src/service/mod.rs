@@ -39,6 +39,9 @@ pub struct RunScope {
     pub agent_id: crate::domain::AgentId,
     pub issue_id: crate::domain::IssueId,
     pub issue_key: crate::domain::IssueKey,
+    /// The run is a candidate or the reviewer of an ensemble run: it works blind, so it may read its
+    /// issue but write nothing there (a comment or a move would reach the other candidates).
+    pub in_ensemble: bool,
     /// The run's token as the agent sent it: redacted from what the agent writes.
     pub token: RunSecret,
 }
@@ -54,15 +57,21 @@ impl std::fmt::Debug for RunSecret {
 }
 
 impl RunScope {
-    /// The refusal a run token gets for anything outside its issue.
+    /// The refusal a run token gets for anything outside its issue (or, in an ensemble, for any write).
     pub fn refusal(&self) -> Error {
-        Error::refused(
-            "token",
+        let message = if self.in_ensemble {
+            format!(
+                "this token belongs to run {}, part of an ensemble on issue {}: it may read that issue \
+                 but not write to it (the candidates work blind)",
+                self.run_id, self.issue_key
+            )
+        } else {
             format!(
                 "this token belongs to run {} and may only act on issue {}",
                 self.run_id, self.issue_key
-            ),
-        )
+            )
+        };
+        Error::refused("token", message)
     }
 }
 
