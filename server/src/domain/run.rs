@@ -101,7 +101,33 @@ pub struct Usage {
     pub cost_unknown: bool,
 }
 
+impl std::ops::AddAssign<&Usage> for Usage {
+    /// Adds what another report or run spent; the sum's cost is unknown when either's is.
+    fn add_assign(&mut self, u: &Usage) {
+        self.input_tokens += u.input_tokens;
+        self.output_tokens += u.output_tokens;
+        self.cache_read_tokens += u.cache_read_tokens;
+        self.cache_write_tokens += u.cache_write_tokens;
+        self.cost_usd += u.cost_usd;
+        self.cost_unknown |= u.cost_unknown;
+    }
+}
+
+impl<'a> std::iter::Sum<&'a Usage> for Usage {
+    fn sum<I: Iterator<Item = &'a Usage>>(all: I) -> Self {
+        all.fold(Usage::default(), |mut sum, u| {
+            sum += u;
+            sum
+        })
+    }
+}
+
 impl Usage {
+    /// Every token, cache included.
+    pub fn tokens(&self) -> i64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
     /// Adds one `Usage` event's increment; an increment without a cost is priced by `model` from `rates`
     /// (Codex reports none, OpenCode 0 for unpriced models). The run engine and the run page both count
     /// this way, so the page's live counters match what the run records.

@@ -118,7 +118,7 @@ pub struct Caps {
 
 /// Every token of a usage, cache included.
 pub fn total_tokens(u: &Usage) -> i64 {
-    u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+    u.tokens()
 }
 
 /// The first instant of `now`'s UTC calendar month (what monthly caps count from).
@@ -149,6 +149,7 @@ pub struct Totals {
 
 impl Totals {
     fn add(&mut self, u: &Usage) {
+        // Not `Usage`'s sum: a total counts the runs whose cost is unknown, not just whether one was.
         self.runs += 1;
         self.input_tokens += u.input_tokens;
         self.output_tokens += u.output_tokens;

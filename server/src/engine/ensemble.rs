@@ -79,27 +79,14 @@ fn tighter(own: Budget, cap: Budget) -> Budget {
 
 /// Everything the runs of an ensemble run have spent (live runs as last reported).
 pub fn total_spent(runs: &[Run]) -> Usage {
-    let mut all = Usage::default();
-    for r in runs {
-        all.input_tokens += r.usage.input_tokens;
-        all.output_tokens += r.usage.output_tokens;
-        all.cache_read_tokens += r.usage.cache_read_tokens;
-        all.cache_write_tokens += r.usage.cache_write_tokens;
-        all.cost_usd += r.usage.cost_usd;
-        all.cost_unknown |= r.usage.cost_unknown;
-    }
-    all
-}
-
-fn tokens(u: &Usage) -> i64 {
-    u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+    runs.iter().map(|r| &r.usage).sum()
 }
 
 /// What is left of `budget` after `spent` (`None` where it has no limit of that kind).
 fn left(budget: Budget, spent: &Usage) -> Budget {
     Budget {
         usd: budget.usd.map(|usd| (usd - spent.cost_usd).max(0.0)),
-        tokens: budget.tokens.map(|t| (t - tokens(spent)).max(0)),
+        tokens: budget.tokens.map(|t| (t - spent.tokens()).max(0)),
     }
 }
 
@@ -111,7 +98,7 @@ fn over_budget(budget: Budget, spent: &Usage) -> Option<String> {
             spent.cost_usd
         ));
     }
-    let used = tokens(spent);
+    let used = spent.tokens();
     budget
         .tokens
         .filter(|t| used >= *t)

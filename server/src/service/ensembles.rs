@@ -11,7 +11,7 @@ use super::{Caller, Error, Problems, Result};
 use crate::domain::{
     Agent, AgentName, Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckResult, CheckSpec, EarlyStop,
     Ensemble, EnsembleName, EnsembleRun, EnsembleSettings, EnsembleStatus, IssueKey,
-    NewEnsembleRun, NewRun, ReviewOutcome, Run, RunStatus, Usage,
+    NewEnsembleRun, NewRun, ReviewOutcome, Run, RunStatus,
 };
 use crate::engine::Engine;
 use crate::engine::ensemble::{candidates, check_of, total_spent};
@@ -300,7 +300,7 @@ pub async fn estimate(
             .filter(|r| !r.usage.cost_unknown)
             .map(|r| r.usage.cost_usd)
             .collect();
-        let mut tokens: Vec<i64> = runs.iter().map(|r| usage_tokens(&r.usage)).collect();
+        let mut tokens: Vec<i64> = runs.iter().map(|r| r.usage.tokens()).collect();
         costs.sort_by(f64::total_cmp);
         tokens.sort_unstable();
         out.push(Estimate {
@@ -318,10 +318,6 @@ fn median<T: Copy>(sorted: &[T]) -> Option<T> {
         .get(sorted.len() / 2)
         .copied()
         .filter(|_| !sorted.is_empty())
-}
-
-fn usage_tokens(u: &Usage) -> i64 {
-    u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
 }
 
 /// What assigning an issue to an ensemble did.
@@ -582,7 +578,7 @@ pub async fn compare(
             check,
             lines_changed: r.diff_stat.as_deref().map(lines_changed),
             diff_stat: r.diff_stat.clone(),
-            tokens: usage_tokens(&r.usage),
+            tokens: r.usage.tokens(),
             cost_usd: r.usage.cost_usd,
             cost_label,
             duration_secs: r
@@ -632,7 +628,7 @@ pub async fn compare(
         budget_usd: er.settings.budget.usd,
         budget_tokens: er.settings.budget.tokens,
         spent_usd: spent.cost_usd,
-        spent_tokens: usage_tokens(&spent),
+        spent_tokens: spent.tokens(),
         review_cost_usd: review_cost,
         stop_reason: er.stop_reason.clone(),
         green,

@@ -204,21 +204,13 @@ impl Tally {
 
     /// Every token counted so far, final reports and turns not yet covered by one, for token budgets.
     pub(super) fn total_tokens(&self) -> i64 {
-        let tokens = |u: &Usage| {
-            u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
-        };
-        tokens(&self.usage) + tokens(&self.turns)
+        self.usage.tokens() + self.turns.tokens()
     }
 
     /// Everything spent so far, final reports and turns not yet covered by one.
     pub(super) fn spent(&self) -> Usage {
         let mut all = self.usage;
-        all.input_tokens += self.turns.input_tokens;
-        all.output_tokens += self.turns.output_tokens;
-        all.cache_read_tokens += self.turns.cache_read_tokens;
-        all.cache_write_tokens += self.turns.cache_write_tokens;
-        all.cost_usd += self.turns.cost_usd;
-        all.cost_unknown |= self.turns.cost_unknown;
+        all += &self.turns;
         all
     }
 
@@ -231,11 +223,7 @@ impl Tally {
     /// report still records what it spent).
     pub(super) fn settle(&mut self) {
         let turns = std::mem::take(&mut self.turns);
-        self.usage.input_tokens += turns.input_tokens;
-        self.usage.output_tokens += turns.output_tokens;
-        self.usage.cache_read_tokens += turns.cache_read_tokens;
-        self.usage.cache_write_tokens += turns.cache_write_tokens;
-        self.usage.cost_usd += turns.cost_usd;
+        self.usage += &turns;
     }
 
     /// The summary to record: why a guard stopped the run, else the `Finished` summary, else the last

@@ -164,3 +164,28 @@ fn costs_read_estimated_unpriced_or_local_as_they_were_priced() {
         "$0 · local"
     );
 }
+
+#[test]
+fn usages_add_up_and_an_unknown_cost_stays_unknown() {
+    let priced = Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_read_tokens: 2,
+        cache_write_tokens: 1,
+        cost_usd: 0.5,
+        cost_unknown: false,
+    };
+    let unpriced = Usage {
+        input_tokens: 100,
+        cost_unknown: true,
+        ..Usage::default()
+    };
+    let sum: Usage = [priced, unpriced].iter().sum();
+    assert_eq!(sum.tokens(), 118);
+    assert_eq!((sum.input_tokens, sum.cost_usd), (110, 0.5));
+    assert!(sum.cost_unknown);
+    let mut only_priced = priced;
+    only_priced += &priced;
+    assert_eq!((only_priced.tokens(), only_priced.cost_usd), (36, 1.0));
+    assert!(!only_priced.cost_unknown);
+}

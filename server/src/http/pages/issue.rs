@@ -187,13 +187,7 @@ fn run_totals(entries: &[Entry]) -> Option<(String, Option<String>)> {
     for entry in entries {
         if let Entry::Run(r) = entry {
             runs += 1;
-            let u = &r.run.usage;
-            sum.input_tokens += u.input_tokens;
-            sum.output_tokens += u.output_tokens;
-            sum.cache_read_tokens += u.cache_read_tokens;
-            sum.cache_write_tokens += u.cache_write_tokens;
-            sum.cost_usd += u.cost_usd;
-            sum.cost_unknown |= u.cost_unknown;
+            sum += &r.run.usage;
         }
     }
     if runs == 0 {

@@ -247,7 +247,7 @@ pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
 pub(crate) fn thread_run(slug: &str, entry: &RunEntry, people: &People) -> ThreadRunView {
     let run = &entry.run;
     let u = &run.usage;
-    let tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+    let tokens = u.tokens();
     let (cost, cost_title) = cost_of(people, run, u);
     let by = || entry.trigger_author.map(|a| people.person(a).name);
     let trigger = match run.trigger {
