@@ -163,9 +163,15 @@ impl World {
 
     /// A custom agent whose run prints `output`.
     pub(crate) async fn agent_printing(&self, name: &str, output: &str) {
+        self.agent_running(name, &format!("cat <<'EOF'\n{output}\nEOF\n"))
+            .await;
+    }
+
+    /// A custom agent whose run reads its prompt, then runs the shell `script`.
+    pub(crate) async fn agent_running(&self, name: &str, script: &str) {
         use std::os::unix::fs::PermissionsExt as _;
         let path = self.scripts.path().join(format!("{name}.sh"));
-        let body = format!("#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n{output}\nEOF\n");
+        let body = format!("#!/bin/sh\ncat >/dev/null\n{script}");
         std::fs::write(&path, body).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let body = json!({ "name": name, "kind": "custom", "command": path.display().to_string(),
@@ -638,4 +644,125 @@ async fn workspace_rates_price_runs_sqlite() {
 #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn workspace_rates_price_runs_postgres() {
     workspace_rates_price_runs(Backend::Postgres).await;
+}
+
+/// A run queued before a cap was reached does not start once it is: the claim refuses it (the run that
+/// reached the cap was live meanwhile; the agent runs one at a time, so the second waited in the queue).
+async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
+    let Some(w) = World::start(backend).await else {
+        return;
+    };
+    let go = w.scripts.path().join("finish");
+    w.agent_running(
+        "queued",
+        &format!(
+            "echo '{}'\ni=0; while [ ! -e '{}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n",
+            ALPHA.line(),
+            go.display()
+        ),
+    )
+    .await;
+    let file = |title: &str| json!({ "title": title, "status": "todo", "assignee": "queued" });
+    let (status, text) = w
+        .call(reqwest::Method::POST, "/api/v1/issues", Some(file("First")))
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let first: Value = serde_json::from_str(&text).unwrap();
+    let first = w
+        .store
+        .get_issue(
+            w.ws.id,
+            &IssueKey::parse(first["key"].as_str().unwrap()).unwrap(),
+        )
+        .await
+        .unwrap();
+    // The first run has reported what it spent and is still live.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let runs = w.store.list_runs_for_issue(first.id).await.unwrap();
+        if runs
+            .first()
+            .is_some_and(|r| r.status == RunStatus::Running && r.usage.tokens() > 0)
+        {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // No cap yet: the second run is queued behind the first.
+    let (status, text) = w
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/issues",
+            Some(file("Second")),
+        )
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let second: Value = serde_json::from_str(&text).unwrap();
+    let second = w
+        .store
+        .get_issue(
+            w.ws.id,
+            &IssueKey::parse(second["key"].as_str().unwrap()).unwrap(),
+        )
+        .await
+        .unwrap();
+    let queued = w.store.list_runs_for_issue(second.id).await.unwrap();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!(queued[0].status, RunStatus::Queued, "{queued:?}");
+    // Now the agent gets a cap its live run has already passed, and the first run finishes.
+    let (status, text) = w
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/agents/queued/cap",
+            Some(json!({ "tokens": 1000 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    std::fs::write(&go, "go").unwrap();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let refused = loop {
+        let runs = w.store.list_runs_for_issue(second.id).await.unwrap();
+        if let Some(run) = runs.first().filter(|r| r.status.is_terminal()) {
+            break run.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let first_run = w.store.list_runs_for_issue(first.id).await.unwrap()[0].clone();
+    assert_eq!(first_run.status, RunStatus::Succeeded, "{first_run:?}");
+    assert_eq!(
+        refused.failure_reason,
+        Some(FailureReason::OverCap),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.usage,
+        Usage::default(),
+        "it never started: {refused:?}"
+    );
+    let month = Utc::now().format("%B %Y").to_string();
+    assert_eq!(
+        refused.summary.as_deref(),
+        Some(
+            format!(
+                "queued reached its monthly cap for {month} (UTC): {} of 1000 tokens",
+                ALPHA.tokens()
+            )
+            .as_str()
+        ),
+        "{refused:?}"
+    );
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_reached_while_queued_refuses_the_claim_sqlite() {
+    a_cap_reached_while_queued_refuses_the_claim(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn a_cap_reached_while_queued_refuses_the_claim_postgres() {
+    a_cap_reached_while_queued_refuses_the_claim(Backend::Postgres).await;
 }
