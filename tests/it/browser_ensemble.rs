@@ -170,6 +170,15 @@ async fn compare_and_choose(backend: Backend) {
         .await
         .unwrap();
     drop(card);
+    browser.screenshot("ensemble-board").await.unwrap();
+    // The issue page's panel lists the ensemble run and links to the comparison.
+    browser
+        .goto(&server.url(&format!("/w/acme/issues/{}", issue.key)))
+        .await
+        .unwrap();
+    let panel = browser.text("section.issue-ensembles").await.unwrap();
+    assert!(panel.contains("Compare"), "{panel}");
+    browser.screenshot("ensemble-issue").await.unwrap();
     browser.close().await.unwrap();
     server.stop().await;
 }

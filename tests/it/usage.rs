@@ -417,9 +417,10 @@ async fn totals_agree_on_the_api_the_cli_and_the_page(backend: Backend) {
     let issue = w.get_ok("/w/acme/issues/ACM-1").await;
     assert!(
         issue.contains(&format!(
-            "1 run · ${:.4} · {} tokens",
+            "1 run · ${:.4} · {},{:03} tokens",
             ALPHA.cost,
-            ALPHA.tokens()
+            ALPHA.tokens() / 1000,
+            ALPHA.tokens() % 1000
         )),
         "{issue}"
     );

@@ -12,6 +12,7 @@ use muster_web::views::{
 use serde::Deserialize;
 
 use super::inbox::nav_with_inbox;
+use super::runs::thousands;
 use super::{PageResult, form_errors, see_other};
 use crate::app::AppState;
 use crate::domain::EnsembleRun;
@@ -121,9 +122,9 @@ fn spent_label(c: &Comparison) -> String {
     if let Some(b) = c.budget_usd {
         label.push_str(&format!(" of {}", money(b)));
     }
-    label.push_str(&format!(" · {} tokens", c.spent_tokens));
+    label.push_str(&format!(" · {} tokens", thousands(c.spent_tokens)));
     if let Some(t) = c.budget_tokens {
-        label.push_str(&format!(" of {t}"));
+        label.push_str(&format!(" of {}", thousands(t)));
     }
     if c.review_cost_usd > 0.0 {
         label.push_str(&format!(" (review {})", money(c.review_cost_usd)));
@@ -153,7 +154,7 @@ fn budget_parts(c: &Comparison) -> Vec<BudgetPartView> {
             label: if by_usd {
                 v.cost_label.clone()
             } else {
-                format!("{} tokens", v.tokens)
+                format!("{} tokens", thousands(v.tokens))
             },
             hue: hue % 8,
         })
@@ -247,7 +248,7 @@ fn column(
             .into_iter()
             .map(|(path, patch)| DiffFileView { path, patch })
             .collect(),
-        tokens: v.tokens.to_string(),
+        tokens: thousands(v.tokens),
         cost: v.cost_label.clone(),
         duration: v.duration_secs.map(|s| format!("{s} s")),
         review_label: v.review_label.clone(),

@@ -194,7 +194,7 @@ fn run_totals(entries: &[Entry]) -> Option<(String, Option<String>)> {
         return None;
     }
     let (cost, title) = sum.cost_label(None);
-    let tokens = crate::domain::usage::total_tokens(&sum);
+    let tokens = super::runs::thousands(sum.tokens());
     let noun = if runs == 1 { "run" } else { "runs" };
     Some((
         format!("{runs} {noun} · {cost} · {tokens} tokens"),
