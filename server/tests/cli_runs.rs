@@ -217,6 +217,7 @@ impl Harness {
                 cache_write_tokens: 0,
                 cost_usd: 0.0123,
                 cost_unknown: false,
+                cost_estimated: false,
             },
             summary: Some("Tests fixed".into()),
             diff_stat: Some("1 file changed".into()),

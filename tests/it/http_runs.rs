@@ -127,6 +127,7 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
             cache_write_tokens: 0,
             cost_usd: 0.75,
             cost_unknown: false,
+            cost_estimated: false,
         },
         summary: Some("Parser fixed.".into()),
         diff_stat: Some(

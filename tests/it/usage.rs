@@ -630,9 +630,14 @@ async fn workspace_rates_price_runs(backend: Backend) {
         after.usage.cost_usd
     );
     assert!(!after.usage.cost_unknown, "{after:?}");
-    // The run page prices the same way.
+    assert!(after.usage.cost_estimated, "{after:?}");
+    assert!(!before.usage.cost_estimated, "{before:?}");
+    // The API and the run page say it is an estimate.
+    let api = w.json(&format!("/api/v1/runs/{}", after.id)).await;
+    assert_eq!(api["cost"], format!("${want:.4} · estimated"), "{api}");
+    assert_eq!(api["cost_estimated"], true, "{api}");
     let page = w.get_ok(&format!("/w/acme/runs/{}", after.id)).await;
-    assert!(page.contains(&format!("${want:.4}")), "{page}");
+    assert!(page.contains(&format!("${want:.4} · estimated")), "{page}");
     w.stop().await;
 }
 

@@ -99,6 +99,10 @@ pub struct Usage {
     /// `cost_usd` counts only the priced part and the cost is shown as unknown, never as $0.
     #[serde(default)]
     pub cost_unknown: bool,
+    /// Part of `cost_usd` was priced by Muster from a rate table (the CLI reported tokens but no
+    /// cost): the cost reads "estimated".
+    #[serde(default)]
+    pub cost_estimated: bool,
 }
 
 impl std::ops::AddAssign<&Usage> for Usage {
@@ -110,6 +114,7 @@ impl std::ops::AddAssign<&Usage> for Usage {
         self.cache_write_tokens += u.cache_write_tokens;
         self.cost_usd += u.cost_usd;
         self.cost_unknown |= u.cost_unknown;
+        self.cost_estimated |= u.cost_estimated;
     }
 }
 
@@ -138,7 +143,11 @@ impl Usage {
         rates: &muster_agents::RateTable,
     ) {
         let u = match (model, u.cost_usd) {
-            (Some(model), None) => rates.with_cost(model, u),
+            (Some(model), None) => {
+                let priced = rates.with_cost(model, u);
+                self.cost_estimated |= priced.cost_usd.is_some() && priced.total_tokens() > 0;
+                priced
+            }
             _ => u,
         };
         let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
@@ -168,8 +177,7 @@ impl Usage {
     pub fn cost_label(&self, kind: Option<super::AgentKind>) -> (String, Option<&'static str>) {
         if kind == Some(super::AgentKind::Llama) && self.cost_usd == 0.0 {
             ("$0 · local".to_owned(), Some(LOCAL_TITLE))
-        } else if kind == Some(super::AgentKind::Codex) && !self.cost_unknown && self.cost_usd > 0.0
-        {
+        } else if self.cost_estimated && !self.cost_unknown && self.cost_usd > 0.0 {
             (
                 format!("${:.4} · estimated", self.cost_usd),
                 Some(ESTIMATED_TITLE),

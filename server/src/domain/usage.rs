@@ -173,6 +173,7 @@ impl Totals {
             cache_write_tokens: self.cache_write_tokens,
             cost_usd: self.cost_usd,
             cost_unknown: self.unpriced_runs > 0,
+            cost_estimated: false,
         }
     }
 }

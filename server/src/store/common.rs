@@ -70,7 +70,7 @@ macro_rules! run_cols { () => {
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
      started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
-     previous_run_id, ensemble_run_id"
+     previous_run_id, ensemble_run_id, cost_estimated"
 } }
 macro_rules! token_cols { () => {
     "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
@@ -108,7 +108,7 @@ macro_rules! impl_store {
                     "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
                     "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
                     "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
-                    "stalled_at = null, failure_detail = $14, cost_unknown = $15 ",
+                    "stalled_at = null, failure_detail = $14, cost_unknown = $15, cost_estimated = $17 ",
                     "where run_id = $1 and (($16 is null and status in ('queued', 'claimed', 'running')) ",
                     "or (lease_epoch = $16 and status in ('claimed', 'running'))) returning ", run_cols!()))
                     .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
@@ -116,6 +116,7 @@ macro_rules! impl_store {
                     .bind(u.cost_usd).bind(outcome.summary.as_deref()).bind(outcome.diff_stat.as_deref())
                     .bind(outcome.session_id.as_deref()).bind(now())
                     .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown).bind(epoch)
+                    .bind(u.cost_estimated)
                     .fetch_optional(&self.pool).await?;
                 match row {
                     Some(row) => Ok(row.into()),
@@ -1347,9 +1348,11 @@ macro_rules! impl_store {
             async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()> {
                 sqlx::query::<$db>(
                     "update run set input_tokens = $3, output_tokens = $4, cache_read_tokens = $5, cache_write_tokens = $6, \
-                     cost_usd = $7, cost_unknown = $8 where run_id = $1 and lease_epoch = $2 and status in ('claimed', 'running')")
+                     cost_usd = $7, cost_unknown = $8, cost_estimated = $9 \
+                     where run_id = $1 and lease_epoch = $2 and status in ('claimed', 'running')")
                     .bind(run).bind(epoch).bind(usage.input_tokens).bind(usage.output_tokens)
                     .bind(usage.cache_read_tokens).bind(usage.cache_write_tokens).bind(usage.cost_usd).bind(usage.cost_unknown)
+                    .bind(usage.cost_estimated)
                     .execute(&self.pool).await?;
                 Ok(())
             }

@@ -73,6 +73,7 @@ impl From<UsageRow> for RunUsage {
                 cache_write_tokens: r.cache_write_tokens,
                 cost_usd: r.cost_usd,
                 cost_unknown: r.cost_unknown,
+                cost_estimated: false,
             },
         }
     }
@@ -97,6 +98,7 @@ impl From<SpendRow> for Usage {
             cache_write_tokens: r.cache_write_tokens,
             cost_usd: r.cost_usd,
             cost_unknown: r.unknown_runs > 0,
+            cost_estimated: false,
         }
     }
 }

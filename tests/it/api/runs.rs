@@ -97,6 +97,7 @@ async fn finish(t: &Env, run: &Run, status: RunStatus, reason: Option<FailureRea
             cache_write_tokens: 0,
             cost_usd: 0.01,
             cost_unknown: false,
+            cost_estimated: false,
         },
         summary: Some("did it".into()),
         diff_stat: None,

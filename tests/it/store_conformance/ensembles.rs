@@ -317,6 +317,7 @@ async fn live_spend_and_the_last_event_of_a_kind(store: Arc<dyn Store>) {
         cache_write_tokens: 1,
         cost_usd: 0.25,
         cost_unknown: true,
+        cost_estimated: true,
     };
     // Under a stale epoch nothing changes; under its own, the run shows what it spent so far.
     store

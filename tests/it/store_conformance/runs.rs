@@ -229,6 +229,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
             cache_write_tokens: 7,
             cost_usd: 0.0123,
             cost_unknown: false,
+            cost_estimated: true,
         },
         summary: Some("Fixed it".into()),
         diff_stat: Some("1 file changed, 2 insertions(+)".into()),

@@ -29,6 +29,7 @@ fn outcome(status: RunStatus, input: i64, output: i64, cost: f64, unknown: bool)
             cache_write_tokens: 3,
             cost_usd: cost,
             cost_unknown: unknown,
+            cost_estimated: false,
         },
         summary: None,
         diff_stat: None,
@@ -118,7 +119,8 @@ async fn usage_runs_and_spend_sum_exactly(store: Arc<dyn Store>) {
             cache_read_tokens: 7,
             cache_write_tokens: 3,
             cost_usd: 0.25,
-            cost_unknown: false
+            cost_unknown: false,
+            cost_estimated: false
         }
     );
     assert!(first.started_at.is_none() && first.finished_at.is_some());
@@ -168,7 +170,8 @@ async fn usage_runs_and_spend_sum_exactly(store: Arc<dyn Store>) {
             cache_read_tokens: 21,
             cache_write_tokens: 9,
             cost_usd: 0.75,
-            cost_unknown: true
+            cost_unknown: true,
+            cost_estimated: false
         }
     );
     let coder_spent = store

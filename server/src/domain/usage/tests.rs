@@ -149,16 +149,41 @@ fn costs_read_estimated_unpriced_or_local_as_they_were_priced() {
         cost_usd: 0.0421,
         ..Usage::default()
     };
-    assert_eq!(priced.cost_label(Some(AgentKind::Claude)).0, "$0.0421");
-    let (label, title) = priced.cost_label(Some(AgentKind::Codex));
-    assert_eq!(label, "$0.0421 · estimated");
+    // What the CLI reported reads plain, whatever the runtime; what Muster priced reads estimated.
+    assert_eq!(priced.cost_label(Some(AgentKind::Codex)).0, "$0.0421");
+    let mut estimated = Usage::default();
+    let rates = muster_agents::RateTable::default();
+    let (model, _) = rates.iter().next().expect("the built-in table has models");
+    let tokens = muster_agents::TokenUsage {
+        input: 1_000_000,
+        ..Default::default()
+    };
+    estimated.add_priced(tokens, Some(model), &rates);
+    assert!(
+        estimated.cost_estimated && estimated.cost_usd > 0.0,
+        "{estimated:?}"
+    );
+    let (label, title) = estimated.cost_label(Some(AgentKind::OpenCode));
+    assert!(label.ends_with(" · estimated"), "{label}");
     assert!(title.unwrap().starts_with("Estimated"));
+    // Reported costs stay plain when added to.
+    let mut reported = Usage::default();
+    let with_cost = muster_agents::TokenUsage {
+        input: 10,
+        cost_usd: Some(0.5),
+        ..Default::default()
+    };
+    reported.add_priced(with_cost, Some(model), &rates);
+    assert!(!reported.cost_estimated);
     let unknown = Usage {
         cost_usd: 0.0,
         cost_unknown: true,
         ..priced
     };
     assert_eq!(unknown.cost_label(Some(AgentKind::Codex)).0, "unpriced");
+    let mut both = unknown;
+    both += &estimated;
+    assert!(both.cost_estimated && both.cost_unknown);
     assert_eq!(
         Usage::default().cost_label(Some(AgentKind::Llama)).0,
         "$0 · local"
@@ -174,6 +199,7 @@ fn usages_add_up_and_an_unknown_cost_stays_unknown() {
         cache_write_tokens: 1,
         cost_usd: 0.5,
         cost_unknown: false,
+        cost_estimated: false,
     };
     let unpriced = Usage {
         input_tokens: 100,

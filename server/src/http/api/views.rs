@@ -307,7 +307,10 @@ pub struct RunView {
     pub cost_usd: f64,
     /// Some tokens had no price (no cost from the CLI, no rate for the model): the cost is unknown.
     pub cost_unknown: bool,
-    /// The cost as people read it: "$0.0421", "unpriced", or "$0 · local" for a local model.
+    /// Part of the cost was priced by Muster from the rate table (the CLI reported tokens, no cost).
+    pub cost_estimated: bool,
+    /// The cost as people read it: "$0.0421", "$0.0421 · estimated", "unpriced", or "$0 · local" for
+    /// a local model.
     #[schema(example = "$0.0421")]
     pub cost: String,
     /// Why the run did not succeed and what to do, in words ("Claude Code's API key was refused by the
@@ -337,6 +340,7 @@ impl RunView {
         RunView {
             cost: run.usage.cost_label(kind).0,
             cost_unknown: run.usage.cost_unknown,
+            cost_estimated: run.usage.cost_estimated,
             failure_message: failure,
             failure_detail: run.failure_detail.clone(),
             id: run.id.0,
