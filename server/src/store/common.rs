@@ -1054,50 +1054,7 @@ macro_rules! impl_store {
                 if batches.is_empty() {
                     return Ok(Vec::new());
                 }
-                let mut tx = self.begin_write().await?;
-                // The row locks (Postgres; SQLite's write lock is already held) keep a new claim, a finish or
-                // an interruption from committing between this check and the insert.
-                let mut qb = sqlx::QueryBuilder::<$db>::new("select run_id, status, lease_epoch from run where run_id in (");
-                let mut ids = qb.separated(", ");
-                for batch in batches {
-                    ids.push_bind(batch.run);
-                }
-                qb.push(")").push(Self::LOCK_FOR_SHARE);
-                let live = qb.build_query_as::<(RunId, RunStatus, i64)>().fetch_all(&mut *tx).await?;
-                let mut outcomes = Vec::with_capacity(batches.len());
-                let mut rows = Vec::new();
-                for batch in batches {
-                    match live.iter().find(|(run, ..)| *run == batch.run) {
-                        None => outcomes.push(Err(Error::NotFound)),
-                        Some((_, status, held)) if !status.is_active() || *held != batch.epoch => {
-                            outcomes.push(Err(Error::conflict("run_lease")));
-                        }
-                        Some(_) => {
-                            outcomes.push(Ok(0));
-                            rows.extend(batch.events.iter().map(|e| (batch.run, e)));
-                        }
-                    }
-                }
-                Self::insert_event_rows(&mut tx, &rows).await?;
-                let accepted: Vec<RunId> = batches.iter().zip(&outcomes)
-                    .filter(|(_, o)| o.is_ok()).map(|(b, _)| b.run).collect();
-                if !accepted.is_empty() {
-                    let mut qb = sqlx::QueryBuilder::<$db>::new(
-                        "select run_id, coalesce(max(seq), 0) from run_event where run_id in (");
-                    let mut ids = qb.separated(", ");
-                    for run in &accepted {
-                        ids.push_bind(*run);
-                    }
-                    qb.push(") group by run_id");
-                    let lasts = qb.build_query_as::<(RunId, i64)>().fetch_all(&mut *tx).await?;
-                    for (batch, outcome) in batches.iter().zip(outcomes.iter_mut()) {
-                        if let Ok(last) = outcome {
-                            *last = lasts.iter().find(|(run, _)| *run == batch.run).map_or(0, |(_, s)| *s);
-                        }
-                    }
-                }
-                tx.commit().await?;
-                Ok(outcomes)
+                self.append_leased_rows(batches).await
             }
 
             async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>> {
@@ -1563,8 +1520,9 @@ macro_rules! insert_skill_files {
 }
 pub(super) use insert_skill_files;
 
+use super::Error;
 use super::rows::{SkillFileRow, SkillRow};
-use crate::domain::{ActivityKind, Issue, IssuePatch, Skill, SkillFile};
+use crate::domain::{ActivityKind, Issue, IssuePatch, RunStatus, Skill, SkillFile};
 
 /// Gap between neighbouring issues in a column.
 pub(super) const POSITION_STEP: i64 = 1024;
@@ -1613,6 +1571,18 @@ fn like_escaped(text: &str) -> String {
 }
 
 /// Refuses events numbered below 1 (seq 0 is the cursor "before all").
+/// Whether a batch of events may be stored for a run found as `live` (its status and lease epoch, `None`
+/// when there is no such run) by a runner holding it at `epoch`.
+pub(super) fn lease_outcome(live: Option<(RunStatus, i64)>, epoch: i64) -> super::Result<()> {
+    match live {
+        None => Err(Error::NotFound),
+        Some((status, held)) if !status.is_active() || held != epoch => {
+            Err(Error::conflict("run_lease"))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result<()> {
     match events.iter().find(|e| e.seq < 1) {
         Some(bad) => {

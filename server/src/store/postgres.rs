@@ -40,8 +40,6 @@ impl PgStore {
     const BOUND_OPEN: &'static str =
         " and (jsonb_array_length(a.runner_names) = 0 or a.runner_names @> jsonb_build_array(";
     const BOUND_CLOSE: &'static str = "::text))";
-    /// Holds the run row against a concurrent claim, finish or interruption until the transaction ends.
-    const LOCK_FOR_SHARE: &'static str = " for share";
 
     /// Connects, checks the server's version and applies the migrations on one direct connection (the
     /// pool would only report a timeout, not why it failed), then opens the pool lazily: start-up sets up
@@ -102,27 +100,70 @@ impl PgStore {
         if rows.is_empty() {
             return Ok(());
         }
-        let runs: Vec<uuid::Uuid> = rows.iter().map(|(run, _)| run.0).collect();
-        let seqs: Vec<i64> = rows.iter().map(|(_, e)| e.seq).collect();
-        let ats: Vec<DateTime<Utc>> = rows.iter().map(|(_, e)| e.at).collect();
-        let kinds: Vec<&str> = rows.iter().map(|(_, e)| e.kind.as_str()).collect();
-        let payloads: Vec<sqlx::types::Json<&serde_json::Value>> = rows
-            .iter()
-            .map(|(_, e)| sqlx::types::Json(&e.payload))
-            .collect();
+        let columns = EventColumns::of(rows);
         sqlx::query(
             "insert into run_event (run_id, seq, at, kind, payload) \
              select * from unnest($1::uuid[], $2::int8[], $3::timestamptz[], $4::text[], $5::jsonb[]) \
              on conflict (run_id, seq) do nothing",
         )
-        .bind(runs)
-        .bind(seqs)
-        .bind(ats)
-        .bind(kinds)
-        .bind(payloads)
+        .bind(columns.runs)
+        .bind(columns.seqs)
+        .bind(columns.ats)
+        .bind(columns.kinds)
+        .bind(columns.payloads)
         .execute(&mut **tx)
         .await?;
         Ok(())
+    }
+
+    /// [`super::Store::append_leased_events`] (checked, not empty) as one statement, so a group commit is
+    /// one round trip: the runs' rows are read `for share` (a claim, a finish or an interruption waits
+    /// until the events are committed, and one that committed first is seen), the events of the runs still
+    /// held under their epoch are inserted, and each run's highest seq is read by one index seek (the
+    /// statement does not see its own inserts, hence `greatest` with theirs).
+    async fn append_leased_rows(
+        &self,
+        batches: &[super::LeasedEvents<'_>],
+    ) -> Result<Vec<Result<Seq>>> {
+        let batch_runs: Vec<uuid::Uuid> = batches.iter().map(|b| b.run.0).collect();
+        let epochs: Vec<i64> = batches.iter().map(|b| b.epoch).collect();
+        let rows: Vec<(RunId, &NewRunEvent)> = batches
+            .iter()
+            .flat_map(|b| b.events.iter().map(|e| (b.run, e)))
+            .collect();
+        let columns = EventColumns::of(&rows);
+        let found = sqlx::query_as::<sqlx::Postgres, (RunId, Option<RunStatus>, Option<i64>, Option<i64>)>(
+            "with batch as (select * from unnest($1::uuid[], $2::int8[]) as b(run_id, epoch)), \
+             live as (select run_id, status, lease_epoch from run where run_id = any($1::uuid[]) for share), \
+             held as (select b.run_id from batch b join live l on l.run_id = b.run_id \
+                      where l.status in ('claimed', 'running') and l.lease_epoch = b.epoch), \
+             ins as (insert into run_event (run_id, seq, at, kind, payload) \
+                     select * from unnest($3::uuid[], $4::int8[], $5::timestamptz[], $6::text[], $7::jsonb[]) \
+                       as e(run_id, seq, at, kind, payload) \
+                     where e.run_id in (select run_id from held) \
+                     on conflict (run_id, seq) do nothing returning run_id, seq) \
+             select b.run_id, l.status, l.lease_epoch, greatest( \
+                 (select e.seq from run_event e where e.run_id = b.run_id order by e.seq desc limit 1), \
+                 (select max(i.seq) from ins i where i.run_id = b.run_id)) \
+             from batch b left join live l on l.run_id = b.run_id",
+        )
+        .bind(batch_runs)
+        .bind(epochs)
+        .bind(columns.runs)
+        .bind(columns.seqs)
+        .bind(columns.ats)
+        .bind(columns.kinds)
+        .bind(columns.payloads)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(batches
+            .iter()
+            .map(|batch| {
+                let row = found.iter().find(|(run, ..)| *run == batch.run);
+                let live = row.and_then(|(_, status, held, _)| Some(((*status)?, (*held)?)));
+                lease_outcome(live, batch.epoch).map(|()| row.and_then(|r| r.3).unwrap_or(0))
+            })
+            .collect())
     }
 
     async fn ping_impl(&self) -> Result<()> {
@@ -271,5 +312,29 @@ mod loopback_tests {
         ));
         assert!(!local("postgres://u@db.internal/db", "db.internal"));
         assert!(!local("postgres://u@10.0.0.5/db", "10.0.0.5"));
+    }
+}
+
+/// Run events as column arrays, for `unnest`.
+struct EventColumns<'a> {
+    runs: Vec<uuid::Uuid>,
+    seqs: Vec<i64>,
+    ats: Vec<DateTime<Utc>>,
+    kinds: Vec<&'a str>,
+    payloads: Vec<sqlx::types::Json<&'a serde_json::Value>>,
+}
+
+impl<'a> EventColumns<'a> {
+    fn of(rows: &[(RunId, &'a NewRunEvent)]) -> Self {
+        Self {
+            runs: rows.iter().map(|(run, _)| run.0).collect(),
+            seqs: rows.iter().map(|(_, e)| e.seq).collect(),
+            ats: rows.iter().map(|(_, e)| e.at).collect(),
+            kinds: rows.iter().map(|(_, e)| e.kind.as_str()).collect(),
+            payloads: rows
+                .iter()
+                .map(|(_, e)| sqlx::types::Json(&e.payload))
+                .collect(),
+        }
     }
 }

@@ -49,6 +49,9 @@ impl Mode {
     }
 }
 
+/// Restricts a pass to the backends it names (comma-separated).
+const BACKENDS_VAR: &str = "MUSTER_BENCH_BACKENDS";
+
 /// The backend's name in tables and JSON.
 pub fn backend_name(backend: Backend) -> &'static str {
     match backend {
@@ -116,6 +119,15 @@ where
             "bench {name}: PostgreSQL part ignored in short mode ({})",
             Part::Postgres.reason()
         );
+    }
+    // `MUSTER_BENCH_BACKENDS=postgres` (or `sqlite`): one backend only, while working on it.
+    if let Ok(only) = std::env::var(BACKENDS_VAR) {
+        let names: Vec<&str> = only.split(',').map(str::trim).collect();
+        if let Some(bad) = names.iter().find(|n| !["sqlite", "postgres"].contains(n)) {
+            eprintln!("error: {BACKENDS_VAR}: unknown backend {bad:?} (sqlite, postgres)");
+            return ExitCode::FAILURE;
+        }
+        backends.retain(|b| names.contains(&backend_name(*b)));
     }
     for backend in backends {
         eprintln!(
