@@ -20,6 +20,7 @@ use muster_agents::{AgentEvent, RateTable, TokenUsage};
 use muster_web::views::{
     DiffLineView, LongTextView, RunDiffView, RunItemKind, RunItemView, ToolResultView,
 };
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::domain::{RunEvent, Seq, Usage};
@@ -149,7 +150,7 @@ impl Timeline {
                 lines: crate::sandbox::event_lines(&e.payload),
             },
             crate::domain::CHECK_EVENT => {
-                match serde_json::from_value::<crate::domain::CheckResult>(e.payload.clone()) {
+                match crate::domain::CheckResult::deserialize(&e.payload) {
                     Ok(c) => RunItemKind::Check {
                         ok: c.passed_check(),
                         ending: c.ending_text(),
@@ -167,7 +168,7 @@ impl Timeline {
                 resumed: e.payload["resumed"].as_bool() == Some(true),
                 text: crate::domain::continuity_text(&e.payload),
             },
-            _ => match serde_json::from_value::<AgentEvent>(e.payload.clone()) {
+            _ => match AgentEvent::deserialize(&e.payload) {
                 Ok(event) => match self.agent_event(event, e, prev) {
                     Some(kind) => kind,
                     None => return,
