@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use muster::domain::{IssueStatus, IssueTitle, NewIssue};
-use muster::store::testing;
+use muster::store::{DatabaseUrl, testing};
 use muster_tests::Backend;
 use muster_tests::bench::server::SLUG;
 use muster_tests::bench::{Figure, Mode, Prepared, ServerOptions, Stats, World, backend_name};
@@ -62,9 +62,47 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         timed_gets(&world, "/api/v1/issues", mode.pick(3, 20), false).await?;
     let (board, api) = (Stats::of(&mut board), Stats::of(&mut api));
     let n = format!("{issues} issues");
-    Ok(Some(vec![
-        Figure::new(b, format!("{n}: board page p50"), board.p50, "ms"),
-        Figure::new(b, format!("{n}: board page p99"), board.p99, "ms").against("goal", 30.0),
+    let mut figures = Vec::new();
+    if let DatabaseUrl::Postgres(url) = &world.db.url {
+        // Right after the bulk fill PostgreSQL has no statistics of the new rows and plans for an
+        // almost empty table; autovacuum analyses it within a minute or so. Both are shown; the goal is
+        // for the board as a team reads it every day.
+        figures.push(Figure::new(
+            b,
+            format!("{n}, just filled (no planner statistics yet): board page p99"),
+            board.p99,
+            "ms",
+        ));
+        testing::analyze_postgres(url).await?;
+        let (mut steady, _) = timed_gets(&world, &format!("/w/{SLUG}"), views, true).await?;
+        let steady = Stats::of(&mut steady);
+        figures.push(Figure::new(
+            b,
+            format!("{n}, analysed: board page p50"),
+            steady.p50,
+            "ms",
+        ));
+        figures.push(
+            Figure::new(
+                b,
+                format!("{n}, analysed: board page p99"),
+                steady.p99,
+                "ms",
+            )
+            .against("goal", 30.0),
+        );
+    } else {
+        figures.push(Figure::new(
+            b,
+            format!("{n}: board page p50"),
+            board.p50,
+            "ms",
+        ));
+        figures.push(
+            Figure::new(b, format!("{n}: board page p99"), board.p99, "ms").against("goal", 30.0),
+        );
+    }
+    figures.extend([
         Figure::new(
             b,
             format!("{n}: board page size"),
@@ -89,7 +127,8 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         .against("goal", 60.0),
         Figure::new(b, "server RSS peak", rss_peak, "MiB"),
         Figure::new(b, "server RSS 3 s later", rss_later, "MiB").against("goal", 60.0),
-    ]))
+    ]);
+    Ok(Some(figures))
 }
 
 /// `times` sequential GETs of `path` (with the session cookie when `page`, else the API token): each

@@ -80,6 +80,16 @@ pub async fn drop_postgres_database(admin_url: &str, name: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// Gathers the planner's statistics of the PostgreSQL database at `url` (`ANALYZE`), as autovacuum does
+/// within a minute or so of a large change: lets a benchmark measure a bulk-filled table as it will be
+/// read in steady state, not only in the moments after the fill.
+pub async fn analyze_postgres(url: &str) -> anyhow::Result<()> {
+    let mut conn = PgConnection::connect(url).await?;
+    sqlx::raw_sql("analyze").execute(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
 /// Records a migration version this binary does not know, as a newer `muster` would have: lets tests
 /// check that such a database is refused.
 pub async fn forge_future_migration(url: &DatabaseUrl, version: i64) -> anyhow::Result<()> {
