@@ -682,27 +682,30 @@ impl Session {
             tracing::warn!(error = %e, "cannot record the runner's heartbeat");
         }
         let until = now + self.engine.runs.timing().lease;
-        for held in runs {
-            if !self.check(held.run_id, held.epoch) {
-                continue;
-            }
+        let held: Vec<(RunId, i64)> = runs
+            .iter()
+            .filter(|held| self.check(held.run_id, held.epoch))
+            .map(|held| (held.run_id, held.epoch))
+            .collect();
+        if !held.is_empty() {
             match self
                 .engine
                 .store
-                .renew_lease(held.run_id, self.runner.id, held.epoch, until)
+                .renew_leases(self.runner.id, &held, until)
                 .await
             {
-                Ok(()) => {}
-                Err(store::Error::Conflict { .. } | store::Error::NotFound) => {
-                    tracing::warn!(run.id = %held.run_id, "lease lost; telling the runner to stop the run");
-                    self.release(held.run_id);
-                    self.send(ToRunner::Cancel {
-                        run_id: held.run_id,
-                        lost: true,
-                        why: None,
-                    });
+                Ok(lost) => {
+                    for run_id in lost {
+                        tracing::warn!(run.id = %run_id, "lease lost; telling the runner to stop the run");
+                        self.release(run_id);
+                        self.send(ToRunner::Cancel {
+                            run_id,
+                            lost: true,
+                            why: None,
+                        });
+                    }
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot renew a lease; will retry"),
+                Err(e) => tracing::warn!(error = %e, "cannot renew the leases; will retry"),
             }
         }
         self.send(ToRunner::Alive);

@@ -964,13 +964,23 @@ macro_rules! impl_store {
                 self.claim(runner, scope, now, lease_until).await
             }
 
-            async fn renew_lease(&self, run: RunId, runner: RunnerId, epoch: i64, lease_until: DateTime<Utc>) -> Result<()> {
-                let done = sqlx::query::<$db>(
-                    "update run set lease_expires_at = $3 where run_id = $1 and runner_id = $2 and lease_epoch = $4 \
-                     and status in ('claimed', 'running')")
-                    .bind(run).bind(runner).bind(lease_until).bind(epoch).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::conflict("run_lease")); }
-                Ok(())
+            async fn renew_leases(&self, runner: RunnerId, held: &[(RunId, i64)], lease_until: DateTime<Utc>) -> Result<Vec<RunId>> {
+                // One statement (one commit) for all: a runner's heartbeat renewed its runs one by one,
+                // and with 64 runs on PostgreSQL the session stored no event for ~0.1 s meanwhile.
+                let mut renewed = Vec::with_capacity(held.len());
+                for chunk in held.chunks(APPEND_CHUNK) {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("update run set lease_expires_at = ");
+                    qb.push_bind(lease_until).push(" where runner_id = ").push_bind(runner)
+                        .push(" and status in ('claimed', 'running') and (run_id, lease_epoch) in (");
+                    let mut pairs = qb.separated(", ");
+                    for (run, epoch) in chunk {
+                        pairs.push("(").push_bind_unseparated(*run).push_unseparated(", ")
+                            .push_bind_unseparated(*epoch).push_unseparated(")");
+                    }
+                    qb.push(") returning run_id");
+                    renewed.extend(qb.build_query_scalar::<RunId>().fetch_all(&self.pool).await?);
+                }
+                Ok(held.iter().map(|(run, _)| *run).filter(|run| !renewed.contains(run)).collect())
             }
 
             async fn start_run(

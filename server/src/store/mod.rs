@@ -587,7 +587,24 @@ pub trait Store: Send + Sync + 'static {
         runner: RunnerId,
         epoch: i64,
         lease_until: DateTime<Utc>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let lost = self
+            .renew_leases(runner, &[(run, epoch)], lease_until)
+            .await?;
+        if lost.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::conflict("run_lease"))
+        }
+    }
+    /// Extends, in one statement, the leases of the runs `held` (each with the epoch it is held at)
+    /// that this runner still holds; returns the others, whose leases are lost, in the order given.
+    async fn renew_leases(
+        &self,
+        runner: RunnerId,
+        held: &[(RunId, i64)],
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<RunId>>;
     /// Marks a run claimed by `runner` at `epoch` as running, with its process and workspace
     /// (`run_lease` if it is no longer that claim).
     async fn start_run(

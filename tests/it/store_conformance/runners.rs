@@ -15,6 +15,7 @@ store_cases!(
     claims_stay_within_their_scope,
     stale_lease_epochs_write_nothing,
     one_group_commit_stores_several_runs,
+    one_heartbeat_renews_every_lease_still_held,
     queued_runs_are_listed_oldest_first,
     agents_keep_their_runner_binding,
 );
@@ -865,5 +866,84 @@ async fn agents_keep_their_runner_binding(store: Arc<dyn Store>) {
             .map(|a| (a.profile.name.as_str(), a.profile.runners.len()))
             .collect::<Vec<_>>(),
         [("bound", 0), ("plain", 0)]
+    );
+}
+
+async fn one_heartbeat_renews_every_lease_still_held(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let coder = agent(&store, f.ws.id, "coder", 8).await;
+    let mine = store
+        .register_runner("heartbeat-mine", "1.0.0", &json!([]))
+        .await
+        .unwrap();
+    let theirs = store
+        .register_runner("heartbeat-theirs", "1.0.0", &json!([]))
+        .await
+        .unwrap();
+    let (now, lease) = (Utc::now(), Utc::now() + TimeDelta::seconds(20));
+    let scope = ClaimScope::anything("any");
+    let mut runs = Vec::new();
+    for (n, runner) in [mine.id, mine.id, mine.id, theirs.id]
+        .into_iter()
+        .enumerate()
+    {
+        let i = issue(&store, f.ws.id, &format!("Run {n}"), IssueStatus::Todo).await;
+        store
+            .create_run(&new_run(f.ws.id, i.id, coder.id))
+            .await
+            .unwrap();
+        let run = store
+            .claim_next_run(runner, &scope, now, lease)
+            .await
+            .unwrap()
+            .expect("a queued run");
+        runs.push(run);
+    }
+    let (kept, ended, stale, other) = (&runs[0], &runs[1], &runs[2], &runs[3]);
+    store
+        .finish_leased_run(ended.id, ended.lease_epoch, &outcome(RunStatus::Failed))
+        .await
+        .unwrap();
+    let later = lease + TimeDelta::seconds(30);
+    let unknown = RunId::new();
+    let lost = store
+        .renew_leases(
+            mine.id,
+            &[
+                (kept.id, kept.lease_epoch),
+                (ended.id, ended.lease_epoch),
+                (stale.id, stale.lease_epoch + 1),
+                (other.id, other.lease_epoch),
+                (unknown, 1),
+            ],
+            later,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        lost,
+        vec![ended.id, stale.id, other.id, unknown],
+        "every run not held by this runner at that epoch is reported lost, in the order given"
+    );
+    let lease_of = |run: Run| run.lease_expires_at.map(|t| t.timestamp_millis());
+    assert_eq!(
+        lease_of(store.get_run(kept.id).await.unwrap()),
+        Some(later.timestamp_millis()),
+        "the lease still held is renewed"
+    );
+    for (run, why) in [(stale, "a stale epoch"), (other, "another runner's run")] {
+        assert_eq!(
+            lease_of(store.get_run(run.id).await.unwrap()),
+            Some(lease.timestamp_millis()),
+            "{why} keeps its lease"
+        );
+    }
+    assert!(
+        store
+            .renew_leases(mine.id, &[], later)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing to renew is no error"
     );
 }
