@@ -293,28 +293,6 @@ fn loopback_without_sslmode(url: &str, host: &str) -> bool {
     local && !names_mode
 }
 
-#[cfg(test)]
-mod loopback_tests {
-    use super::loopback_without_sslmode as local;
-
-    #[test]
-    fn only_a_local_server_without_a_chosen_mode_skips_tls() {
-        assert!(local("postgres://u@127.0.0.1:5432/db", "127.0.0.1"));
-        assert!(local("postgres://u@localhost/db", "localhost"));
-        assert!(local("postgres://u@[::1]/db", "::1"));
-        assert!(local(
-            "postgres:///db?host=/run/postgresql",
-            "/run/postgresql"
-        ));
-        assert!(!local(
-            "postgres://u@127.0.0.1/db?sslmode=require",
-            "127.0.0.1"
-        ));
-        assert!(!local("postgres://u@db.internal/db", "db.internal"));
-        assert!(!local("postgres://u@10.0.0.5/db", "10.0.0.5"));
-    }
-}
-
 /// Run events as column arrays, for `unnest`.
 struct EventColumns<'a> {
     runs: Vec<uuid::Uuid>,
@@ -336,5 +314,27 @@ impl<'a> EventColumns<'a> {
                 .map(|(_, e)| sqlx::types::Json(&e.payload))
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod loopback_tests {
+    use super::loopback_without_sslmode as local;
+
+    #[test]
+    fn only_a_local_server_without_a_chosen_mode_skips_tls() {
+        assert!(local("postgres://u@127.0.0.1:5432/db", "127.0.0.1"));
+        assert!(local("postgres://u@localhost/db", "localhost"));
+        assert!(local("postgres://u@[::1]/db", "::1"));
+        assert!(local(
+            "postgres:///db?host=/run/postgresql",
+            "/run/postgresql"
+        ));
+        assert!(!local(
+            "postgres://u@127.0.0.1/db?sslmode=require",
+            "127.0.0.1"
+        ));
+        assert!(!local("postgres://u@db.internal/db", "db.internal"));
+        assert!(!local("postgres://u@10.0.0.5/db", "10.0.0.5"));
     }
 }

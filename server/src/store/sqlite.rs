@@ -40,7 +40,6 @@ impl SqliteStore {
     const BOUND_OPEN: &'static str = " and (json_array_length(a.runner_names) = 0 or exists \
          (select 1 from json_each(a.runner_names) where json_each.value = ";
     const BOUND_CLOSE: &'static str = "))";
-    /// `BEGIN IMMEDIATE` already holds the database's write lock for the whole transaction.
 
     pub(super) async fn connect(path: &Path, options: PoolOptions) -> anyhow::Result<Self> {
         private_files(path)?;

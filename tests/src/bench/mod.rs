@@ -121,7 +121,7 @@ where
         );
     }
     // `MUSTER_BENCH_BACKENDS=postgres` (or `sqlite`): one backend only, while working on it.
-    if let Ok(only) = std::env::var(BACKENDS_VAR) {
+    if let Some(only) = crate::env_setting(BACKENDS_VAR) {
         let names: Vec<&str> = only.split(',').map(str::trim).collect();
         if let Some(bad) = names.iter().find(|n| !["sqlite", "postgres"].contains(n)) {
             eprintln!("error: {BACKENDS_VAR}: unknown backend {bad:?} (sqlite, postgres)");
