@@ -11,6 +11,7 @@ use muster_web::pages::{
 };
 use muster_web::views::NavItem;
 
+use super::runs::thousands;
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
@@ -118,7 +119,7 @@ fn charts(report: &UsageReport, keys: &[String]) -> Vec<ChartView> {
             "Tokens per day (input, output and cache)",
             "usage-tokens",
             &|t| t.tokens() as f64,
-            &|v| format!("{v:.0}"),
+            &|v| thousands(v.round() as i64),
         ),
     ]
 }
@@ -143,9 +144,9 @@ fn row(
         over_budget: rate(g.over_budget, ended),
         median: secs(g.median_secs),
         p90: secs(g.p90_secs),
-        input: t.input_tokens.to_string(),
-        output: t.output_tokens.to_string(),
-        cache: (t.cache_read_tokens + t.cache_write_tokens).to_string(),
+        input: thousands(t.input_tokens),
+        output: thousands(t.output_tokens),
+        cache: thousands(t.cache_read_tokens + t.cache_write_tokens),
         cost,
         cost_title: title.map(str::to_owned),
         per_run: g.cost_per_run().map_or_else(|| "–".to_owned(), usd),
@@ -221,13 +222,13 @@ async fn view(
         by: report.by.to_string(),
         totals: vec![
             ("Cost".to_owned(), cost, cost_title.map(str::to_owned)),
-            ("Runs".to_owned(), t.runs.to_string(), None),
-            ("Tokens".to_owned(), t.tokens().to_string(), None),
-            ("Input".to_owned(), t.input_tokens.to_string(), None),
-            ("Output".to_owned(), t.output_tokens.to_string(), None),
+            ("Runs".to_owned(), thousands(t.runs), None),
+            ("Tokens".to_owned(), thousands(t.tokens()), None),
+            ("Input".to_owned(), thousands(t.input_tokens), None),
+            ("Output".to_owned(), thousands(t.output_tokens), None),
             (
                 "Cache".to_owned(),
-                (t.cache_read_tokens + t.cache_write_tokens).to_string(),
+                thousands(t.cache_read_tokens + t.cache_write_tokens),
                 None,
             ),
         ],
@@ -267,7 +268,11 @@ async fn cap_rows(
                 spent: &crate::domain::Usage| CapRowView {
         label,
         agent,
-        spent: format!("{} · {} tokens", usd(spent.cost_usd), total_tokens(spent)),
+        spent: format!(
+            "{} · {} tokens",
+            usd(spent.cost_usd),
+            thousands(total_tokens(spent))
+        ),
         usd_input: cap.usd.map(|v| v.to_string()).unwrap_or_default(),
         tokens_input: cap.tokens.map(|v| v.to_string()).unwrap_or_default(),
         used: (!cap.is_none()).then(|| (cap.used(spent) * 100.0).floor().min(999.0) as u32),
@@ -408,7 +413,7 @@ async fn agent_section(
             status: run.status.to_string(),
             created_at: run.created_at,
             duration,
-            tokens: total_tokens(&run.usage).to_string(),
+            tokens: thousands(total_tokens(&run.usage)),
             cost,
             cost_title: title.map(str::to_owned),
         });
@@ -445,13 +450,13 @@ async fn agent_section(
         spent: format!(
             "{} · {} tokens",
             spent.cost_label(Some(agent.profile.kind)).0,
-            total_tokens(&spent)
+            thousands(total_tokens(&spent))
         ),
         cap: match (cap.usd, cap.tokens) {
             (None, None) => "no monthly cap".to_owned(),
             (Some(u), None) => format!("${u:.2} a month"),
-            (None, Some(t)) => format!("{t} tokens a month"),
-            (Some(u), Some(t)) => format!("${u:.2} or {t} tokens a month"),
+            (None, Some(t)) => format!("{} tokens a month", thousands(t)),
+            (Some(u), Some(t)) => format!("${u:.2} or {} tokens a month", thousands(t)),
         },
         used: (!cap.is_none()).then(|| (cap.used(&spent) * 100.0).floor().min(999.0) as u32),
         sparkline: days
