@@ -202,7 +202,8 @@ pub async fn create(
     names: &Names<'_>,
     start: Option<String>,
 ) -> Result<Worktree, String> {
-    make(repo, None, run_dir, names, start).await
+    let at = start_and_branch(repo, false, names, start).await?;
+    make(repo, None, None, run_dir, names.brief, at).await
 }
 
 /// [`create`] from a runner's mirror of `url` (see [`mirror`]): the branch starts at `start` or else
@@ -215,7 +216,8 @@ pub async fn create_from_mirror(
     names: &Names<'_>,
     start: Option<String>,
 ) -> Result<Worktree, String> {
-    make(mirror, Some(url), run_dir, names, start).await
+    let at = start_and_branch(mirror, true, names, start).await?;
+    make(mirror, Some(url), None, run_dir, names.brief, at).await
 }
 
 /// [`create`] (or [`create_from_mirror`] when `url` is set, `repo` being the mirror) in a private bare
@@ -231,14 +233,7 @@ pub async fn create_isolated(
     names: &Names<'_>,
     start: Option<String>,
 ) -> Result<Worktree, String> {
-    let start = match start {
-        Some(sha) => sha,
-        None => default_start(repo, url.is_some()).await?,
-    };
-    let mut branch = names.branch.to_owned();
-    if branch_tip(repo, url.is_some(), &branch).await.is_some() {
-        branch = format!("{branch}-{}", names.run_short);
-    }
+    let (start, branch) = start_and_branch(repo, url.is_some(), names, start).await?;
     let private = run_dir.join("repo");
     let target = private.display().to_string();
     git(run_dir, &["init", "--quiet", "--bare", &target]).await?;
@@ -258,14 +253,15 @@ pub async fn create_isolated(
     )
     .await
     .map_err(|e| format!("cannot copy the history of {start} from {source}: {e}"))?;
-    let names = Names {
-        branch: &branch,
-        ..*names
-    };
-    let mut tree = make(&private, url, run_dir, &names, Some(start)).await?;
-    tree.origin = Some(repo.to_path_buf());
-    record(run_dir, &tree).await?;
-    Ok(tree)
+    make(
+        &private,
+        url,
+        Some(repo),
+        run_dir,
+        names.brief,
+        (start, branch),
+    )
+    .await
 }
 
 /// Copies the branch of a worktree made by [`create_isolated`] to the workspace's repository (forced:
@@ -359,26 +355,35 @@ async fn default_start(repo: &Path, mirror: bool) -> Result<String, String> {
     })
 }
 
+/// Where a new worktree of `repo` (a mirror when `mirror`) starts, `start` or else [`default_start`], and
+/// its branch: `names.branch`, with the run's short id appended when `repo` has that branch already.
+async fn start_and_branch(
+    repo: &Path,
+    mirror: bool,
+    names: &Names<'_>,
+    start: Option<String>,
+) -> Result<(String, String), String> {
+    let base = match start {
+        Some(sha) => sha,
+        None => default_start(repo, mirror).await?,
+    };
+    let mut branch = names.branch.to_owned();
+    if branch_tip(repo, mirror, &branch).await.is_some() {
+        branch = format!("{branch}-{}", names.run_short);
+    }
+    Ok((base, branch))
+}
+
+/// Adds the worktree `<run_dir>/work` of `repo` on the new branch at the commit of `at` (base, branch),
+/// and records it; `origin` is the workspace's repository when `repo` is a private one.
 async fn make(
     repo: &Path,
     remote: Option<&str>,
+    origin: Option<&Path>,
     run_dir: &Path,
-    names: &Names<'_>,
-    start: Option<String>,
+    brief: &str,
+    (base, branch): (String, String),
 ) -> Result<Worktree, String> {
-    let Names {
-        branch,
-        run_short,
-        brief,
-    } = *names;
-    let base = match start {
-        Some(sha) => sha,
-        None => default_start(repo, remote.is_some()).await?,
-    };
-    let mut branch = branch.to_owned();
-    if branch_tip(repo, remote.is_some(), &branch).await.is_some() {
-        branch = format!("{branch}-{run_short}");
-    }
     let path = run_dir.join("work");
     let target = path.display().to_string();
     git(repo, &["worktree", "add", "-b", &branch, &target, &base]).await?;
@@ -407,7 +412,7 @@ async fn make(
         git_dir,
         git_common_dir,
         remote: remote.map(str::to_owned),
-        origin: None,
+        origin: origin.map(Path::to_path_buf),
     };
     record(run_dir, &tree).await?;
     tokio::fs::write(run_dir.join(EXCLUDE_FILE), exclusions(brief))
