@@ -90,7 +90,7 @@ impl Cap {
             if cap <= 0 {
                 1.0
             } else {
-                total_tokens(spent) as f64 / cap as f64
+                spent.tokens() as f64 / cap as f64
             }
         });
         usd.max(tokens)
@@ -103,7 +103,7 @@ impl Cap {
             parts.push(format!("${:.2} of ${usd:.2}", spent.cost_usd));
         }
         if let Some(tokens) = self.tokens {
-            parts.push(format!("{} of {tokens} tokens", total_tokens(spent)));
+            parts.push(format!("{} of {tokens} tokens", spent.tokens()));
         }
         parts.join(", ")
     }
@@ -114,11 +114,6 @@ impl Cap {
 pub struct Caps {
     pub workspace: Cap,
     pub agents: BTreeMap<AgentId, Cap>,
-}
-
-/// Every token of a usage, cache included.
-pub fn total_tokens(u: &Usage) -> i64 {
-    u.tokens()
 }
 
 /// The first instant of `now`'s UTC calendar month (what monthly caps count from).

@@ -49,7 +49,7 @@ pub(crate) async fn conclude(
         .ok()
         .map(|a| a.profile.kind);
     state.metrics.run_finished(finished.status, kind);
-    if crate::domain::usage::total_tokens(&finished.usage) > 0 || finished.usage.cost_usd > 0.0 {
+    if finished.usage.tokens() > 0 || finished.usage.cost_usd > 0.0 {
         let now = chrono::Utc::now();
         if let Err(e) =
             crate::service::usage::warn_caps(state, run.workspace_id, run.agent_id, now).await

@@ -1043,8 +1043,7 @@ macro_rules! impl_store {
                     .bind(run).fetch_one(&mut *tx).await?;
                 let rows: Vec<_> = events.iter().map(|e| (run, e)).collect();
                 Self::insert_event_rows(&mut tx, &rows).await?;
-                let last = sqlx::query_scalar::<$db, i64>(
-                    "select coalesce(max(seq), 0) from run_event where run_id = $1")
+                let last = sqlx::query_scalar::<$db, i64>(LAST_SEQ)
                     .bind(run).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(last)
@@ -1580,7 +1579,9 @@ fn like_escaped(text: &str) -> String {
     out
 }
 
-/// Refuses events numbered below 1 (seq 0 is the cursor "before all").
+/// A run's highest stored seq (0 before any): one index seek.
+pub(super) const LAST_SEQ: &str = "select coalesce(max(seq), 0) from run_event where run_id = $1";
+
 /// Whether a batch of events may be stored for a run found as `live` (its status and lease epoch, `None`
 /// when there is no such run) by a runner holding it at `epoch`.
 pub(super) fn lease_outcome(live: Option<(RunStatus, i64)>, epoch: i64) -> super::Result<()> {
@@ -1593,6 +1594,7 @@ pub(super) fn lease_outcome(live: Option<(RunStatus, i64)>, epoch: i64) -> super
     }
 }
 
+/// Refuses events numbered below 1 (seq 0 is the cursor "before all").
 pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result<()> {
     match events.iter().find(|e| e.seq < 1) {
         Some(bad) => {

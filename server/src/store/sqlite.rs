@@ -138,12 +138,10 @@ impl SqliteStore {
             results.push(match outcome {
                 // One index seek per run: `max(seq) … group by run_id` scanned every event of the run
                 // at every commit (measured: a run at 1,000 lines/s cost the server a whole core).
-                Ok(()) => Ok(sqlx::query_scalar::<sqlx::Sqlite, i64>(
-                    "select coalesce(max(seq), 0) from run_event where run_id = $1",
-                )
-                .bind(batch.run)
-                .fetch_one(&mut *tx)
-                .await?),
+                Ok(()) => Ok(sqlx::query_scalar::<sqlx::Sqlite, i64>(LAST_SEQ)
+                    .bind(batch.run)
+                    .fetch_one(&mut *tx)
+                    .await?),
                 Err(e) => Err(e),
             });
         }

@@ -205,7 +205,7 @@ impl CapView {
             usd: cap.usd,
             tokens: cap.tokens,
             spent_usd: spent.cost_usd,
-            spent_tokens: crate::domain::usage::total_tokens(spent),
+            spent_tokens: spent.tokens(),
             used: cap.used(spent),
         }
     }

@@ -16,7 +16,7 @@ use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::app::AppState;
 use crate::domain::GroupBy;
-use crate::domain::usage::{Totals, UsageReport, month_start, total_tokens};
+use crate::domain::usage::{Totals, UsageReport, month_start};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::usage::{self as svc, CapInput, UsageQuery};
 
@@ -271,7 +271,7 @@ async fn cap_rows(
         spent: format!(
             "{} · {} tokens",
             usd(spent.cost_usd),
-            thousands(total_tokens(spent))
+            thousands(spent.tokens())
         ),
         usd_input: cap.usd.map(|v| v.to_string()).unwrap_or_default(),
         tokens_input: cap.tokens.map(|v| v.to_string()).unwrap_or_default(),
@@ -413,7 +413,7 @@ async fn agent_section(
             status: run.status.to_string(),
             created_at: run.created_at,
             duration,
-            tokens: thousands(total_tokens(&run.usage)),
+            tokens: thousands(run.usage.tokens()),
             cost,
             cost_title: title.map(str::to_owned),
         });
@@ -450,7 +450,7 @@ async fn agent_section(
         spent: format!(
             "{} · {} tokens",
             spent.cost_label(Some(agent.profile.kind)).0,
-            thousands(total_tokens(&spent))
+            thousands(spent.tokens())
         ),
         cap: match (cap.usd, cap.tokens) {
             (None, None) => "no monthly cap".to_owned(),
