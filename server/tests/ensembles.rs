@@ -74,6 +74,15 @@ async fn post(env: &Env, path: &str, body: Value) -> (u16, Value) {
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
+/// Files an issue called `title` and assigns it to `ensemble`: the issue, and the API's answer (201).
+async fn assign_new(env: &Env, title: &str, ensemble: &str) -> (Issue, Value) {
+    let issue = env.issue(title).await;
+    let path = format!("/api/v1/issues/{}/ensemble", issue.key);
+    let (status, body) = post(env, &path, json!({ "ensemble": ensemble })).await;
+    assert_eq!(status, 201, "{body}");
+    (issue, body)
+}
+
 async fn get(env: &Env, path: &str) -> Value {
     let resp = reqwest::Client::new()
         .get(format!("http://{}{path}", env.addr))
@@ -130,14 +139,7 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let issue = env.issue("Find the answer").await;
-    let (status, assigned) = post(
-        &env,
-        &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "trio"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{assigned}");
+    let (issue, assigned) = assign_new(&env, "Find the answer", "trio").await;
     assert_eq!(assigned["base_commit"], base.as_str());
     assert_eq!(assigned["runs"].as_array().unwrap().len(), 3);
     // A second assignment while it works is refused, precisely.
@@ -267,14 +269,7 @@ async fn first_green_stops_the_others(backend: Backend) {
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let issue = env.issue("Race").await;
-    let (status, body) = post(
-        &env,
-        &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "race"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
+    let (issue, _) = assign_new(&env, "Race", "race").await;
     let c = decided(&env, &issue).await;
     assert_eq!(candidate(&c, "quick-zq")["green"], true, "{c:#}");
     let slow = candidate(&c, "slow-zq");
@@ -337,14 +332,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     );
 
     // Both pass: the review decides, blind.
-    let issue = env.issue("Two good answers").await;
-    let (status, body) = post(
-        &env,
-        &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "duo-zq"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
+    let (issue, _) = assign_new(&env, "Two good answers", "duo-zq").await;
     let c = decided(&env, &issue).await;
     assert_eq!(c["green"], 2, "{c:#}");
     assert_eq!(c["review"], "verdict", "{c:#}");
@@ -364,14 +352,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     assert_eq!(c["recommendation"]["by_opinion_only"], true, "{c:#}");
 
     // An answer that is no verdict is shown as invalid, never guessed.
-    let issue = env.issue("Two good answers again").await;
-    let (status, body) = post(
-        &env,
-        &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "duo-liar-zq"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
+    let (issue, _) = assign_new(&env, "Two good answers again", "duo-liar-zq").await;
     let c = decided(&env, &issue).await;
     assert_eq!(c["review"], "invalid", "{c:#}");
     assert!(
@@ -425,14 +406,7 @@ async fn a_candidate_can_neither_see_nor_move_another_candidates_branch() {
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let issue = env.issue("Look around").await;
-    let (status, body) = post(
-        &env,
-        &format!("/api/v1/issues/{}/ensemble", issue.key),
-        json!({"ensemble": "pair"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
+    let (issue, _) = assign_new(&env, "Look around", "pair").await;
     // The spy looks once early's work is on its branch in the workspace's repository.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !git(&repo, &["log", "--all", "--format=%s"]).contains("work of early-zq") {

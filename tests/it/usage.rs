@@ -667,6 +667,18 @@ async fn workspace_rates_price_runs_postgres() {
 
 /// A run queued before a cap was reached does not start once it is: the claim refuses it (the run that
 /// reached the cap was live meanwhile; the agent runs one at a time, so the second waited in the queue).
+/// Files a to-do issue assigned to `agent` through the API, and reads it back from the store.
+async fn file_assigned(w: &World, title: &str, agent: &str) -> Issue {
+    let new = json!({ "title": title, "status": "todo", "assignee": agent });
+    let (status, text) = w
+        .call(reqwest::Method::POST, "/api/v1/issues", Some(new))
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let filed: Value = serde_json::from_str(&text).unwrap();
+    let key = IssueKey::parse(filed["key"].as_str().unwrap()).unwrap();
+    w.store.get_issue(w.ws.id, &key).await.unwrap()
+}
+
 async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
     let Some(w) = World::start(backend).await else {
         return;
@@ -681,20 +693,7 @@ async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
         ),
     )
     .await;
-    let file = |title: &str| json!({ "title": title, "status": "todo", "assignee": "queued" });
-    let (status, text) = w
-        .call(reqwest::Method::POST, "/api/v1/issues", Some(file("First")))
-        .await;
-    assert_eq!(status, 201, "{text}");
-    let first: Value = serde_json::from_str(&text).unwrap();
-    let first = w
-        .store
-        .get_issue(
-            w.ws.id,
-            &IssueKey::parse(first["key"].as_str().unwrap()).unwrap(),
-        )
-        .await
-        .unwrap();
+    let first = file_assigned(&w, "First", "queued").await;
     // The first run has reported what it spent and is still live.
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
@@ -709,23 +708,7 @@ async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // No cap yet: the second run is queued behind the first.
-    let (status, text) = w
-        .call(
-            reqwest::Method::POST,
-            "/api/v1/issues",
-            Some(file("Second")),
-        )
-        .await;
-    assert_eq!(status, 201, "{text}");
-    let second: Value = serde_json::from_str(&text).unwrap();
-    let second = w
-        .store
-        .get_issue(
-            w.ws.id,
-            &IssueKey::parse(second["key"].as_str().unwrap()).unwrap(),
-        )
-        .await
-        .unwrap();
+    let second = file_assigned(&w, "Second", "queued").await;
     let queued = w.store.list_runs_for_issue(second.id).await.unwrap();
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0].status, RunStatus::Queued, "{queued:?}");

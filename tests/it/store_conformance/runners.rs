@@ -650,6 +650,24 @@ async fn stale_lease_epochs_write_nothing(store: Arc<dyn Store>) {
     );
 }
 
+/// A new issue with a run of `agent` on it, claimed by `runner` until `lease`.
+async fn claimed_run(
+    store: &Arc<dyn Store>,
+    ws: WorkspaceId,
+    agent: AgentId,
+    runner: RunnerId,
+    title: &str,
+    lease: DateTime<Utc>,
+) -> Run {
+    let i = issue(store, ws, title, IssueStatus::Todo).await;
+    store.create_run(&new_run(ws, i.id, agent)).await.unwrap();
+    store
+        .claim_next_run(runner, &ClaimScope::anything("any"), Utc::now(), lease)
+        .await
+        .unwrap()
+        .expect("a queued run")
+}
+
 /// The runner session's group commit: several runs' events in one call, each checked against its own
 /// lease; a run not live under its epoch is refused without costing the others their events.
 async fn one_group_commit_stores_several_runs(store: Arc<dyn Store>) {
@@ -659,21 +677,10 @@ async fn one_group_commit_stores_several_runs(store: Arc<dyn Store>) {
         .register_runner("embedded-group", "1.0.0", &json!([]))
         .await
         .unwrap();
-    let (now, lease) = (Utc::now(), Utc::now() + TimeDelta::seconds(20));
-    let scope = ClaimScope::anything("any");
+    let lease = Utc::now() + TimeDelta::seconds(20);
     let mut held = Vec::new();
     for title in ["One", "Two", "Three"] {
-        let i = issue(&store, f.ws.id, title, IssueStatus::Todo).await;
-        store
-            .create_run(&new_run(f.ws.id, i.id, coder.id))
-            .await
-            .unwrap();
-        let run = store
-            .claim_next_run(runner.id, &scope, now, lease)
-            .await
-            .unwrap()
-            .expect("a queued run");
-        held.push(run);
+        held.push(claimed_run(&store, f.ws.id, coder.id, runner.id, title, lease).await);
     }
     let (a, b, c) = (&held[0], &held[1], &held[2]);
     store
@@ -880,24 +887,14 @@ async fn one_heartbeat_renews_every_lease_still_held(store: Arc<dyn Store>) {
         .register_runner("heartbeat-theirs", "1.0.0", &json!([]))
         .await
         .unwrap();
-    let (now, lease) = (Utc::now(), Utc::now() + TimeDelta::seconds(20));
-    let scope = ClaimScope::anything("any");
+    let lease = Utc::now() + TimeDelta::seconds(20);
     let mut runs = Vec::new();
     for (n, runner) in [mine.id, mine.id, mine.id, theirs.id]
         .into_iter()
         .enumerate()
     {
-        let i = issue(&store, f.ws.id, &format!("Run {n}"), IssueStatus::Todo).await;
-        store
-            .create_run(&new_run(f.ws.id, i.id, coder.id))
-            .await
-            .unwrap();
-        let run = store
-            .claim_next_run(runner, &scope, now, lease)
-            .await
-            .unwrap()
-            .expect("a queued run");
-        runs.push(run);
+        let title = format!("Run {n}");
+        runs.push(claimed_run(&store, f.ws.id, coder.id, runner, &title, lease).await);
     }
     let (kept, ended, stale, other) = (&runs[0], &runs[1], &runs[2], &runs[3]);
     store
