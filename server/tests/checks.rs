@@ -109,7 +109,6 @@ impl World {
             check,
             base: None,
             rates: None,
-            isolated: false,
         }
     }
 
@@ -412,8 +411,9 @@ async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend
     assert!(!tail.contains("crown jewels"), "{tail}");
     assert!(tail.contains("Permission denied"), "{tail}");
 
-    // A check that commits on the run's branch (it may: it has the agent's rights) is caught, and the
-    // branch is put back where the run's work was committed.
+    // A check that commits on the run's branch (it may: it has the agent's rights) commits into the
+    // run's private repository only: the branch in the workspace's repository holds what the run
+    // committed, and the check's commit is nowhere there.
     let check = "echo sneaky > sneaky.txt && git add sneaky.txt && git -c user.name=x -c user.email=x@x commit -q -m sneaky && echo COMMITTED";
     let order = w
         .order("cat >/dev/null; echo work > work.txt", spec(check, 30))
@@ -422,11 +422,7 @@ async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend
     let done = w.execute(order, CancellationToken::new()).await;
     let check = done.check();
     assert!(check.tail.contains("COMMITTED"), "{check:#?}");
-    assert!(!check.passed_check());
-    assert_eq!(
-        check.error.as_deref(),
-        Some(format!("the check moved the run's branch {branch} away from the committed work; it was put back").as_str())
-    );
+    assert_eq!(check.error, None, "{check:#?}");
     let files = git(&w.repo, &["ls-tree", "--name-only", &branch]);
     assert!(files.contains("work.txt"), "{files}");
     assert!(!files.contains("sneaky.txt"), "{files}");

@@ -222,6 +222,8 @@ impl Harness {
             summary: Some("Tests fixed".into()),
             diff_stat: Some("1 file changed".into()),
             session_id: None,
+            base_commit: None,
+            head_commit: None,
         };
         self.state.store.finish_run(run, &outcome).await.unwrap();
         self.state.hub.publish(

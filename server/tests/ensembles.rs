@@ -197,6 +197,46 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     let issue_now = env.issue_reaches(&issue, IssueStatus::InReview).await;
     assert_eq!(issue_now.status, IssueStatus::InReview);
 
+    // Someone moves the chosen candidate's branch, and another candidate's, to a commit of their own:
+    // the merge still takes the commit the candidate's run made, and a moved branch is never pruned.
+    let side = tempfile::tempdir().unwrap();
+    let wt = side.path().join("wt");
+    git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            &wt.display().to_string(),
+            &base,
+        ],
+    );
+    std::fs::write(wt.join("backdoor.txt"), "evil\n").unwrap();
+    git(&wt, &["add", "backdoor.txt"]);
+    git(
+        &wt,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "-m",
+            "backdoor",
+        ],
+    );
+    let evil = git(&wt, &["rev-parse", "HEAD"]).trim().to_owned();
+    for v in [r, s] {
+        let name = format!("refs/heads/{}", v["branch"].as_str().unwrap());
+        git(&repo, &["update-ref", &name, &evil]);
+    }
+    git(
+        &repo,
+        &["worktree", "remove", "--force", &wt.display().to_string()],
+    );
+
     // Choose with merge: the chosen work lands on main; the other branches are gone.
     let (status, chosen) = post(
         &env,
@@ -225,8 +265,13 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
         "{branches}"
     );
     assert!(
-        !branches.contains(s["branch"].as_str().unwrap()),
-        "{branches}"
+        branches.contains(s["branch"].as_str().unwrap()),
+        "a branch someone moved is theirs, never pruned: {branches}"
+    );
+    let merged_files = git(&repo, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        !merged_files.contains("backdoor.txt"),
+        "the merge took the run's commit, not the tampered tip: {merged_files}"
     );
     // Choosing again is refused.
     let (status, body) = post(

@@ -698,6 +698,8 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
             summary: Some("forged".to_owned()),
             diff_stat: None,
             session_id: None,
+            base_commit: None,
+            head_commit: None,
         },
         changed: false,
     };

@@ -201,7 +201,7 @@ async fn kill_nine_mid_run(backend: Backend) {
     })
     .await;
     // The work it did is kept on its branch, its diff logged last, and a person decides on a retry.
-    let branch = format!("muster/{}-r1", issue.key);
+    let branch = format!("muster/{}-counter", issue.key);
     assert_eq!(run["branch"], branch.as_str());
     let files = git(&repo, &["ls-tree", "-r", "--name-only", &branch]);
     assert!(files.lines().any(|f| f == "WIP.md"), "{files}");

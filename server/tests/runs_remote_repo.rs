@@ -94,7 +94,7 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
         "first\n",
         "the worktree starts at the remote's HEAD"
     );
-    let branch = format!("muster/{}-r1", issue.key);
+    let branch = format!("muster/{}-pusher", issue.key);
     assert_eq!(run.branch.as_deref(), Some(branch.as_str()));
     let log = git(&remote, &["log", "--format=%s", &branch]);
     let subjects: Vec<&str> = log.lines().collect();
@@ -113,16 +113,25 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
     );
     let events = env.events(run.id).await;
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-    // Sandboxed, with the mirror's objects (under the runs folder) writable for the agent's commits.
+    // Sandboxed, with the run's private repository writable for the agent's commits, and the runner's
+    // mirror out of its reach altogether.
     assert_eq!(kinds.first(), Some(&"sandbox"), "{kinds:?}");
     let mirror =
         muster::supervisor::git::mirror_path(&env.state.config.runs_dir.join("repos"), &url);
-    let objects = std::fs::canonicalize(mirror.join("objects")).unwrap();
+    let mirror = std::fs::canonicalize(&mirror).unwrap();
     let rules = events[0].payload["paths"].as_array().unwrap();
+    let private = format!("{}/repo/objects", run.id);
     assert!(
         rules
             .iter()
-            .any(|r| r["path"] == objects.display().to_string()),
+            .any(|r| r["path"].as_str().unwrap().ends_with(&private)),
+        "{rules:?}"
+    );
+    assert!(
+        rules.iter().all(|r| !r["path"]
+            .as_str()
+            .unwrap()
+            .starts_with(&*mirror.to_string_lossy())),
         "{rules:?}"
     );
     let diff = events.iter().find(|e| e.kind == "diff").unwrap();
@@ -131,7 +140,12 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
     assert_eq!(diff.payload["branch"], branch.as_str());
     let push = events.iter().find(|e| e.kind == "push");
     let push = push.unwrap_or_else(|| panic!("no push event: {kinds:?}"));
-    assert_eq!(push.payload, json!({ "remote": url, "branch": branch }));
+    let tip = git(&remote, &["rev-parse", &branch]).trim().to_owned();
+    assert_eq!(run.head_commit.as_deref(), Some(tip.as_str()));
+    assert_eq!(
+        push.payload,
+        json!({ "remote": url, "branch": branch, "commit": tip })
+    );
     assert!(!kinds.contains(&"error"), "{events:?}");
     assert!(
         git(&remote, &["for-each-ref", "refs/heads"])
@@ -155,7 +169,7 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
         "second\n",
         "the mirror was fetched before the run"
     );
-    let next_branch = format!("muster/{}-r1", next.key);
+    let next_branch = format!("muster/{}-pusher", next.key);
     let files = git(&remote, &["ls-tree", "-r", "--name-only", &next_branch]);
     assert!(
         files.contains("NEWS.md") && files.contains("MINE.md"),
@@ -200,7 +214,7 @@ async fn a_refused_push_is_logged_and_the_run_still_succeeds() {
     let run = env.finished(env.the_run(&issue).await.id).await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
     let events = env.events(run.id).await;
-    let branch = format!("muster/{}-r1", issue.key);
+    let branch = format!("muster/{}-refused", issue.key);
     let diff = events.iter().find(|e| e.kind == "diff").unwrap();
     assert!(diff.payload["patch"].as_str().unwrap().contains("+mine"));
     assert!(events.iter().all(|e| e.kind != "push"), "{events:?}");
@@ -271,7 +285,8 @@ async fn an_unreachable_remote_fails_the_run_with_a_clear_message() {
     env.assign(&issue, &agent).await;
     let run = env.finished(env.the_run(&issue).await.id).await;
     assert_eq!(run.status, RunStatus::Failed);
-    assert_eq!(run.failure_reason, Some(FailureReason::Config));
+    // The workspace's repository, not the agent's configuration: reported as a git failure.
+    assert_eq!(run.failure_reason, Some(FailureReason::Git));
     let summary = run.summary.unwrap_or_default();
     assert!(
         summary.starts_with(&format!("cannot clone {url}: ")),

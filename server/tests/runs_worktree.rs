@@ -72,9 +72,13 @@ exit 0"#,
         read("refused")
     );
 
-    // The worktree: its own branch from HEAD, the brief hidden from git, removed at the end.
-    let branch = format!("muster/{}-r1", issue.key);
+    // The worktree: its line's branch (issue × agent) from HEAD, the brief hidden from git, removed at
+    // the end; the commit the run made is recorded, and it is the branch's tip.
+    let branch = format!("muster/{}-gitter", issue.key);
     assert_eq!(run.branch.as_deref(), Some(branch.as_str()));
+    assert_eq!(run.base_commit.as_deref(), Some(base.as_str()));
+    let tip = git(&repo, &["rev-parse", &branch]).trim().to_owned();
+    assert_eq!(run.head_commit.as_deref(), Some(tip.as_str()));
     assert_eq!(read("status"), "", "the brief is not an untracked file");
     let worktree = Path::new(run.worktree.as_deref().unwrap());
     assert!(!worktree.exists(), "the worktree directory is removed");
@@ -98,6 +102,7 @@ exit 0"#,
     assert_eq!(diff.kind, "diff", "{events:?}");
     assert_eq!(diff.payload["base"], base.as_str());
     assert_eq!(diff.payload["branch"], branch.as_str());
+    assert_eq!(diff.payload["commit"], tip.as_str());
     assert_eq!(diff.payload["truncated"], false);
     assert_eq!(diff.payload["stat"], stat);
     let patch = diff.payload["patch"].as_str().unwrap();
@@ -348,4 +353,249 @@ async fn unassigning_or_closing_cancels_the_live_run() {
     let second = env.store.get_issue_by_id(second.id).await.unwrap();
     assert_eq!(second.status, IssueStatus::Done, "the person's move stands");
     env.stop().await;
+}
+
+/// Posts a comment on `issue` as the owner, through the API.
+async fn comment(env: &Env, issue: &Issue, body: &str) {
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "http://{}/api/v1/issues/{}/comments",
+            env.addr, issue.key
+        ))
+        .bearer_auth(&env.token)
+        .json(&json!({ "body": body }))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
+}
+
+/// The issue's runs once none is live and there are at least `count`.
+async fn runs_settled(env: &Env, issue: &Issue, count: usize) -> Vec<Run> {
+    poll(&format!("{count} runs of {} to end", issue.key), || async {
+        let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();
+        (runs.len() >= count && runs.iter().all(|r| r.status.is_terminal())).then_some(runs)
+    })
+    .await
+}
+
+/// An agent owns nothing of the workspace's repository: its attempts to point the commit at `main`
+/// (its worktree's `HEAD`), to move another run's branch (a ref file, `update-ref`, a push into the
+/// repository) and to delete the repository's objects all fail; `main`, the other line's branch and
+/// every object are intact, and the attacker's work lands on its own line only.
+async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    // Outside the scripts folder, which these tests let agents write (as `--agent-rw-path` would).
+    let home = tempfile::tempdir().unwrap();
+    let repo = repo_in(home.path());
+    env.store
+        .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
+        .await
+        .unwrap();
+    let base = git(&repo, &["rev-parse", "main"]).trim().to_owned();
+    let victim_script = env.script("victim.sh", "cat >/dev/null\necho real > victim.txt");
+    let victim = env.agent("victim", &victim_script).await;
+    let first = env.issue("The victim's work").await;
+    env.assign(&first, &victim).await;
+    let victim_run = env.finished(env.the_run(&first).await.id).await;
+    assert_eq!(victim_run.status, RunStatus::Succeeded, "{victim_run:?}");
+    let victim_branch = format!("muster/{}-victim", first.key);
+    let victim_commit = victim_run.head_commit.clone().unwrap();
+    assert_eq!(
+        git(&repo, &["rev-parse", &victim_branch]).trim(),
+        victim_commit
+    );
+
+    let out = env.scripts.path().join("attack.out");
+    let r = repo.join(".git");
+    let attack = env.script(
+        "attacker.sh",
+        &format!(
+            r#"cat >/dev/null
+exec >'{out}' 2>&1
+gd=$(git rev-parse --absolute-git-dir)
+echo "gitdir $gd"
+echo 'ref: refs/heads/main' > "$gd/HEAD" && echo HEAD-WRITTEN
+echo 'ref: refs/heads/main' > '{r}/HEAD' && echo REPO-HEAD-WRITTEN
+echo '{base}' > '{r}/refs/heads/{victim_branch}' && echo REF-WRITTEN
+git --git-dir='{r}' update-ref refs/heads/{victim_branch} '{base}' && echo UPDATE-REF-DONE
+git push -q '{repo}' HEAD:refs/heads/{victim_branch} && echo PUSHED
+git push -q -f '{repo}' HEAD:refs/heads/main && echo PUSHED-MAIN
+for f in $(find '{r}/objects' -type f); do rm -f "$f" && echo "DELETED $f"; done
+echo backdoor > hijack.txt
+echo done"#,
+            out = out.display(),
+            r = r.display(),
+            repo = repo.display(),
+        ),
+    );
+    let attacker = env.agent("hijack", &attack).await;
+    let second = env.issue("The attacker's work").await;
+    env.assign(&second, &attacker).await;
+    let run = env.finished(env.the_run(&second).await.id).await;
+    let said = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(said.contains("done"), "the attack ran to its end: {said}");
+    assert!(
+        said.contains("HEAD-WRITTEN"),
+        "its own HEAD is its to write: {said}"
+    );
+    for success in [
+        "REPO-HEAD-WRITTEN",
+        "REF-WRITTEN",
+        "UPDATE-REF-DONE",
+        "PUSHED",
+        "DELETED",
+    ] {
+        assert!(!said.contains(success), "{success}: {said}");
+    }
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?} {said}");
+
+    assert_eq!(
+        git(&repo, &["rev-parse", "main"]).trim(),
+        base,
+        "main untouched"
+    );
+    assert_eq!(
+        git(&repo, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/main"
+    );
+    assert_eq!(
+        git(&repo, &["rev-parse", &victim_branch]).trim(),
+        victim_commit,
+        "the other run's branch untouched"
+    );
+    let fsck = std::process::Command::new("git")
+        .args(["fsck", "--full", "--no-dangling"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "every object is still there: {}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    let line = format!("muster/{}-hijack", second.key);
+    let files = git(&repo, &["ls-tree", "-r", "--name-only", &line]);
+    assert!(files.lines().any(|f| f == "hijack.txt"), "{files}");
+    assert_eq!(
+        git(&repo, &["rev-parse", &line]).trim(),
+        run.head_commit.as_deref().unwrap()
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects_sqlite() {
+    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects_postgres() {
+    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(Backend::Postgres)
+        .await;
+}
+
+/// One branch per line of work: follow-ups of an agent on an issue, posted within the same second,
+/// advance its one branch (the first run's commit stays under the follow-up's), and a mentioned agent
+/// works on a line of its own; no run fails on a branch name, and no other branch is made.
+async fn follow_ups_advance_their_lines_branch(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let repo = repo_in(env.scripts.path());
+    env.store
+        .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
+        .await
+        .unwrap();
+    let body = "cat >/dev/null\necho \"$MUSTER_RUN_ID\" >> log.txt";
+    let coder = env.agent("coder", &env.script("coder.sh", body)).await;
+    let helper = env.agent("helper", &env.script("helper.sh", body)).await;
+    let issue = env.issue("Work in lines").await;
+    env.assign(&issue, &coder).await;
+    let first = env.finished(env.the_run(&issue).await.id).await;
+    assert_eq!(first.status, RunStatus::Succeeded, "{first:?}");
+    comment(&env, &issue, "one more thing").await;
+    comment(&env, &issue, "and another").await;
+    comment(&env, &issue, "@helper have a look too").await;
+    let runs = runs_settled(&env, &issue, 3).await;
+    for run in &runs {
+        assert_eq!(run.status, RunStatus::Succeeded, "{runs:#?}");
+    }
+    let line = format!("muster/{}-coder", issue.key);
+    let coder_runs: Vec<&Run> = runs.iter().filter(|r| r.agent_id == coder.id).collect();
+    assert!(coder_runs.len() >= 2, "{runs:#?}");
+    for run in &coder_runs {
+        assert_eq!(run.branch.as_deref(), Some(line.as_str()), "{run:?}");
+    }
+    let last = coder_runs.last().unwrap();
+    let tip = git(&repo, &["rev-parse", &line]).trim().to_owned();
+    assert_eq!(last.head_commit.as_deref(), Some(tip.as_str()));
+    let ancestor = std::process::Command::new("git")
+        .args([
+            "merge-base",
+            "--is-ancestor",
+            first.head_commit.as_deref().unwrap(),
+            &tip,
+        ])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(
+        ancestor.success(),
+        "the first run's commit is under the follow-up's"
+    );
+    let log = git(&repo, &["show", &format!("{line}:log.txt")]);
+    let expected: Vec<String> = coder_runs.iter().map(|r| r.id.to_string()).collect();
+    assert_eq!(log.lines().collect::<Vec<_>>(), expected, "{log}");
+
+    let helper_line = format!("muster/{}-helper", issue.key);
+    let helper_run = runs.iter().find(|r| r.agent_id == helper.id).unwrap();
+    assert_eq!(helper_run.branch.as_deref(), Some(helper_line.as_str()));
+    // The issue's API names each line with its branch, its commit and its latest run.
+    let shown: serde_json::Value = reqwest::Client::new()
+        .get(format!("http://{}/api/v1/issues/{}", env.addr, issue.key))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        shown["lines"],
+        json!([
+            {"agent": "coder", "branch": line, "commit": tip, "run_id": last.id.to_string()},
+            {"agent": "helper", "branch": helper_line, "commit": helper_run.head_commit,
+             "run_id": helper_run.id.to_string()},
+        ]),
+        "{shown:#}"
+    );
+    let branches = git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/muster",
+        ],
+    );
+    let mut branches: Vec<&str> = branches.lines().collect();
+    branches.sort_unstable();
+    let mut want = vec![line.as_str(), helper_line.as_str()];
+    want.sort_unstable();
+    assert_eq!(branches, want);
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_ups_advance_their_lines_branch_sqlite() {
+    follow_ups_advance_their_lines_branch(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn follow_ups_advance_their_lines_branch_postgres() {
+    follow_ups_advance_their_lines_branch(Backend::Postgres).await;
 }

@@ -305,6 +305,19 @@ pub struct IssuePageView {
     /// What its agent runs used in all ("2 runs · $0.5000 · 2480 tokens"), with a title when the cost
     /// needs explaining (unpriced); `None` before any run.
     pub run_totals: Option<(String, Option<String>)>,
+    /// Each agent's line of work on the issue: its branch and where its last run left it.
+    pub lines: Vec<WorkLineView>,
+}
+
+/// One agent's line of work on an issue, for its side panel.
+#[derive(Debug, Clone)]
+pub struct WorkLineView {
+    pub agent: String,
+    pub branch: String,
+    /// The commit's short id and whole id; `None` until a run of the line has committed.
+    pub commit: Option<(String, String)>,
+    /// The line's latest run.
+    pub run_url: String,
 }
 
 /// `GET /w/{slug}/issues/{key}/delete`: what deleting the issue takes with it, before one confirms.
@@ -657,7 +670,10 @@ pub struct RunHeaderView {
     /// Why it did not succeed: what happened and what to do, with the raw diagnostic.
     pub failure: Option<FailureView>,
     pub exit_code: Option<i32>,
+    /// The branch of the run's line of work.
     pub branch: Option<String>,
+    /// The commit the run's work became on it, once it ended.
+    pub head_commit: Option<String>,
     pub created_at: Option<DateTime<Utc>>,
     /// POST here (with `_csrf`) to cancel; only while the run can still be cancelled.
     pub cancel_url: Option<String>,

@@ -168,6 +168,9 @@ struct RunRow {
     summary: Option<String>,
     diff_stat: Option<String>,
     branch: Option<String>,
+    /// The commit the run's work became; older servers send none.
+    #[serde(default)]
+    head_commit: Option<String>,
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
@@ -354,6 +357,7 @@ async fn show(client: &Client, json: bool, run: &str) -> anyhow::Result<()> {
         r.cost_text()
     );
     println!("branch:   {}", or_dash(&r.branch));
+    println!("commit:   {}", or_dash(&r.head_commit));
     println!("created:  {}", short_time(&r.created_at));
     println!(
         "started:  {}",

@@ -161,6 +161,13 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
                 .to_owned(),
             false,
         ),
+        FailureReason::Git => (
+            "Git could not prepare or keep the run's work".to_owned(),
+            "the run's log has git's own message: check the workspace's repository (disk space, \
+             permissions, its branch moved by hand) and retry the run"
+                .to_owned(),
+            false,
+        ),
         FailureReason::RunnerLost => (
             "The runner stopped while the run was live".to_owned(),
             "retry the run".to_owned(),

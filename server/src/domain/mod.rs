@@ -38,7 +38,7 @@ pub use issue::{
 pub use mention::{Mentionable, Mentioned, handle, mention_spans};
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
-    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, continuity_text,
+    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, continuity_text, work_lines,
 };
 pub use runner::{NewRunnerToken, RunnerName, RunnerToken};
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};

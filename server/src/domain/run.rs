@@ -57,6 +57,7 @@ string_enum!(
         EventCap => "event_cap",
         Sandbox => "sandbox",
         OverCap => "over_cap",
+        Git => "git",
     }
 );
 
@@ -248,6 +249,13 @@ pub struct RunOutcome {
     pub summary: Option<String>,
     pub diff_stat: Option<String>,
     pub session_id: Option<String>,
+    /// The commit the run started from, when it had a worktree.
+    #[serde(default)]
+    pub base_commit: Option<String>,
+    /// The commit the run's work became on its line's branch (the start itself when it changed
+    /// nothing): what is compared, pushed and merged, never a branch tip read later.
+    #[serde(default)]
+    pub head_commit: Option<String>,
 }
 
 /// One attempt of one agent on one issue.
@@ -266,6 +274,10 @@ pub struct Run {
     pub pid: Option<i32>,
     pub worktree: Option<String>,
     pub branch: Option<String>,
+    /// The commit the run started from (see [`RunOutcome::base_commit`]).
+    pub base_commit: Option<String>,
+    /// The commit its work became (see [`RunOutcome::head_commit`]).
+    pub head_commit: Option<String>,
     pub session_id: Option<String>,
     pub exit_code: Option<i32>,
     pub failure_reason: Option<FailureReason>,
@@ -290,6 +302,47 @@ pub struct Run {
     pub previous_run_id: Option<RunId>,
     /// The ensemble run this run is a candidate (or the reviewer) of.
     pub ensemble_run_id: Option<EnsembleRunId>,
+}
+
+/// A line of work on an issue: one agent's branch there, which each of its runs advances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkLine {
+    pub agent_id: AgentId,
+    pub branch: String,
+    /// The commit the line's last committed run left it at (`None` while no run has committed yet).
+    pub commit: Option<String>,
+    /// The line's latest run.
+    pub run_id: RunId,
+}
+
+/// The lines of work among an issue's runs (oldest first, as the store lists them), in the order they
+/// began; each with its latest run and the last commit a run recorded on it.
+pub fn work_lines(runs: &[Run]) -> Vec<WorkLine> {
+    let mut lines: Vec<WorkLine> = Vec::new();
+    for run in runs {
+        let Some(branch) = &run.branch else { continue };
+        let at = lines
+            .iter()
+            .position(|l| l.agent_id == run.agent_id && &l.branch == branch);
+        let line = match at {
+            Some(i) => &mut lines[i],
+            None => {
+                lines.push(WorkLine {
+                    agent_id: run.agent_id,
+                    branch: branch.clone(),
+                    commit: None,
+                    run_id: run.id,
+                });
+                let last = lines.len() - 1;
+                &mut lines[last]
+            }
+        };
+        line.run_id = run.id;
+        if run.head_commit.is_some() {
+            line.commit.clone_from(&run.head_commit);
+        }
+    }
+    lines
 }
 
 /// An event to append; the producer numbers events so a resend after a reconnect is idempotent.

@@ -45,16 +45,7 @@ pub(crate) fn relayed_note(why: StopWhy) -> StopNote {
 /// The branch of a candidate: `muster/<KEY>-<agent>-r<n>` (`n` the ensemble run's number), with
 /// `-a<attempt>` for a retry.
 pub(crate) fn candidate_branch(issue_key: &str, agent: &str, number: i32, attempt: i32) -> String {
-    let agent: String = agent
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let agent = super::order::branch_slug(agent);
     match attempt {
         1 => format!("muster/{issue_key}-{agent}-r{number}"),
         n => format!("muster/{issue_key}-{agent}-r{number}-a{n}"),
@@ -169,7 +160,6 @@ pub(crate) async fn shape_order(
         order.base.clone_from(&er.base_commit);
         order.check.clone_from(&er.settings.check);
         order.agent.budget = tighter(order.agent.budget, er.settings.candidate_budget());
-        order.isolated = true;
         return Ok(());
     }
     let runs = engine

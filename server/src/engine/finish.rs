@@ -379,5 +379,7 @@ pub(crate) fn cancelled_outcome() -> RunOutcome {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     }
 }

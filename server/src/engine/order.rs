@@ -21,9 +21,32 @@ fn config(message: impl Into<String>) -> Refusal {
     }
 }
 
-/// The branch a run works on: `muster/<KEY>-r<attempt>`.
-pub(crate) fn branch_name(issue_key: &str, attempt: i32) -> String {
-    format!("muster/{issue_key}-r{attempt}")
+/// The branch of a line of work — one agent on one issue — which each of its runs (follow-ups, retries,
+/// a new assignment) advances: `muster/<KEY>-<agent>`. An agent's name that is not all ASCII letters,
+/// digits and dashes is written with dashes for the others and the end of the agent's id appended, so
+/// two agents never share a line. Nothing in it depends on timing.
+pub(crate) fn line_branch(issue_key: &str, agent: &Agent) -> String {
+    let name = agent.profile.name.as_str();
+    let slug = branch_slug(name);
+    if slug == name {
+        return format!("muster/{issue_key}-{slug}");
+    }
+    let id = agent.id.to_string();
+    let tail = id.get(id.len().saturating_sub(8)..).unwrap_or(&id);
+    format!("muster/{issue_key}-{slug}-{tail}")
+}
+
+/// An agent's name as a branch name takes it: ASCII letters, digits and dashes, anything else a dash.
+pub(crate) fn branch_slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// An agent's enabled skills, as orders carry them.
@@ -94,7 +117,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         workspace_id: run.workspace_id,
         attempt: run.attempt,
         issue_key: issue.key.to_string(),
-        branch: branch_name(&issue.key.to_string(), run.attempt),
+        branch: line_branch(&issue.key.to_string(), &agent),
         brief: crate::supervisor::render_brief(&issue, &comments, &agent),
         prompt,
         agent: spec,
@@ -115,7 +138,6 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .rate_table(run.workspace_id)
             .await
             .map_err(|e| config(format!("cannot read the workspace's rate table: {e}")))?,
-        isolated: false,
     };
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
         .await
@@ -336,7 +358,9 @@ async fn run_token(engine: &Engine, run: &Run) -> Result<String, Refusal> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn branch_names_carry_the_key_and_attempt() {
-        assert_eq!(super::branch_name("ACM-7", 2), "muster/ACM-7-r2");
+    fn a_line_branch_names_the_issue_and_the_agent_and_nothing_timed() {
+        assert_eq!(super::branch_slug("codex-coder"), "codex-coder");
+        assert_eq!(super::branch_slug("Claude the 2nd"), "Claude-the-2nd");
+        assert_eq!(super::branch_slug("a.b/c"), "a-b-c");
     }
 }

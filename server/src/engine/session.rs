@@ -431,6 +431,8 @@ impl Session {
                 summary: Some(refusal.message),
                 diff_stat: None,
                 session_id: None,
+                base_commit: None,
+                head_commit: None,
             },
             changed: false,
         };

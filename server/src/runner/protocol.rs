@@ -220,7 +220,8 @@ pub struct Order {
     pub workspace_id: WorkspaceId,
     pub attempt: i32,
     pub issue_key: String,
-    /// The branch the run works on (`muster/<KEY>-r<attempt>`).
+    /// The branch of the run's line of work (`muster/<KEY>-<agent>`, an ensemble candidate's own), which
+    /// the run's work advances; every run works in a private repository of its own.
     pub branch: String,
     pub agent: AgentSpec,
     /// The brief (the CLI's context file) and the prompt.
@@ -254,11 +255,6 @@ pub struct Order {
     /// no cost; the built-in one when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates: Option<muster_agents::RateTable>,
-    /// The worktree belongs to a private repository holding only the history of its start (an
-    /// ensemble's candidate): the agent can neither read nor move the branches of other runs; its
-    /// branch is copied back to the workspace's repository at the end.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub isolated: bool,
 }
 
 /// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its

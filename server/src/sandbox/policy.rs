@@ -4,9 +4,10 @@
 //! the exec step (`muster sandbox-exec`), which turns it into a Landlock ruleset. The rules (see
 //! /work/shared/SANDBOX.md for the measurements behind them):
 //! - read-write: the worktree W, the run's HOME H and TMPDIR T (W and T with the same rights, so a rename
-//!   between them works); for a git worktree of repository R, only `R/.git/objects`, the worktree's own
-//!   `R/.git/worktrees/<wt>`, `R/.git/refs/heads/muster` and `R/.git/logs/refs/heads/muster` (the rest of
-//!   `R/.git` is read-only, so an agent cannot plant hooks or config that the server's git would run);
+//!   between them works); for the worktree of the run's private repository P (see
+//!   `supervisor::git::create`), only `P/objects`, the worktree's own `P/worktrees/<wt>`,
+//!   `P/refs/heads/muster` and `P/logs/refs/heads/muster` (the rest of P is read-only, so an agent cannot
+//!   plant hooks or config; the workspace's repository is not reachable at all);
 //! - read + execute: `/usr` (and `/bin`, `/lib`, `/lib64`, `/sbin` when they are real folders), the
 //!   agent CLI's install folder (the `node_modules` folder an npm launcher links into) and `node` when
 //!   the CLI is a node script; a custom command's program; the `muster` executable (a file rule: agents

@@ -794,6 +794,16 @@ pub async fn choose(
                     .to_owned(),
             )]));
         };
+        // What the candidate's run committed, never its branch's tip now: anyone may have moved that.
+        let Some(work) = run.head_commit.as_deref() else {
+            return Err(Error::invalid([(
+                "merge",
+                format!(
+                    "{}'s run recorded no commit of its work (it ended before committing, or before Muster recorded commits); merge {branch} by hand",
+                    picked.agent
+                ),
+            )]));
+        };
         let message = format!(
             "{key}: merge {branch}, chosen from ensemble {} (r{})",
             er.name, er.number
@@ -804,7 +814,7 @@ pub async fn choose(
             caller.user.email.as_str(),
         );
         Some(
-            merge_into(repo, base, branch, &message, who)
+            merge_into(repo, base, work, &message, who)
                 .await
                 .map_err(|e| Error::conflict("merge", e))?,
         )
@@ -836,8 +846,10 @@ pub async fn choose(
         if !other.status.is_terminal() {
             let _ = state.stop_run(other.id, &stop).await;
         }
-        if let (Some(repo), Some(branch)) = (repo, other.branch.as_deref())
-            && let Err(e) = git::git(repo, &["branch", "-D", "--", branch]).await
+        // Only while it still holds what the candidate committed: a branch someone moved is theirs.
+        if let (Some(repo), Some(branch), Some(commit)) =
+            (repo, other.branch.as_deref(), other.head_commit.as_deref())
+            && let Err(e) = git::prune_branch(repo, branch, commit).await
         {
             tracing::warn!(error = %e, branch, "cannot remove a candidate's branch");
         }
@@ -847,12 +859,12 @@ pub async fn choose(
     Ok(chosen)
 }
 
-/// Merges `branch` into `base` in `repo` without touching any working tree but the one that has `base`
-/// checked out (fast-forwarded there only when it is clean); the new commit's id.
+/// Merges the commit `work` into `base` in `repo` without touching any working tree but the one that
+/// has `base` checked out (fast-forwarded there only when it is clean); the new commit's id.
 async fn merge_into(
     repo: &Path,
     base: &str,
-    branch: &str,
+    work: &str,
     message: &str,
     (name, email): (&str, &str),
 ) -> std::result::Result<String, String> {
@@ -861,19 +873,13 @@ async fn merge_into(
         .await?
         .trim()
         .to_owned();
-    let tip = git::git(
-        repo,
-        &["rev-parse", "--verify", &format!("refs/heads/{branch}")],
-    )
-    .await?
-    .trim()
-    .to_owned();
+    let tip = git::commit(repo, work).await?;
     let tree = git::git(
         repo,
         &["merge-tree", "--write-tree", "--name-only", &old, &tip],
     )
     .await
-    .map_err(|e| format!("{branch} does not merge cleanly into {base}: {e}"))?;
+    .map_err(|e| format!("commit {work} does not merge cleanly into {base}: {e}"))?;
     let tree = tree.lines().next().unwrap_or_default().trim().to_owned();
     let (name, email) = (format!("user.name={name}"), format!("user.email={email}"));
     let commit = git::git(

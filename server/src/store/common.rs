@@ -70,7 +70,7 @@ macro_rules! run_cols { () => {
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
      started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
-     previous_run_id, ensemble_run_id, cost_estimated"
+     previous_run_id, ensemble_run_id, cost_estimated, base_commit, head_commit"
 } }
 macro_rules! token_cols { () => {
     "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
@@ -108,7 +108,8 @@ macro_rules! impl_store {
                     "update run set status = $2, exit_code = $3, failure_reason = $4, input_tokens = $5, ",
                     "output_tokens = $6, cache_read_tokens = $7, cache_write_tokens = $8, cost_usd = $9, summary = $10, ",
                     "diff_stat = $11, session_id = coalesce($12, session_id), finished_at = $13, lease_expires_at = null, ",
-                    "stalled_at = null, failure_detail = $14, cost_unknown = $15, cost_estimated = $17 ",
+                    "stalled_at = null, failure_detail = $14, cost_unknown = $15, cost_estimated = $17, ",
+                    "base_commit = coalesce($18, base_commit), head_commit = coalesce($19, head_commit) ",
                     "where run_id = $1 and (($16 is null and status in ('queued', 'claimed', 'running')) ",
                     "or (lease_epoch = $16 and status in ('claimed', 'running'))) returning ", run_cols!()))
                     .bind(run).bind(outcome.status).bind(outcome.exit_code).bind(outcome.failure_reason)
@@ -117,6 +118,7 @@ macro_rules! impl_store {
                     .bind(outcome.session_id.as_deref()).bind(now())
                     .bind(outcome.failure_detail.as_deref()).bind(u.cost_unknown).bind(epoch)
                     .bind(u.cost_estimated)
+                    .bind(outcome.base_commit.as_deref()).bind(outcome.head_commit.as_deref())
                     .fetch_optional(&self.pool).await?;
                 match row {
                     Some(row) => Ok(row.into()),

@@ -57,7 +57,9 @@ pub(super) fn finished(
         Ending::NotStarted(reason, _) => (RunStatus::Failed, None, Some(*reason)),
         Ending::Exited(code) => {
             let ok = *code == Some(0) && tally.finished.as_ref().is_none_or(|(ok, _)| *ok);
-            if ok {
+            if ok && tally.git_error.is_some() {
+                (RunStatus::Failed, *code, Some(FailureReason::Git))
+            } else if ok {
                 (RunStatus::Succeeded, *code, None)
             } else {
                 (RunStatus::Failed, *code, Some(tally.errors.reason()))
@@ -90,6 +92,7 @@ pub(super) fn finished(
     // The decisive error, for a failure that was not of our making (a stop or an unstarted run says why
     // itself in its reason and summary).
     let failure_detail = match ending {
+        _ if failure_reason == Some(FailureReason::Git) => tally.git_error.as_deref(),
         Ending::Exited(_) | Ending::Stopped(Stop::Auth, _) if failure_reason.is_some() => {
             tally.errors.message()
         }
@@ -108,6 +111,8 @@ pub(super) fn finished(
             summary: redactor.opt(summary.as_deref()),
             diff_stat: redactor.opt(tally.diff_stat.as_deref()),
             session_id: redactor.opt(tally.session_id.as_deref()),
+            base_commit: tally.commits.as_ref().map(|(base, _)| base.clone()),
+            head_commit: tally.commits.as_ref().map(|(_, head)| head.clone()),
         },
         changed: tally.changed,
     }

@@ -172,6 +172,11 @@ pub(super) struct Tally {
     /// Whether the run changed its worktree (or its change could not be read): an interrupted run is
     /// then left to a person instead of being re-queued.
     pub changed: bool,
+    /// The run's start and the commit its work became (what is recorded, compared, pushed and merged).
+    pub commits: Option<(String, String)>,
+    /// Why the run's work could not be committed: a run that otherwise succeeded then fails with
+    /// [`FailureReason::Git`](crate::domain::FailureReason::Git).
+    pub git_error: Option<String>,
 }
 
 impl Tally {

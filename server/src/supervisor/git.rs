@@ -1,13 +1,21 @@
-//! Git worktrees for runs: one worktree and branch `muster/<KEY>-r<attempt>` per run of a workspace that
-//! has a repository, created at the repository's HEAD commit (the run's base).
+//! Git for runs. Each run owns its git state: it works in a private repository (`<run_dir>/repo`,
+//! holding only the history of the commit it starts from) with a worktree `<run_dir>/work` on its own
+//! branch, so an agent can neither read nor move another run's branch, nor touch the workspace's
+//! repository's objects, refs or `HEAD`. Runs are grouped in **lines of work**: one branch per issue ×
+//! agent (`muster/<KEY>-<agent>`, see `engine::order::line_branch`) that each follow-up and retry advances;
+//! an ensemble candidate has a line of its own.
 //!
-//! Invariants: every git command runs through `muster_agents::process::run_captured` (the one process
-//! home) with [`GIT_TIMEOUT`] and a failure carries git's stderr; the brief (`CLAUDE.md`/`AGENTS.md`) is
-//! kept out of the diff (hidden from the agent's `git status` through `core.excludesFile` in its
-//! environment, deleted — or restored when the repository tracks that file — before the work is
-//! committed), and so are the skill folders Muster writes; the agent's work is committed on its branch
-//! before the worktree directory is removed, so nothing is lost; the branch stays. A repository that is a
-//! git URL is reached through a per-runner mirror (see [`remote`]).
+//! Invariants: the server's own git never follows agent-writable state. At the end of a run it commits
+//! the worktree's files into the workspace's repository (or the runner's mirror of it) by plumbing, with
+//! that repository's git folder, a fresh index of its own outside the agent's reach and the start commit
+//! as parent (`read-tree`, `add -A`, `write-tree`, `commit-tree -p <start>`), then moves the line's branch
+//! with a compare-and-swap against the value it had when the run was prepared (`update-ref <ref> <new>
+//! <old>`): a branch moved meanwhile is an error, never overwritten. The commit it made is what is
+//! recorded, diffed, pushed and later merged — never a branch tip read later. Every git command runs
+//! through `muster_agents::process::run_captured` with [`GIT_TIMEOUT`] and hooks and fsmonitor off, and a
+//! failure carries git's stderr. The brief (`CLAUDE.md`/`AGENTS.md`) and the skill folders Muster writes
+//! are kept out of the commit. A repository that is a git URL is reached through a per-runner mirror
+//! (see [`remote`]).
 
 mod remote;
 
@@ -29,32 +37,43 @@ const STATE_FILE: &str = "worktree.json";
 /// The exclude file handed to the agent's git (`core.excludesFile`), next to its `work` directory.
 const EXCLUDE_FILE: &str = "git-exclude";
 
-/// A run's worktree: where, on which branch, from which base, and the brief file kept out of the diff.
+/// A run's worktree: where, on which line's branch, from which start, and the brief file kept out of the
+/// commit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Worktree {
+    /// The repository the run's work goes to: the workspace's, or the runner's mirror of its git URL.
     pub repo: PathBuf,
+    /// That repository's git folder (`R/.git`, or the mirror itself), read when the run was prepared:
+    /// the server's git names it explicitly, so nothing in the worktree decides which repository it uses.
+    pub git_dir: PathBuf,
+    /// The worktree `<run_dir>/work`.
     pub path: PathBuf,
+    /// The run's private repository `<run_dir>/repo`, the agent's own (see [`create`]).
+    pub private: PathBuf,
+    /// The line's branch (without `refs/heads/`).
     pub branch: String,
-    /// The commit the branch starts from (the repository's HEAD when the run was prepared).
+    /// The commit the run starts from (the line's tip, or the repository's HEAD for a new line).
     pub base: String,
+    /// What `refs/heads/<branch>` of `repo` pointed at when the run was prepared (`None`: no such
+    /// branch): the run's commit moves the branch only if it still does.
+    #[serde(default)]
+    pub line_tip: Option<String>,
     /// The brief's file name in the worktree.
     pub brief: String,
-    /// Whether the repository tracks a file of that name at `base` (it is then restored, not deleted).
+    /// Whether the repository tracks a file of that name at `base` (its tracked version is kept).
     pub brief_tracked: bool,
-    /// The worktree's own git folder (`R/.git/worktrees/<name>`), read when it was created.
-    #[serde(default)]
-    pub git_dir: Option<PathBuf>,
-    /// The repository's git folder the worktree shares (`R/.git`), read when it was created.
-    #[serde(default)]
-    pub git_common_dir: Option<PathBuf>,
     /// The git URL the repository mirrors, when the workspace's repository is one (`repo` is then the
     /// runner's mirror): where the branch is pushed at the end.
     #[serde(default)]
     pub remote: Option<String>,
-    /// For a worktree of a private repository (see [`create_isolated`]; `repo` is then that private
-    /// repository): the workspace's repository, where the branch is copied at the end.
-    #[serde(default)]
-    pub origin: Option<PathBuf>,
+}
+
+/// What the end of a run committed: the commit (recorded on the run, and the only thing later compared,
+/// pushed or merged) and its diff against the run's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    pub commit: String,
+    pub diff: Diff,
 }
 
 /// What a run changed, against its base.
@@ -87,20 +106,27 @@ pub async fn git(cwd: &Path, args: &[&str]) -> Result<String, String> {
     git_with(cwd, args, &[]).await
 }
 
-/// Runs `git args…` in the run's worktree with its git folders named explicitly (`GIT_DIR`,
-/// `GIT_COMMON_DIR`, `GIT_WORK_TREE`), so that neither `W/.git` nor the worktree's `commondir` file, which
-/// the agent can rewrite, decides which repository and config the server's git uses.
-async fn git_in(tree: &Worktree, args: &[&str]) -> Result<String, String> {
-    let (Some(admin), Some(common)) = (&tree.git_dir, &tree.git_common_dir) else {
-        return git(&tree.path, args).await; // Recorded before these were kept.
-    };
+/// Runs `git args…` as the server's side of a run: in the run's repository's git folder (`GIT_DIR`), over
+/// the worktree's files (`GIT_WORK_TREE`), with an index of its own in the run's folder (`GIT_INDEX_FILE`,
+/// outside the agent's reach). Neither `W/.git`, nor the private repository, nor any index the agent
+/// wrote decides what the server's git reads or runs.
+async fn git_server(tree: &Worktree, args: &[&str]) -> Result<String, String> {
+    let index = server_index(tree);
     let env = [
-        ("GIT_DIR", admin.as_path()),
-        ("GIT_COMMON_DIR", common.as_path()),
+        ("GIT_DIR", tree.git_dir.as_path()),
         ("GIT_WORK_TREE", tree.path.as_path()),
+        ("GIT_INDEX_FILE", index.as_path()),
     ]
     .map(|(k, v)| (k.to_owned(), v.display().to_string()));
     git_with(&tree.path, args, &env).await
+}
+
+/// The server's own index for a run's commit: in the run's folder, which the agent cannot write.
+fn server_index(tree: &Worktree) -> PathBuf {
+    match tree.path.parent() {
+        Some(run_dir) => run_dir.join("muster-index"),
+        None => tree.path.with_extension("muster-index"),
+    }
 }
 
 async fn git_with(cwd: &Path, args: &[&str], extra: &[(String, String)]) -> Result<String, String> {
@@ -193,51 +219,40 @@ pub async fn commit(repo: &Path, rev: &str) -> Result<String, String> {
     Ok(sha.trim().to_owned())
 }
 
-/// Creates the worktree `<run_dir>/work` on a new branch at `start` (a commit; the repository's HEAD
-/// when `None`), and records it in `<run_dir>/worktree.json`. `branch` is taken as is unless it exists
-/// (an earlier run of the same attempt number); then the run's short id is appended.
+/// The zero object id `update-ref` takes as "the branch must not exist yet".
+const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
+
+/// What a new worktree is called: its line's branch and the brief's file name.
+pub struct Names<'a> {
+    pub branch: &'a str,
+    pub brief: &'a str,
+}
+
+/// Creates the run's private bare repository `<run_dir>/repo`, holding only the history of `start` (a
+/// commit of `repo`; the repository's HEAD — a mirror's: the remote's HEAD — when `None`), and its
+/// worktree `<run_dir>/work` on the branch `names.branch` at `start`; records it in
+/// `<run_dir>/worktree.json`. `repo` is the workspace's repository, or the runner's mirror of `url`. The
+/// agent's git rights are over the private repository alone: it can neither read nor move another run's
+/// branch, nor touch `repo`. At the end [`commit_work`] commits the work into `repo` itself.
 pub async fn create(
-    repo: &Path,
-    run_dir: &Path,
-    names: &Names<'_>,
-    start: Option<String>,
-) -> Result<Worktree, String> {
-    let at = start_and_branch(repo, false, names, start).await?;
-    make(repo, None, None, run_dir, names.brief, at).await
-}
-
-/// [`create`] from a runner's mirror of `url` (see [`mirror`]): the branch starts at `start` or else
-/// the remote's HEAD as last fetched, and is renamed too when the remote already has a branch of that
-/// name (a run on another runner), so that pushing it never meets someone else's branch.
-pub async fn create_from_mirror(
-    mirror: &Path,
-    url: &str,
-    run_dir: &Path,
-    names: &Names<'_>,
-    start: Option<String>,
-) -> Result<Worktree, String> {
-    let at = start_and_branch(mirror, true, names, start).await?;
-    make(mirror, Some(url), None, run_dir, names.brief, at).await
-}
-
-/// [`create`] (or [`create_from_mirror`] when `url` is set, `repo` being the mirror) in a private bare
-/// repository `<run_dir>/repo` that holds only the history of `start`: the agent's git rights (objects,
-/// its own branch) are over that repository alone, so it cannot read or move any other run's branch — an
-/// ensemble's candidates stay blind to each other. The branch name is checked against `repo`; at the
-/// end [`return_branch`] copies the branch there (a mirror's is pushed to `url` from the private
-/// repository instead).
-pub async fn create_isolated(
     repo: &Path,
     url: Option<&str>,
     run_dir: &Path,
     names: &Names<'_>,
     start: Option<String>,
 ) -> Result<Worktree, String> {
-    let (start, branch) = start_and_branch(repo, url.is_some(), names, start).await?;
+    let base = match start {
+        Some(sha) => sha,
+        None => default_start(repo, url.is_some()).await?,
+    };
+    let git_dir = git(repo, &["rev-parse", "--absolute-git-dir"])
+        .await
+        .map(|d| PathBuf::from(d.trim()))?;
+    let line_tip = branch_tip(repo, false, names.branch).await;
     let private = run_dir.join("repo");
     let target = private.display().to_string();
     git(run_dir, &["init", "--quiet", "--bare", &target]).await?;
-    // Only what `start` reaches: a fetch by commit packs its history and nothing else.
+    // Only what `base` reaches: a fetch by commit packs its history and nothing else.
     let source = repo.display().to_string();
     git(
         &private,
@@ -248,69 +263,50 @@ pub async fn create_isolated(
             "--no-write-fetch-head",
             "--",
             &source,
-            &format!("{start}:refs/muster/base"),
+            &format!("{base}:refs/muster/base"),
         ],
     )
     .await
-    .map_err(|e| format!("cannot copy the history of {start} from {source}: {e}"))?;
-    make(
-        &private,
-        url,
-        Some(repo),
-        run_dir,
-        names.brief,
-        (start, branch),
-    )
-    .await
-}
-
-/// Copies the branch of a worktree made by [`create_isolated`] to the workspace's repository (forced:
-/// the branch is the run's own). Fetched from the workspace's side, so no configuration the agent could
-/// reach decides what runs. Nothing to do for other worktrees, nor for a mirror's (its branch is pushed
-/// to the remote).
-pub async fn return_branch(tree: &Worktree) -> Result<(), String> {
-    let Some(origin) = tree.origin.as_ref().filter(|_| tree.remote.is_none()) else {
-        return Ok(());
-    };
-    let refspec = format!("+refs/heads/{0}:refs/heads/{0}", tree.branch);
-    let private = tree.repo.display().to_string();
+    .map_err(|e| format!("cannot copy the history of {base} from {source}: {e}"))?;
+    let path = run_dir.join("work");
+    let work = path.display().to_string();
     git(
-        origin,
-        &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--",
-            &private,
-            &refspec,
-        ],
+        &private,
+        &["worktree", "add", "-b", names.branch, &work, &base],
+    )
+    .await?;
+    let tracked = git(
+        repo,
+        &["cat-file", "-e", &format!("{base}:{}", names.brief)],
     )
     .await
-    .map(drop)
-    .map_err(|e| {
-        format!(
-            "cannot copy the branch {} to {}: {e}",
-            tree.branch,
-            origin.display()
-        )
-    })
+    .is_ok();
+    let tree = Worktree {
+        repo: repo.to_path_buf(),
+        git_dir,
+        path,
+        private,
+        branch: names.branch.to_owned(),
+        base,
+        line_tip,
+        brief: names.brief.to_owned(),
+        brief_tracked: tracked,
+        remote: url.map(str::to_owned),
+    };
+    record(run_dir, &tree).await?;
+    tokio::fs::write(run_dir.join(EXCLUDE_FILE), exclusions(names.brief))
+        .await
+        .map_err(|e| format!("cannot write the git exclude file: {e}"))?;
+    Ok(tree)
 }
 
-/// What a new worktree is called: its branch, the run's short id (appended to a branch name taken
-/// already) and the brief's file name.
-pub struct Names<'a> {
-    pub branch: &'a str,
-    pub run_short: &'a str,
-    pub brief: &'a str,
-}
-
-/// The commit at the tip of `branch` in `repo` (a repository, or a mirror when `mirror`: there also
-/// among the remote's branches as last fetched); `None` when there is no such branch.
+/// The commit at the tip of `branch` in `repo` (a repository, or a mirror when `mirror`: there first
+/// among the remote's branches as last fetched, which another runner may have advanced); `None` when
+/// there is no such branch.
 pub async fn branch_tip(repo: &Path, mirror: bool, branch: &str) -> Option<String> {
     let mut names = vec![format!("refs/heads/{branch}")];
     if mirror {
-        names.push(format!("{}/{branch}", remote::REMOTE_BRANCHES));
+        names.insert(0, format!("{}/{branch}", remote::REMOTE_BRANCHES));
     }
     for name in names {
         if let Ok(sha) = git(
@@ -355,72 +351,6 @@ async fn default_start(repo: &Path, mirror: bool) -> Result<String, String> {
     })
 }
 
-/// Where a new worktree of `repo` (a mirror when `mirror`) starts, `start` or else [`default_start`], and
-/// its branch: `names.branch`, with the run's short id appended when `repo` has that branch already.
-async fn start_and_branch(
-    repo: &Path,
-    mirror: bool,
-    names: &Names<'_>,
-    start: Option<String>,
-) -> Result<(String, String), String> {
-    let base = match start {
-        Some(sha) => sha,
-        None => default_start(repo, mirror).await?,
-    };
-    let mut branch = names.branch.to_owned();
-    if branch_tip(repo, mirror, &branch).await.is_some() {
-        branch = format!("{branch}-{}", names.run_short);
-    }
-    Ok((base, branch))
-}
-
-/// Adds the worktree `<run_dir>/work` of `repo` on the new branch at the commit of `at` (base, branch),
-/// and records it; `origin` is the workspace's repository when `repo` is a private one.
-async fn make(
-    repo: &Path,
-    remote: Option<&str>,
-    origin: Option<&Path>,
-    run_dir: &Path,
-    brief: &str,
-    (base, branch): (String, String),
-) -> Result<Worktree, String> {
-    let path = run_dir.join("work");
-    let target = path.display().to_string();
-    git(repo, &["worktree", "add", "-b", &branch, &target, &base]).await?;
-    let tracked = git(repo, &["cat-file", "-e", &format!("{base}:{brief}")])
-        .await
-        .is_ok();
-    let dirs = git(
-        &path,
-        &[
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-dir",
-            "--git-common-dir",
-        ],
-    )
-    .await?;
-    let mut dirs = dirs.lines().map(|d| PathBuf::from(d.trim()));
-    let (git_dir, git_common_dir) = (dirs.next(), dirs.next());
-    let tree = Worktree {
-        repo: repo.to_path_buf(),
-        path,
-        branch,
-        base,
-        brief: brief.to_owned(),
-        brief_tracked: tracked,
-        git_dir,
-        git_common_dir,
-        remote: remote.map(str::to_owned),
-        origin: origin.map(Path::to_path_buf),
-    };
-    record(run_dir, &tree).await?;
-    tokio::fs::write(run_dir.join(EXCLUDE_FILE), exclusions(brief))
-        .await
-        .map_err(|e| format!("cannot write the git exclude file: {e}"))?;
-    Ok(tree)
-}
-
 /// Writes the worktree's facts to `<run_dir>/worktree.json` (read again after a crash).
 async fn record(run_dir: &Path, tree: &Worktree) -> Result<(), String> {
     let json = serde_json::to_vec_pretty(tree).map_err(|e| e.to_string())?;
@@ -435,7 +365,8 @@ fn exclusions(brief: &str) -> String {
     format!("/{brief}\n/.claude/skills/\n/.opencode/skills/\n")
 }
 
-/// The worktree recorded in `run_dir`, if the run had one and it is still on disk.
+/// The worktree recorded in `run_dir`, if the run had one and it is still on disk. A record written
+/// before runs had private repositories does not parse and is left alone (its folder stays).
 pub async fn recorded(run_dir: &Path) -> Option<Worktree> {
     let json = tokio::fs::read(run_dir.join(STATE_FILE)).await.ok()?;
     let tree: Worktree = serde_json::from_slice(&json).ok()?;
@@ -477,58 +408,157 @@ pub fn exclude_file(run_dir: &Path) -> PathBuf {
     run_dir.join(EXCLUDE_FILE)
 }
 
-/// Commits everything the agent left (changes, new files, deletions; not the brief) on the run's branch
-/// and returns the diff against the base.
-pub async fn commit_work(tree: &Worktree, message: &str, author: &str) -> Result<Diff, String> {
-    let wt = tree.path.as_path();
-    let brief = wt.join(&tree.brief);
-    if tree.brief_tracked {
-        git_in(tree, &["checkout", &tree.base, "--", &tree.brief]).await?;
-    } else if let Err(e) = tokio::fs::remove_file(&brief).await
+/// Commits the files the agent left in its worktree (changes, new files, deletions; not the brief nor
+/// Muster's skill folders) into the run's repository as one commit on top of the agent's own commits
+/// (see [`agent_commits`]) or else the run's start, moves the line's branch there if it still points
+/// where it did when the run was prepared, and returns the commit with its diff against the start. A run
+/// that changed nothing leaves the line where it was (a new line's branch is made at the start, so that
+/// it exists).
+pub async fn commit_work(
+    tree: &Worktree,
+    message: &str,
+    author: &str,
+) -> Result<Committed, String> {
+    let index = server_index(tree);
+    if let Err(e) = tokio::fs::remove_file(&index).await
         && e.kind() != std::io::ErrorKind::NotFound
     {
-        return Err(format!("cannot remove the brief: {e}"));
+        return Err(format!("cannot clear the server's index: {e}"));
     }
+    let parent = agent_commits(tree)
+        .await
+        .unwrap_or_else(|| tree.base.clone());
+    git_server(tree, &["read-tree", &parent]).await?;
     let exclude = match tree.path.parent() {
         Some(run_dir) => format!("core.excludesFile={}", run_dir.join(EXCLUDE_FILE).display()),
         None => "core.excludesFile=".to_owned(),
     };
-    git_in(tree, &["-c", &exclude, "add", "-A"]).await?;
-    let staged = git_in(tree, &["diff", "--cached", "--quiet"])
-        .await
-        .is_err();
-    if staged {
-        let name = format!("user.name={author}");
-        git_in(
+    git_server(tree, &["-c", &exclude, "add", "-A", "--", "."]).await?;
+    // The brief as the start has it (or not at all): Muster wrote it, it is not the agent's work.
+    git_server(tree, &["reset", "--quiet", &tree.base, "--", &tree.brief]).await?;
+    let written = git_server(tree, &["write-tree"]).await?;
+    let written = written.trim();
+    let parent_tree = git_server(tree, &["rev-parse", &format!("{parent}^{{tree}}")]).await?;
+    let commit = if written == parent_tree.trim() {
+        parent
+    } else {
+        let (name, email) = (format!("user.name={author}"), "user.email=muster@localhost");
+        git_server(
             tree,
             &[
                 "-c",
                 &name,
                 "-c",
-                "user.email=muster@localhost",
+                email,
                 "-c",
                 "commit.gpgsign=false",
-                "commit",
-                "--quiet",
-                "--no-verify",
+                "commit-tree",
+                written,
+                "-p",
+                &parent,
                 "-m",
                 message,
             ],
         )
-        .await?;
+        .await?
+        .trim()
+        .to_owned()
+    };
+    let _ = tokio::fs::remove_file(&index).await;
+    if commit != tree.base || tree.line_tip.is_none() {
+        move_line(tree, &commit).await?;
     }
-    diff(tree).await
+    let diff = diff(tree, &commit).await?;
+    Ok(Committed { commit, diff })
 }
 
-/// The branch's diff against its base: stat and unified patch (capped at [`MAX_PATCH_BYTES`]).
-pub async fn diff(tree: &Worktree) -> Result<Diff, String> {
-    let range = format!("{}..HEAD", tree.base);
-    let stat = git_in(
-        tree,
-        &["diff", "--no-color", "--no-ext-diff", "--stat", &range],
+/// The commits the agent made itself on its branch in its private repository, fetched into the run's
+/// repository (from that side, with its own configuration) under a ref of the run's: their tip, when it
+/// descends from the run's start; `None` when the agent made none, or left something else there (a
+/// branch reset elsewhere, a broken ref), whose files are then committed on top of the start instead.
+async fn agent_commits(tree: &Worktree) -> Option<String> {
+    let incoming = format!(
+        "refs/muster/incoming/{}",
+        tree.path
+            .parent()
+            .and_then(Path::file_name)
+            .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned())
+    );
+    let private = tree.private.display().to_string();
+    let refspec = format!("+refs/heads/{}:{incoming}", tree.branch);
+    let fetched = git(
+        &tree.repo,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            &private,
+            &refspec,
+        ],
     )
-    .await?;
-    let mut patch = git_in(tree, &["diff", "--no-color", "--no-ext-diff", &range]).await?;
+    .await;
+    let tip = match fetched {
+        Ok(_) => commit(&tree.repo, &incoming).await.ok(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take the agent's own commits; its files are committed");
+            None
+        }
+    };
+    let _ = git(&tree.repo, &["update-ref", "-d", &incoming]).await;
+    let tip = tip.filter(|t| *t != tree.base)?;
+    git(
+        &tree.repo,
+        &["merge-base", "--is-ancestor", &tree.base, &tip],
+    )
+    .await
+    .ok()
+    .map(|_| tip)
+}
+
+/// Moves the line's branch in the run's repository to `commit`, only from where it pointed when the run
+/// was prepared (or only if it does not exist yet).
+async fn move_line(tree: &Worktree, commit: &str) -> Result<(), String> {
+    let name = format!("refs/heads/{}", tree.branch);
+    let old = tree.line_tip.as_deref().unwrap_or(NO_COMMIT);
+    git(&tree.repo, &["update-ref", &name, commit, old])
+        .await
+        .map(drop)
+        .map_err(|e| {
+            let was = tree.line_tip.as_deref().map_or_else(
+                || "did not exist".to_owned(),
+                |t| format!("pointed at {}", short(t)),
+            );
+            format!(
+                "the branch {} was moved by someone else while the run worked (it {was}); the run's work is commit {}: {e}",
+                tree.branch,
+                short(commit)
+            )
+        })
+}
+
+/// A commit's id as people read it.
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// The diff from the run's start to `commit`: stat and unified patch (capped at [`MAX_PATCH_BYTES`]),
+/// made in the run's repository with no external diff or text conversion.
+pub async fn diff(tree: &Worktree, commit: &str) -> Result<Diff, String> {
+    let args = |stat: bool| {
+        let mut a = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
+        if stat {
+            a.push("--stat");
+        }
+        a
+    };
+    let mut stat_args = args(true);
+    stat_args.extend([tree.base.as_str(), commit]);
+    let stat = git(&tree.repo, &stat_args).await?;
+    let mut patch_args = args(false);
+    patch_args.extend([tree.base.as_str(), commit]);
+    let mut patch = git(&tree.repo, &patch_args).await?;
     let truncated = patch.len() > MAX_PATCH_BYTES;
     if truncated {
         let mut cut = MAX_PATCH_BYTES;
@@ -549,37 +579,35 @@ pub async fn diff(tree: &Worktree) -> Result<Diff, String> {
     })
 }
 
-/// Removes the worktree directory (the branch stays).
+/// Removes the worktree and the run's private repository (the work is in the run's repository by then).
 pub async fn remove(tree: &Worktree) -> Result<(), String> {
-    let target = tree.path.display().to_string();
-    let removed = git(&tree.repo, &["worktree", "remove", "--force", &target]).await;
-    if removed.is_err() {
-        // Already half gone: clear what is left and let git forget it.
-        let _ = tokio::fs::remove_dir_all(&tree.path).await;
-        git(&tree.repo, &["worktree", "prune"]).await?;
+    for dir in [&tree.path, &tree.private] {
+        match tokio::fs::remove_dir_all(dir).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot remove {}: {e}", dir.display()));
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
 
-/// The commit the run's branch points at in its repository.
-pub async fn run_branch_tip(tree: &Worktree) -> Option<String> {
-    branch_tip(&tree.repo, false, &tree.branch).await
-}
-
-/// Points the run's branch back at `sha` (what the run committed), after something moved it.
-pub async fn reset_branch(tree: &Worktree, sha: &str) -> Result<(), String> {
-    let name = format!("refs/heads/{}", tree.branch);
-    git(&tree.repo, &["update-ref", &name, sha])
-        .await
-        .map(|_| ())
-}
-
-/// Removes the worktree and deletes its branch: for a run that never started.
+/// Removes the worktree of a run that never started (the line's branch was not touched).
 pub async fn discard(tree: &Worktree) {
     if let Err(e) = remove(tree).await {
         tracing::warn!(error = %e, "cannot remove an unused worktree");
     }
-    if let Err(e) = git(&tree.repo, &["branch", "-D", &tree.branch]).await {
-        tracing::warn!(error = %e, "cannot delete an unused branch");
+}
+
+/// Deletes `branch` of `repo` only while it still points at `commit` (what Muster last put there): a
+/// branch a person moved or made is never deleted. `Ok(false)` when it was left alone.
+pub async fn prune_branch(repo: &Path, branch: &str, commit: &str) -> Result<bool, String> {
+    let name = format!("refs/heads/{branch}");
+    match branch_tip(repo, false, branch).await {
+        None => Ok(false),
+        Some(tip) if tip != commit => Ok(false),
+        Some(_) => git(repo, &["update-ref", "-d", &name, commit])
+            .await
+            .map(|_| true),
     }
 }

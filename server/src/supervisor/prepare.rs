@@ -59,6 +59,14 @@ impl PrepareError {
             message: message.into(),
         }
     }
+
+    /// A git or worktree failure: reported as one, never as the agent's configuration.
+    fn git(message: impl Into<String>) -> Self {
+        Self {
+            reason: FailureReason::Git,
+            message: message.into(),
+        }
+    }
 }
 
 /// Where a run keeps its files.
@@ -408,8 +416,11 @@ fn confine(
     Ok((launch, payload, Some(policy)))
 }
 
-/// The run's `work` directory: a git worktree of the workspace's repository on the run's own branch,
-/// or a plain folder when the workspace has no repository.
+/// The run's `work` directory: a worktree of the run's private repository on its line's branch, or a
+/// plain folder when the workspace has no repository. The run starts at the line's tip when the line
+/// exists (for a git URL: the remote's branch as last fetched, else the mirror's), else at the branch of
+/// the run it continues (a line named before lines were), else at the ensemble's base commit or the
+/// repository's HEAD.
 async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Started>, PrepareError> {
     let Some(repo) = order.repo.as_deref() else {
         let workdir = dir.join("work");
@@ -418,7 +429,6 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
         })?;
         return Ok(None);
     };
-    let short: String = order.run_id.to_string().chars().take(8).collect();
     let brief = brief::file_name(order.agent.kind);
     let source = git::RepoSource::parse(repo).map_err(|e| {
         PrepareError::config(format!(
@@ -427,46 +437,45 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
     })?;
     let names = git::Names {
         branch: &order.branch,
-        run_short: &short,
         brief,
     };
-    // A follow-up continues its previous run's branch; an ensemble's candidate starts at the commit
-    // every candidate starts at.
-    let previous = order.resume.as_ref().and_then(|r| r.branch.as_deref());
     // The runner's heartbeat renews the claim's lease meanwhile (a first clone may outlast it).
     let (repo, url) = match source {
         git::RepoSource::Path(path) => (path, None),
         git::RepoSource::Url(url) => {
             let mirror = git::mirror(&host.repo_cache, &url)
                 .await
-                .map_err(PrepareError::config)?;
+                .map_err(PrepareError::git)?;
             (mirror, Some(url))
         }
     };
-    let start = match (previous, order.base.as_deref()) {
-        (None, Some(base)) => Some(git::commit(&repo, base).await.map_err(|e| {
-            PrepareError::config(format!(
-                "the run starts at commit {base}, which the repository does not have: {e}"
-            ))
-        })?),
-        _ => start_at(&repo, url.is_some(), previous).await,
+    let mirror = url.is_some();
+    let line = git::branch_tip(&repo, mirror, &order.branch).await;
+    let previous = order.resume.as_ref().and_then(|r| r.branch.as_deref());
+    let (start, from) = match (order.base.as_deref(), line, previous) {
+        // An ensemble's candidate starts at the commit every candidate starts at.
+        (Some(base), _, _) => (
+            Some(git::commit(&repo, base).await.map_err(|e| {
+                PrepareError::git(format!(
+                    "the run starts at commit {base}, which the repository does not have: {e}"
+                ))
+            })?),
+            None,
+        ),
+        (None, Some(tip), _) => (Some(tip), Some(order.branch.clone())),
+        (None, None, Some(previous)) => match git::branch_tip(&repo, mirror, previous).await {
+            Some(tip) => (Some(tip), Some(previous.to_owned())),
+            None => (None, None),
+        },
+        (None, None, None) => (None, None),
     };
-    let made = match (order.isolated, url.as_deref()) {
-        (true, url) => git::create_isolated(&repo, url, dir, &names, start.clone()).await,
-        (false, None) => git::create(&repo, dir, &names, start.clone()).await,
-        (false, Some(url)) => git::create_from_mirror(&repo, url, dir, &names, start.clone()).await,
-    };
-    let tree = made
-        .map_err(|e| PrepareError::config(format!("cannot create the run's git worktree: {e}")))?;
+    let tree = git::create(&repo, url.as_deref(), dir, &names, start)
+        .await
+        .map_err(|e| PrepareError::git(format!("cannot create the run's git worktree: {e}")))?;
     Ok(Some(Started {
         tree,
-        from_previous: previous.filter(|_| start.is_some()).map(str::to_owned),
+        from_previous: from,
     }))
-}
-
-/// The tip of the previous run's branch, when there is one to continue and this runner has it.
-async fn start_at(repo: &Path, mirror: bool, previous: Option<&str>) -> Option<String> {
-    git::branch_tip(repo, mirror, previous?).await
 }
 
 /// A new worktree, and the previous run's branch when it starts from there (else from HEAD).

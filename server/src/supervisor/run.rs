@@ -225,6 +225,8 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
         .await;
         tally.diff_stat = wrapped.stat;
         tally.changed = wrapped.changed;
+        tally.commits = wrapped.commits;
+        tally.git_error = wrapped.git_error;
     }
     log.flush(link);
     let report = ending::finished(held, log.last_seq(), &Ending::Orphaned, &tally, &redactor);
@@ -250,13 +252,18 @@ pub(super) struct WrappedUp {
     pub changed: bool,
     /// The run was stopped during its check (a cancel, the runner's shutdown, a lost claim).
     pub stopped_in_check: bool,
+    /// The run's start and the commit its work became, when it could be committed.
+    pub commits: Option<(String, String)>,
+    /// Why the work could not be committed, when it could not.
+    pub git_error: Option<String>,
 }
 
-/// Commits the agent's work on its branch, logs the diff (kind `diff`), pushes the branch to the
-/// repository's remote when it is a git URL, the run changed something and `push` allows it (kind
-/// `push`, or `error`: a refused push never fails the run), runs the ensemble candidate's `check` in the
-/// worktree and logs its result (kind [`CHECK_EVENT`]), and removes the worktree directory (the branch
-/// stays). A git failure counts as changed, and then the worktree is kept so nothing is lost.
+/// Commits the agent's work into the run's repository on its line's branch (see [`git::commit_work`]),
+/// logs the diff (kind `diff`, with the commit), pushes that commit to the repository's remote when it
+/// is a git URL, the run changed something and `push` allows it (kind `push`, or `error`: a refused push
+/// never fails the run), runs the ensemble candidate's `check` in the worktree and logs its result (kind
+/// [`CHECK_EVENT`]), and removes the worktree and the private repository. A git failure counts as
+/// changed, and then both are kept so nothing is lost.
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue_key: &str,
@@ -269,11 +276,12 @@ pub(super) async fn wrap_up_worktree(
     let message = format!("{issue_key}: work of {agent_name} (Muster run {run_id})");
     let author = format!("{agent_name} (muster)");
     match git::commit_work(tree, &message, &author).await {
-        Ok(diff) => {
+        Ok(git::Committed { commit, diff }) => {
             log.push(
                 "diff",
                 json!({
                     "base": tree.base,
+                    "commit": commit,
                     "branch": tree.branch,
                     "stat": diff.stat,
                     "patch": diff.patch,
@@ -281,41 +289,32 @@ pub(super) async fn wrap_up_worktree(
                 }),
             );
             if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
-                push_work(tree, url, log).await;
+                push_work(tree, &commit, url, log).await;
             }
             let mut stopped_in_check = false;
             if let Some(c) = check {
                 stopped_in_check = run_check(tree, log, &c).await;
             }
-            // A private repository's branch goes back to the workspace's; if it cannot, the private
-            // repository stays in the run's folder with the work.
-            let returned = match git::return_branch(tree).await {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot copy the run's branch back");
-                    log.push("error", json!({ "message": e }));
-                    false
-                }
-            };
             if let Err(e) = git::remove(tree).await {
                 tracing::warn!(error = %e, "cannot remove the run's worktree");
-            }
-            if returned && tree.origin.is_some() {
-                let _ = tokio::fs::remove_dir_all(&tree.repo).await;
             }
             let stat = (!diff.is_empty()).then(|| diff.stat.clone());
             WrappedUp {
                 stat,
                 changed: !diff.is_empty(),
                 stopped_in_check,
+                commits: Some((tree.base.clone(), commit)),
+                git_error: None,
             }
         }
         Err(e) => {
             tracing::warn!(error = %e, "cannot commit the run's work; its worktree is kept");
-            log.push(
-                "error",
-                json!({ "message": format!("cannot commit the work on {}: {e}", tree.branch) }),
+            let message = format!(
+                "cannot commit the work on {}: {e}; the worktree {} is kept with it",
+                tree.branch,
+                tree.path.display()
             );
+            log.push("error", json!({ "message": message }));
             if let Some(c) = check {
                 let result = check::not_run(
                     c.spec,
@@ -327,20 +326,20 @@ pub(super) async fn wrap_up_worktree(
                 stat: None,
                 changed: true,
                 stopped_in_check: false,
+                commits: None,
+                git_error: Some(message),
             }
         }
     }
 }
 
 /// Runs the check in the committed worktree and logs its result (not after a lost claim: another claim
-/// owns the run). Returns whether the run was stopped meanwhile.
+/// owns the run). Returns whether the run was stopped meanwhile. What the check does to the worktree or
+/// the private repository changes nothing: the work was committed into the run's repository already.
 async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> bool {
     // What was logged so far (the diff) is stored while the check runs.
     log.flush(c.link);
     tracing::info!(command = %c.spec.command, "running the check");
-    // The check runs the candidate's code with the agent's rights, which include its branch: the branch
-    // must still be what was committed and shown (the diff) when the check is done.
-    let committed = git::run_branch_tip(tree).await;
     let outcome = check::run(
         c.spec,
         &tree.path,
@@ -350,23 +349,10 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
         c.signal,
     )
     .await;
-    let (mut result, stopped) = match outcome {
+    let (result, stopped) = match outcome {
         check::Outcome::Done(result) => (result, false),
         check::Outcome::Stopped(result) => (result, true),
     };
-    if let Some(sha) = committed
-        && git::run_branch_tip(tree).await.as_deref() != Some(sha.as_str())
-    {
-        tracing::warn!(branch = %tree.branch, "the check moved the run's branch; putting it back");
-        let put_back = match git::reset_branch(tree, &sha).await {
-            Ok(()) => "it was put back".to_owned(),
-            Err(e) => format!("it could not be put back: {e}"),
-        };
-        result.error = Some(format!(
-            "the check moved the run's branch {} away from the committed work; {put_back}",
-            tree.branch
-        ));
-    }
     tracing::info!(
         exit_code = ?result.exit_code,
         timed_out = result.timed_out,
@@ -384,14 +370,16 @@ fn check_payload(result: &crate::domain::CheckResult) -> serde_json::Value {
     serde_json::to_value(result).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
-/// Pushes the run's branch to `url` and logs the outcome (the remote shown without credentials).
-async fn push_work(tree: &Worktree, url: &str, log: &mut EventLog) {
-    match git::push_branch(tree, url).await {
+/// Pushes the run's commit to its branch at `url` and logs the outcome (the remote shown without
+/// credentials).
+async fn push_work(tree: &Worktree, commit: &str, url: &str, log: &mut EventLog) {
+    match git::push_branch(tree, commit, url).await {
         Ok(()) => log.push(
             "push",
             json!({
                 "remote": crate::redact::without_credentials(url),
                 "branch": tree.branch,
+                "commit": commit,
             }),
         ),
         Err(e) => {
@@ -497,6 +485,8 @@ async fn run_child(
         .await;
         tally.diff_stat = wrapped.stat;
         tally.changed = wrapped.changed;
+        tally.commits = wrapped.commits;
+        tally.git_error = wrapped.git_error;
         if wrapped.stopped_in_check {
             if ctx.signal.is_lost() {
                 return (Ending::LeaseLost, tally, log.last_seq());

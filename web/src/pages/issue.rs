@@ -148,6 +148,17 @@ fn properties(v: &IssuePageView) -> Markup {
                 @if let Some(t) = v.created_at { dt { "Created" } dd { (Timestamp(t)) } }
                 @if let Some(t) = v.updated_at { dt { "Updated" } dd { (Timestamp(t)) } }
                 @if let Some((totals, title)) = &v.run_totals { dt { "Agent runs" } dd.run-totals title=[title.as_deref()] { (totals) } }
+                @for line in &v.lines {
+                    dt { "Branch of " (line.agent) }
+                    dd.work-line {
+                        code { (line.branch) }
+                        " "
+                        @match &line.commit {
+                            Some((short, whole)) => a href=(line.run_url) title=(whole) { code { "@" (short) } },
+                            None => a.muted href=(line.run_url) { "no commit yet" },
+                        }
+                    }
+                }
             }
         }
     }

@@ -112,6 +112,9 @@ fn header(h: &RunHeaderView, token: &str, swap: bool) -> Markup {
                 @if let Some(a) = &h.agent { (PersonChip(a)) }
                 span.muted { "Attempt " (h.attempt) }
                 @if let Some(b) = &h.branch { code.run-branch { (b) } }
+                @if let Some(c) = &h.head_commit {
+                    code.run-commit title=(c) { (c.get(..12).unwrap_or(c)) }
+                }
                 @if let Some(t) = h.created_at { span.muted { "queued " (Timestamp(t)) } }
             }
             @if let Some(why) = &h.waiting {

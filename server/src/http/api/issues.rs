@@ -154,6 +154,8 @@ pub(super) async fn show(
     let names = Names::load(&state, caller.ws.id).await?;
     let mut detail = IssueDetail::new(&issue, &comments, &activity, &names);
     detail.comments_next_after = next;
+    let runs = state.store.list_runs_for_issue(issue.id).await?;
+    detail.lines = super::views::WorkLineView::of(&runs, &names);
     Ok(Json(detail))
 }
 

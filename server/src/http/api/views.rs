@@ -172,6 +172,36 @@ pub struct IssueDetail {
     /// When more comments follow: pass as `after` to `GET /api/v1/issues/{key}/comments` for the rest.
     pub comments_next_after: Option<String>,
     pub activity: Vec<ActivityView>,
+    /// Each agent's line of work on the issue: its branch, the commit its last committed run left it
+    /// at, and its latest run.
+    pub lines: Vec<WorkLineView>,
+}
+
+/// One agent's line of work on an issue.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct WorkLineView {
+    /// The agent's name.
+    pub agent: String,
+    #[schema(example = "muster/ACM-8-codex-coder")]
+    pub branch: String,
+    /// `None` until a run of the line has committed.
+    pub commit: Option<String>,
+    pub run_id: String,
+}
+
+impl WorkLineView {
+    /// Each line of work among an issue's runs.
+    pub fn of(runs: &[crate::domain::Run], names: &Names) -> Vec<Self> {
+        crate::domain::work_lines(runs)
+            .into_iter()
+            .map(|l| WorkLineView {
+                agent: names.actor(Actor::Agent(l.agent_id)).name,
+                branch: l.branch,
+                commit: l.commit,
+                run_id: l.run_id.to_string(),
+            })
+            .collect()
+    }
 }
 
 impl IssueDetail {
@@ -193,6 +223,7 @@ impl IssueDetail {
                     at: a.at,
                 })
                 .collect(),
+            lines: Vec::new(),
         }
     }
 }
@@ -320,7 +351,12 @@ pub struct RunView {
     pub failure_detail: Option<String>,
     pub summary: Option<String>,
     pub diff_stat: Option<String>,
+    /// The branch of the run's line of work (`muster/<KEY>-<agent>`).
     pub branch: Option<String>,
+    /// The commit the run started from.
+    pub base_commit: Option<String>,
+    /// The commit the run's work became on its branch: what is compared, pushed and merged.
+    pub head_commit: Option<String>,
     pub session_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
@@ -365,6 +401,8 @@ impl RunView {
             summary: run.summary.clone(),
             diff_stat: run.diff_stat.clone(),
             branch: run.branch.clone(),
+            base_commit: run.base_commit.clone(),
+            head_commit: run.head_commit.clone(),
             session_id: run.session_id.clone(),
             created_at: run.created_at,
             started_at: run.started_at,

@@ -147,6 +147,7 @@ async fn page_view(
             .collect(),
         ensembles: ensemble_choices(state, &member.caller).await?,
         run_totals: run_totals(&thread.entries),
+        lines: work_lines(&thread.entries, &people, member.caller.ws.slug.as_str()),
     })
 }
 
@@ -178,6 +179,32 @@ async fn ensemble_choices(
         ));
     }
     Ok(out)
+}
+
+/// Each agent's line of work among the runs, for its side panel.
+fn work_lines(
+    entries: &[Entry],
+    people: &People,
+    slug: &str,
+) -> Vec<muster_web::views::WorkLineView> {
+    let runs: Vec<crate::domain::Run> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Run(r) => Some(r.run.clone()),
+            _ => None,
+        })
+        .collect();
+    crate::domain::work_lines(&runs)
+        .into_iter()
+        .map(|l| muster_web::views::WorkLineView {
+            agent: people.person(crate::domain::Actor::Agent(l.agent_id)).name,
+            branch: l.branch,
+            commit: l
+                .commit
+                .map(|c| (c.get(..12).unwrap_or(&c).to_owned(), c.clone())),
+            run_url: format!("/w/{slug}/runs/{}", l.run_id),
+        })
+        .collect()
 }
 
 /// What the runs used in all, for its side panel.

@@ -157,6 +157,7 @@ pub(super) fn header_view(
         failure: failure_view(slug, run, people),
         exit_code: run.exit_code.filter(|_| run.failure_reason.is_some()),
         branch: run.branch.clone(),
+        head_commit: run.head_commit.clone(),
         created_at: Some(run.created_at),
         cancel_url: (!run.status.is_terminal()).then(|| format!("{url}/cancel")),
         retry_url: svc::retryable(run.status).then(|| format!("{url}/retry")),

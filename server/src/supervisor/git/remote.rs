@@ -269,18 +269,20 @@ async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), String> 
     }
 }
 
-/// Pushes the run's branch to `url` (the same name there), never forced: a remote that already has a
-/// different branch of that name, or refuses it, leaves it alone and the error says why.
-pub async fn push_branch(tree: &Worktree, url: &str) -> Result<(), String> {
-    push_branch_with_timeout(tree, url, NETWORK_TIMEOUT).await
+/// Pushes `commit` (what the run committed, never a tip read later) to the run's branch at `url`, never
+/// forced: a remote whose branch of that name has moved elsewhere, or that refuses it, keeps its own and
+/// the error says why.
+pub async fn push_branch(tree: &Worktree, commit: &str, url: &str) -> Result<(), String> {
+    push_branch_with_timeout(tree, commit, url, NETWORK_TIMEOUT).await
 }
 
 async fn push_branch_with_timeout(
     tree: &Worktree,
+    commit: &str,
     url: &str,
     timeout: Duration,
 ) -> Result<(), String> {
-    let refspec = format!("refs/heads/{0}:refs/heads/{0}", tree.branch);
+    let refspec = format!("{commit}:refs/heads/{}", tree.branch);
     // From the mirror, whose config the agent cannot write, not from the agent's worktree.
     git_network(
         &tree.repo,
