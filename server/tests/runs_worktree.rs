@@ -586,6 +586,32 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
     let mut want = vec![line.as_str(), helper_line.as_str()];
     want.sort_unstable();
     assert_eq!(branches, want);
+
+    // Deleting the issue prunes its lines' branches, but not one a person moved since.
+    git(
+        &repo,
+        &["update-ref", &format!("refs/heads/{helper_line}"), "main"],
+    );
+    let deleted = reqwest::Client::new()
+        .delete(format!("http://{}/api/v1/issues/{}", env.addr, issue.key))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        deleted.status().is_success(),
+        "{}",
+        deleted.text().await.unwrap()
+    );
+    let branches = git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/muster",
+        ],
+    );
+    assert_eq!(branches.lines().collect::<Vec<_>>(), [helper_line.as_str()]);
     env.stop().await;
 }
 

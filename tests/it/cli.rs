@@ -494,6 +494,8 @@ async fn succeed(cli: &Cli, run: &Run, summary: &str) {
         summary: Some(summary.into()),
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     };
     cli.store.finish_run(run.id, &outcome).await.unwrap();
     let mut comment = NewComment::parse(CommentAuthor::Agent(run.agent_id), summary).unwrap();

@@ -134,6 +134,8 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
             " src/parse.rs | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)".into(),
         ),
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     }
 }
 

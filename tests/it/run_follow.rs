@@ -253,6 +253,8 @@ async fn conclude(state: &AppState, issue: &Issue, run: RunId) {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     };
     state.store.finish_run(run, &outcome).await.unwrap();
     state.hub.publish(

@@ -238,6 +238,7 @@ pub async fn delete(state: &Engine, caller: &Caller, key: &IssueKey) -> Result<I
         ));
     }
     stop_runs(state, &issue).await?;
+    let lines = crate::domain::work_lines(&state.store.list_runs_for_issue(issue.id).await?);
     let deleted = match state.store.delete_issue(caller.ws.id, key).await {
         Err(crate::store::Error::Conflict { constraint }) if constraint == "run_live" => {
             return Err(Error::conflict(
@@ -248,8 +249,36 @@ pub async fn delete(state: &Engine, caller: &Caller, key: &IssueKey) -> Result<I
         other => other?,
     };
     tracing::info!(issue = %key, title = %deleted.title.as_str(), by = ?caller.actor(), "issue deleted");
+    prune_lines(caller, &lines).await;
     announce(state, caller, key);
     Ok(deleted)
+}
+
+/// Deletes the branches of a deleted issue's lines of work in the workspace's local repository, each only
+/// while it still points at the commit its last run recorded: a branch someone moved or made stays.
+async fn prune_lines(caller: &Caller, lines: &[crate::domain::WorkLine]) {
+    let Some(repo) = caller
+        .ws
+        .repo_path
+        .as_deref()
+        .map(str::trim)
+        .map(std::path::Path::new)
+        .filter(|p| p.is_dir())
+    else {
+        return;
+    };
+    for line in lines {
+        let Some(commit) = &line.commit else { continue };
+        match crate::supervisor::git::prune_branch(repo, &line.branch, commit).await {
+            Ok(true) => tracing::info!(branch = %line.branch, "pruned a deleted issue's branch"),
+            Ok(false) => {
+                tracing::info!(branch = %line.branch, "left a deleted issue's branch someone moved")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, branch = %line.branch, "cannot prune a deleted issue's branch")
+            }
+        }
+    }
 }
 
 /// Cancels the issue's live runs and waits until each has finished and its supervisor let go, for at

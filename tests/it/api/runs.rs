@@ -102,6 +102,8 @@ async fn finish(t: &Env, run: &Run, status: RunStatus, reason: Option<FailureRea
         summary: Some("did it".into()),
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     };
     t.app.store.finish_run(run.id, &outcome).await.unwrap()
 }

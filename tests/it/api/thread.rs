@@ -62,6 +62,8 @@ async fn succeed(t: &Env, run: &Run, summary: &str) {
         summary: Some(summary.into()),
         diff_stat: None,
         session_id: Some("sess-1".into()),
+        base_commit: None,
+        head_commit: None,
     };
     store.finish_run(run.id, &outcome).await.unwrap();
     let mut comment = NewComment::parse(CommentAuthor::Agent(run.agent_id), summary).unwrap();

@@ -195,5 +195,7 @@ fn cancelled() -> RunOutcome {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     }
 }

@@ -171,6 +171,8 @@ async fn an_ensemble_run_queues_its_candidates_atomically(store: Arc<dyn Store>)
                     summary: None,
                     diff_stat: None,
                     session_id: None,
+                    base_commit: None,
+                    head_commit: None,
                 },
             )
             .await

@@ -62,6 +62,8 @@ fn outcome(status: RunStatus) -> RunOutcome {
         summary: Some("done".into()),
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     }
 }
 

@@ -50,6 +50,8 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     };
     let done = store.finish_run(failed.id, &outcome).await.unwrap();
     let read = store.get_run(failed.id).await.unwrap();
@@ -234,6 +236,8 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
         summary: Some("Fixed it".into()),
         diff_stat: Some("1 file changed, 2 insertions(+)".into()),
         session_id: Some("sess-1".into()),
+        base_commit: None,
+        head_commit: None,
     };
     let done = store.finish_run(run.id, &outcome).await.unwrap();
     assert_eq!(
@@ -333,6 +337,8 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     };
     store.finish_run(claimed[0].id, &outcome).await.unwrap();
     let next = store
@@ -607,6 +613,8 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     };
     // Oldest to newest: coder on i1 (cancelled), tester on i1, coder on i1 again, coder on i2.
     let mut made = Vec::new();
@@ -828,6 +836,8 @@ fn cancelled() -> RunOutcome {
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     }
 }
 

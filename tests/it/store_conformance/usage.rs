@@ -34,6 +34,8 @@ fn outcome(status: RunStatus, input: i64, output: i64, cost: f64, unknown: bool)
         summary: None,
         diff_stat: None,
         session_id: None,
+        base_commit: None,
+        head_commit: None,
     }
 }
 

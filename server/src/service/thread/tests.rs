@@ -34,6 +34,8 @@ fn run(issue: IssueId, agent: AgentId, at: i64, status: RunStatus, summary: Opti
         pid: None,
         worktree: None,
         branch: None,
+        base_commit: None,
+        head_commit: None,
         session_id: None,
         exit_code: None,
         failure_reason: None,
