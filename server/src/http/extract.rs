@@ -315,11 +315,11 @@ fn bearer(parts: &Parts) -> Option<&str> {
 }
 
 /// Whether a run's token may call this route: what `muster issue …` needs and nothing more. It reads the
-/// workspace's issues (list, show, comments), the people's and agents' names (the views leave out emails
-/// and every agent's instructions and runtime, see `api::views::Audience`), its own issue's thread and
-/// its own run; it comments on and moves its own issue (the service layer narrows edits to the status)
-/// and edits or deletes its own comments there. A run of an ensemble only reads: what it wrote on the
-/// shared issue would reach the other candidates. Everything else (tokens, runners, settings, usage,
+/// workspace's issues (list, show, comments), people's and agents' names (the views leave out emails and
+/// every agent's instructions and runtime: `MemberView::for_caller`, `AgentNameView`), its own issue's
+/// thread and its own run; it comments on and moves its own issue (the service layer narrows edits to the
+/// status) and edits or deletes its own comments there. A run of an ensemble only reads: what it wrote on
+/// the shared issue would reach the other candidates. Everything else (tokens, runners, settings, usage,
 /// other runs, skills, members' management) is refused.
 fn run_may(parts: &Parts, scope: &RunScope) -> bool {
     let read = parts.method == Method::GET || parts.method == Method::HEAD;
