@@ -24,7 +24,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// The URL people use to reach Muster (behind a proxy); `https://` makes cookies `Secure`.
     pub public_url: Option<String>,
-    /// The bearer token `GET /metrics` requires; `None`: the metrics are open (bind to a private address).
+    /// The bearer token `GET /metrics` requires (from the environment, never argv). `None`: on a loopback
+    /// `addr` the metrics are open with process-wide aggregates only; on any other address they are 401.
     pub metrics_token: Option<String>,
     /// Agent CLI binaries to use instead of looking them up on `PATH`.
     pub runtime_paths: Vec<(muster_agents::RuntimeKind, PathBuf)>,

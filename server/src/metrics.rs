@@ -5,6 +5,8 @@
 //! engine: events ingested, runs finished, claim and event-flush latency), and gauges read from the
 //! database at each scrape ([`Snapshot`]: runs by status and runtime, the queue's depth and oldest age,
 //! each runner's heartbeat age, the pool's connections), so every replica reports the same shared state.
+//! Per-runner series (runner names belong to workspaces) are only in a scrape that carried the metrics
+//! token; without it, only process-wide aggregates (see `http::metrics`).
 
 use std::time::Duration;
 
@@ -81,8 +83,10 @@ pub struct Snapshot {
     /// Queued runs whose backoff is over, and when the oldest of them became claimable.
     pub queued: i64,
     pub oldest_queued: Option<DateTime<Utc>>,
-    /// (runner name, last heartbeat) of every runner.
-    pub runners: Vec<(String, DateTime<Utc>)>,
+    /// How many runners are registered (every workspace's).
+    pub runner_count: i64,
+    /// (runner name, last heartbeat) of every runner: only for a scrape with the metrics token.
+    pub runners: Option<Vec<(String, DateTime<Utc>)>>,
     /// Open database connections, and how many of them are idle.
     pub pool_size: u32,
     pub pool_idle: u32,
@@ -144,17 +148,25 @@ pub fn render(metrics: &Metrics, snap: &Snapshot, now: DateTime<Utc>) -> String 
         "Seconds the oldest claimable queued run has waited (0 when none waits)",
         oldest,
     );
-    let heartbeat = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-    for (name, at) in &snap.runners {
-        heartbeat
-            .get_or_create(&vec![("runner".to_owned(), name.clone())])
-            .set((now - *at).num_milliseconds().max(0) as f64 / 1000.0);
-    }
-    registry.register(
-        "runner_heartbeat_age_seconds",
-        "Seconds since each runner's last heartbeat",
-        heartbeat,
+    gauge(
+        &mut registry,
+        "runners",
+        "Runners registered with the server",
+        snap.runner_count as f64,
     );
+    if let Some(runners) = &snap.runners {
+        let heartbeat = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        for (name, at) in runners {
+            heartbeat
+                .get_or_create(&vec![("runner".to_owned(), name.clone())])
+                .set((now - *at).num_milliseconds().max(0) as f64 / 1000.0);
+        }
+        registry.register(
+            "runner_heartbeat_age_seconds",
+            "Seconds since each runner's last heartbeat",
+            heartbeat,
+        );
+    }
     gauge(
         &mut registry,
         "db_pool_connections_in_use",

@@ -164,8 +164,10 @@ async fn worktree_run_with_its_own_token_postgres() {
     worktree_run_with_its_own_token(Backend::Postgres).await;
 }
 
-/// A run token may read its issue but nothing outside its scope: other issues, the issue list, other
-/// fields than the status, tokens, pages.
+/// A run token reads its workspace's issues (what `muster issue list` and `show` need) but writes only
+/// its own issue's status and comments: not another issue, not other fields than the status, no tokens,
+/// settings, agents or pages. (Issue 26: it also sees people and agents by name only, see
+/// `tests/it/security/run_tokens.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_token_is_confined_to_its_issue() {
     let env = Env::start(Backend::Sqlite).await.unwrap();
@@ -217,17 +219,18 @@ async fn a_run_token_is_confined_to_its_issue() {
             .0,
         200
     );
+    for path in [
+        format!("/api/v1/issues/{}", other.key),
+        "/api/v1/issues".to_owned(),
+    ] {
+        let (status, body) = call(Method::GET, path.clone(), json!({})).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+    }
     let refusal = format!(
         "this token belongs to run {} and may only act on issue {}",
         run.id, issue.key
     );
     for (method, path, body) in [
-        (
-            Method::GET,
-            format!("/api/v1/issues/{}", other.key),
-            json!({}),
-        ),
-        (Method::GET, "/api/v1/issues".to_owned(), json!({})),
         (
             Method::POST,
             format!("/api/v1/issues/{}/move", other.key),

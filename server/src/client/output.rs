@@ -107,7 +107,8 @@ pub struct Person {
 /// `GET /api/v1/me`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Me {
-    /// Email.
+    /// Email (absent for a run's token, which acts as its agent).
+    #[serde(default)]
     pub email: String,
     /// Display name.
     pub name: String,

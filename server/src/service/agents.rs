@@ -2,8 +2,10 @@
 //! never sent back out.
 //!
 //! Roles: the runtime fields (kind, command, extra args, env and secrets, base URL, permission mode)
-//! decide what runs on the server, so only owners and admins create agents or change those fields;
-//! members may edit the rest. Checked here once, for the pages, the API and the CLI alike.
+//! decide what runs on the server, and the name, model, stall timeout and budgets what it costs and how
+//! it is known, so only owners and admins create agents or change those fields (a member may lower a
+//! budget); members may edit the rest. Checked here once ([`OWNER_FIELDS`]), for the pages, the API and
+//! the CLI alike.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +29,7 @@ pub struct EnvInput {
 /// Raw agent fields. On create, missing fields take defaults; on edit, they stay as they are.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct AgentInput {
-    /// 1 to 64 letters, digits, `-`, `_` and `.`.
+    /// 1 to 64 letters, digits, `-`, `_` and `.` (owners and admins).
     #[schema(pattern = r"^\s*[A-Za-z0-9._-]{1,64}\s*$")]
     pub name: Option<String>,
     /// `#rrggbb`.
@@ -36,6 +38,7 @@ pub struct AgentInput {
     /// claude, codex, opencode, llama, custom (owners and admins).
     #[schema(value_type = Option<crate::domain::AgentKind>)]
     pub kind: Option<String>,
+    /// The model the CLI is asked for (owners and admins).
     pub model: Option<String>,
     pub instructions: Option<String>,
     /// The agent's environment (owners and admins).
@@ -49,7 +52,7 @@ pub struct AgentInput {
     #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 1, maximum = 32)]
     pub max_concurrent_runs: Option<i32>,
-    /// Seconds without output before a run is flagged stalled.
+    /// Seconds without output before a run is flagged stalled (owners and admins).
     #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 10, maximum = 86400)]
     pub stall_timeout_secs: Option<i32>,
@@ -57,10 +60,10 @@ pub struct AgentInput {
     #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 0, maximum = 10)]
     pub max_retries: Option<i32>,
-    /// Per-run budget in USD; 0 or absent for none.
+    /// Per-run budget in USD; 0 or absent for none (members may only lower it).
     #[schema(minimum = 0)]
     pub budget_usd: Option<f64>,
-    /// Per-run token budget; 0 or absent for none.
+    /// Per-run token budget; 0 or absent for none (members may only lower it).
     #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 0)]
     pub budget_tokens: Option<i64>,
@@ -253,21 +256,58 @@ fn re_entered(input: Option<&[EnvInput]>, key: &str) -> bool {
     })
 }
 
-/// The fields that decide what runs on the server, and what the 403 says about each. Only owners and
-/// admins set them; members may change everything else (name, colour, model, instructions, limits,
-/// budgets, skills).
-const RUNTIME_FIELDS: &[(&str, &str)] = &[
-    ("kind", "the runtime kind"),
-    ("command", "the command"),
-    ("extra_args", "the extra arguments"),
-    ("env", "the environment and its secrets"),
-    ("base_url", "the base URL"),
-    ("permission_mode", "the permission mode"),
-    ("runners", "the runners it runs on"),
+/// The fields only owners and admins set, and what the 403 says about each: those that decide what runs
+/// on the server (kind, command, arguments, environment, base URL, permission mode, runners) and those
+/// that decide what it may cost or how it is known (name, model, stall timeout). Members may change
+/// everything else (colour, instructions, limits, skills) and may lower a budget, never raise or remove
+/// one.
+const OWNER_FIELDS: &[(&str, &str)] = &[
+    ("kind", "only owners and admins may change the runtime kind"),
+    ("command", "only owners and admins may change the command"),
+    (
+        "extra_args",
+        "only owners and admins may change the extra arguments",
+    ),
+    (
+        "env",
+        "only owners and admins may change the environment and its secrets",
+    ),
+    ("base_url", "only owners and admins may change the base URL"),
+    (
+        "permission_mode",
+        "only owners and admins may change the permission mode",
+    ),
+    (
+        "runners",
+        "only owners and admins may change the runners it runs on",
+    ),
+    ("name", "only owners and admins may change the name"),
+    ("model", "only owners and admins may change the model"),
+    (
+        "stall_timeout_secs",
+        "only owners and admins may change the stall timeout",
+    ),
+    (
+        "budget_usd",
+        "only owners and admins may raise or remove the budget; a member may only lower it",
+    ),
+    (
+        "budget_tokens",
+        "only owners and admins may raise or remove the token budget; a member may only lower it",
+    ),
 ];
 
-/// The runtime fields that differ between `old` and `new`.
-fn runtime_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
+/// Whether a per-run limit went up or went away: `None` is no limit, above any number.
+fn raised<T: PartialOrd>(old: Option<T>, new: Option<T>) -> bool {
+    match (old, new) {
+        (Some(_), None) => true,
+        (Some(o), Some(n)) => n > o,
+        (None, _) => false,
+    }
+}
+
+/// The owners' and admins' fields that `new` changes from `old` (a budget only when raised or removed).
+fn owner_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
     let changed = |field: &str| match field {
         "kind" => old.kind != new.kind,
         "command" => old.command != new.command,
@@ -275,17 +315,22 @@ fn runtime_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
         "env" => old.env != new.env,
         "base_url" => old.base_url != new.base_url,
         "runners" => old.runners != new.runners,
-        _ => old.permission_mode != new.permission_mode,
+        "permission_mode" => old.permission_mode != new.permission_mode,
+        "name" => old.name != new.name,
+        "model" => old.model != new.model,
+        "stall_timeout_secs" => old.stall_timeout_secs != new.stall_timeout_secs,
+        "budget_usd" => raised(old.budget.usd, new.budget.usd),
+        _ => raised(old.budget.tokens, new.budget.tokens),
     };
-    RUNTIME_FIELDS
+    OWNER_FIELDS
         .iter()
         .map(|(field, _)| *field)
         .filter(|f| changed(f))
         .collect()
 }
 
-/// Refuses a change of runtime fields by anyone but an owner or admin, naming each field.
-fn check_runtime_changes(
+/// Refuses a change of owners' fields by anyone but an owner or admin, naming each field.
+fn check_owner_changes(
     caller: &Caller,
     input: &AgentInput,
     old: &NewAgent,
@@ -294,7 +339,7 @@ fn check_runtime_changes(
     if may_manage_runtime(caller) {
         return Ok(());
     }
-    let mut changed = runtime_changes(old, new);
+    let mut changed = owner_changes(old, new);
     if input.env.is_none() {
         // Secrets dropped by a new kind, command or base URL are a consequence, not the request.
         changed.retain(|f| *f != "env");
@@ -303,15 +348,16 @@ fn check_runtime_changes(
         return Ok(());
     }
     Err(Error::not_allowed(changed.into_iter().map(|field| {
-        let what = RUNTIME_FIELDS
+        let message = OWNER_FIELDS
             .iter()
-            .find_map(|(f, what)| (*f == field).then_some(*what))
-            .unwrap_or(field);
-        (field, format!("only owners and admins may change {what}"))
+            .find_map(|(f, message)| (*f == field).then_some(*message))
+            .unwrap_or("only owners and admins may change this");
+        (field, message.to_owned())
     })))
 }
 
-/// Whether `caller` may change an agent's runtime fields (the form shows them read-only otherwise).
+/// Whether `caller` may change an agent's owners' fields ([`OWNER_FIELDS`]; the form shows them
+/// read-only otherwise).
 pub fn may_manage_runtime(caller: &Caller) -> bool {
     caller.run.is_none() && caller.role.can_manage()
 }
@@ -350,7 +396,7 @@ pub async fn by_name(state: &Engine, caller: &Caller, name: &str) -> Result<Agen
 }
 
 /// Edits an agent; absent fields stay, absent secret values stay, except that a new kind, command or base
-/// URL drops the secrets not entered again. Members may not change the runtime fields (403 per field).
+/// URL drops the secrets not entered again. Members may not change the owners' fields (403 per field).
 pub async fn update(
     state: &Engine,
     caller: &Caller,
@@ -370,7 +416,7 @@ pub async fn update_checked(
 ) -> Result<Agent> {
     let agent = by_name(state, caller, name).await?;
     let profile = build_profile(state, Some(&agent.profile), input, earlier)?;
-    check_runtime_changes(caller, input, &agent.profile, &profile)?;
+    check_owner_changes(caller, input, &agent.profile, &profile)?;
     Ok(state
         .store
         .update_agent(caller.ws.id, agent.id, &profile)
@@ -408,6 +454,25 @@ pub async fn delete(state: &Engine, caller: &Caller, name: &str) -> Result<()> {
             ))
         }
         other => Ok(other?),
+    }
+}
+
+/// An agent as a run's token sees it: enough to name, mention or assign it, nothing of how it runs (no
+/// instructions, model, command, arguments, environment, base URL or limits).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct AgentNameView {
+    pub id: uuid::Uuid,
+    pub name: String,
+    pub color: String,
+}
+
+impl From<&Agent> for AgentNameView {
+    fn from(a: &Agent) -> Self {
+        AgentNameView {
+            id: a.id.0,
+            name: a.profile.name.as_str().to_owned(),
+            color: a.profile.color.clone(),
+        }
     }
 }
 

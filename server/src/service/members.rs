@@ -126,8 +126,8 @@ pub struct PasswordChange {
     pub new_password_again: Option<String>,
 }
 
-/// Changes `user`'s own password. The current password is required, and every try counts against the
-/// same per-account and per-address limits as a sign-in (so a stolen session cannot guess the password
+/// Changes `user`'s own password. The current password is required, and every wrong try counts against
+/// the same per-account and per-address limits as a sign-in (so a stolen session cannot guess the password
 /// faster than the login page allows). Every other session of the account is signed out, and their live
 /// connections (in `live`) end; `keep` (the session that asked) stays. API tokens are not touched.
 /// `throttle` is the sign-in limiter the tries count against.
@@ -140,14 +140,16 @@ pub async fn change_password(
     input: &PasswordChange,
     keep: Option<&str>,
 ) -> Result<()> {
-    if let Err(wait) = throttle.attempt(client, user.email.as_str()) {
-        let secs = crate::throttle::retry_after_secs(wait);
-        return Err(Error::Throttled {
-            field: "current_password",
-            message: format!("too many password attempts; try again in {secs} seconds"),
-            retry_after_secs: Some(secs),
-        });
-    }
+    let attempt = throttle
+        .attempt(client, user.email.as_str())
+        .map_err(|wait| {
+            let secs = crate::throttle::retry_after_secs(wait);
+            Error::Throttled {
+                field: "current_password",
+                message: format!("too many password attempts; try again in {secs} seconds"),
+                retry_after_secs: Some(secs),
+            }
+        })?;
     let mut p = Problems::default();
     let current_ok = !input.current_password.is_empty()
         && crate::auth::verify(
@@ -159,6 +161,8 @@ pub async fn change_password(
         p.add("current_password", "must not be empty");
     } else if !current_ok {
         p.add("current_password", "is not your current password");
+    } else {
+        throttle.succeeded(attempt);
     }
     p.take(
         crate::auth::check_password(&input.new_password).map_err(|mut e| {

@@ -62,7 +62,8 @@ async fn every_agent_field_error_in_one_answer(t: &Env) {
     }
 }
 
-/// Create with defaults (an admin) → list → show → edit (a member, the fields that are theirs) → delete.
+/// Create with defaults (an admin) → list → show → edit (a member, the fields that are theirs; an admin
+/// clears a budget and renames) → delete.
 async fn agent_lifecycle(t: &Env) {
     let api = &t.member.api;
     let coder = t
@@ -117,8 +118,10 @@ async fn agent_lifecycle(t: &Env) {
         .await
         .error(404, "resource");
 
-    // Edit: absent fields stay; 0 clears a budget.
-    let edited = api
+    // Edit: absent fields stay; 0 clears a budget (an admin's: a member may only lower one).
+    let edited = t
+        .admin
+        .api
         .patch(
             "/api/v1/agents/reviewer.2",
             json!({"max_retries": 5, "budget_usd": 0, "instructions": ""}),
@@ -135,14 +138,16 @@ async fn agent_lifecycle(t: &Env) {
         .await
         .error(404, "resource");
 
-    // Rename: the new name works, the old one is gone, assignments follow the agent.
+    // Rename (an admin's): the new name works, the old one is gone, assignments follow the agent.
     api.post(
         "/api/v1/issues",
         json!({"title": "Review me", "assignee": "coder"}),
     )
     .await
     .expect(201);
-    let renamed = api
+    let renamed = t
+        .admin
+        .api
         .patch("/api/v1/agents/coder", json!({"name": "writer"}))
         .await
         .expect(200);

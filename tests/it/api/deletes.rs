@@ -148,7 +148,7 @@ async fn comment_edits_and_deletes(t: &Env) {
 }
 
 /// A token for a claimed run of a new agent `name` on `key`, as the supervisor hands one to an agent.
-pub(super) async fn run_token(t: &Env, key: &str, name: &str) -> String {
+pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
     let store = &t.app.store;
     let issue = store
         .get_issue(t.ws.id, &IssueKey::parse(key).unwrap())

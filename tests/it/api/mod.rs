@@ -11,7 +11,7 @@ mod agent_secrets;
 mod agents;
 mod auth;
 mod client;
-mod deletes;
+pub(crate) mod deletes;
 mod ensembles;
 mod issue_validation;
 mod issues;

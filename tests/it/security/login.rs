@@ -8,6 +8,10 @@
 //! - `next` sent the browser off-site (`/\t/evil.example/x`) or broke the response (a newline gave a 500
 //!   after the session was made): now only a same-origin path of printable characters is followed.
 //!
+//! - Issue 26, finding 10: anyone locked an owner out for 15 minutes by failing her password from another
+//!   address. Failures now count per account and address (with a ceiling per account over all addresses,
+//!   ten times higher over an hour): the right password from a new address still signs in.
+//!
 //! Each attack sits next to the honest sign-in that still works.
 
 use std::net::IpAddr;
@@ -25,6 +29,8 @@ both_backends!(
     concurrent_password_checks_keep_memory_bounded,
     unknown_and_known_emails_get_the_same_answer,
     next_only_follows_same_origin_paths,
+    failing_an_owners_password_elsewhere_does_not_lock_her_out,
+    an_account_guessed_from_many_addresses_hits_its_ceiling,
 );
 
 /// A server with one workspace whose owner is `ada@acme.test`.
@@ -131,12 +137,12 @@ async fn a_burst_of_logins_gets_429_with_retry_after_and_no_5xx(backend: Backend
         "only the account's 5 attempts had their password checked"
     );
 
-    // The account is locked for now, even from another address with the right password …
-    let elsewhere = client_from([127, 0, 0, 2]);
-    let locked = post_login(&elsewhere, &app, login_body("ada@acme.test", PASSWORD)).await;
+    // The attacker's address is throttled for that account, even with the right password …
+    let locked = post_login(&attacker, &app, login_body("ada@acme.test", PASSWORD)).await;
     assert_eq!(locked.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(locked.headers().contains_key("retry-after"));
     // … while another person signs in from another address as usual.
+    let elsewhere = client_from([127, 0, 0, 2]);
     app.store
         .add_new_member(
             app.store
@@ -410,4 +416,99 @@ async fn next_only_follows_same_origin_paths(backend: Backend) {
         .await
         .unwrap();
     assert!(page.contains(r#"name="next" value="/w/acme""#), "{page}");
+}
+
+/// The attack of issue 26: an attacker fails the owner's password from their address until it is
+/// throttled. The owner, from her own address, still signs in (before: 429 for 15 minutes), again and
+/// again (right passwords are no failures); the attacker's address stays throttled on her account, even
+/// with the right password, and may still try another account.
+async fn failing_an_owners_password_elsewhere_does_not_lock_her_out(backend: Backend) {
+    let Some((_db, app)) = server(backend, |c| {
+        c.login_limits = LoginLimits {
+            per_ip_per_minute: 100,
+            per_account_per_15_minutes: 3,
+        };
+    })
+    .await
+    else {
+        return;
+    };
+    let attacker = client_from([127, 0, 0, 66]);
+    for n in 0..3 {
+        let guess = post_login(
+            &attacker,
+            &app,
+            login_body("ada@acme.test", &format!("guess-{n}")),
+        )
+        .await;
+        assert_eq!(guess.status(), StatusCode::UNAUTHORIZED, "guess {n}");
+    }
+    for what in ["guess-4", PASSWORD] {
+        let throttled = post_login(&attacker, &app, login_body("ada@acme.test", what)).await;
+        assert_eq!(throttled.status(), StatusCode::TOO_MANY_REQUESTS, "{what}");
+        let secs: u64 = throttled.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=15 * 60).contains(&secs), "Retry-After: {secs}");
+    }
+    let owner = client_from([127, 0, 0, 7]);
+    for _ in 0..5 {
+        let ok = post_login(&owner, &app, login_body("ada@acme.test", PASSWORD)).await;
+        assert_eq!(ok.status(), StatusCode::SEE_OTHER, "the owner signs in");
+        assert!(ok.headers().contains_key("set-cookie"));
+    }
+    // The owner's own typo counts at her address only, and her next right password works.
+    let typo = post_login(&owner, &app, login_body("ada@acme.test", "correct-hose")).await;
+    assert_eq!(typo.status(), StatusCode::UNAUTHORIZED);
+    let ok = post_login(&owner, &app, login_body("ada@acme.test", PASSWORD)).await;
+    assert_eq!(ok.status(), StatusCode::SEE_OTHER);
+    // The attacker's address is not blocked for other accounts.
+    let other = post_login(&attacker, &app, login_body("zed@acme.test", "guess")).await;
+    assert_eq!(other.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// A guess spread over many addresses is still bounded: once the account has failed ten times the
+/// per-address limit within the hour, every address waits, the right password too, while other
+/// accounts sign in as usual.
+async fn an_account_guessed_from_many_addresses_hits_its_ceiling(backend: Backend) {
+    let Some((_db, app)) = server(backend, |c| {
+        c.login_limits = LoginLimits {
+            per_ip_per_minute: 100,
+            per_account_per_15_minutes: 2,
+        };
+    })
+    .await
+    else {
+        return;
+    };
+    let ceiling = 2 * muster::throttle::ACCOUNT_CEILING_FACTOR;
+    assert_eq!(ceiling, 20);
+    // Ten addresses, each under its own limit (2 failures), together at the account's ceiling.
+    for n in 0..ceiling {
+        let from = client_from([127, 0, 1, (n / 2) as u8 + 1]);
+        let guess = post_login(
+            &from,
+            &app,
+            login_body("ada@acme.test", &format!("guess-{n}")),
+        )
+        .await;
+        assert_eq!(guess.status(), StatusCode::UNAUTHORIZED, "guess {n}");
+    }
+    let fresh = client_from([127, 0, 2, 1]);
+    let held = post_login(&fresh, &app, login_body("ada@acme.test", PASSWORD)).await;
+    assert_eq!(held.status(), StatusCode::TOO_MANY_REQUESTS);
+    let secs: u64 = held.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        secs > 15 * 60 && secs <= 60 * 60,
+        "the ceiling is an hour's: Retry-After {secs}"
+    );
+    // Another account from the same fresh address is not held.
+    let other = post_login(&fresh, &app, login_body("zed@acme.test", "guess")).await;
+    assert_eq!(other.status(), StatusCode::UNAUTHORIZED);
 }

@@ -27,6 +27,7 @@ mod limits;
 mod login;
 mod repo_files;
 mod roles;
+mod run_tokens;
 mod runtimes;
 mod sandbox;
 mod secrets;

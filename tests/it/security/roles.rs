@@ -1,6 +1,9 @@
 //! Issue 11, "Any member owns the server" and "Members read other people's secrets": the fields that
 //! decide what runs on the server (kind, command, extra args, env and secrets, base URL, permission
 //! mode) are owners' and admins' alone, and a re-pointed agent loses the secrets it was given.
+//! Issue 26, finding 7, "Members can raise an agent's budget (`{"budget_usd":100000}` → 200), stall
+//! timeout, model and name": those are owners' and admins' too, on the API, the page and the CLI; a
+//! member may only lower a budget.
 //!
 //! Every attack goes through the real server over real HTTP, on both backends; next to each, what an
 //! honest member can still do.
@@ -17,6 +20,8 @@ api_cases!(
     a_member_cannot_change_what_runs,
     a_member_may_change_the_rest,
     a_member_sees_the_runtime_read_only_on_the_page,
+    a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout,
+    a_member_cannot_raise_a_budget_from_the_page_or_the_cli,
 );
 
 /// With the embedded runner on, so the re-pointed agent really runs.
@@ -205,7 +210,7 @@ async fn a_member_cannot_change_what_runs(t: &Env) {
         ["only owners and admins may change the runtime kind"]
     );
     let fields: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
-    assert_eq!(fields, ["base_url", "command", "kind"]);
+    assert_eq!(fields, ["base_url", "command", "kind", "model"]);
     assert_eq!(stored(t, "coder").await, before);
 
     // Re-sending the current values is not a change: the CLI and scripts may send whole profiles.
@@ -243,30 +248,41 @@ async fn a_member_cannot_change_what_runs(t: &Env) {
     );
 }
 
-/// An honest member still edits instructions, model, name, colour, limits and budgets, and attaches
+/// An honest member still edits instructions, colour, concurrency and retries, lowers budgets, and attaches
 /// skills; deleting stays owners' and admins'.
 async fn a_member_may_change_the_rest(t: &Env) {
     owners_agent(t).await;
+    t.owner
+        .api
+        .patch(
+            "/api/v1/agents/coder",
+            json!({"budget_usd": 5.0, "budget_tokens": 100000}),
+        )
+        .await
+        .expect(200);
     let before = stored(t, "coder").await;
     let edited = t
         .member
         .api
         .patch(
             "/api/v1/agents/coder",
-            json!({"instructions": "Write tests first.", "model": "o4-mini", "color": "#112233",
-                   "max_concurrent_runs": 2, "stall_timeout_secs": 120, "max_retries": 1,
-                   "budget_usd": 1.5, "budget_tokens": 50000}),
+            json!({"instructions": "Write tests first.", "color": "#112233",
+                   "max_concurrent_runs": 2, "max_retries": 1,
+                   "budget_usd": 1.5, "budget_tokens": 50000,
+                   // The owners' fields, sent as they are, are no change.
+                   "name": "coder", "model": "o4", "stall_timeout_secs": before.stall_timeout_secs}),
         )
         .await
         .expect(200);
     assert_eq!(edited["instructions"], "Write tests first.");
-    assert_eq!(edited["model"], "o4-mini");
+    assert_eq!(edited["model"], "o4");
     assert_eq!(
         (
             edited["max_concurrent_runs"].as_i64(),
-            edited["budget_usd"].as_f64()
+            edited["budget_usd"].as_f64(),
+            edited["budget_tokens"].as_i64()
         ),
-        (Some(2), Some(1.5))
+        (Some(2), Some(1.5), Some(50000))
     );
     let after = stored(t, "coder").await;
     assert_eq!(
@@ -274,12 +290,6 @@ async fn a_member_may_change_the_rest(t: &Env) {
         (&before.env, &before.kind, &before.base_url),
         "the runtime and the secret stay as the owner set them"
     );
-    // A rename is the member's too.
-    t.member
-        .api
-        .patch("/api/v1/agents/coder", json!({"name": "coder2"}))
-        .await
-        .expect(200);
     // Skills: attach and detach.
     t.owner
         .api
@@ -293,7 +303,7 @@ async fn a_member_may_change_the_rest(t: &Env) {
         .api
         .json(
             reqwest::Method::PUT,
-            "/api/v1/agents/coder2/skills/tdd",
+            "/api/v1/agents/coder/skills/tdd",
             &json!({"enabled": true}),
         )
         .await
@@ -301,16 +311,229 @@ async fn a_member_may_change_the_rest(t: &Env) {
     assert_eq!(
         t.member
             .api
-            .delete("/api/v1/agents/coder2/skills/tdd")
+            .delete("/api/v1/agents/coder/skills/tdd")
             .await
             .expect(200),
         json!([])
     );
     t.member
         .api
-        .delete("/api/v1/agents/coder2")
+        .delete("/api/v1/agents/coder")
         .await
         .error(403, "auth");
+    // An admin renames it and changes the rest.
+    let renamed = t
+        .admin
+        .api
+        .patch(
+            "/api/v1/agents/coder",
+            json!({"name": "coder2", "model": "o5", "stall_timeout_secs": 120, "budget_usd": 0}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (
+            renamed["name"].as_str(),
+            renamed["model"].as_str(),
+            renamed["stall_timeout_secs"].as_i64(),
+            renamed["budget_usd"].as_f64()
+        ),
+        (Some("coder2"), Some("o5"), Some(120), None)
+    );
+}
+
+/// The attack of issue 26: a member raises the owner's agent's budget to 100000 USD (and, separately,
+/// removes it, raises the token budget, renames the agent, changes its model or its stall timeout).
+/// Each is 403 naming the field, and the stored agent is unchanged.
+async fn a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout(t: &Env) {
+    owners_agent(t).await;
+    t.owner
+        .api
+        .patch(
+            "/api/v1/agents/coder",
+            json!({"budget_usd": 5.0, "budget_tokens": 100000}),
+        )
+        .await
+        .expect(200);
+    let before = stored(t, "coder").await;
+    let usd = "only owners and admins may raise or remove the budget; a member may only lower it";
+    let tokens =
+        "only owners and admins may raise or remove the token budget; a member may only lower it";
+    let attacks: [(&str, Value, &str); 8] = [
+        ("budget_usd", json!({"budget_usd": 100000}), usd),
+        ("budget_usd", json!({"budget_usd": 5.01}), usd),
+        ("budget_usd", json!({"budget_usd": 0}), usd),
+        ("budget_tokens", json!({"budget_tokens": 100001}), tokens),
+        ("budget_tokens", json!({"budget_tokens": 0}), tokens),
+        (
+            "name",
+            json!({"name": "ceo-bot"}),
+            "only owners and admins may change the name",
+        ),
+        (
+            "model",
+            json!({"model": "o3-pro"}),
+            "only owners and admins may change the model",
+        ),
+        (
+            "stall_timeout_secs",
+            json!({"stall_timeout_secs": 86400}),
+            "only owners and admins may change the stall timeout",
+        ),
+    ];
+    for (field, body, message) in attacks {
+        let reply = t
+            .member
+            .api
+            .patch("/api/v1/agents/coder", body.clone())
+            .await;
+        assert_eq!(reply.error(403, field), [message], "{body}");
+        assert_eq!(stored(t, "coder").await, before, "{body} changed nothing");
+    }
+    // One request with several: each named, nothing applied (not even the lowered token budget).
+    let reply = t
+        .member
+        .api
+        .patch(
+            "/api/v1/agents/coder",
+            json!({"budget_usd": 100000, "model": "o3-pro", "budget_tokens": 10, "instructions": "x"}),
+        )
+        .await;
+    reply.error(403, "budget_usd");
+    let fields: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
+    assert_eq!(fields, ["budget_usd", "model"]);
+    assert_eq!(stored(t, "coder").await, before);
+    // Lowering is the member's.
+    let lowered = t
+        .member
+        .api
+        .patch(
+            "/api/v1/agents/coder",
+            json!({"budget_usd": 4.99, "budget_tokens": 99999}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (
+            lowered["budget_usd"].as_f64(),
+            lowered["budget_tokens"].as_i64()
+        ),
+        (Some(4.99), Some(99999))
+    );
+    // And an agent with no budget may be given one by a member (a limit where there was none).
+    t.owner
+        .api
+        .post("/api/v1/agents", json!({"name": "free", "kind": "claude"}))
+        .await
+        .expect(201);
+    t.member
+        .api
+        .patch("/api/v1/agents/free", json!({"budget_usd": 2}))
+        .await
+        .expect(200);
+    t.member
+        .api
+        .patch("/api/v1/agents/free", json!({"budget_usd": 3}))
+        .await
+        .error(403, "budget_usd");
+}
+
+/// The same attack through the member's form (a crafted post re-enabling the disabled fields, and the
+/// budget field the form leaves open) and through `muster agent edit` with the member's token.
+async fn a_member_cannot_raise_a_budget_from_the_page_or_the_cli(t: &Env) {
+    owners_agent(t).await;
+    t.owner
+        .api
+        .patch("/api/v1/agents/coder", json!({"budget_usd": 5.0}))
+        .await
+        .expect(200);
+    let before = stored(t, "coder").await;
+    let cookie = t
+        .login(&t.member.email, crate::api::PASSWORD)
+        .await
+        .unwrap();
+    let csrf = muster::auth::csrf_token(&cookie);
+    let page = page_client(t, &cookie);
+    let form = |extra: &str| {
+        format!(
+            "_csrf={csrf}&color=%23334455&instructions=Be+careful.&max_concurrent_runs=1&max_retries=2&budget_tokens={extra}"
+        )
+    };
+    for (field, crafted) in [
+        ("budget_usd", form("&budget_usd=100000")),
+        // The form's empty budget means "no limit": removing it is raising it.
+        ("budget_usd", form("&budget_usd=")),
+        ("name", form("&budget_usd=5&name=ceo-bot")),
+        ("model", form("&budget_usd=5&model=o3-pro")),
+        (
+            "stall_timeout_secs",
+            form("&budget_usd=5&stall_timeout_secs=86400"),
+        ),
+    ] {
+        let reply = post_form(&page, t, "/w/alpha/agents/coder", crafted.clone()).await;
+        assert_eq!(reply.status(), 403, "{crafted}");
+        let body = reply.text().await.unwrap();
+        assert!(
+            body.contains("only owners and admins may"),
+            "{field}: {body}"
+        );
+        assert_eq!(stored(t, "coder").await, before, "{crafted}");
+    }
+    // The honest member's form (owners' fields disabled, so not sent) lowers the budget.
+    let reply = post_form(&page, t, "/w/alpha/agents/coder", form("&budget_usd=2.5")).await;
+    assert_eq!(reply.status(), 303);
+    let after = stored(t, "coder").await;
+    assert_eq!(after.budget.usd, Some(2.5));
+    assert_eq!(
+        (&after.name, &after.model, after.stall_timeout_secs),
+        (&before.name, &before.model, before.stall_timeout_secs)
+    );
+
+    // The CLI, with the member's token.
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(muster_tests::muster_bin())
+            .args(args)
+            .env_clear()
+            .env("MUSTER_URL", t.app.url(""))
+            .env("MUSTER_TOKEN", &t.member.token)
+            .env("MUSTER_CONFIG_DIR", t.app.data_dir.join("client"))
+            .output()
+            .expect("run muster");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = cli(&["agent", "edit", "coder", "--budget-usd", "100000"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("only owners and admins may raise or remove the budget"),
+        "{stderr}"
+    );
+    let (ok, stderr) = cli(&[
+        "agent",
+        "edit",
+        "coder",
+        "--model",
+        "o3-pro",
+        "--stall-timeout",
+        "86400",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("only owners and admins may change the model")
+            && stderr.contains("only owners and admins may change the stall timeout"),
+        "{stderr}"
+    );
+    let (ok, stderr) = cli(&["agent", "edit", "coder", "--rename", "ceo-bot"]);
+    assert!(
+        !ok && stderr.contains("only owners and admins may change the name"),
+        "{stderr}"
+    );
+    assert_eq!(stored(t, "coder").await.budget.usd, Some(2.5));
+    let (ok, stderr) = cli(&["agent", "edit", "coder", "--budget-usd", "1"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stored(t, "coder").await.budget.usd, Some(1.0));
 }
 
 /// The pages: a member's form shows the runtime read-only with the reason; a crafted form post that
@@ -341,16 +564,16 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
         "shown, not hidden"
     );
 
-    // What a browser sends for the member's form: the disabled runtime fields are absent.
+    // What a browser sends for the member's form: the disabled owners' fields are absent.
     let honest = format!(
-        "_csrf={csrf}&name=coder&color=%23334455&model=o3&instructions=Mind+the+tests&max_concurrent_runs=1&stall_timeout_secs=600&max_retries=2&budget_usd=&budget_tokens="
+        "_csrf={csrf}&color=%23334455&instructions=Mind+the+tests&max_concurrent_runs=1&max_retries=2&budget_usd=&budget_tokens="
     );
     let reply = post_form(&page, t, "/w/alpha/agents/coder", honest).await;
     assert_eq!(reply.status(), 303);
     let after = stored(t, "coder").await;
     assert_eq!(
         (after.model.as_deref(), after.instructions.as_str()),
-        (Some("o3"), "Mind the tests")
+        (Some("o4"), "Mind the tests")
     );
     assert_eq!(
         (

@@ -15,12 +15,16 @@ const NEW_ENV_ROWS: usize = 3;
 /// Why a member sees the runtime fields but cannot change them.
 const RUNTIME_LOCKED: &str = "Only owners and admins may change the runtime and environment: they decide what runs on the server.";
 
+/// Why a member sees the name, model and stall timeout but cannot change them, and may only lower a budget.
+const LIMITS_LOCKED: &str = "Only owners and admins may change the name, model and stall timeout, or raise a budget: a member may lower a budget.";
+
 /// Placeholder of a secret whose value is stored.
 const STORED_SECRET: &str = "•••••• (stored; leave empty to keep)";
 
 /// The agent form: POST `action` with every profile field; env rows as repeated `env_key`,
 /// `env_value` and `env_secret` (checkbox whose value is the row index). Read-only when `!can_edit`; the
-/// runtime and environment fieldsets are read-only (and so not sent) when `!can_manage_runtime`.
+/// runtime and environment fieldsets, the name, the model and the stall timeout are read-only (and so
+/// not sent) when `!can_manage_runtime`.
 pub fn agent_form(v: &AgentFormView) -> Markup {
     let f = Form::new("agent", &v.errors);
     let title = if v.is_new {
@@ -91,14 +95,23 @@ fn error_summary(v: &AgentFormView) -> Markup {
     }
 }
 
+/// Whether the owners' fields outside the runtime fieldset (name, model, stall timeout) are read-only.
+fn owners_only(v: &AgentFormView) -> bool {
+    v.can_edit && !v.can_manage_runtime
+}
+
 fn identity(v: &AgentFormView, f: &Form<'_>) -> Markup {
     html! {
         legend { "Agent" }
         div.field-row {
-            (f.field("Name", "name", Some("Letters, digits, - _ and . only: it is how you assign issues to this agent, also from the command line."), f.required("name", "text", &v.name)))
+            fieldset.owners-only disabled[owners_only(v)] {
+                (f.field("Name", "name", Some("Letters, digits, - _ and . only: it is how you assign issues to this agent, also from the command line."), f.required("name", "text", &v.name)))
+            }
             (f.field("Colour", "color", None, f.input("color", "color", &v.color)))
         }
-        (f.field("Model", "model", Some("Empty uses the CLI's default; a Codex agent with a base URL must name one."), f.input("model", "text", &v.model)))
+        fieldset.owners-only disabled[owners_only(v)] {
+            (f.field("Model", "model", Some("Empty uses the CLI's default; a Codex agent with a base URL must name one."), f.input("model", "text", &v.model)))
+        }
     }
 }
 
@@ -127,11 +140,16 @@ fn runtime(v: &AgentFormView, f: &Form<'_>) -> Markup {
 fn limits(v: &AgentFormView, f: &Form<'_>) -> Markup {
     html! {
         legend { "Limits" }
+        @if owners_only(v) {
+            p.hint.limits-locked { (LIMITS_LOCKED) }
+        }
         div.field-row {
             (f.field("Concurrent runs", "max_concurrent_runs", None,
                 f.input("max_concurrent_runs", "number", &v.max_concurrent_runs)))
-            (f.field("Stall timeout (s)", "stall_timeout_secs", Some("Stop a run silent this long."),
-                f.input("stall_timeout_secs", "number", &v.stall_timeout_secs)))
+            fieldset.owners-only disabled[owners_only(v)] {
+                (f.field("Stall timeout (s)", "stall_timeout_secs", Some("Stop a run silent this long."),
+                    f.input("stall_timeout_secs", "number", &v.stall_timeout_secs)))
+            }
             (f.field("Retries", "max_retries", None, f.input("max_retries", "number", &v.max_retries)))
         }
         div.field-row {

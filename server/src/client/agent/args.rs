@@ -90,7 +90,7 @@ pub fn parse_env_pair(raw: &str) -> Result<EnvPair, String> {
 /// Profile flags shared by `create` and `edit`; all optional.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
-    /// Model name passed to the CLI (e.g. sonnet, gpt-5).
+    /// Model name passed to the CLI (e.g. sonnet, gpt-5); owners and admins only.
     #[arg(long)]
     pub model: Option<String>,
     /// An environment variable for runs, KEY=VALUE; repeat for several.
@@ -114,13 +114,13 @@ pub struct ProfileArgs {
     /// How many runs of this agent may go at once.
     #[arg(long)]
     pub max_concurrent_runs: Option<i32>,
-    /// Seconds without output before a run is marked stalled.
+    /// Seconds without output before a run is marked stalled; owners and admins only.
     #[arg(long, value_name = "SECS")]
     pub stall_timeout: Option<i32>,
-    /// Per-run budget in USD; 0 for none.
+    /// Per-run budget in USD; 0 for none. Members may only lower it.
     #[arg(long, value_name = "USD")]
     pub budget_usd: Option<f64>,
-    /// Per-run token budget; 0 for none.
+    /// Per-run token budget; 0 for none. Members may only lower it.
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<i64>,
     /// An extra argument for the CLI; repeat for several (replaces the existing ones on edit).
@@ -153,7 +153,7 @@ pub struct CreateArgs {
 pub struct EditArgs {
     /// The agent to change.
     pub name: String,
-    /// A new name.
+    /// A new name; owners and admins only.
     #[arg(long, value_name = "NAME")]
     pub rename: Option<String>,
     /// A new runtime.

@@ -2,6 +2,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
@@ -10,7 +11,7 @@ use super::doc::path::AgentNameParam;
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath};
-use crate::service::agents::{self as svc, AgentInput, AgentView};
+use crate::service::agents::{self as svc, AgentInput, AgentNameView, AgentView};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -22,13 +23,18 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 /// Lists agents by name.
-#[utoipa::path(get, path = "/api/v1/agents", tag = "agents", responses((status = 200, body = [AgentView])))]
+#[utoipa::path(get, path = "/api/v1/agents", tag = "agents", responses((status = 200, body = [AgentView],
+    description = "the agents; a run's token gets only each one's id, name and colour (AgentNameView)")))]
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-) -> Result<Json<Vec<AgentView>>> {
+) -> Result<Response> {
     let agents = state.store.list_agents(caller.ws.id).await?;
-    Ok(Json(agents.iter().map(AgentView::from).collect()))
+    Ok(if caller.run.is_some() {
+        Json(agents.iter().map(AgentNameView::from).collect::<Vec<_>>()).into_response()
+    } else {
+        Json(agents.iter().map(AgentView::from).collect::<Vec<_>>()).into_response()
+    })
 }
 
 /// Creates an agent (owners and admins: an agent decides what runs on the server).
@@ -47,20 +53,26 @@ pub(super) async fn create(
 
 /// One agent.
 #[utoipa::path(get, path = "/api/v1/agents/{name}", tag = "agents", params(AgentNameParam),
-    responses((status = 200, body = AgentView), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = AgentView,
+        description = "the agent; a run's token gets only its id, name and colour (AgentNameView)"),
+        (status = 404, body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     AppPath(name): AppPath<String>,
-) -> Result<Json<AgentView>> {
-    Ok(Json(AgentView::from(
-        &svc::by_name(&state, &caller, &name).await?,
-    )))
+) -> Result<Response> {
+    let agent = svc::by_name(&state, &caller, &name).await?;
+    Ok(if caller.run.is_some() {
+        Json(AgentNameView::from(&agent)).into_response()
+    } else {
+        Json(AgentView::from(&agent)).into_response()
+    })
 }
 
 /// Edits the fields present in the body (absent secret values are kept, unless a new kind, command or
-/// base URL drops them). Only owners and admins change kind, command, extra_args, env, base_url and
-/// permission_mode.
+/// base URL drops them). Only owners and admins change kind, command, extra_args, env, base_url,
+/// permission_mode, runners, name, model and stall_timeout_secs, and raise or remove a budget (members
+/// may lower one).
 #[utoipa::path(patch, path = "/api/v1/agents/{name}", tag = "agents", request_body = AgentInput,
     params(AgentNameParam),
     responses((status = 200, body = AgentView),

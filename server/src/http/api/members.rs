@@ -28,14 +28,19 @@ pub(super) fn router() -> Router<AppState> {
         .route("/api/v1/tokens/{id}", delete(revoke_token))
 }
 
-/// Lists members.
+/// Lists members (without their emails for a run's token).
 #[utoipa::path(get, path = "/api/v1/members", tag = "members", responses((status = 200, body = [MemberView])))]
 pub(super) async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
 ) -> Result<Json<Vec<MemberView>>> {
     let members = state.store.list_members(caller.ws.id).await?;
-    Ok(Json(members.iter().map(MemberView::from).collect()))
+    Ok(Json(
+        members
+            .iter()
+            .map(|m| MemberView::for_caller(m, &caller))
+            .collect(),
+    ))
 }
 
 /// Adds a member (owners and admins): a new account with its initial password joins at once (201); an

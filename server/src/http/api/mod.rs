@@ -95,9 +95,9 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         usage::report, usage::caps, usage::set_workspace_cap, usage::set_agent_cap, usage::rates,
         usage::set_rates,
     ),
-    // Enums that parameters name only through `value_type`, which does not register them.
+    // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,
-        crate::domain::Priority)),
+        crate::domain::Priority, crate::service::agents::AgentNameView)),
     modifiers(&CommonResponses, &CREATE_BODIES),
     security(("bearer" = [])),
 )]

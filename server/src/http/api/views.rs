@@ -232,7 +232,9 @@ impl IssueDetail {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MemberView {
     pub user_id: uuid::Uuid,
-    pub email: String,
+    /// Absent when a run's token asks: an agent needs people's names, not their addresses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
     pub name: String,
     pub role: String,
     pub joined_at: DateTime<Utc>,
@@ -242,11 +244,22 @@ impl From<&Member> for MemberView {
     fn from(m: &Member) -> Self {
         MemberView {
             user_id: m.user.id.0,
-            email: m.user.email.as_str().to_owned(),
+            email: Some(m.user.email.as_str().to_owned()),
             name: m.user.display_name.clone(),
             role: m.role.to_string(),
             joined_at: m.joined_at,
         }
+    }
+}
+
+impl MemberView {
+    /// A member as `caller` may see them: without the email for a run's token.
+    pub fn for_caller(m: &Member, caller: &Caller) -> Self {
+        let mut view = MemberView::from(m);
+        if caller.run.is_some() {
+            view.email = None;
+        }
+        view
     }
 }
 
@@ -278,7 +291,9 @@ impl From<&ApiToken> for TokenView {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MeView {
     pub user_id: uuid::Uuid,
-    pub email: String,
+    /// Absent for a run's token: it acts as its agent, not as the person who holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
     pub name: String,
     pub role: String,
     pub workspace: String,
@@ -290,7 +305,7 @@ impl From<&Caller> for MeView {
     fn from(c: &Caller) -> Self {
         MeView {
             user_id: c.user.id.0,
-            email: c.user.email.as_str().to_owned(),
+            email: c.run.is_none().then(|| c.user.email.as_str().to_owned()),
             name: c.user.display_name.clone(),
             role: c.role.to_string(),
             workspace: c.ws.slug.to_string(),

@@ -229,10 +229,15 @@ async fn llama_warning(
 fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> AgentFormView {
     let defaults = NewAgent::default();
     let mut view = form_from_profile(member, agent, agent.map_or(&defaults, |a| &a.profile));
-    view.name = form.get("name").to_owned();
+    // A field the form did not send (disabled for a member) shows what is stored.
+    if form.has("name") {
+        view.name = form.get("name").to_owned();
+    }
     view.color = form.get("color").to_owned();
     view.kind = options(AgentKind::ALL, AgentKind::as_str, form.get("kind"));
-    view.model = form.get("model").to_owned();
+    if form.has("model") {
+        view.model = form.get("model").to_owned();
+    }
     view.instructions = form.get("instructions").to_owned();
     view.env = env_rows(form)
         .into_iter()
@@ -255,7 +260,9 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
         form.get("permission_mode"),
     );
     view.max_concurrent_runs = form.get("max_concurrent_runs").to_owned();
-    view.stall_timeout_secs = form.get("stall_timeout_secs").to_owned();
+    if form.has("stall_timeout_secs") {
+        view.stall_timeout_secs = form.get("stall_timeout_secs").to_owned();
+    }
     view.max_retries = form.get("max_retries").to_owned();
     view.budget_usd = form.get("budget_usd").to_owned();
     view.budget_tokens = form.get("budget_tokens").to_owned();
@@ -310,14 +317,14 @@ fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
     for (field, message) in bad {
         problems.add(field, message);
     }
-    // A member's form has the runtime fields disabled, and browsers do not send disabled fields: absent
-    // means "unchanged", never "cleared".
+    // A member's form has the owners' fields (runtime, name, model, stall timeout) disabled, and
+    // browsers do not send disabled fields: absent means "unchanged", never "cleared".
     let sent = |name: &str| form.has(name).then(|| form.get(name).to_owned());
     let input = AgentInput {
-        name: Some(form.get("name").to_owned()),
+        name: sent("name"),
         color: filled(form, "color"),
         kind: filled(form, "kind"),
-        model: Some(form.get("model").to_owned()),
+        model: sent("model"),
         instructions: Some(form.get("instructions").to_owned()),
         env: form.has("env_key").then(|| env_rows(form)),
         extra_args: sent("extra_args").map(|a| a.lines().map(str::to_owned).collect()),

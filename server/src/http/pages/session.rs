@@ -230,17 +230,20 @@ async fn login(State(state): State<AppState>, req: Request) -> PageResult {
         };
         (status, muster_web::pages::login(&view)).into_response()
     };
-    if let Err(wait) = state.login_throttle.attempt(client_ip(&parts), &email) {
-        let secs = crate::throttle::retry_after_secs(wait);
-        let mut response = refused(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("too many sign-in attempts; try again in {secs} seconds"),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        return Ok(response);
-    }
+    let attempt = match state.login_throttle.attempt(client_ip(&parts), &email) {
+        Ok(attempt) => attempt,
+        Err(wait) => {
+            let secs = crate::throttle::retry_after_secs(wait);
+            let mut response = refused(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many sign-in attempts; try again in {secs} seconds"),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            return Ok(response);
+        }
+    };
     let user = match Email::parse(&email) {
         Ok(e) => match state.store.get_user_by_email(&e).await {
             Ok(u) => Some(u),
@@ -253,7 +256,11 @@ async fn login(State(state): State<AppState>, req: Request) -> PageResult {
     let phc = user.as_ref().map(|u| u.password_hash.clone());
     let ok = auth::verify(password, phc).await;
     match user.filter(|_| ok) {
-        Some(user) => start_session(&state, user.id, &next).await,
+        Some(user) => {
+            // The right password is no failure: it does not count towards this account's limits.
+            state.login_throttle.succeeded(attempt);
+            start_session(&state, user.id, &next).await
+        }
         None => Ok(refused(
             StatusCode::UNAUTHORIZED,
             "wrong email or password".to_owned(),

@@ -154,7 +154,19 @@ fn a_member_sees_the_runtime_read_only_with_the_reason() {
     assert!(html.contains(r#"id="agent-command" name="command""#));
     assert!(html.contains(r#"name="env_key" value="OPENAI_API_KEY""#));
     assert!(html.contains("Save agent"));
-    assert_eq!(html.matches("disabled>").count(), 2, "{html}");
+    // The name, model and stall timeout are owners' too; the budgets stay open (a member may lower one).
+    assert_eq!(
+        html.matches(r#"<fieldset class="owners-only" disabled>"#)
+            .count(),
+        3,
+        "{html}"
+    );
+    assert!(html.contains(LIMITS_LOCKED));
+    assert_eq!(html.matches("disabled>").count(), 5, "{html}");
     let manager = render(&samples::agent_form());
-    assert!(!manager.contains(RUNTIME_LOCKED) && !manager.contains("disabled>"));
+    assert!(
+        !manager.contains(RUNTIME_LOCKED)
+            && !manager.contains(LIMITS_LOCKED)
+            && !manager.contains("disabled>")
+    );
 }
