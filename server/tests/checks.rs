@@ -109,6 +109,7 @@ impl World {
             check,
             base: None,
             rates: None,
+            blind: false,
         }
     }
 

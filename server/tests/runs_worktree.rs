@@ -418,8 +418,10 @@ async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects
         &format!(
             r#"cat >/dev/null
 exec >'{out}' 2>&1
+echo mine > mine.txt && git add mine.txt && git commit -qm 'attacker commit' && echo COMMITTED
 gd=$(git rev-parse --absolute-git-dir)
 echo "gitdir $gd"
+echo /nonexistent > "$(git rev-parse --git-common-dir)/objects/info/alternates" && echo ALTERNATES-WRITTEN
 echo 'ref: refs/heads/main' > "$gd/HEAD" && echo HEAD-WRITTEN
 echo 'ref: refs/heads/main' > '{r}/HEAD' && echo REPO-HEAD-WRITTEN
 echo '{base}' > '{r}/refs/heads/{victim_branch}' && echo REF-WRITTEN
@@ -443,6 +445,10 @@ echo done"#,
     assert!(
         said.contains("HEAD-WRITTEN"),
         "its own HEAD is its to write: {said}"
+    );
+    assert!(
+        said.contains("COMMITTED") && said.contains("ALTERNATES-WRITTEN"),
+        "{said}"
     );
     for success in [
         "REPO-HEAD-WRITTEN",
@@ -482,6 +488,11 @@ echo done"#,
     let line = format!("muster/{}-hijack", second.key);
     let files = git(&repo, &["ls-tree", "-r", "--name-only", &line]);
     assert!(files.lines().any(|f| f == "hijack.txt"), "{files}");
+    assert!(files.lines().any(|f| f == "mine.txt"), "{files}");
+    // Its own commit is kept: the server read its private repository with the alternates it set, not
+    // the ones the agent wrote.
+    let log = git(&repo, &["log", "--format=%s", &line]);
+    assert!(log.lines().any(|l| l == "attacker commit"), "{log}");
     assert_eq!(
         git(&repo, &["rev-parse", &line]).trim(),
         run.head_commit.as_deref().unwrap()

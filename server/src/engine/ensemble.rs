@@ -160,6 +160,7 @@ pub(crate) async fn shape_order(
         order.base.clone_from(&er.base_commit);
         order.check.clone_from(&er.settings.check);
         order.agent.budget = tighter(order.agent.budget, er.settings.candidate_budget());
+        order.blind = true;
         return Ok(());
     }
     let runs = engine

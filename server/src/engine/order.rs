@@ -138,6 +138,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .rate_table(run.workspace_id)
             .await
             .map_err(|e| config(format!("cannot read the workspace's rate table: {e}")))?,
+        blind: false,
     };
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
         .await

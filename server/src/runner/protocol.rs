@@ -255,6 +255,10 @@ pub struct Order {
     /// no cost; the built-in one when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates: Option<muster_agents::RateTable>,
+    /// The run must not see any other run's work, even read-only (an ensemble's candidate): its private
+    /// repository gets a copy of its start's history instead of reading the repository's objects.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blind: bool,
 }
 
 /// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its

@@ -7,7 +7,8 @@
 //!   between them works); for the worktree of the run's private repository P (see
 //!   `supervisor::git::create`), only `P/objects`, the worktree's own `P/worktrees/<wt>`,
 //!   `P/refs/heads/muster` and `P/logs/refs/heads/muster` (the rest of P is read-only, so an agent cannot
-//!   plant hooks or config; the workspace's repository is not reachable at all);
+//!   plant hooks or config), and read-only the workspace's repository's objects that P's alternates name
+//!   (none for a blind ensemble candidate, whose P holds a copy of its start's history);
 //! - read + execute: `/usr` (and `/bin`, `/lib`, `/lib64`, `/sbin` when they are real folders), the
 //!   agent CLI's install folder (the `node_modules` folder an npm launcher links into) and `node` when
 //!   the CLI is a node script; a custom command's program; the `muster` executable (a file rule: agents
@@ -205,6 +206,19 @@ fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, 
     let gitdir = std::fs::canonicalize(&gitdir)
         .map_err(|e| format!("cannot resolve {}: {e}", gitdir.display()))?;
     let mut rules = vec![(common.clone(), Access::Read)];
+    // A private repository reads the workspace's repository's objects (never writes them): the folders
+    // its alternates name, as the server wrote them before the agent started.
+    if let Ok(alternates) = std::fs::read_to_string(common.join("objects/info/alternates")) {
+        for line in alternates
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let dir = std::fs::canonicalize(common.join("objects").join(line))
+                .map_err(|e| format!("cannot resolve the alternate objects folder {line}: {e}"))?;
+            rules.push((dir, Access::Read));
+        }
+    }
     let write = if read_only {
         Access::Read
     } else {

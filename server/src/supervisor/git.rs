@@ -50,6 +50,11 @@ pub struct Worktree {
     pub path: PathBuf,
     /// The run's private repository `<run_dir>/repo`, the agent's own (see [`create`]).
     pub private: PathBuf,
+    /// The objects folder the private repository reads the repository's history from (its only
+    /// `objects/info/alternates` entry, which the agent may not rewrite: it is restored before the
+    /// server reads the private repository); `None` for a blind run, whose repository has a copy.
+    #[serde(default)]
+    pub alternate: Option<PathBuf>,
     /// The line's branch (without `refs/heads/`).
     pub branch: String,
     /// The commit the run starts from (the line's tip, or the repository's HEAD for a new line).
@@ -228,18 +233,21 @@ pub struct Names<'a> {
     pub brief: &'a str,
 }
 
-/// Creates the run's private bare repository `<run_dir>/repo`, holding only the history of `start` (a
-/// commit of `repo`; the repository's HEAD — a mirror's: the remote's HEAD — when `None`), and its
-/// worktree `<run_dir>/work` on the branch `names.branch` at `start`; records it in
-/// `<run_dir>/worktree.json`. `repo` is the workspace's repository, or the runner's mirror of `url`. The
-/// agent's git rights are over the private repository alone: it can neither read nor move another run's
-/// branch, nor touch `repo`. At the end [`commit_work`] commits the work into `repo` itself.
+/// Creates the run's private bare repository `<run_dir>/repo` and its worktree `<run_dir>/work` on the
+/// branch `names.branch` at `start` (a commit of `repo`; the repository's HEAD — a mirror's: the remote's
+/// HEAD — when `None`); records it in `<run_dir>/worktree.json`. `repo` is the workspace's repository, or
+/// the runner's mirror of `url`. The private repository reads `repo`'s objects through
+/// `objects/info/alternates` (the sandbox lets the agent read them, never write them), or for a `blind`
+/// run holds a copy of `start`'s history and nothing else, so that it cannot read other runs' work
+/// either. The agent's git rights are over the private repository alone: it cannot move another run's
+/// branch nor touch `repo`. At the end [`commit_work`] commits the work into `repo` itself.
 pub async fn create(
     repo: &Path,
     url: Option<&str>,
     run_dir: &Path,
     names: &Names<'_>,
     start: Option<String>,
+    blind: bool,
 ) -> Result<Worktree, String> {
     let base = match start {
         Some(sha) => sha,
@@ -252,22 +260,30 @@ pub async fn create(
     let private = run_dir.join("repo");
     let target = private.display().to_string();
     git(run_dir, &["init", "--quiet", "--bare", &target]).await?;
-    // Only what `base` reaches: a fetch by commit packs its history and nothing else.
-    let source = repo.display().to_string();
-    git(
-        &private,
-        &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--",
-            &source,
-            &format!("{base}:refs/muster/base"),
-        ],
-    )
-    .await
-    .map_err(|e| format!("cannot copy the history of {base} from {source}: {e}"))?;
+    let alternate = if blind {
+        // Only what `base` reaches: a fetch by commit packs its history and nothing else.
+        let source = repo.display().to_string();
+        git(
+            &private,
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--",
+                &source,
+                &format!("{base}:refs/muster/base"),
+            ],
+        )
+        .await
+        .map_err(|e| format!("cannot copy the history of {base} from {source}: {e}"))?;
+        None
+    } else {
+        let objects = git_dir.join("objects");
+        write_alternates(&private, Some(&objects)).await?;
+        git(&private, &["update-ref", "refs/muster/base", &base]).await?;
+        Some(objects)
+    };
     let path = run_dir.join("work");
     let work = path.display().to_string();
     git(
@@ -286,6 +302,7 @@ pub async fn create(
         git_dir,
         path,
         private,
+        alternate,
         branch: names.branch.to_owned(),
         base,
         line_tip,
@@ -298,6 +315,19 @@ pub async fn create(
         .await
         .map_err(|e| format!("cannot write the git exclude file: {e}"))?;
     Ok(tree)
+}
+
+/// Writes the private repository's `objects/info/alternates`: `objects` alone, or nothing.
+async fn write_alternates(private: &Path, objects: Option<&Path>) -> Result<(), String> {
+    let file = private.join("objects/info/alternates");
+    let written = match objects {
+        Some(dir) => tokio::fs::write(&file, format!("{}\n", dir.display())).await,
+        None => match tokio::fs::remove_file(&file).await {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    };
+    written.map_err(|e| format!("cannot write {}: {e}", file.display()))
 }
 
 /// The commit at the tip of `branch` in `repo` (a repository, or a mirror when `mirror`: there first
@@ -484,6 +514,11 @@ async fn agent_commits(tree: &Worktree) -> Option<String> {
             .and_then(Path::file_name)
             .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned())
     );
+    // The agent could write its repository's alternates: the server's fetch reads only what it set.
+    if let Err(e) = write_alternates(&tree.private, tree.alternate.as_deref()).await {
+        tracing::warn!(error = %e, "cannot restore the private repository's alternates");
+        return None;
+    }
     let private = tree.private.display().to_string();
     let refspec = format!("+refs/heads/{}:{incoming}", tree.branch);
     let fetched = git(

@@ -469,7 +469,7 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
         },
         (None, None, None) => (None, None),
     };
-    let tree = git::create(&repo, url.as_deref(), dir, &names, start)
+    let tree = git::create(&repo, url.as_deref(), dir, &names, start, order.blind)
         .await
         .map_err(|e| PrepareError::git(format!("cannot create the run's git worktree: {e}")))?;
     Ok(Some(Started {
