@@ -29,10 +29,7 @@ async fn worktree_run_with_its_own_token(backend: Backend) {
         return;
     };
     let repo = repo_in(env.scripts.path());
-    env.store
-        .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
-        .await
-        .unwrap();
+    env.use_repo(&repo).await;
     let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
     let other = env.issue("Somebody else's").await;
     let out = env.scripts.path().join("out");
@@ -358,21 +355,6 @@ async fn unassigning_or_closing_cancels_the_live_run() {
     env.stop().await;
 }
 
-/// Posts a comment on `issue` as the owner, through the API.
-async fn comment(env: &Env, issue: &Issue, body: &str) {
-    let resp = reqwest::Client::new()
-        .post(format!(
-            "http://{}/api/v1/issues/{}/comments",
-            env.addr, issue.key
-        ))
-        .bearer_auth(&env.token)
-        .json(&json!({ "body": body }))
-        .send()
-        .await
-        .unwrap();
-    assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
-}
-
 /// The issue's runs once none is live and there are at least `count`.
 async fn runs_settled(env: &Env, issue: &Issue, count: usize) -> Vec<Run> {
     poll(&format!("{count} runs of {} to end", issue.key), || async {
@@ -393,10 +375,7 @@ async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects
     // Outside the scripts folder, which these tests let agents write (as `--agent-rw-path` would).
     let home = tempfile::tempdir().unwrap();
     let repo = repo_in(home.path());
-    env.store
-        .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
-        .await
-        .unwrap();
+    env.use_repo(&repo).await;
     let base = git(&repo, &["rev-parse", "main"]).trim().to_owned();
     let victim_script = env.script("victim.sh", "cat >/dev/null\necho real > victim.txt");
     let victim = env.agent("victim", &victim_script).await;
@@ -520,10 +499,7 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
         return;
     };
     let repo = repo_in(env.scripts.path());
-    env.store
-        .set_workspace_repo(env.ws.id, Some(&repo.display().to_string()))
-        .await
-        .unwrap();
+    env.use_repo(&repo).await;
     let body = "cat >/dev/null\necho \"$MUSTER_RUN_ID\" >> log.txt";
     let coder = env.agent("coder", &env.script("coder.sh", body)).await;
     let helper = env.agent("helper", &env.script("helper.sh", body)).await;
@@ -531,9 +507,9 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
     env.assign(&issue, &coder).await;
     let first = env.finished(env.the_run(&issue).await.id).await;
     assert_eq!(first.status, RunStatus::Succeeded, "{first:?}");
-    comment(&env, &issue, "one more thing").await;
-    comment(&env, &issue, "and another").await;
-    comment(&env, &issue, "@helper have a look too").await;
+    env.comment(&issue, "one more thing").await;
+    env.comment(&issue, "and another").await;
+    env.comment(&issue, "@helper have a look too").await;
     let runs = runs_settled(&env, &issue, 3).await;
     for run in &runs {
         assert_eq!(run.status, RunStatus::Succeeded, "{runs:#?}");

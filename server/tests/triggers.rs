@@ -17,22 +17,6 @@ use support::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_muster");
 
-/// Posts a comment through the JSON API as the owner.
-async fn comment_api(env: &Env, issue: &Issue, body: &str) -> serde_json::Value {
-    let resp = reqwest::Client::new()
-        .post(format!(
-            "http://{}/api/v1/issues/{}/comments",
-            env.addr, issue.key
-        ))
-        .bearer_auth(&env.token)
-        .json(&json!({ "body": body }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    resp.json().await.unwrap()
-}
-
 /// Posts a comment through the real CLI as the owner: `muster issue comment KEY BODY`.
 fn comment_cli(env: &Env, issue: &Issue, body: &str) {
     let home = env.scripts.path().join("cli-home");
@@ -134,7 +118,9 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
         .find(|c| c.body.contains("empty file"))
         .unwrap();
     assert_eq!(follow.trigger_comment_id, Some(reply.id));
-    let second = comment_api(&env, &issue, "And keep the error message short.").await;
+    let second = env
+        .comment(&issue, "And keep the error message short.")
+        .await;
     let second_id: CommentId = second["id"].as_str().unwrap().parse().unwrap();
     let runs = runs_of(&env, &issue).await;
     assert_eq!(runs.len(), 2, "folded, not a second queued run: {runs:?}");
@@ -422,7 +408,7 @@ async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Ba
 
     let parked =
         created(json!({ "title": "Later", "assignee": "coder", "status": "backlog" })).await;
-    comment_api(&env, &parked, "Any thoughts?").await;
+    env.comment(&parked, "Any thoughts?").await;
     assert!(
         runs_of(&env, &parked).await.is_empty(),
         "a reply on a backlog issue queues nothing"
@@ -463,7 +449,8 @@ async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
         live.exists().then_some(())
     })
     .await;
-    comment_api(&env, &issue, "While you are at it, rename the flag.").await;
+    env.comment(&issue, "While you are at it, rename the flag.")
+        .await;
     assert_eq!(
         runs_of(&env, &issue).await.len(),
         1,

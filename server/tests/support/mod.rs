@@ -177,6 +177,30 @@ impl Env {
         assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     }
 
+    /// Posts a comment on `issue` through the JSON API as the owner, expecting 201; the comment.
+    pub async fn comment(&self, issue: &Issue, body: &str) -> serde_json::Value {
+        let resp = reqwest::Client::new()
+            .post(format!(
+                "http://{}/api/v1/issues/{}/comments",
+                self.addr, issue.key
+            ))
+            .bearer_auth(&self.token)
+            .json(&json!({ "body": body }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201);
+        resp.json().await.unwrap()
+    }
+
+    /// Sets the workspace's repository to the local one at `repo`.
+    pub async fn use_repo(&self, repo: &Path) {
+        self.store
+            .set_workspace_repo(self.ws.id, Some(&repo.display().to_string()))
+            .await
+            .unwrap();
+    }
+
     /// The issue's only run, once it exists.
     pub async fn the_run(&self, issue: &Issue) -> Run {
         poll("a run to be queued", || async {
