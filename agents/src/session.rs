@@ -69,18 +69,15 @@ pub fn copy_tree(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryEr
     Ok(())
 }
 
-/// Copies one regular file (never through a symbolic link) into `to`, creating its folder.
+/// Copies one regular file (never through a symbolic link, never a FIFO; see [`crate::bounded`]) into
+/// `to`, creating its folder. At most the size it had when opened is copied.
 pub fn copy_file(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::io::Read as _;
     let meta = std::fs::symlink_metadata(from)?;
     if !meta.is_file() {
         return Ok(());
     }
-    // O_NOFOLLOW: the file cannot be swapped for a link between the check and the open.
-    let mut source = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(from)?;
+    let source = crate::bounded::open_regular(from, None)?;
     let len = source.metadata()?.len();
     if len > *budget {
         return Err(CarryError::TooLarge);
@@ -90,7 +87,7 @@ pub fn copy_file(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryEr
         std::fs::create_dir_all(parent)?;
     }
     let mut target = std::fs::File::create(to)?;
-    io::copy(&mut source, &mut target)?;
+    io::copy(&mut source.take(len), &mut target)?;
     Ok(())
 }
 
