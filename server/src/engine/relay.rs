@@ -1,6 +1,7 @@
 //! Cross-replica wake-ups (PostgreSQL): what the hub publishes here, and runs queued or cancelled here,
-//! are told to every other replica with `NOTIFY` (ids only, never payloads); what other replicas tell is
-//! republished on this replica's hub, wakes its runner, or cancels a run it holds.
+//! are told to every other replica with `NOTIFY` (ids only, never payloads; an ended credential travels as
+//! its SHA-256, as the store keeps it, never the secret); what other replicas tell is republished on this
+//! replica's hub, wakes its runner, cancels a run it holds, or ends the live connections of a credential.
 //!
 //! Invariants: a note is sent after the write it describes has committed (the hub is told only after the
 //! store, see `events.rs`), so a replica that reads the rows on a note finds them; each replica tags its
