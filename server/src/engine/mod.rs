@@ -344,6 +344,14 @@ impl Engine {
             .relay(crate::hub::Relayed::CredentialEnded(hash.to_owned()));
     }
 
+    /// Revokes a run's token (the run ended): it is refused from now on, and what it has open ends.
+    pub async fn revoke_run_tokens(&self, run: RunId) {
+        match self.store.revoke_run_tokens(run).await {
+            Ok(hashes) => hashes.iter().for_each(|h| self.credential_ended(h)),
+            Err(e) => tracing::warn!(error = %e, "cannot revoke the run's token"),
+        }
+    }
+
     /// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it
     /// as `cancelled`); a queued one is finished as `cancelled` at once. Returns the run as it now stands.
     pub async fn cancel(&self, run_id: RunId) -> store::Result<Run> {

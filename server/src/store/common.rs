@@ -631,11 +631,10 @@ macro_rules! impl_store {
                     .ok_or(Error::NotFound)
             }
 
-            async fn revoke_run_tokens(&self, run: RunId) -> Result<u64> {
-                let done = sqlx::query::<$db>(
-                    "update api_token set revoked_at = $2 where run_id = $1 and revoked_at is null")
-                    .bind(run).bind(now()).execute(&self.pool).await?;
-                Ok(done.rows_affected())
+            async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>> {
+                Ok(sqlx::query_scalar::<$db, String>(
+                    "update api_token set revoked_at = $2 where run_id = $1 and revoked_at is null returning token_hash")
+                    .bind(run).bind(now()).fetch_all(&self.pool).await?)
             }
 
             async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {

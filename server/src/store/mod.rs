@@ -457,8 +457,8 @@ pub trait Store: Send + Sync + 'static {
     /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked); returns its
     /// hash, which names the live connections opened with it.
     async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<String>;
-    /// Revokes every token bound to `run` (when the run ends); returns how many were live.
-    async fn revoke_run_tokens(&self, run: RunId) -> Result<u64>;
+    /// Revokes every token bound to `run` (when the run ends); returns the hashes of those that were live.
+    async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>>;
 
     // --- agents and skills ---
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).
