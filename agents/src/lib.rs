@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adapter;
+pub mod bounded;
 pub mod checks;
 pub mod claude;
 pub mod codex;

@@ -7,7 +7,8 @@
 //!
 //! Invariant: the earlier `HOME` was the earlier agent's to write, so nothing in it is trusted. Only
 //! regular files and folders are copied: a symbolic link (which could point at the server's own files,
-//! read with the server's rights) is skipped, never followed, and the copy stops at [`MAX_BYTES`].
+//! read with the server's rights) is skipped, never followed — also one in place of a folder on the way
+//! (every file copied must really lie under the earlier `HOME`) — and the copy stops at [`MAX_BYTES`].
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -52,11 +53,17 @@ pub fn claude_project_dir(workdir: &Path) -> String {
 }
 
 /// Copies the regular files and folders under `from` into `to` (created as needed), skipping symbolic
-/// links and anything else that is not a plain file or folder. Counts bytes against `budget`.
-pub fn copy_tree(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryError> {
+/// links and anything else that is not a plain file or folder. Counts bytes against `budget`. Every file
+/// must really lie under `within` (a real path, see [`crate::bounded::real_root`]).
+pub fn copy_tree(
+    from: &Path,
+    to: &Path,
+    within: &Path,
+    budget: &mut u64,
+) -> Result<(), CarryError> {
     let meta = std::fs::symlink_metadata(from)?;
     if meta.is_file() {
-        return copy_file(from, to, budget);
+        return copy_file(from, to, within, budget);
     }
     if !meta.is_dir() {
         return Ok(());
@@ -64,23 +71,26 @@ pub fn copy_tree(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryEr
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
-        copy_tree(&entry.path(), &to.join(entry.file_name()), budget)?;
+        copy_tree(&entry.path(), &to.join(entry.file_name()), within, budget)?;
     }
     Ok(())
 }
 
-/// Copies one regular file (never through a symbolic link) into `to`, creating its folder.
-pub fn copy_file(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+/// Copies one regular file (never through a symbolic link, never a FIFO; see [`crate::bounded`]) into
+/// `to`, creating its folder. At most the size it had when opened is copied; `from` must really lie
+/// under `within`.
+pub fn copy_file(
+    from: &Path,
+    to: &Path,
+    within: &Path,
+    budget: &mut u64,
+) -> Result<(), CarryError> {
+    use std::io::Read as _;
     let meta = std::fs::symlink_metadata(from)?;
     if !meta.is_file() {
         return Ok(());
     }
-    // O_NOFOLLOW: the file cannot be swapped for a link between the check and the open.
-    let mut source = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(from)?;
+    let source = crate::bounded::open_regular(from, Some(within))?;
     let len = source.metadata()?.len();
     if len > *budget {
         return Err(CarryError::TooLarge);
@@ -90,7 +100,7 @@ pub fn copy_file(from: &Path, to: &Path, budget: &mut u64) -> Result<(), CarryEr
         std::fs::create_dir_all(parent)?;
     }
     let mut target = std::fs::File::create(to)?;
-    io::copy(&mut source, &mut target)?;
+    io::copy(&mut source.take(len), &mut target)?;
     Ok(())
 }
 
@@ -143,11 +153,12 @@ pub(crate) fn carry_claude(
         .join(".claude/projects")
         .join(claude_project_dir(to.workdir));
     let mut budget = MAX_BYTES;
-    copy_file(&transcript, &target.join(&name), &mut budget)?;
+    let within = crate::bounded::real_root(from.home)?;
+    copy_file(&transcript, &target.join(&name), &within, &mut budget)?;
     if let Some(side) = transcript.parent().map(|d| d.join(session))
         && side.is_dir()
     {
-        copy_tree(&side, &target.join(session), &mut budget)?;
+        copy_tree(&side, &target.join(session), &within, &mut budget)?;
     }
     Ok(())
 }
@@ -165,11 +176,13 @@ pub(crate) fn carry_codex(
         return Err(CarryError::Missing);
     }
     let mut budget = MAX_BYTES;
+    let within = crate::bounded::real_root(from.home)?;
     for file in files {
         let relative = file.strip_prefix(&sessions).map_err(io::Error::other)?;
         copy_file(
             &file,
             &to.home.join(".codex/sessions").join(relative),
+            &within,
             &mut budget,
         )?;
     }
@@ -187,5 +200,6 @@ pub(crate) fn carry_folder(
         return Err(CarryError::Missing);
     }
     let mut budget = MAX_BYTES;
-    copy_tree(&source, &to.home.join(relative), &mut budget)
+    let within = crate::bounded::real_root(from.home)?;
+    copy_tree(&source, &to.home.join(relative), &within, &mut budget)
 }

@@ -50,7 +50,7 @@ impl AppState {
             login_throttle: Arc::new(crate::throttle::LoginThrottle::new(
                 engine.config.login_limits,
             )),
-            live: crate::live::LiveConnections::new(engine.config.live_connections_per_user),
+            live: engine.live.clone(),
             engine,
             setup_token: Arc::new(Mutex::new(setup_token)),
             shutdown: CancellationToken::new(),

@@ -94,6 +94,9 @@ pub enum Relayed {
     StopRun(RunId, crate::domain::StopWhy),
     /// A runner token was revoked: every replica disconnects the runners using it.
     RunnerTokenRevoked(crate::domain::RunnerTokenId),
+    /// A session or API token ended (its SHA-256, as stored; the secret never travels): every replica
+    /// ends the live connections opened with it.
+    CredentialEnded(String),
 }
 
 /// A topic's channel and, for a run, its feed of latest events (contiguous seqs).

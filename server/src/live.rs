@@ -3,8 +3,9 @@
 //!
 //! Invariant: every live handler opens a [`LiveGuard`] before it upgrades or starts streaming, keeps it
 //! for the connection's whole life, and stops when [`LiveGuard::stopped`] fires. Dropping the guard
-//! frees the slot. The registry is per process: with several replicas, each ends the connections it
-//! holds (a signed-out cookie is refused everywhere on its next request).
+//! frees the slot. The registry is per process; an ended credential (a session signed out, an API token
+//! revoked) reaches the other replicas through `Engine::credential_ended` and the relay, and each ends
+//! the connections it holds.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -50,6 +50,7 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
     let world = prepared
         .serve(ServerOptions {
             embedded_runner: false,
+            ..ServerOptions::default()
         })
         .await?;
     let (rss_before, _) = world.server.rss()?;

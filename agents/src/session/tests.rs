@@ -121,10 +121,22 @@ fn a_session_over_the_budget_is_refused() {
     let (old, new) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write(&old.path().join("a/big"), &"x".repeat(100));
     let mut budget = 99;
-    let copied = copy_tree(&old.path().join("a"), &new.path().join("a"), &mut budget);
+    let within = crate::bounded::real_root(old.path()).unwrap();
+    let copied = copy_tree(
+        &old.path().join("a"),
+        &new.path().join("a"),
+        &within,
+        &mut budget,
+    );
     assert!(matches!(copied, Err(CarryError::TooLarge)), "{copied:?}");
     let mut budget = 100;
-    copy_tree(&old.path().join("a"), &new.path().join("a"), &mut budget).unwrap();
+    copy_tree(
+        &old.path().join("a"),
+        &new.path().join("a"),
+        &within,
+        &mut budget,
+    )
+    .unwrap();
     assert_eq!(budget, 0);
 }
 
@@ -141,4 +153,28 @@ fn nothing_to_carry_is_missing() {
         carry_codex("t", from, to),
         Err(CarryError::Missing)
     ));
+}
+
+/// The attack: an agent replaced its `.codex/sessions` folder with a link to the server's data folder and
+/// reported a session id that names the key file; the next run's carry copied the key into its `HOME`.
+#[test]
+fn a_linked_sessions_folder_carries_nothing_from_outside() {
+    let (old, new, data) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    write(&data.path().join("secret.key"), "the server's key");
+    std::fs::create_dir_all(old.path().join(".codex")).unwrap();
+    std::os::unix::fs::symlink(data.path(), old.path().join(".codex/sessions")).unwrap();
+    let carried = carry_codex(
+        "secret.key",
+        place(old.path(), old.path()),
+        place(new.path(), new.path()),
+    );
+    assert!(carried.is_err(), "{carried:?}");
+    assert!(
+        !new.path().join(".codex/sessions/secret.key").exists(),
+        "the key was copied into the next run's HOME"
+    );
 }

@@ -57,9 +57,7 @@ pub(crate) async fn conclude(
             tracing::warn!(error = %e, "cannot check the monthly caps");
         }
     }
-    if let Err(e) = state.store.revoke_run_tokens(run.id).await {
-        tracing::warn!(error = %e, "cannot revoke the run's token");
-    }
+    state.revoke_run_tokens(run.id).await;
     let loaded = async {
         let issue = state.store.get_issue_by_id(run.issue_id).await?;
         let agent = state.store.get_agent(run.workspace_id, run.agent_id).await;

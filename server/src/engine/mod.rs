@@ -52,6 +52,8 @@ pub struct Engine {
     pub bound_addr: Option<SocketAddr>,
     /// This replica's counters and histograms (`GET /metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// Open live connections (boards, run pages, event streams) by credential: ended when it is.
+    pub live: crate::live::LiveConnections,
 }
 
 impl Engine {
@@ -61,6 +63,7 @@ impl Engine {
         let runtimes = RuntimeCache::new(config.runtime_paths.clone());
         Ok(Self {
             store,
+            live: crate::live::LiveConnections::new(config.live_connections_per_user),
             config: Arc::new(config),
             hub: Hub::default(),
             secrets: Arc::new(secrets),
@@ -329,6 +332,24 @@ impl Engine {
         self.runs.disconnect(token);
         self.hub
             .relay(crate::hub::Relayed::RunnerTokenRevoked(token));
+    }
+
+    /// A session or API token ended (signed out, revoked, its password changed): its open live
+    /// connections end at once, on this replica and (through the relay) every other. `hash` is the
+    /// credential's SHA-256 as the store keeps it.
+    pub fn credential_ended(&self, hash: &str) {
+        let ended = self.live.end_credential(hash);
+        tracing::debug!(ended, "ended the live connections of a credential");
+        self.hub
+            .relay(crate::hub::Relayed::CredentialEnded(hash.to_owned()));
+    }
+
+    /// Revokes a run's token (the run ended): it is refused from now on, and what it has open ends.
+    pub async fn revoke_run_tokens(&self, run: RunId) {
+        match self.store.revoke_run_tokens(run).await {
+            Ok(hashes) => hashes.iter().for_each(|h| self.credential_ended(h)),
+            Err(e) => tracing::warn!(error = %e, "cannot revoke the run's token"),
+        }
     }
 
     /// Cancels a run: a live one is signalled (its supervisor stops the process group and finishes it

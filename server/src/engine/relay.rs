@@ -1,6 +1,7 @@
 //! Cross-replica wake-ups (PostgreSQL): what the hub publishes here, and runs queued or cancelled here,
-//! are told to every other replica with `NOTIFY` (ids only, never payloads); what other replicas tell is
-//! republished on this replica's hub, wakes its runner, or cancels a run it holds.
+//! are told to every other replica with `NOTIFY` (ids only, never payloads; an ended credential travels as
+//! its SHA-256, as the store keeps it, never the secret); what other replicas tell is republished on this
+//! replica's hub, wakes its runner, cancels a run it holds, or ends the live connections of a credential.
 //!
 //! Invariants: a note is sent after the write it describes has committed (the hub is told only after the
 //! store, see `events.rs`), so a replica that reads the rows on a note finds them; each replica tags its
@@ -72,6 +73,9 @@ fn apply(state: &Engine, note: Relayed) {
         Relayed::Live(topic, event) => state.hub.publish_local(topic, event),
         Relayed::RunQueued(_) => state.runs.wake(),
         Relayed::RunnerTokenRevoked(token) => state.runs.disconnect(token),
+        Relayed::CredentialEnded(hash) => {
+            state.live.end_credential(&hash);
+        }
         Relayed::CancelRun(run) => {
             if state.runs.tell(run, false) {
                 tracing::info!(run.id = %run, "cancelled by another replica");
@@ -133,6 +137,7 @@ fn encode(origin: &str, note: &Relayed) -> String {
         Relayed::CancelRun(run) => format!("{origin} cancel {run}"),
         Relayed::StopRun(run, why) => format!("{origin} stop {run} {why}"),
         Relayed::RunnerTokenRevoked(token) => format!("{origin} runner-token-revoked {token}"),
+        Relayed::CredentialEnded(hash) => format!("{origin} credential-ended {hash}"),
         Relayed::Live(_, LiveEvent::RunEvents { run_id, last_seq }) => {
             format!("{origin} run {run_id} events {last_seq}")
         }
@@ -154,6 +159,11 @@ fn decode(message: &str) -> Option<(&str, Relayed)> {
         [_, "cancel", id] => Relayed::CancelRun(run(id)?),
         [_, "stop", id, why] => Relayed::StopRun(run(id)?, why.parse().ok()?),
         [_, "runner-token-revoked", id] => Relayed::RunnerTokenRevoked(id.parse().ok()?),
+        [_, "credential-ended", hash]
+            if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            Relayed::CredentialEnded((*hash).to_owned())
+        }
         [_, "run", id, "events", seq] => {
             let run_id = run(id)?;
             let last_seq = seq.parse().ok()?;
@@ -185,6 +195,7 @@ mod tests {
             Relayed::RunQueued(run),
             Relayed::CancelRun(run),
             Relayed::RunnerTokenRevoked(crate::domain::RunnerTokenId::new()),
+            Relayed::CredentialEnded(crate::auth::hash_secret("mst_revoked")),
             Relayed::Live(
                 Topic::Run(run),
                 LiveEvent::RunEvents {

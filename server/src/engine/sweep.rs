@@ -33,9 +33,7 @@ pub(crate) async fn once(engine: &Engine) {
     for run in lost {
         tracing::warn!(run.id = %run.id, "run interrupted: its runner is gone");
         engine.runs.release(run.id);
-        if let Err(e) = engine.store.revoke_run_tokens(run.id).await {
-            tracing::warn!(error = %e, "cannot revoke the run's token");
-        }
+        engine.revoke_run_tokens(run.id).await;
         let issue = match engine.store.get_issue_by_id(run.issue_id).await {
             Ok(issue) => issue,
             Err(e) => {

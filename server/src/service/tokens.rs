@@ -52,11 +52,13 @@ pub async fn list(state: &Engine, caller: &Caller) -> Result<Vec<ApiToken>> {
         .await?)
 }
 
-/// Revokes one of the caller's tokens.
+/// Revokes one of the caller's tokens; the event streams and sockets opened with it end at once.
 pub async fn revoke(state: &Engine, caller: &Caller, id: &str) -> Result<()> {
     let id: TokenId = id.parse().map_err(|_| Error::NotFound)?;
-    Ok(state
+    let hash = state
         .store
         .revoke_api_token(caller.ws.id, caller.user.id, id)
-        .await?)
+        .await?;
+    state.credential_ended(&hash);
+    Ok(())
 }

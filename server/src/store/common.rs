@@ -625,20 +625,18 @@ macro_rules! impl_store {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
-            async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<()> {
-                let done = sqlx::query::<$db>(
+            async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<String> {
+                sqlx::query_scalar::<$db, String>(
                     "update api_token set revoked_at = $4 where api_token_id = $1 and workspace_id = $2 and user_id = $3 \
-                     and revoked_at is null")
-                    .bind(id).bind(ws).bind(user).bind(now()).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
+                     and revoked_at is null returning token_hash")
+                    .bind(id).bind(ws).bind(user).bind(now()).fetch_optional(&self.pool).await?
+                    .ok_or(Error::NotFound)
             }
 
-            async fn revoke_run_tokens(&self, run: RunId) -> Result<u64> {
-                let done = sqlx::query::<$db>(
-                    "update api_token set revoked_at = $2 where run_id = $1 and revoked_at is null")
-                    .bind(run).bind(now()).execute(&self.pool).await?;
-                Ok(done.rows_affected())
+            async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>> {
+                Ok(sqlx::query_scalar::<$db, String>(
+                    "update api_token set revoked_at = $2 where run_id = $1 and revoked_at is null returning token_hash")
+                    .bind(run).bind(now()).fetch_all(&self.pool).await?)
             }
 
             async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {

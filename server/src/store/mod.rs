@@ -454,10 +454,11 @@ pub trait Store: Send + Sync + 'static {
     async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken>;
     /// A user's own (non-run) tokens in a workspace, newest first, revoked ones included.
     async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>>;
-    /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked).
-    async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<()>;
-    /// Revokes every token bound to `run` (when the run ends); returns how many were live.
-    async fn revoke_run_tokens(&self, run: RunId) -> Result<u64>;
+    /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked); returns its
+    /// hash, which names the live connections opened with it.
+    async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<String>;
+    /// Revokes every token bound to `run` (when the run ends); returns the hashes of those that were live.
+    async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>>;
 
     // --- agents and skills ---
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).

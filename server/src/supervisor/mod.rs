@@ -58,6 +58,8 @@ pub struct RunTiming {
     pub retry_base: Duration,
     /// When set, replaces every agent's stall timeout (tests; profiles allow no less than 10 s).
     pub stall_override: Option<Duration>,
+    /// How long a remote runner's socket may stay open without sending `hello`.
+    pub runner_hello: Duration,
 }
 
 impl Default for RunTiming {
@@ -71,6 +73,7 @@ impl Default for RunTiming {
             term_grace: muster_agents::process::TERM_GRACE,
             retry_base: Duration::from_secs(10),
             stall_override: None,
+            runner_hello: Duration::from_secs(10),
         }
     }
 }

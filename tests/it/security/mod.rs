@@ -21,11 +21,13 @@ macro_rules! both_backends {
     };
 }
 
+mod bounds;
 mod headers;
 mod invitations;
 mod limits;
 mod login;
 mod repo_files;
+mod revocation;
 mod roles;
 mod run_tokens;
 mod runtimes;

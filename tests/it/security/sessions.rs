@@ -23,7 +23,7 @@ use super::login::{PASSWORD, client_from};
 /// How long a connection may take to end after it must.
 const DEADLINE: Duration = Duration::from_secs(10);
 
-type Socket =
+pub(super) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 both_backends!(
@@ -40,7 +40,7 @@ pub(super) struct Team {
     pub ada: User,
     pub bob: User,
     pub run: Run,
-    _db: TestDb,
+    pub db: TestDb,
 }
 
 impl Team {
@@ -112,7 +112,7 @@ impl Team {
             ada,
             bob,
             run,
-            _db: db,
+            db,
         })
     }
 
@@ -170,7 +170,7 @@ impl Team {
 }
 
 /// Waits for the server to end `socket`; returns the close frame's code, if one was sent.
-async fn socket_ends(socket: &mut Socket) -> Option<u16> {
+pub(super) async fn socket_ends(socket: &mut Socket) -> Option<u16> {
     let mut code = None;
     tokio::time::timeout(DEADLINE, async {
         while let Some(msg) = socket.next().await {
@@ -187,7 +187,7 @@ async fn socket_ends(socket: &mut Socket) -> Option<u16> {
 }
 
 /// Waits for the server to end an event stream (the response body completes).
-async fn stream_ends(mut resp: reqwest::Response) {
+pub(super) async fn stream_ends(mut resp: reqwest::Response) {
     tokio::time::timeout(DEADLINE, async {
         while let Ok(Some(_)) = resp.chunk().await {}
     })
@@ -196,7 +196,7 @@ async fn stream_ends(mut resp: reqwest::Response) {
 }
 
 /// Whether `socket` stays open for a moment (nothing but pings arrives).
-async fn stays_open(socket: &mut Socket) -> bool {
+pub(super) async fn stays_open(socket: &mut Socket) -> bool {
     let wait = tokio::time::timeout(Duration::from_millis(300), async {
         loop {
             match socket.next().await {

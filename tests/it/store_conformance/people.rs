@@ -300,10 +300,11 @@ async fn api_tokens(store: Arc<dyn Store>) {
 
     // Only the owner revokes, once; a revoked token no longer authenticates but stays listed.
     assert_not_found(store.revoke_api_token(f.ws.id, bob.id, ci.id).await);
-    store
+    let revoked = store
         .revoke_api_token(f.ws.id, f.owner.id, ci.id)
         .await
         .unwrap();
+    assert_eq!(revoked, "hash-ci", "the revoked token's hash comes back");
     assert_not_found(store.revoke_api_token(f.ws.id, f.owner.id, ci.id).await);
     assert_not_found(
         store

@@ -98,12 +98,18 @@ impl Prepared {
 pub struct ServerOptions {
     /// Run agents in the server (the embedded runner).
     pub embedded_runner: bool,
+    /// The executable to start as `… serve` (default: this one, which a bench makes a server).
+    pub exe: Option<PathBuf>,
+    /// More arguments for `serve`.
+    pub args: Vec<String>,
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             embedded_runner: true,
+            exe: None,
+            args: Vec::new(),
         }
     }
 }
@@ -126,7 +132,10 @@ impl Server {
     pub async fn start(db: &TestDb, options: &ServerOptions) -> anyhow::Result<Server> {
         // A free port: bound, read and released (the server binds it again at once).
         let addr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-        let exe = std::env::current_exe()?;
+        let exe = match &options.exe {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe()?,
+        };
         let base = db.dir.path();
         let log = base.join(format!("server-{}.log", addr.port()));
         let log_file = std::fs::File::create(&log)?;
@@ -149,6 +158,7 @@ impl Server {
         if !options.embedded_runner {
             cmd.arg("--no-runner");
         }
+        cmd.args(&options.args);
         let spawned = Instant::now();
         let child = cmd.spawn().context("spawn the server")?;
         let mut server = Server {

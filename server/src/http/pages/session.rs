@@ -307,7 +307,7 @@ async fn logout(
         let hash = auth::hash_secret(secret);
         state.store.delete_session(&hash).await?;
         // The session's open sockets and streams end with it.
-        state.live.end_credential(&hash);
+        state.credential_ended(&hash);
     }
     let mut response = see_other("/login");
     response.headers_mut().append(
