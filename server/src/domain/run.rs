@@ -57,6 +57,7 @@ string_enum!(
         EventCap => "event_cap",
         Sandbox => "sandbox",
         OverCap => "over_cap",
+        EgressRefused => "egress_refused",
     }
 );
 

@@ -31,9 +31,6 @@ pub use policy::{Access, PathRule, Policy};
 /// agent could signal the server.
 pub const REQUIRED_ABI: u8 = 6;
 
-/// Ports agents may always connect to besides Muster's API and their model endpoint (hosted model APIs).
-pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
-
 /// How agents run on this server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]

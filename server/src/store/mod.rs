@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec, HostPattern,
     Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
     EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey,
     IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun,
@@ -683,6 +683,9 @@ pub trait Store: Send + Sync + 'static {
     async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
 
     // --- ensembles ---
+    /// Replaces the workspace's default egress allow-list (every agent's runs may reach these hosts unless
+    /// the agent has no network).
+    async fn set_workspace_egress(&self, id: WorkspaceId, hosts: &[HostPattern]) -> Result<Workspace>;
     /// Sets or clears the workspace's check command (what ensembles run unless they name their own).
     async fn set_workspace_check(
         &self,

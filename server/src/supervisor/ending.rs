@@ -18,6 +18,8 @@ pub(super) enum Stop {
     Auth,
     /// The run produced as many events as a run may keep (the cap).
     EventCap(crate::domain::Seq),
+    /// The CLI failed after the egress proxy or the sandbox refused one of its connections.
+    EgressRefused,
 }
 
 /// How the supervision of a run ended.
@@ -59,6 +61,15 @@ pub(super) fn finished(
             let ok = *code == Some(0) && tally.finished.as_ref().is_none_or(|(ok, _)| *ok);
             if ok {
                 (RunStatus::Succeeded, *code, None)
+            } else if tally.egress.refusal().is_some()
+                && matches!(
+                    tally.errors.reason(),
+                    FailureReason::Network | FailureReason::Exit
+                )
+            {
+                // It failed after a connection was refused: that is the cause to report, not a
+                // network failure worth retrying.
+                (RunStatus::Failed, *code, Some(FailureReason::EgressRefused))
             } else {
                 (RunStatus::Failed, *code, Some(tally.errors.reason()))
             }
@@ -75,6 +86,7 @@ pub(super) fn finished(
             Stop::OverCap => (RunStatus::Failed, *code, Some(FailureReason::OverCap)),
             Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
             Stop::EventCap(_) => (RunStatus::Failed, *code, Some(FailureReason::EventCap)),
+            Stop::EgressRefused => (RunStatus::Failed, *code, Some(FailureReason::EgressRefused)),
         },
         Ending::LeaseLost | Ending::Orphaned => (
             RunStatus::Interrupted,
@@ -90,6 +102,7 @@ pub(super) fn finished(
     // The decisive error, for a failure that was not of our making (a stop or an unstarted run says why
     // itself in its reason and summary).
     let failure_detail = match ending {
+        _ if failure_reason == Some(FailureReason::EgressRefused) => tally.egress.refusal(),
         Ending::Exited(_) | Ending::Stopped(Stop::Auth, _) if failure_reason.is_some() => {
             tally.errors.message()
         }
