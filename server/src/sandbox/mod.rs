@@ -186,6 +186,12 @@ pub fn event_lines(payload: &serde_json::Value) -> Vec<String> {
         let ports: Vec<String> = ports.iter().map(ToString::to_string).collect();
         lines.push(format!("TCP connect only to ports {}", ports.join(", ")));
     }
+    if let Some(summary) = payload["egress"]["summary"].as_str() {
+        let proxy = payload["egress"]["proxy"]
+            .as_str()
+            .map_or_else(String::new, |p| format!(" (through the egress proxy {p})"));
+        lines.push(format!("egress: {summary}{proxy}"));
+    }
     lines
 }
 

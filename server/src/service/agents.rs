@@ -1,7 +1,8 @@
 //! Agent profiles: create, edit, delete, with secret env values sealed before they reach the store and
 //! never sent back out.
 //!
-//! Roles: the runtime fields (kind, command, extra args, env and secrets, base URL, permission mode)
+//! Roles: the runtime fields (kind, command, extra args, env and secrets, base URL, permission mode,
+//! egress allow-list and network switch)
 //! decide what runs on the server, so only owners and admins create agents or change those fields;
 //! members may edit the rest. Checked here once, for the pages, the API and the CLI alike.
 
@@ -72,6 +73,13 @@ pub struct AgentInput {
     /// (owners and admins).
     #[schema(value_type = Option<Vec<String>>)]
     pub runners: Option<Vec<String>>,
+    /// Hosts its runs may reach through the egress proxy: `github.com`, `*.npmjs.org` (subdomains),
+    /// an IP address, each optionally with `:port` (without one: 443 and 80). Its model endpoint and the
+    /// workspace's default list are allowed besides (owners and admins).
+    pub egress_hosts: Option<Vec<String>>,
+    /// No network: its runs reach only their model endpoint and Muster, not even the workspace's default
+    /// list (owners and admins).
+    pub no_network: Option<bool>,
 }
 
 fn text(v: &Option<String>) -> Option<Option<String>> {
@@ -159,6 +167,19 @@ pub fn build_profile(
             .map(|r| r.trim().to_owned())
             .filter(|r| !r.is_empty())
             .collect();
+    }
+    if let Some(hosts) = &input.egress_hosts {
+        match crate::domain::parse_host_list("egress_hosts", hosts) {
+            Ok(hosts) => out.egress_hosts = hosts,
+            Err(errors) => {
+                for e in errors {
+                    p.add(e.field, e.message);
+                }
+            }
+        }
+    }
+    if let Some(off) = input.no_network {
+        out.no_network = off;
     }
     if let Some(env) = &input.env {
         out.env = env_vars(
@@ -264,6 +285,8 @@ const RUNTIME_FIELDS: &[(&str, &str)] = &[
     ("base_url", "the base URL"),
     ("permission_mode", "the permission mode"),
     ("runners", "the runners it runs on"),
+    ("egress_hosts", "the hosts it may reach"),
+    ("no_network", "its network switch"),
 ];
 
 /// The runtime fields that differ between `old` and `new`.
@@ -275,6 +298,8 @@ fn runtime_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
         "env" => old.env != new.env,
         "base_url" => old.base_url != new.base_url,
         "runners" => old.runners != new.runners,
+        "egress_hosts" => old.egress_hosts != new.egress_hosts,
+        "no_network" => old.no_network != new.no_network,
         _ => old.permission_mode != new.permission_mode,
     };
     RUNTIME_FIELDS
@@ -432,6 +457,11 @@ pub struct AgentView {
     pub base_url: Option<String>,
     /// The runners its runs may go to; empty for any.
     pub runners: Vec<String>,
+    /// Hosts its runs may reach through the egress proxy (besides its model endpoint and the
+    /// workspace's default list).
+    pub egress_hosts: Vec<String>,
+    /// Its runs reach only their model endpoint and Muster.
+    pub no_network: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
 }
@@ -470,6 +500,12 @@ impl From<&Agent> for AgentView {
                 .as_deref()
                 .map(crate::redact::without_credentials),
             runners: p.runners.clone(),
+            egress_hosts: p
+                .egress_hosts
+                .iter()
+                .map(|h| h.as_str().to_owned())
+                .collect(),
+            no_network: p.no_network,
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
