@@ -21,6 +21,7 @@ macro_rules! both_backends {
     };
 }
 
+mod egress;
 mod headers;
 mod invitations;
 mod limits;
