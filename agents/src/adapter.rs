@@ -68,6 +68,16 @@ impl RuntimeKind {
         }
     }
 
+    /// The model API this CLI reaches when no base URL is set (its vendor's), allowed through the egress
+    /// proxy like a base URL's host.
+    pub fn default_api_url(self) -> Option<&'static str> {
+        match self {
+            Self::Claude => Some(claude::DEFAULT_API_URL),
+            Self::Codex => Some(codex::DEFAULT_API_URL),
+            Self::Opencode | Self::Llama | Self::Custom => None,
+        }
+    }
+
     /// Every base-URL variable of this kind that `env` sets to a non-empty value, as `(name, url)`,
     /// preferred first (the last setting of a name wins).
     pub fn base_urls_in<'a>(self, env: &'a [(String, String)]) -> Vec<(&'static str, &'a str)> {

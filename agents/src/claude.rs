@@ -35,6 +35,9 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// server, and what the adapter sets from the agent's Base URL field.
 pub const BASE_URL_VARS: [&str; 1] = ["ANTHROPIC_BASE_URL"];
 
+/// Where Claude Code sends its model requests without a base URL.
+pub const DEFAULT_API_URL: &str = "https://api.anthropic.com";
+
 /// The Claude Code adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClaudeAdapter;

@@ -37,6 +37,9 @@ pub const KEY_VARS: [&str; 2] = ["OPENAI_API_KEY", "CODEX_API_KEY"];
 /// Responses provider Codex does follow.
 pub const BASE_URL_VARS: [&str; 1] = ["OPENAI_BASE_URL"];
 
+/// Where Codex's built-in provider sends its model requests without a base URL.
+pub const DEFAULT_API_URL: &str = "https://api.openai.com";
+
 /// The Codex adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CodexAdapter;

@@ -56,7 +56,9 @@ impl HostPattern {
             return Err(bad("may use * only as its first label (*.example.com)"));
         }
         if host.starts_with("*.") && !name.contains('.') {
-            return Err(bad("is too wide: a wildcard needs a domain with a dot (*.example.com)"));
+            return Err(bad(
+                "is too wide: a wildcard needs a domain with a dot (*.example.com)",
+            ));
         }
         if name.len() > 253 || !valid_name(name) {
             return Err(bad("is not a valid host name"));
@@ -142,7 +144,10 @@ fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
         }
     };
     let port = port
-        .map(|p| p.parse::<u16>().map_err(|_| format!("has a bad port {p:?}")))
+        .map(|p| {
+            p.parse::<u16>()
+                .map_err(|_| format!("has a bad port {p:?}"))
+        })
         .transpose()?;
     Ok((host, port))
 }

@@ -133,7 +133,7 @@ impl Record {
     pub fn line(&self) -> String {
         let verdict = if self.allowed { "allowed" } else { "refused" };
         let mut line = format!(
-            "egress {verdict} {} {}:{} (↑{} B ↓{} B)",
+            "{verdict} {} {}:{} (↑{} B ↓{} B)",
             self.method, self.host, self.port, self.bytes_up, self.bytes_down
         );
         if let Some(why) = &self.why {

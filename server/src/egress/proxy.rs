@@ -226,9 +226,12 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<Option<(Vec<u8>, u
 
 /// Parses a request head: `CONNECT host:port` or `METHOD http://host[:port]/path`.
 pub(super) fn parse(head: &[u8]) -> Result<Request, String> {
-    let mut lines = head.split(|b| *b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let mut lines = head
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
     let first = lines.next().unwrap_or_default();
-    let first = std::str::from_utf8(first).map_err(|_| "the request line is not text".to_owned())?;
+    let first =
+        std::str::from_utf8(first).map_err(|_| "the request line is not text".to_owned())?;
     let mut parts = first.split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -335,7 +338,11 @@ enum Failure {
 }
 
 /// Resolves `host` (an override first, then DNS) and connects to the first address that answers.
-async fn connect(overrides: &ResolveOverrides, host: &str, port: u16) -> Result<TcpStream, Failure> {
+async fn connect(
+    overrides: &ResolveOverrides,
+    host: &str,
+    port: u16,
+) -> Result<TcpStream, Failure> {
     let addrs: Vec<SocketAddr> = if let Some(addr) = overrides.get(host) {
         vec![*addr]
     } else if let Ok(ip) = host.parse::<IpAddr>() {
@@ -372,7 +379,9 @@ fn is_local(ip: IpAddr) -> bool {
             v6.is_loopback()
                 || v6.is_unspecified()
                 || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_local(IpAddr::V4(v4)))
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_local(IpAddr::V4(v4)))
         }
     }
 }

@@ -19,24 +19,31 @@ fn the_list_allows_its_hosts_and_the_model_endpoint_only() {
     assert_eq!(allow.refusal("registry.npmjs.org", 443), None);
     assert_eq!(allow.refusal("api.example.com", 8443), None);
     let why = allow.refusal("evil.example", 443).unwrap();
-    assert!(why.contains("evil.example:443 is not on the agent's egress allow-list"), "{why}");
+    assert!(
+        why.contains("evil.example:443 is not on the agent's egress allow-list"),
+        "{why}"
+    );
     assert!(allow.refusal("api.example.com", 443).is_some());
     let off = AllowList {
         no_network: true,
         ..allow
     };
-    assert!(off.refusal("github.com", 443).unwrap().contains("no network"));
-    assert_eq!(off.refusal("api.example.com", 8443), None);
-    assert_eq!(
-        off.describe(),
-        "no network; always api.example.com:8443"
+    assert!(
+        off.refusal("github.com", 443)
+            .unwrap()
+            .contains("no network")
     );
+    assert_eq!(off.refusal("api.example.com", 8443), None);
+    assert_eq!(off.describe(), "no network; always api.example.com:8443");
 }
 
 #[test]
 fn request_heads_parse_into_a_host_and_port() {
     let r = parse(b"CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n").unwrap();
-    assert_eq!((r.method.as_str(), r.host.as_str(), r.port), ("CONNECT", "github.com", 443));
+    assert_eq!(
+        (r.method.as_str(), r.host.as_str(), r.port),
+        ("CONNECT", "github.com", 443)
+    );
     assert!(r.forward.is_none());
     let r = parse(
         b"GET http://Allowed.test/x?y=1 HTTP/1.1\r\nHost: allowed.test\r\nProxy-Connection: keep-alive\r\n\r\n",
@@ -48,9 +55,21 @@ fn request_heads_parse_into_a_host_and_port() {
         forward,
         "GET /x?y=1 HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
     );
-    assert!(parse(b"CONNECT github.com HTTP/1.1\r\n\r\n").unwrap_err().contains("needs a port"));
-    assert!(parse(b"GET /x HTTP/1.1\r\n\r\n").unwrap_err().contains("absolute"));
-    assert!(parse(b"GET https://x/ HTTP/1.1\r\n\r\n").unwrap_err().contains("CONNECT"));
+    assert!(
+        parse(b"CONNECT github.com HTTP/1.1\r\n\r\n")
+            .unwrap_err()
+            .contains("needs a port")
+    );
+    assert!(
+        parse(b"GET /x HTTP/1.1\r\n\r\n")
+            .unwrap_err()
+            .contains("absolute")
+    );
+    assert!(
+        parse(b"GET https://x/ HTTP/1.1\r\n\r\n")
+            .unwrap_err()
+            .contains("CONNECT")
+    );
     assert!(parse(b"CONNECT a b:1 HTTP/1.1\r\n\r\n").is_err());
 }
 

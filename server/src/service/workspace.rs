@@ -110,10 +110,14 @@ pub async fn update(state: &Engine, caller: &Caller, input: &WorkspaceInput) -> 
                 .await?;
     }
     if let Some(hosts) = &egress {
-        ws = state.store.set_workspace_egress(caller.ws.id, hosts).await?;
+        ws = state
+            .store
+            .set_workspace_egress(caller.ws.id, hosts)
+            .await?;
         tracing::info!(workspace = %ws.slug.as_str(), hosts = hosts.len(), "default egress list set");
     }
-    let only_check = (input.check_command.is_some() || egress.is_some()) && input.repo_path.is_none();
+    let only_check =
+        (input.check_command.is_some() || egress.is_some()) && input.repo_path.is_none();
     if input.repo_path.is_some() || (depth.is_none() && per_hour.is_none() && !only_check) {
         ws = set_repo(state, caller, input).await?;
     }

@@ -8,11 +8,11 @@ use crate::domain::{
     Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
     Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckSpec, Comment, CommentAuthor, CommentId, Email,
     Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
-    EnsembleStatus, EnvVar, FailureReason, HostPattern, InboxItem, InboxItemId, InboxKind, Invitation,
-    InvitationId, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label, Member,
-    NewAgent, PermissionMode, Priority, ReviewOutcome, Role, Run, RunEvent, RunId, RunStatus,
-    RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId, Skill, SkillFile,
-    SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
+    EnsembleStatus, EnvVar, FailureReason, HostPattern, InboxItem, InboxItemId, InboxKind,
+    Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle,
+    Label, Member, NewAgent, PermissionMode, Priority, ReviewOutcome, Role, Run, RunEvent, RunId,
+    RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId, Skill,
+    SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]

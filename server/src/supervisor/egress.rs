@@ -28,7 +28,12 @@ pub(super) fn model_urls(
     base_url: Option<&str>,
     env: &[(String, String)],
 ) -> Vec<String> {
-    let mut urls: Vec<String> = base_url.map(str::to_owned).into_iter().collect();
+    // Without a base URL the CLI talks to its vendor's API.
+    let mut urls: Vec<String> = base_url
+        .or_else(|| kind.default_api_url())
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
     for (_, url) in kind.base_urls_in(env) {
         if !urls.iter().any(|u| u == url) {
             urls.push(url.to_owned());

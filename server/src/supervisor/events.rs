@@ -196,18 +196,23 @@ impl EgressTrack {
         ));
     }
 
-    /// Whether an error the CLI reported is explained by a refused connection: one the proxy refused
-    /// before, or a direct connection the sandbox refused (Bun's `FailedToOpenSocket`, `EACCES`), which
-    /// is then noted.
+    /// Whether a network (or unclassified) error the CLI reported is explained by a refused connection:
+    /// one the proxy refused before, or a direct connection the sandbox refused (Bun's
+    /// `FailedToOpenSocket`, `EACCES`), which is then noted.
     pub(super) fn blames(&mut self, message: &str) -> bool {
         if self.refused.is_some() {
             return true;
         }
         let lower = message.to_lowercase();
         let sandbox = !self.direct_ports.is_empty()
-            && ["failedtoopensocket", "eacces", "permission denied", "operation not permitted"]
-                .iter()
-                .any(|w| lower.contains(w));
+            && [
+                "failedtoopensocket",
+                "eacces",
+                "permission denied",
+                "operation not permitted",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
         if sandbox {
             let ports: Vec<String> = self.direct_ports.iter().map(ToString::to_string).collect();
             self.refused = Some(format!(

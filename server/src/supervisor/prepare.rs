@@ -187,7 +187,11 @@ async fn finish_prepare(
     let base_url = p
         .base_url
         .clone()
-        .or_else(|| kind.base_urls_in(&env).first().map(|(_, u)| (*u).to_owned()))
+        .or_else(|| {
+            kind.base_urls_in(&env)
+                .first()
+                .map(|(_, u)| (*u).to_owned())
+        })
         .or_else(|| {
             (p.kind == AgentKind::Llama)
                 .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
@@ -195,14 +199,10 @@ async fn finish_prepare(
         });
     let model_urls = super::egress::model_urls(kind, base_url.as_deref(), &env);
     let api_urls: Vec<String> = api_url.into_iter().chain(host.api_url.clone()).collect();
-    let mut egress = super::egress::open(
-        &host.config,
-        p,
-        &[model_urls, api_urls].concat(),
-        sandboxed,
-    )
-    .await
-    .map_err(PrepareError::config)?;
+    let mut egress =
+        super::egress::open(&host.config, p, &[model_urls, api_urls].concat(), sandboxed)
+            .await
+            .map_err(PrepareError::config)?;
     env.extend(egress.env());
     let spec = RunSpec {
         binary,

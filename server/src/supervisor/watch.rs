@@ -215,7 +215,8 @@ fn take_line(
         }
         // A CLI that reports an error after a refused connection would retry into the same wall for
         // minutes: the run ends now, saying which host and port and what to change.
-        if let AgentEvent::Error { message, .. } = &event
+        if let AgentEvent::Error { message, class } = &event
+            && matches!(class, None | Some(ErrorClass::Network))
             && tally.egress.blames(message)
         {
             end = end.or(Some(Ending::Stopped(Stop::EgressRefused, None)));

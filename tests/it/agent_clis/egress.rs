@@ -26,7 +26,11 @@ async fn through_the_proxy(cli: &Cli) {
         return;
     }
     let server = ModelServer::start().await.unwrap();
-    let addr: std::net::SocketAddr = server.base_url().trim_start_matches("http://").parse().unwrap();
+    let addr: std::net::SocketAddr = server
+        .base_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
     let Some(engine) = Engine::start_configured(
         muster_tests::Backend::Sqlite,
         vec![(cli.kind, binary)],
@@ -37,8 +41,14 @@ async fn through_the_proxy(cli: &Cli) {
         return;
     };
     let base = format!("http://{MODEL_HOST}:{}{}", addr.port(), cli.base_path);
+    let key = match cli.kind {
+        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
     let agent = engine
-        .agent(cli, &server, &[], |new| new.base_url = Some(base.clone()))
+        .agent(cli, &server, &[(key, FAKE_KEY, true)], |new| {
+            new.base_url = Some(base.clone());
+        })
         .await;
     let run = engine.run(&agent, "Say hello").await;
     let events = engine.events(&run).await;
@@ -51,7 +61,10 @@ async fn through_the_proxy(cli: &Cli) {
         .map(|e| &e.payload)
         .filter(|p| p["host"] == MODEL_HOST && p["allowed"] == true)
         .collect();
-    assert!(!through.is_empty(), "no model request went through the proxy\n{report}");
+    assert!(
+        !through.is_empty(),
+        "no model request went through the proxy\n{report}"
+    );
     assert!(
         through.iter().any(|p| p["bytes_down"].as_u64() > Some(0)),
         "{report}"
@@ -87,16 +100,24 @@ async fn opencode_reaches_its_model_through_the_egress_proxy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
 async fn a_claude_agent_with_anthropic_base_url_in_its_env_completes_a_run() {
-    let Some(binary) = locate(&CLAUDE) else { return };
+    let Some(binary) = locate(&CLAUDE) else {
+        return;
+    };
     let Some(engine) = Engine::start(muster_tests::Backend::Sqlite, &CLAUDE, &binary).await else {
         return;
     };
     let server = ModelServer::start().await.unwrap();
     let url = server.base_url().to_owned();
     let agent = engine
-        .agent(&CLAUDE, &server, &[("ANTHROPIC_BASE_URL", &url, false)], |new| {
-            new.base_url = None;
-        })
+        .agent(
+            &CLAUDE,
+            &server,
+            &[
+                ("ANTHROPIC_BASE_URL", &url, false),
+                ("ANTHROPIC_API_KEY", FAKE_KEY, true),
+            ],
+            |new| new.base_url = None,
+        )
         .await;
     let run = engine.run(&agent, "Say hello").await;
     let events = engine.events(&run).await;

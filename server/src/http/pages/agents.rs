@@ -339,28 +339,26 @@ fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
         command: sent("command"),
         base_url: sent("base_url"),
         runners: sent("runners").map(|r| r.split(',').map(str::to_owned).collect()),
-        egress_hosts: sent("egress_hosts").map(|h| {
-            h.split(['\n', ','])
-                .map(|l| l.trim().to_owned())
-                .collect()
-        }),
-        no_network: form
-            .has("network")
-            .then(|| form.get("network") == "none"),
+        egress_hosts: sent("egress_hosts")
+            .map(|h| h.split(['\n', ',']).map(|l| l.trim().to_owned()).collect()),
+        no_network: form.has("network").then(|| form.get("network") == "none"),
     };
     (input, problems)
 }
 
 /// The agent form's network choices.
 fn network_options(no_network: bool) -> Vec<OptionView> {
-    [("allow_list", "Allowed hosts"), ("none", "None (model endpoint only)")]
-        .into_iter()
-        .map(|(value, label)| OptionView {
-            value: value.into(),
-            label: label.into(),
-            selected: (value == "none") == no_network,
-        })
-        .collect()
+    [
+        ("allow_list", "Allowed hosts"),
+        ("none", "None (model endpoint only)"),
+    ]
+    .into_iter()
+    .map(|(value, label)| OptionView {
+        value: value.into(),
+        label: label.into(),
+        selected: (value == "none") == no_network,
+    })
+    .collect()
 }
 
 /// A field that must have a value to mean anything (a select or colour): empty leaves it as it is.
