@@ -80,7 +80,7 @@ impl RuntimeKind {
 
     /// Every base-URL variable of this kind that `env` sets to a non-empty value, as `(name, url)`,
     /// preferred first (the last setting of a name wins).
-    pub fn base_urls_in<'a>(self, env: &'a [(String, String)]) -> Vec<(&'static str, &'a str)> {
+    pub fn base_urls_in(self, env: &[(String, String)]) -> Vec<(&'static str, &str)> {
         self.base_url_vars()
             .iter()
             .filter_map(|name| {

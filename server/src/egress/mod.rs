@@ -238,6 +238,25 @@ pub fn url_endpoint(url: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
+/// Whether an unclassified error message is about connecting (so a refused connection may explain it):
+/// Bun's `FailedToOpenSocket`, "unable to connect", a refused tunnel…
+pub fn about_connecting(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "connect",
+        "socket",
+        "proxy",
+        "tunnel",
+        "refused",
+        "403",
+        "unreachable",
+        "eacces",
+        "permission denied",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
 /// Whether `host` names this machine's loopback (`localhost`, `127.x.x.x`, `::1`).
 pub fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")

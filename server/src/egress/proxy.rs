@@ -74,7 +74,12 @@ pub(super) struct Request {
 async fn handle(mut client: TcpStream, ctx: &Ctx) {
     let head = match timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
         Ok(Ok(Some(head))) => head,
-        Ok(Ok(None) | Err(_)) => return, // closed before a request
+        Ok(Ok(None)) => return, // closed before a request
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+            respond(&mut client, 431, &e.to_string()).await;
+            return;
+        }
+        Ok(Err(_)) => return,
         Err(_) => {
             respond(&mut client, 408, "the request head did not arrive in time").await;
             return;
@@ -219,7 +224,10 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<Option<(Vec<u8>, u
             return Ok(Some((buf, from + at + 4)));
         }
         if buf.len() > MAX_HEAD {
-            return Err(std::io::Error::other("request head too large"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the request head is larger than {MAX_HEAD} bytes"),
+            ));
         }
     }
 }
@@ -392,6 +400,7 @@ async fn respond(client: &mut TcpStream, status: u16, why: &str) {
         400 => "Bad Request",
         403 => "Forbidden",
         408 => "Request Timeout",
+        431 => "Request Header Fields Too Large",
         502 => "Bad Gateway",
         _ => "Gateway Timeout",
     };

@@ -86,3 +86,14 @@ fn urls_give_their_endpoint() {
     assert!(is_loopback("127.0.0.1") && is_loopback("localhost") && is_loopback("[::1]"));
     assert!(!is_loopback("example.com"));
 }
+
+#[test]
+fn connection_errors_are_told_from_others() {
+    assert!(about_connecting(
+        "API Error: Unable to connect to API (FailedToOpenSocket)"
+    ));
+    assert!(about_connecting(
+        "curl: (56) CONNECT tunnel failed, response 403"
+    ));
+    assert!(!about_connecting("model gpt-9 does not exist"));
+}

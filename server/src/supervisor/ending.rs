@@ -62,10 +62,7 @@ pub(super) fn finished(
             if ok {
                 (RunStatus::Succeeded, *code, None)
             } else if tally.egress.refusal().is_some()
-                && matches!(
-                    tally.errors.reason(),
-                    FailureReason::Network | FailureReason::Exit
-                )
+                && (tally.errors.reason() == FailureReason::Network || !tally.errors.seen())
             {
                 // It failed after a connection was refused: that is the cause to report, not a
                 // network failure worth retrying.

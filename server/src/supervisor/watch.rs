@@ -216,7 +216,8 @@ fn take_line(
         // A CLI that reports an error after a refused connection would retry into the same wall for
         // minutes: the run ends now, saying which host and port and what to change.
         if let AgentEvent::Error { message, class } = &event
-            && matches!(class, None | Some(ErrorClass::Network))
+            && (*class == Some(ErrorClass::Network)
+                || (class.is_none() && crate::egress::about_connecting(message)))
             && tally.egress.blames(message)
         {
             end = end.or(Some(Ending::Stopped(Stop::EgressRefused, None)));

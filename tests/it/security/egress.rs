@@ -379,7 +379,7 @@ sleep 120"#
         Some(FailureReason::EgressRefused),
         "{run:?}"
     );
-    let detail = run.failure_detail.clone().unwrap_or_default();
+    let detail = run.failure_detail.unwrap_or_default();
     assert!(
         detail.contains("the sandbox refused a direct connection (API Error: Unable to connect to API (FailedToOpenSocket))"),
         "{detail}"
