@@ -503,3 +503,139 @@ async fn a_member_cannot_change_the_egress_allow_list(t: &Env) {
     let shown = t.member.api.get("/api/v1/workspace").await.expect(200);
     assert_eq!(shown["egress_hosts"], ws["egress_hosts"]);
 }
+
+mod command_line {
+    both_backends!(the_command_line_sets_the_lists_and_prints_egress_events);
+    use super::*;
+}
+
+/// `muster agent edit --egress-host/--no-network`, `muster workspace egress` and `muster run logs`
+/// (one readable line per connection, and the list in the sandbox block).
+async fn the_command_line_sets_the_lists_and_prints_egress_events(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
+    let app = muster_tests::spawn_app(db.config()).await;
+    let store = app.store.clone();
+    let f = crate::store_conformance::fixture(&store, "team", "MUS").await;
+    let token = muster_tests::mint_token(store.as_ref(), f.ws.id, f.owner.id, "cli").await;
+    let muster = |args: &[&str]| {
+        let out = std::process::Command::new(muster_tests::muster_bin())
+            .args(args)
+            .env_clear()
+            .env("MUSTER_URL", format!("http://{}", app.addr))
+            .env("MUSTER_TOKEN", &token)
+            .env("MUSTER_CONFIG_DIR", db.dir.path().join("client"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{args:?}: {stdout}{stderr}");
+        stdout
+    };
+    let coder = crate::store_conformance::agent(&store, f.ws.id, "coder", 1).await;
+    muster(&[
+        "agent",
+        "edit",
+        "coder",
+        "--egress-host",
+        "github.com",
+        "--egress-host",
+        "*.npmjs.org",
+    ]);
+    let shown = muster(&["agent", "show", "coder"]);
+    assert!(
+        shown.contains("egress:              github.com, *.npmjs.org (besides its model endpoint"),
+        "{shown}"
+    );
+    muster(&["agent", "edit", "coder", "--no-network"]);
+    let shown = muster(&["agent", "show", "coder"]);
+    assert!(shown.contains("egress:              no network"), "{shown}");
+    let stored = store.get_agent(f.ws.id, coder.id).await.unwrap().profile;
+    assert!(stored.no_network && stored.egress_hosts.len() == 2);
+    let shown = muster(&["workspace", "egress", "pypi.org", "*.pythonhosted.org"]);
+    assert!(
+        shown.contains("egress:    pypi.org, *.pythonhosted.org"),
+        "{shown}"
+    );
+    let shown = muster(&["workspace", "egress", "--clear"]);
+    assert!(shown.contains("egress:    no default hosts"), "{shown}");
+
+    // A run's log with the sandbox block and two connections.
+    let issue = crate::store_conformance::issue(&store, f.ws.id, "Work", IssueStatus::Todo).await;
+    let run = store
+        .create_run(&NewRun {
+            workspace_id: f.ws.id,
+            issue_id: issue.id,
+            agent_id: coder.id,
+            attempt: 1,
+            not_before: None,
+            chain_depth: 0,
+            trigger: RunTrigger::Assignment,
+            trigger_comment_id: None,
+            previous_run_id: None,
+            ensemble_run_id: None,
+        })
+        .await
+        .unwrap();
+    let allowed = muster::egress::Record {
+        host: "github.com".into(),
+        port: 443,
+        method: "CONNECT".into(),
+        allowed: true,
+        why: None,
+        bytes_up: 517,
+        bytes_down: 4096,
+    };
+    let refused = muster::egress::Record {
+        host: "evil.test".into(),
+        port: 443,
+        method: "CONNECT".into(),
+        allowed: false,
+        why: Some("evil.test:443 is not on the agent's egress allow-list".into()),
+        bytes_up: 0,
+        bytes_down: 0,
+    };
+    let event = |seq: i64, kind: &str, payload: Value| NewRunEvent {
+        seq,
+        at: chrono::Utc::now(),
+        kind: kind.to_owned(),
+        payload,
+    };
+    let with_line = |r: &muster::egress::Record| {
+        let mut p = serde_json::to_value(r).unwrap();
+        p["line"] = r.line().into();
+        p
+    };
+    store
+        .append_run_events(
+            run.id,
+            &[
+                event(
+                    1,
+                    "sandbox",
+                    json!({"mode": "sandboxed", "connect_ports": [4000, 4001],
+                           "egress": {"summary": "allowed github.com; always api.example.com:443",
+                                      "proxy": "http://127.0.0.1:4001"}}),
+                ),
+                event(2, "egress", with_line(&allowed)),
+                event(3, "egress", with_line(&refused)),
+            ],
+        )
+        .await
+        .unwrap();
+    let logs = muster(&["run", "logs", &run.id.to_string()]);
+    assert!(
+        logs.contains("egress: allowed github.com; always api.example.com:443 (through the egress proxy http://127.0.0.1:4001)"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("#2 egress: allowed CONNECT github.com:443 (↑517 B ↓4096 B)\n"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("#3 egress: refused CONNECT evil.test:443 (↑0 B ↓0 B): evil.test:443 is not on the agent's egress allow-list\n"),
+        "{logs}"
+    );
+    app.shutdown.cancel();
+}
