@@ -216,8 +216,15 @@ pub fn build_profile(
 /// the URL serves, so it asks. Checked when the agent is saved and again when a run starts (for agents
 /// saved before this rule).
 pub fn model_problem(profile: &NewAgent) -> Option<&'static str> {
+    // A base URL set through `OPENAI_BASE_URL` in the env is a base URL too (the run uses it).
+    let in_env = profile.env.iter().any(|v| {
+        muster_agents::RuntimeKind::Codex
+            .base_url_vars()
+            .contains(&v.key.as_str())
+            && !v.value.trim().is_empty()
+    });
     let needs_one = profile.kind == crate::domain::AgentKind::Codex
-        && profile.base_url.is_some()
+        && (profile.base_url.is_some() || in_env)
         && profile.model.as_deref().is_none_or(|m| m.trim().is_empty());
     needs_one.then_some(
         "a Codex agent with a base URL needs a model: name one the server at that URL serves \

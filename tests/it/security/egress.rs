@@ -502,6 +502,22 @@ async fn a_member_cannot_change_the_egress_allow_list(t: &Env) {
     assert_eq!(ws["repo_path"], Value::Null, "the repository is untouched");
     let shown = t.member.api.get("/api/v1/workspace").await.expect(200);
     assert_eq!(shown["egress_hosts"], ws["egress_hosts"]);
+
+    // A Codex base URL set the usual OpenAI way is a base URL: the agent needs a model, as with the field.
+    let reply = t
+        .owner
+        .api
+        .post(
+            "/api/v1/agents",
+            json!({"name": "codex-env", "kind": "codex",
+                   "env": [{"key": "OPENAI_BASE_URL", "value": "http://10.0.0.7:8000/v1"}]}),
+        )
+        .await;
+    assert!(
+        reply.error(422, "model")[0].starts_with("a Codex agent with a base URL needs a model"),
+        "{:?}",
+        reply.body
+    );
 }
 
 mod command_line {
