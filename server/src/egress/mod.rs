@@ -28,6 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::domain::HostPattern;
 
+/// How the body of the proxy's `403` starts (a CLI that quotes it names the refusal).
+pub const REFUSAL_MARK: &str = "Muster egress proxy refused:";
 /// The run event kind of a [`Record`].
 pub const EVENT_KIND: &str = "egress";
 /// The most bytes of a request head (request line and headers).
@@ -235,6 +237,7 @@ pub fn url_endpoint(url: &str) -> Option<(String, u16)> {
     } else {
         host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
     };
+    let host = host.trim_end_matches('.');
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
@@ -259,6 +262,7 @@ pub fn about_connecting(message: &str) -> bool {
 
 /// Whether `host` names this machine's loopback (`localhost`, `127.x.x.x`, `::1`).
 pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
     host.eq_ignore_ascii_case("localhost")
         || host
             .trim_start_matches('[')

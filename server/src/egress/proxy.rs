@@ -356,11 +356,15 @@ async fn connect(
     } else if let Ok(ip) = host.parse::<IpAddr>() {
         vec![SocketAddr::new(ip, port)]
     } else {
-        let found = tokio::net::lookup_host((host, port))
+        let found = tokio::net::lookup_host((host.trim_end_matches('.'), port))
             .await
             .map_err(|e| Failure::Unreachable(format!("cannot resolve {host}: {e}")))?;
         let found: Vec<SocketAddr> = found.collect();
-        if let Some(local) = found.iter().find(|a| is_local(a.ip())) {
+        // `localhost` names this machine on purpose (the list allowed it with its port).
+        if let Some(local) = found
+            .iter()
+            .find(|a| is_local(a.ip()) && !super::is_loopback(host))
+        {
             return Err(Failure::Refused(format!(
                 "{host} resolves to {}, an address of this machine or its link; name it by address \
                  in the allow-list if it is meant",
@@ -404,7 +408,11 @@ async fn respond(client: &mut TcpStream, status: u16, why: &str) {
         502 => "Bad Gateway",
         _ => "Gateway Timeout",
     };
-    let body = format!("Muster egress proxy: {why}\n");
+    let body = if status == 403 {
+        format!("{} {why}\n", super::REFUSAL_MARK)
+    } else {
+        format!("Muster egress proxy: {why}\n")
+    };
     let answer = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",

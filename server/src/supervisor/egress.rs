@@ -60,9 +60,12 @@ pub(super) async fn open(
         let Some((host, port)) = egress::url_endpoint(url) else {
             continue;
         };
+        // A loopback endpoint is reached directly; through the proxy too, for a client that does not
+        // take `NO_PROXY` (a name like `localhost.`).
         if egress::is_loopback(&host) {
             direct_ports.push(port);
-        } else if !allow.endpoints.contains(&(host.clone(), port)) {
+        }
+        if !allow.endpoints.contains(&(host.clone(), port)) {
             allow.endpoints.push((host, port));
         }
     }

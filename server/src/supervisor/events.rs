@@ -203,6 +203,12 @@ impl EgressTrack {
         if self.refused.is_some() {
             return true;
         }
+        if let Some(at) = message.find(crate::egress::REFUSAL_MARK) {
+            // The proxy's answer, quoted by the CLI before the proxy's own record arrived.
+            let said = message[at + crate::egress::REFUSAL_MARK.len()..].trim();
+            self.refused = Some(format!("the egress proxy refused a connection: {said}"));
+            return true;
+        }
         let lower = message.to_lowercase();
         let sandbox = !self.direct_ports.is_empty()
             && [

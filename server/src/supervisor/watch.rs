@@ -199,7 +199,14 @@ fn take_line(
         }
     };
     let mut end = None;
-    for event in events {
+    for mut event in events {
+        // A CLI that quotes the proxy's 403 may call it an auth failure (Claude Code: "Failed to
+        // authenticate. API Error: 403 Muster egress proxy refused: …"): it is a refused connection.
+        if let AgentEvent::Error { message, class } = &mut event
+            && message.contains(crate::egress::REFUSAL_MARK)
+        {
+            *class = Some(ErrorClass::Network);
+        }
         tally.add(&event, rates);
         if matches!(event, AgentEvent::Usage(_) | AgentEvent::TurnUsage(_)) {
             log.note_spent(tally.spent());

@@ -237,7 +237,7 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
     assert_eq!(said("tunnel"), "200", "{log}");
     assert!(
         said("denied").starts_with(
-            "Muster egress proxy: denied.test:80 is not on the agent's egress allow-list; an owner or \
+            "Muster egress proxy refused: denied.test:80 is not on the agent's egress allow-list; an owner or \
              admin can add \"denied.test\" to the agent's allowed hosts"
         ) && log.contains("(or the workspace's default list)\n 403\n"),
         "{log}"
@@ -308,7 +308,9 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
     let lines = muster::sandbox::event_lines(&sandbox.payload);
     assert!(
         lines.contains(&format!(
-            "egress: allowed allowed.test (through the egress proxy http://127.0.0.1:{proxy_port})"
+            "egress: allowed allowed.test; always 127.0.0.1:{} (through the egress proxy \
+             http://127.0.0.1:{proxy_port})",
+            w.addr.port()
         )),
         "{lines:#?}"
     );
@@ -391,6 +393,24 @@ sleep 120"#
     );
     assert!(detail.contains("ANTHROPIC_BASE_URL"), "{detail}");
     assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+    // Claude Code reports the proxy's 403 as "Failed to authenticate": still a refused connection.
+    let quoted = r#"cat >/dev/null
+curl -s -o /dev/null http://denied.test:8443/v1/messages
+echo '{"type":"result","subtype":"success","is_error":true,"result":"Failed to authenticate. API Error: 403 Muster egress proxy refused: denied.test:8443 is not on the agent'"'"'s egress allow-list"}'
+sleep 120"#;
+    let agent = w.agent("quoted", quoted, &[], 2).await;
+    let (_, run) = w.run(&agent).await;
+    assert_eq!(
+        run.failure_reason,
+        Some(FailureReason::EgressRefused),
+        "{run:?}"
+    );
+    assert!(
+        run.failure_detail
+            .unwrap_or_default()
+            .starts_with("the egress proxy refused denied.test:8443"),
+    );
 }
 
 mod runs {
