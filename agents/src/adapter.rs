@@ -52,7 +52,47 @@ impl RuntimeKind {
             Self::Custom => "custom",
         }
     }
+
+    /// The environment variables this CLI reads its model server's URL from, preferred first. Set in an
+    /// agent's env, the first one set counts as the agent's base URL (when its Base URL field is empty):
+    /// its host is allowed through the egress proxy (its port directly when loopback) and its
+    /// credentials are redacted.
+    pub fn base_url_vars(self) -> &'static [&'static str] {
+        match self {
+            Self::Claude => &claude::BASE_URL_VARS,
+            Self::Codex => &codex::BASE_URL_VARS,
+            Self::Opencode => &opencode::BASE_URL_VARS,
+            Self::Llama => &llama::BASE_URL_VARS,
+            // A custom command may wrap any of the CLIs.
+            Self::Custom => &CUSTOM_BASE_URL_VARS,
+        }
+    }
+
+    /// The model API this CLI reaches when no base URL is set (its vendor's), allowed through the egress
+    /// proxy like a base URL's host.
+    pub fn default_api_url(self) -> Option<&'static str> {
+        match self {
+            Self::Claude => Some(claude::DEFAULT_API_URL),
+            Self::Codex => Some(codex::DEFAULT_API_URL),
+            Self::Opencode | Self::Llama | Self::Custom => None,
+        }
+    }
+
+    /// Every base-URL variable of this kind that `env` sets to a non-empty value, as `(name, url)`,
+    /// preferred first (the last setting of a name wins).
+    pub fn base_urls_in(self, env: &[(String, String)]) -> Vec<(&'static str, &str)> {
+        self.base_url_vars()
+            .iter()
+            .filter_map(|name| {
+                let value = env.iter().rev().find(|(k, _)| k == name)?.1.trim();
+                (!value.is_empty()).then_some((*name, value))
+            })
+            .collect()
+    }
 }
+
+/// What a custom command may read its model server's URL from: the variables of the CLIs it may wrap.
+const CUSTOM_BASE_URL_VARS: [&str; 2] = ["ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"];
 
 impl fmt::Display for RuntimeKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -31,6 +31,13 @@ use crate::json::{content_text, parse_with};
 /// The model name Claude gives the assistant lines it makes up itself.
 const SYNTHETIC_MODEL: &str = "<synthetic>";
 
+/// Where Claude Code reads its API root from (AGENT-CLIS.md §1.3): the usual way to point it at a model
+/// server, and what the adapter sets from the agent's Base URL field.
+pub const BASE_URL_VARS: [&str; 1] = ["ANTHROPIC_BASE_URL"];
+
+/// Where Claude Code sends its model requests without a base URL.
+pub const DEFAULT_API_URL: &str = "https://api.anthropic.com";
+
 /// The Claude Code adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClaudeAdapter;

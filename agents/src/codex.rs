@@ -32,6 +32,14 @@ const PROVIDER_ID: &str = "muster";
 /// as OpenAI-compatible proxies expect it).
 pub const KEY_VARS: [&str; 2] = ["OPENAI_API_KEY", "CODEX_API_KEY"];
 
+/// The variable people set to point an OpenAI client elsewhere. Codex 0.171 itself ignores it
+/// (AGENT-CLIS.md §2); set in an agent's env it becomes the run's base URL, which the adapter turns into a
+/// Responses provider Codex does follow.
+pub const BASE_URL_VARS: [&str; 1] = ["OPENAI_BASE_URL"];
+
+/// Where Codex's built-in provider sends its model requests without a base URL.
+pub const DEFAULT_API_URL: &str = "https://api.openai.com";
+
 /// The Codex adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CodexAdapter;

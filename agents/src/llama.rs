@@ -25,6 +25,9 @@ pub const BRIEF_FILE: &str = "AGENTS.md";
 /// The subcommand of the `muster` binary that runs the loop.
 pub const SUBCOMMAND: &str = "llama-loop";
 
+/// Where OpenAI-compatible local clients read their server's URL from.
+pub const BASE_URL_VARS: [&str; 2] = ["OPENAI_BASE_URL", "LLAMA_API_BASE"];
+
 /// The local-Llama adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LlamaAdapter;

@@ -32,6 +32,10 @@ use crate::json::parse_with;
 const PROVIDER_ID: &str = "muster";
 /// The agent variables a custom provider's key is taken from.
 pub const KEY_VARS: [&str; 1] = ["OPENAI_API_KEY"];
+
+/// The variable people set to point an OpenAI-compatible client elsewhere; set in an agent's env it
+/// becomes the run's base URL, which the adapter turns into an OpenAI-compatible provider.
+pub const BASE_URL_VARS: [&str; 1] = ["OPENAI_BASE_URL"];
 /// The model id used with a custom base URL when the run names none.
 const DEFAULT_MODEL_ID: &str = "default";
 

@@ -484,9 +484,10 @@ pub struct AgentHostArgs {
     /// runs fail with the reason instead of starting.
     #[arg(long, env = "MUSTER_ALLOW_UNSANDBOXED_AGENTS")]
     pub allow_unsandboxed_agents: bool,
-    /// TCP ports a sandboxed agent may connect to, besides Muster's own API port and its model endpoint's
-    /// port (comma-separated).
-    #[arg(long, env = "MUSTER_AGENT_PORTS", value_delimiter = ',', default_values_t = crate::sandbox::DEFAULT_PORTS)]
+    /// TCP ports a sandboxed agent may connect to directly, besides its egress proxy, Muster's own API
+    /// port and a loopback model endpoint's port (comma-separated; none by default: every other host is
+    /// reached through the egress proxy and the agent's allow-list).
+    #[arg(long, env = "MUSTER_AGENT_PORTS", value_delimiter = ',')]
     pub agent_ports: Vec<u16>,
     /// Folders every sandboxed agent may also read and write, besides its own run's (comma-separated;
     /// e.g. a shared build cache). None may contain the data or runs directory.
@@ -586,6 +587,7 @@ impl ServeArgs {
             runs_dir,
             allow_unsandboxed_agents: self.agents.allow_unsandboxed_agents,
             agent_ports: self.agents.agent_ports.clone(),
+            egress_resolve: Vec::new(),
             agent_rw_paths: self.agents.agent_rw_paths.clone(),
             data_dir,
             database_url,

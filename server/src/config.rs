@@ -40,8 +40,12 @@ pub struct Config {
     pub max_events_per_run: i64,
     /// Run agents without a sandbox when the kernel cannot sandbox them (otherwise such runs fail).
     pub allow_unsandboxed_agents: bool,
-    /// TCP ports a sandboxed agent may connect to besides Muster's API port and its model endpoint's.
+    /// TCP ports a sandboxed agent may connect to directly, besides its egress proxy, Muster's API port
+    /// and a loopback model endpoint's port (none by default: other hosts go through the proxy).
     pub agent_ports: Vec<u16>,
+    /// Names the egress proxy resolves to fixed addresses instead of asking DNS (tests map
+    /// `allowed.test` to a loopback listener; the address's port replaces the requested one).
+    pub egress_resolve: Vec<(String, SocketAddr)>,
     /// Folders every sandboxed agent may also read and write (e.g. a shared build cache).
     pub agent_rw_paths: Vec<PathBuf>,
     /// How often people may try to sign in.
@@ -105,7 +109,8 @@ impl Config {
             llama_urls: Vec::new(),
             max_events_per_run: DEFAULT_MAX_EVENTS_PER_RUN,
             allow_unsandboxed_agents: false,
-            agent_ports: crate::sandbox::DEFAULT_PORTS.to_vec(),
+            agent_ports: Vec::new(),
+            egress_resolve: Vec::new(),
             agent_rw_paths: Vec::new(),
             login_limits: LoginLimits::default(),
             live_connections_per_user: LIVE_CONNECTIONS_PER_USER,

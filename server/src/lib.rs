@@ -9,6 +9,7 @@ pub mod client;
 pub mod config;
 pub mod confined;
 pub mod domain;
+pub mod egress;
 pub mod engine;
 pub mod http;
 pub mod hub;

@@ -96,6 +96,8 @@ impl World {
                 budget: Budget::default(),
                 command: Some(script.to_owned()),
                 base_url: None,
+                egress_hosts: Vec::new(),
+                no_network: false,
             },
             brief: "Do the work.".to_owned(),
             prompt: "Do the work.".to_owned(),

@@ -594,6 +594,15 @@ impl Engine {
         backend: muster_tests::Backend,
         runtimes: Vec<(RuntimeKind, PathBuf)>,
     ) -> Option<Engine> {
+        Engine::start_configured(backend, runtimes, |_| {}).await
+    }
+
+    /// [`Engine::start_with`], with `configure` applied to the server's configuration.
+    async fn start_configured(
+        backend: muster_tests::Backend,
+        runtimes: Vec<(RuntimeKind, PathBuf)>,
+        configure: impl FnOnce(&mut muster::config::Config),
+    ) -> Option<Engine> {
         use muster::domain::{Email, NewUser, NewWorkspace};
         let db = muster_tests::TestDb::new(backend).await?;
         let store = db.store().await;
@@ -614,6 +623,7 @@ impl Engine {
         let mut config = db.config();
         config.embedded_runner = true;
         config.runtime_paths = runtimes;
+        configure(&mut config);
         let runs_dir = config.runs_dir.clone();
         let mut app = muster::app::build(config).await.unwrap();
         app.set_run_timing(muster::supervisor::RunTiming {
@@ -1072,5 +1082,6 @@ async fn codex_is_stopped_after_the_turn_that_crossed_its_budget() {
     budget_scenario(&CODEX, &binary, turn_tokens(&CODEX), 1).await;
 }
 
+mod egress;
 mod ensemble;
 mod resume;

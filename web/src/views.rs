@@ -397,6 +397,11 @@ pub struct AgentFormView {
     pub base_url: String,
     /// "Runs on": runner names separated by commas; empty for any runner.
     pub runners: String,
+    /// The egress allow-list, one host pattern per line.
+    pub egress_hosts: String,
+    /// `allow_list` (its model endpoint, the workspace's default list and `egress_hosts`) or `none`
+    /// (its model endpoint only).
+    pub network: Vec<OptionView>,
     pub errors: FormErrors,
     /// Set when this agent's runtime is not usable on the server's machine ("Codex is not installed: …").
     pub runtime_warning: Option<String>,
@@ -476,6 +481,8 @@ pub struct SettingsView {
     pub runs_per_hour_input: String,
     /// The check command ensembles run unless they name their own, as shown in (or typed into) the form.
     pub check_input: String,
+    /// The default egress allow-list (one host pattern per line), as shown in (or typed into) the form.
+    pub egress_input: String,
     /// Set after a successful save.
     pub saved: bool,
     pub errors: FormErrors,
@@ -771,6 +778,8 @@ pub enum RunItemKind {
     Status { status: String },
     /// What the agent may reach: the sandbox mode, then one line per allowed path and the ports.
     Sandbox { lines: Vec<String> },
+    /// One connection through the egress proxy: allowed or refused, host, port, bytes, why.
+    Egress { allowed: bool, line: String },
     /// An ensemble candidate's check (a gate): green when it passed; how it ended (`exit 0`, `timed
     /// out`, why it could not run), its duration, `12/13 passed` when counted, and its output's last
     /// lines (redacted).

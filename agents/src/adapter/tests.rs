@@ -107,3 +107,40 @@ fn run_env_is_applied_last_and_wins() {
     assert_eq!(launch.env_value("MUSTER_TOKEN"), Some("run-token-456"));
     assert_eq!(launch.env_value("NOPE"), None);
 }
+
+#[test]
+fn every_kind_names_its_base_url_variables_and_finds_them_in_an_env() {
+    for kind in RuntimeKind::ALL {
+        assert!(!kind.base_url_vars().is_empty(), "{kind}");
+    }
+    let env = vec![
+        (
+            "ANTHROPIC_BASE_URL".to_owned(),
+            "http://127.0.0.1:1".to_owned(),
+        ),
+        (
+            "ANTHROPIC_BASE_URL".to_owned(),
+            " http://127.0.0.1:2 ".to_owned(),
+        ),
+        ("OPENAI_BASE_URL".to_owned(), String::new()),
+    ];
+    assert_eq!(
+        RuntimeKind::Claude.base_urls_in(&env),
+        vec![("ANTHROPIC_BASE_URL", "http://127.0.0.1:2")]
+    );
+    assert!(RuntimeKind::Codex.base_urls_in(&env).is_empty());
+    assert_eq!(RuntimeKind::Custom.base_urls_in(&env).len(), 1);
+}
+
+#[test]
+fn the_vendor_cli_s_default_api_is_known() {
+    assert_eq!(
+        RuntimeKind::Claude.default_api_url(),
+        Some("https://api.anthropic.com")
+    );
+    assert_eq!(
+        RuntimeKind::Codex.default_api_url(),
+        Some("https://api.openai.com")
+    );
+    assert_eq!(RuntimeKind::Custom.default_api_url(), None);
+}

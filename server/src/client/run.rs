@@ -457,6 +457,7 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
     let s = |field: &str| p[field].as_str().unwrap_or_default().to_owned();
     let content = match kind {
         crate::domain::CHECK_EVENT => check_line(p),
+        crate::egress::EVENT_KIND => s("line"),
         "session" => crate::domain::continuity_text(p),
         "text" | "thinking" => s("text"),
         "started" => match p["model"].as_str() {

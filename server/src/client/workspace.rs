@@ -21,6 +21,17 @@ pub enum WorkspaceCommand {
         #[arg(long)]
         clear: bool,
     },
+    /// Set the default egress allow-list: hosts every agent's runs may reach through the egress proxy
+    /// (github.com, '*.npmjs.org', host:port), unless the agent has no network; --clear empties it.
+    /// Owners and admins.
+    Egress {
+        /// Host patterns; replaces the list.
+        #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+        hosts: Vec<String>,
+        /// Empty the list.
+        #[arg(long)]
+        clear: bool,
+    },
 }
 
 #[derive(serde::Deserialize)]
@@ -29,6 +40,9 @@ struct Shown {
     slug: String,
     issue_prefix: String,
     repo_path: Option<String>,
+    /// Absent from servers older than the egress proxy.
+    #[serde(default)]
+    egress_hosts: Vec<String>,
 }
 
 /// Runs a `muster workspace` command.
@@ -44,6 +58,11 @@ pub async fn run(remote: &Remote, command: WorkspaceCommand) -> anyhow::Result<(
             };
             (client.patch("/api/v1/workspace", &body).await?, "saved\n")
         }
+        WorkspaceCommand::Egress { hosts, clear } => {
+            let hosts = if clear { Vec::new() } else { hosts };
+            let body = json!({ "egress_hosts": hosts });
+            (client.patch("/api/v1/workspace", &body).await?, "saved\n")
+        }
     };
     if remote.json {
         return print_json(&answer);
@@ -55,6 +74,11 @@ pub async fn run(remote: &Remote, command: WorkspaceCommand) -> anyhow::Result<(
     match ws.repo_path {
         Some(repo) => println!("repo:      {}", clean(&repo)),
         None => println!("repo:      none (runs work in a plain folder)"),
+    }
+    if ws.egress_hosts.is_empty() {
+        println!("egress:    no default hosts (each agent's model endpoint and its own list)");
+    } else {
+        println!("egress:    {}", clean(&ws.egress_hosts.join(", ")));
     }
     Ok(())
 }

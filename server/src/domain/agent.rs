@@ -69,6 +69,10 @@ pub fn reserved_env(key: &str) -> Option<&'static str> {
         "HOME" | "CODEX_HOME" | "TMPDIR" => {
             Some("is set by Muster for each run (the run's own folder) and cannot be changed")
         }
+        _ if super::egress::PROXY_VARS.contains(&key) => Some(
+            "is set by Muster for each run (its egress proxy); allow hosts in the agent's egress \
+             allow-list instead",
+        ),
         _ if key.starts_with("MUSTER_") => {
             Some("MUSTER_* variables are set by Muster for each run and cannot be changed")
         }
@@ -110,6 +114,11 @@ pub struct NewAgent {
     /// The names of the runners this agent's runs may go to (each a valid [`super::RunnerName`]); any
     /// runner when empty.
     pub runners: Vec<String>,
+    /// Hosts its runs may reach through the egress proxy, besides its model endpoint and the workspace's
+    /// default list.
+    pub egress_hosts: Vec<super::HostPattern>,
+    /// No network: its runs reach only their model endpoint (and Muster).
+    pub no_network: bool,
 }
 
 impl NewAgent {
@@ -131,6 +140,8 @@ impl NewAgent {
             command: None,
             base_url: None,
             runners: Vec::new(),
+            egress_hosts: Vec::new(),
+            no_network: false,
         }
     }
 

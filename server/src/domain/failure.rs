@@ -168,6 +168,17 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
                 .to_owned(),
             false,
         ),
+        FailureReason::EgressRefused => (
+            match f.detail.map(str::trim).filter(|d| !d.is_empty()) {
+                Some(d) => format!("A connection of {cli} was refused: {d}"),
+                None => format!("A connection of {cli} was refused by the sandbox or the egress proxy"),
+            },
+            "an owner or admin can add the host to the agent's egress allow-list (or turn off its \
+             \"no network\" switch), or set its model server as the agent's Base URL; Muster does not \
+             retry such runs"
+                .to_owned(),
+            true,
+        ),
         FailureReason::RunnerLost => (
             "The runner stopped while the run was live".to_owned(),
             "retry the run".to_owned(),

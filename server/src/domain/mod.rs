@@ -4,6 +4,7 @@
 //! layers take only validated values, so the store never sees an empty title or an unknown status.
 
 mod agent;
+pub mod egress;
 mod ensemble;
 pub mod failure;
 mod ids;
@@ -21,6 +22,7 @@ pub use agent::{
     AUTO_AGENT_COLOR, Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode,
     reserved_env,
 };
+pub use egress::{HostPattern, parse_host_list};
 pub use ensemble::{
     CHECK_EVENT, CHECK_TIMEOUT_DEFAULT_SECS, CHECK_TIMEOUT_MAX_SECS, CheckResult, CheckSpec,
     ENSEMBLE_MEMBERS, EarlyStop, Ensemble, EnsembleName, EnsembleRun, EnsembleSettings,

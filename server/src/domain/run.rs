@@ -58,6 +58,7 @@ string_enum!(
         Sandbox => "sandbox",
         OverCap => "over_cap",
         Git => "git",
+        EgressRefused => "egress_refused",
     }
 );
 

@@ -170,6 +170,9 @@ pub struct Workspace {
     pub agent_runs_per_issue_per_hour: i32,
     /// The check command ensembles run in each candidate's worktree unless they name their own.
     pub check: Option<super::CheckSpec>,
+    /// The hosts every agent's runs may reach through the egress proxy (besides each agent's own list),
+    /// unless the agent has no network.
+    pub egress_hosts: Vec<super::HostPattern>,
 }
 
 /// Input for a new user; the password arrives already hashed.

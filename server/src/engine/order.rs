@@ -105,7 +105,14 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
     let skills = skill_bundles(store.as_ref(), agent.id)
         .await
         .map_err(config)?;
-    let spec = agent_spec(engine, &agent)?;
+    let mut spec = agent_spec(engine, &agent)?;
+    if !spec.no_network {
+        for host in &ws.egress_hosts {
+            if !spec.egress_hosts.contains(host) {
+                spec.egress_hosts.push(host.clone());
+            }
+        }
+    }
     let token = run_token(engine, run).await?;
     let answered = new_comments(engine, run, &comments).await?;
     let mut prompt = crate::supervisor::brief_prompt(&issue, agent.profile.kind);
@@ -324,6 +331,12 @@ fn agent_spec(engine: &Engine, agent: &Agent) -> Result<AgentSpec, Refusal> {
         budget: p.budget,
         command: p.command.clone(),
         base_url: p.base_url.clone(),
+        egress_hosts: if p.no_network {
+            Vec::new()
+        } else {
+            p.egress_hosts.clone()
+        },
+        no_network: p.no_network,
     })
 }
 

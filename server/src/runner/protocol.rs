@@ -293,6 +293,13 @@ pub struct AgentSpec {
     pub budget: Budget,
     pub command: Option<String>,
     pub base_url: Option<String>,
+    /// The hosts its runs may reach through the egress proxy: the agent's own list and the workspace's
+    /// default list (empty with `no_network`). Absent from an older server: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_hosts: Vec<crate::domain::HostPattern>,
+    /// The agent's "no network" switch: only its model endpoint (and Muster) are reachable.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_network: bool,
 }
 
 /// One environment variable of the agent; `secret` values are redacted from what the run produces.

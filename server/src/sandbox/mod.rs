@@ -31,9 +31,6 @@ pub use policy::{Access, PathRule, Policy};
 /// agent could signal the server.
 pub const REQUIRED_ABI: u8 = 6;
 
-/// Ports agents may always connect to besides Muster's API and their model endpoint (hosted model APIs).
-pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
-
 /// How agents run on this server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
@@ -188,6 +185,12 @@ pub fn event_lines(payload: &serde_json::Value) -> Vec<String> {
     if let Some(ports) = payload["connect_ports"].as_array() {
         let ports: Vec<String> = ports.iter().map(ToString::to_string).collect();
         lines.push(format!("TCP connect only to ports {}", ports.join(", ")));
+    }
+    if let Some(summary) = payload["egress"]["summary"].as_str() {
+        let proxy = payload["egress"]["proxy"]
+            .as_str()
+            .map_or_else(String::new, |p| format!(" (through the egress proxy {p})"));
+        lines.push(format!("egress: {summary}{proxy}"));
     }
     lines
 }

@@ -14,7 +14,9 @@
 //!   the CLI is a node script; a custom command's program; the `muster` executable (a file rule: agents
 //!   use `muster issue …`, and `llama` agents run as `muster llama-loop`);
 //! - read: `/etc`, `/proc`, `/dev/urandom` (a file rule); `/dev/null` read-write as a file rule;
-//! - TCP connect: only the listed ports (Muster's API, the model endpoint's, 443 and 80 by default);
+//! - TCP connect: only the listed ports (the run's egress proxy, Muster's API, a loopback model
+//!   endpoint's, and the operator's `--agent-ports`): every other host is reached through the proxy
+//!   (`crate::egress`), which checks the agent's allow-list;
 //! - read-write: the folders the operator added with `--agent-rw-path`.
 //!
 //! No rule may cover the data folder or the runs folder itself: a policy that would is refused.

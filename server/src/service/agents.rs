@@ -1,11 +1,11 @@
 //! Agent profiles: create, edit, delete, with secret env values sealed before they reach the store and
 //! never sent back out.
 //!
-//! Roles: the runtime fields (kind, command, extra args, env and secrets, base URL, permission mode)
-//! decide what runs on the server, and the name, model, stall timeout and budgets what it costs and how
-//! it is known, so only owners and admins create agents or change those fields (a member may lower a
-//! budget); members may edit the rest. Checked here once ([`OWNER_FIELDS`]), for the pages, the API and
-//! the CLI alike.
+//! Roles: the runtime fields (kind, command, extra args, env and secrets, base URL, permission mode,
+//! egress allow-list and network switch) decide what runs on the server and what it may reach, and the
+//! name, model, stall timeout and budgets what it costs and how it is known, so only owners and admins
+//! create agents or change those fields (a member may lower a budget); members may edit the rest.
+//! Checked here once ([`OWNER_FIELDS`]), for the pages, the API and the CLI alike.
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +75,13 @@ pub struct AgentInput {
     /// (owners and admins).
     #[schema(value_type = Option<Vec<String>>)]
     pub runners: Option<Vec<String>>,
+    /// Hosts its runs may reach through the egress proxy: `github.com`, `*.npmjs.org` (subdomains),
+    /// an IP address, each optionally with `:port` (without one: 443 and 80). Its model endpoint and the
+    /// workspace's default list are allowed besides (owners and admins).
+    pub egress_hosts: Option<Vec<String>>,
+    /// No network: its runs reach only their model endpoint and Muster, not even the workspace's default
+    /// list (owners and admins).
+    pub no_network: Option<bool>,
 }
 
 fn text(v: &Option<String>) -> Option<Option<String>> {
@@ -163,6 +170,19 @@ pub fn build_profile(
             .filter(|r| !r.is_empty())
             .collect();
     }
+    if let Some(hosts) = &input.egress_hosts {
+        match crate::domain::parse_host_list("egress_hosts", hosts) {
+            Ok(hosts) => out.egress_hosts = hosts,
+            Err(errors) => {
+                for e in errors {
+                    p.add(e.field, e.message);
+                }
+            }
+        }
+    }
+    if let Some(off) = input.no_network {
+        out.no_network = off;
+    }
     if let Some(env) = &input.env {
         out.env = env_vars(
             state,
@@ -198,8 +218,15 @@ pub fn build_profile(
 /// the URL serves, so it asks. Checked when the agent is saved and again when a run starts (for agents
 /// saved before this rule).
 pub fn model_problem(profile: &NewAgent) -> Option<&'static str> {
+    // A base URL set through `OPENAI_BASE_URL` in the env is a base URL too (the run uses it).
+    let in_env = profile.env.iter().any(|v| {
+        muster_agents::RuntimeKind::Codex
+            .base_url_vars()
+            .contains(&v.key.as_str())
+            && !v.value.trim().is_empty()
+    });
     let needs_one = profile.kind == crate::domain::AgentKind::Codex
-        && profile.base_url.is_some()
+        && (profile.base_url.is_some() || in_env)
         && profile.model.as_deref().is_none_or(|m| m.trim().is_empty());
     needs_one.then_some(
         "a Codex agent with a base URL needs a model: name one the server at that URL serves \
@@ -288,6 +315,14 @@ const OWNER_FIELDS: &[(&str, &str)] = &[
         "only owners and admins may change the stall timeout",
     ),
     (
+        "egress_hosts",
+        "only owners and admins may change the hosts it may reach",
+    ),
+    (
+        "no_network",
+        "only owners and admins may change its network switch",
+    ),
+    (
         "budget_usd",
         "only owners and admins may raise or remove the budget; a member may only lower it",
     ),
@@ -319,6 +354,8 @@ fn owner_changes(old: &NewAgent, new: &NewAgent) -> Vec<&'static str> {
         "name" => old.name != new.name,
         "model" => old.model != new.model,
         "stall_timeout_secs" => old.stall_timeout_secs != new.stall_timeout_secs,
+        "egress_hosts" => old.egress_hosts != new.egress_hosts,
+        "no_network" => old.no_network != new.no_network,
         "budget_usd" => raised(old.budget.usd, new.budget.usd),
         _ => raised(old.budget.tokens, new.budget.tokens),
     };
@@ -497,6 +534,11 @@ pub struct AgentView {
     pub base_url: Option<String>,
     /// The runners its runs may go to; empty for any.
     pub runners: Vec<String>,
+    /// Hosts its runs may reach through the egress proxy (besides its model endpoint and the
+    /// workspace's default list).
+    pub egress_hosts: Vec<String>,
+    /// Its runs reach only their model endpoint and Muster.
+    pub no_network: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
 }
@@ -535,6 +577,12 @@ impl From<&Agent> for AgentView {
                 .as_deref()
                 .map(crate::redact::without_credentials),
             runners: p.runners.clone(),
+            egress_hosts: p
+                .egress_hosts
+                .iter()
+                .map(|h| h.as_str().to_owned())
+                .collect(),
+            no_network: p.no_network,
             created_at: a.created_at,
             updated_at: a.updated_at,
         }

@@ -13,7 +13,26 @@ pub async fn local_model_urls(state: &Engine, ws: WorkspaceId) -> Vec<(String, S
     let mut urls = state.config.llama_urls.clone();
     if let Ok(agents) = state.store.list_agents(ws).await {
         urls.extend(agents.into_iter().filter_map(|a| {
-            let url = a.profile.base_url.filter(|u| !u.trim().is_empty())?;
+            // The Base URL field, or the base-URL variable of the agent's env (not a secret one).
+            let from_env = || {
+                let env: Vec<(String, String)> = a
+                    .profile
+                    .env
+                    .iter()
+                    .filter(|v| !v.secret)
+                    .map(|v| (v.key.clone(), v.value.clone()))
+                    .collect();
+                let kind: muster_agents::RuntimeKind = a.profile.kind.as_str().parse().ok()?;
+                kind.base_urls_in(&env)
+                    .first()
+                    .map(|(_, u)| (*u).to_owned())
+            };
+            let url = a
+                .profile
+                .base_url
+                .clone()
+                .filter(|u| !u.trim().is_empty())
+                .or_else(from_env)?;
             (a.profile.kind == AgentKind::Llama)
                 .then(|| (format!("agent {}", a.profile.name.as_str()), url))
         }));

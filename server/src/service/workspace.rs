@@ -29,6 +29,11 @@ pub struct WorkspaceInput {
     pub check_command: Option<String>,
     /// Seconds before that check is stopped (1–3600, default 600).
     pub check_timeout_secs: Option<u64>,
+    /// The default egress allow-list: hosts every agent's runs may reach through the egress proxy
+    /// (`github.com`, `*.npmjs.org`, optionally `:port`), unless the agent has no network. Replaces the
+    /// list when given; `[]` clears it.
+    #[schema(example = json!(["github.com", "*.npmjs.org"]))]
+    pub egress_hosts: Option<Vec<String>>,
 }
 
 /// A whole number as JSON sends it (`3`) or as a form types it (`"3"`); checked by the service, so a
@@ -81,10 +86,21 @@ pub async fn update(state: &Engine, caller: &Caller, input: &WorkspaceInput) -> 
         .as_ref()
         .map(|raw| limit("agent_runs_per_issue_per_hour", raw, &RUNS_PER_HOUR_RANGE))
         .transpose();
-    let (depth, per_hour) = match (depth, per_hour) {
-        (Ok(d), Ok(p)) => (d, p),
-        (d, p) => {
-            return Err(Error::invalid([d.err(), p.err()].into_iter().flatten()));
+    let egress = input
+        .egress_hosts
+        .as_deref()
+        .map(|raw| crate::domain::parse_host_list("egress_hosts", raw))
+        .transpose();
+    let (depth, per_hour, egress) = match (depth, per_hour, egress) {
+        (Ok(d), Ok(p), Ok(e)) => (d, p, e),
+        (d, p, e) => {
+            let hosts = e.err().unwrap_or_default();
+            return Err(Error::invalid(
+                [d.err(), p.err()]
+                    .into_iter()
+                    .flatten()
+                    .chain(hosts.into_iter().map(|e| (e.field, e.message))),
+            ));
         }
     };
     let mut ws = caller.ws.clone();
@@ -93,7 +109,15 @@ pub async fn update(state: &Engine, caller: &Caller, input: &WorkspaceInput) -> 
             super::ensembles::set_workspace_check(state, caller, command, input.check_timeout_secs)
                 .await?;
     }
-    let only_check = input.check_command.is_some() && input.repo_path.is_none();
+    if let Some(hosts) = &egress {
+        ws = state
+            .store
+            .set_workspace_egress(caller.ws.id, hosts)
+            .await?;
+        tracing::info!(workspace = %ws.slug.as_str(), hosts = hosts.len(), "default egress list set");
+    }
+    let only_check =
+        (input.check_command.is_some() || egress.is_some()) && input.repo_path.is_none();
     if input.repo_path.is_some() || (depth.is_none() && per_hour.is_none() && !only_check) {
         ws = set_repo(state, caller, input).await?;
     }

@@ -11,11 +11,12 @@
 macro_rules! ws_cols {
     () => {
         "w.workspace_id, w.name, w.slug, w.issue_prefix, w.issue_counter, w.repo_path, w.created_at, \
-         w.mention_depth_limit, w.agent_runs_per_issue_per_hour, w.check_command, w.check_timeout_secs"
+         w.mention_depth_limit, w.agent_runs_per_issue_per_hour, w.check_command, w.check_timeout_secs, \
+         w.egress_hosts"
     };
     (bare) => {
         "workspace_id, name, slug, issue_prefix, issue_counter, repo_path, created_at, mention_depth_limit, \
-         agent_runs_per_issue_per_hour, check_command, check_timeout_secs"
+         agent_runs_per_issue_per_hour, check_command, check_timeout_secs, egress_hosts"
     };
 }
 macro_rules! user_cols {
@@ -59,7 +60,7 @@ macro_rules! comment_cols {
 macro_rules! agent_cols { () => {
     "agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, permission_mode, \
      max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, command, base_url, \
-     runner_names, created_at, updated_at"
+     runner_names, created_at, updated_at, egress_hosts, no_network"
 } }
 macro_rules! skill_cols { () => {
     "s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.body, s.source, s.content_hash, \
@@ -644,10 +645,12 @@ macro_rules! impl_store {
                 let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
                     "insert into agent (agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, ",
                     "permission_mode, max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, ",
-                    "command, base_url, runner_names, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, ",
-                    "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19) returning ", agent_cols!()))
+                    "command, base_url, runner_names, created_at, updated_at, egress_hosts, no_network) values ($1, $2, ",
+                    "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21) returning ",
+                    agent_cols!()))
                     .bind(AgentId::new()).bind(ws), new)
-                    .bind(now).fetch_one(&self.pool).await?;
+                    .bind(now).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
+                    .fetch_one(&self.pool).await?;
                 Ok(row.into())
             }
 
@@ -674,10 +677,11 @@ macro_rules! impl_store {
                     "update agent set name = $3, color = $4, kind = $5, model = $6, instructions = $7, env = $8, ",
                     "extra_args = $9, permission_mode = $10, max_concurrent_runs = $11, stall_timeout_secs = $12, ",
                     "max_retries = $13, budget_usd = $14, budget_tokens = $15, command = $16, base_url = $17, ",
-                    "runner_names = $18, updated_at = $19 where agent_id = $1 and workspace_id = $2 returning ",
-                    agent_cols!()))
+                    "runner_names = $18, updated_at = $19, egress_hosts = $20, no_network = $21 ",
+                    "where agent_id = $1 and workspace_id = $2 returning ", agent_cols!()))
                     .bind(id).bind(ws), new)
-                    .bind(now()).fetch_one(&self.pool).await?;
+                    .bind(now()).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
+                    .fetch_one(&self.pool).await?;
                 Ok(row.into())
             }
 
@@ -1142,6 +1146,14 @@ macro_rules! impl_store {
                     "where workspace_id = $1 returning ", ws_cols!(bare)))
                     .bind(id).bind(check.map(|c| c.command.as_str()))
                     .bind(i32::try_from(timeout).unwrap_or(i32::MAX))
+                    .fetch_one(&self.pool).await?;
+                Ok(row.into())
+            }
+
+            async fn set_workspace_egress(&self, id: WorkspaceId, hosts: &[HostPattern]) -> Result<Workspace> {
+                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
+                    "update workspace set egress_hosts = $2 where workspace_id = $1 returning ", ws_cols!(bare)))
+                    .bind(id).bind(sqlx::types::Json(hosts))
                     .fetch_one(&self.pool).await?;
                 Ok(row.into())
             }

@@ -25,12 +25,12 @@ use chrono::{DateTime, Utc};
 use crate::domain::{
     Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec,
     Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, InboxItem, Invitation, InvitationId, Issue, IssueFilter, IssueId, IssueKey,
-    IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment, NewEnsembleRun,
-    NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSession,
-    NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId, RunOutcome,
-    RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session, Skill,
-    SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
+    EnsembleSettings, HostPattern, InboxItem, Invitation, InvitationId, Issue, IssueFilter,
+    IssueId, IssueKey, IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment,
+    NewEnsembleRun, NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken,
+    NewSession, NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId,
+    RunOutcome, RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session,
+    Skill, SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
 };
 
 /// What a store method can fail with; callers branch on the variant.
@@ -684,6 +684,13 @@ pub trait Store: Send + Sync + 'static {
     async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
 
     // --- ensembles ---
+    /// Replaces the workspace's default egress allow-list (every agent's runs may reach these hosts unless
+    /// the agent has no network).
+    async fn set_workspace_egress(
+        &self,
+        id: WorkspaceId,
+        hosts: &[HostPattern],
+    ) -> Result<Workspace>;
     /// Sets or clears the workspace's check command (what ensembles run unless they name their own).
     async fn set_workspace_check(
         &self,

@@ -8,11 +8,11 @@ use crate::domain::{
     Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
     Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckSpec, Comment, CommentAuthor, CommentId, Email,
     Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
-    EnsembleStatus, EnvVar, FailureReason, InboxItem, InboxItemId, InboxKind, Invitation,
-    InvitationId, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label, Member,
-    NewAgent, PermissionMode, Priority, ReviewOutcome, Role, Run, RunEvent, RunId, RunStatus,
-    RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId, Skill, SkillFile,
-    SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
+    EnsembleStatus, EnvVar, FailureReason, HostPattern, InboxItem, InboxItemId, InboxKind,
+    Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle,
+    Label, Member, NewAgent, PermissionMode, Priority, ReviewOutcome, Role, Run, RunEvent, RunId,
+    RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId, Skill,
+    SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -28,6 +28,7 @@ pub(super) struct WorkspaceRow {
     agent_runs_per_issue_per_hour: i32,
     check_command: Option<String>,
     check_timeout_secs: i32,
+    egress_hosts: Json<Vec<HostPattern>>,
 }
 
 impl From<WorkspaceRow> for Workspace {
@@ -47,6 +48,7 @@ impl From<WorkspaceRow> for Workspace {
                 timeout_secs: u64::try_from(r.check_timeout_secs)
                     .unwrap_or(CHECK_TIMEOUT_DEFAULT_SECS),
             }),
+            egress_hosts: r.egress_hosts.0,
         }
     }
 }
@@ -244,6 +246,8 @@ pub(super) struct AgentRow {
     runner_names: Json<Vec<String>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    egress_hosts: Json<Vec<HostPattern>>,
+    no_network: bool,
 }
 
 impl From<AgentRow> for Agent {
@@ -270,6 +274,8 @@ impl From<AgentRow> for Agent {
                 command: r.command,
                 base_url: r.base_url,
                 runners: r.runner_names.0,
+                egress_hosts: r.egress_hosts.0,
+                no_network: r.no_network,
             },
             created_at: r.created_at,
             updated_at: r.updated_at,

@@ -18,6 +18,8 @@ pub(super) enum Stop {
     Auth,
     /// The run produced as many events as a run may keep (the cap).
     EventCap(crate::domain::Seq),
+    /// The CLI failed after the egress proxy or the sandbox refused one of its connections.
+    EgressRefused,
 }
 
 /// How the supervision of a run ended.
@@ -61,6 +63,12 @@ pub(super) fn finished(
                 (RunStatus::Failed, *code, Some(FailureReason::Git))
             } else if ok {
                 (RunStatus::Succeeded, *code, None)
+            } else if tally.egress.refusal().is_some()
+                && (tally.errors.reason() == FailureReason::Network || !tally.errors.seen())
+            {
+                // It failed after a connection was refused: that is the cause to report, not a
+                // network failure worth retrying.
+                (RunStatus::Failed, *code, Some(FailureReason::EgressRefused))
             } else {
                 (RunStatus::Failed, *code, Some(tally.errors.reason()))
             }
@@ -77,6 +85,7 @@ pub(super) fn finished(
             Stop::OverCap => (RunStatus::Failed, *code, Some(FailureReason::OverCap)),
             Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
             Stop::EventCap(_) => (RunStatus::Failed, *code, Some(FailureReason::EventCap)),
+            Stop::EgressRefused => (RunStatus::Failed, *code, Some(FailureReason::EgressRefused)),
         },
         Ending::LeaseLost | Ending::Orphaned => (
             RunStatus::Interrupted,
@@ -93,6 +102,7 @@ pub(super) fn finished(
     // itself in its reason and summary).
     let failure_detail = match ending {
         _ if failure_reason == Some(FailureReason::Git) => tally.git_error.as_deref(),
+        _ if failure_reason == Some(FailureReason::EgressRefused) => tally.egress.refusal(),
         Ending::Exited(_) | Ending::Stopped(Stop::Auth, _) if failure_reason.is_some() => {
             tally.errors.message()
         }

@@ -177,6 +177,71 @@ pub(super) struct Tally {
     /// Why the run's work could not be committed: a run that otherwise succeeded then fails with
     /// [`FailureReason::Git`](crate::domain::FailureReason::Git).
     pub git_error: Option<String>,
+    /// Connections the egress proxy or the sandbox refused.
+    pub egress: EgressTrack,
+}
+
+/// What the run's refused connections say about its failure.
+#[derive(Debug, Default)]
+pub(super) struct EgressTrack {
+    /// The TCP ports the sandbox let the agent connect to directly (empty: unsandboxed).
+    pub direct_ports: Vec<u16>,
+    /// The last refusal, in words: host, port, why, what to change.
+    refused: Option<String>,
+}
+
+impl EgressTrack {
+    /// Notes a connection the proxy refused.
+    pub(super) fn proxy_refused(&mut self, record: &crate::egress::Record) {
+        self.refused = Some(format!(
+            "the egress proxy refused {}:{}: {}",
+            record.host,
+            record.port,
+            record.why.as_deref().unwrap_or("not allowed")
+        ));
+    }
+
+    /// Whether a network (or unclassified) error the CLI reported is explained by a refused connection:
+    /// one the proxy refused before, or a direct connection the sandbox refused (Bun's
+    /// `FailedToOpenSocket`, `EACCES`), which is then noted.
+    pub(super) fn blames(&mut self, message: &str) -> bool {
+        if self.refused.is_some() {
+            return true;
+        }
+        if let Some(at) = message.find(crate::egress::REFUSAL_MARK) {
+            // The proxy's answer, quoted by the CLI before the proxy's own record arrived.
+            let said = message[at + crate::egress::REFUSAL_MARK.len()..].trim();
+            self.refused = Some(format!("the egress proxy refused a connection: {said}"));
+            return true;
+        }
+        let lower = message.to_lowercase();
+        let sandbox = !self.direct_ports.is_empty()
+            && [
+                "failedtoopensocket",
+                "eacces",
+                "permission denied",
+                "operation not permitted",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+        if sandbox {
+            let ports: Vec<String> = self.direct_ports.iter().map(ToString::to_string).collect();
+            self.refused = Some(format!(
+                "the sandbox refused a direct connection ({}): the agent may connect directly only to \
+                 ports {} (its egress proxy, Muster's API and a model server on this machine); set the \
+                 model server as the agent's Base URL or its CLI's base-URL variable (e.g. \
+                 ANTHROPIC_BASE_URL), or allow the host in the agent's egress allow-list",
+                message.trim(),
+                ports.join(", ")
+            ));
+        }
+        sandbox
+    }
+
+    /// The refusal that explains the run's failure, if any.
+    pub(super) fn refusal(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
 }
 
 impl Tally {

@@ -18,6 +18,7 @@
 
 mod brief;
 mod check;
+mod egress;
 pub(crate) mod ending;
 mod events;
 pub mod git;

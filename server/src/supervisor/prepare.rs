@@ -43,6 +43,9 @@ pub(super) struct Prepared {
     pub usage_log: Option<super::usage_log::UsageLog>,
     /// What an ensemble candidate's check runs inside: the agent's sandbox policy and the run's folders.
     pub confinement: super::check::Confinement,
+    /// The run's egress proxy (sandboxed runs): its records become `egress` events; dropping it closes
+    /// the listener and the run's connections.
+    pub egress: Option<crate::egress::RunProxy>,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -88,6 +91,18 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
     secrets.extend(crate::redact::url_credentials(
         order.agent.base_url.as_deref(),
     ));
+    // A base URL set through the CLI's own variable is a base URL too (its credentials are hidden).
+    if let Ok(kind) = order.agent.kind.as_str().parse::<RuntimeKind>() {
+        let env: Vec<(String, String)> = order
+            .agent
+            .env
+            .iter()
+            .map(|v| (v.key.clone(), v.value.clone()))
+            .collect();
+        for (_, url) in kind.base_urls_in(&env) {
+            secrets.extend(crate::redact::url_credentials(Some(url)));
+        }
+    }
     secrets
 }
 
@@ -150,7 +165,8 @@ async fn finish_prepare(
         ("MUSTER_ISSUE".to_owned(), order.issue_key.clone()),
         ("MUSTER_RUN_ID".to_owned(), order.run_id.to_string()),
     ];
-    if let Some(url) = order.api_url.clone().or_else(|| host.api_url.clone()) {
+    let api_url = order.api_url.clone().or_else(|| host.api_url.clone());
+    if let Some(url) = api_url.clone() {
         env.push(("MUSTER_URL".to_owned(), url));
     }
     env.extend(p.env.iter().map(|v| (v.key.clone(), v.value.clone())));
@@ -173,6 +189,29 @@ async fn finish_prepare(
     }
     let sandboxed = matches!(mode, crate::sandbox::Mode::Sandboxed { .. });
     let permission_mode: PermissionMode = p.permission_mode.as_str().parse().unwrap_or_default();
+    // The Base URL field, else the CLI's own base-URL variable in the agent's env, else (llama) the
+    // first configured local server (the child's environment is cleared, so it would never see
+    // MUSTER_LLAMA_URL itself).
+    let base_url = p
+        .base_url
+        .clone()
+        .or_else(|| {
+            kind.base_urls_in(&env)
+                .first()
+                .map(|(_, u)| (*u).to_owned())
+        })
+        .or_else(|| {
+            (p.kind == AgentKind::Llama)
+                .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
+                .flatten()
+        });
+    let model_urls = super::egress::model_urls(kind, base_url.as_deref(), &env);
+    let api_urls: Vec<String> = api_url.into_iter().chain(host.api_url.clone()).collect();
+    let mut egress =
+        super::egress::open(&host.config, p, &[model_urls, api_urls].concat(), sandboxed)
+            .await
+            .map_err(PrepareError::config)?;
+    env.extend(egress.env());
     let spec = RunSpec {
         binary,
         prompt: match (&resume_session, &order.resume) {
@@ -180,13 +219,7 @@ async fn finish_prepare(
             _ => order.prompt.clone(),
         },
         model: p.model.clone(),
-        // A llama agent without its own URL uses the first configured local server (the child's
-        // environment is cleared, so it would never see MUSTER_LLAMA_URL itself).
-        base_url: p.base_url.clone().or_else(|| {
-            (p.kind == AgentKind::Llama)
-                .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
-                .flatten()
-        }),
+        base_url,
         // The agent's own key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) travels in `env`; the
         // adapters point their CLI's provider at it by name (Codex `env_key`, OpenCode `{env:…}`).
         api_key: None,
@@ -212,14 +245,18 @@ async fn finish_prepare(
     let launch = adapter
         .command(&spec)
         .map_err(|e| PrepareError::config(e.to_string()))?;
-    let (launch, sandbox, policy) = confine(
+    let (launch, mut sandbox, policy) = confine(
         host,
         &mode,
         launch,
         &dir,
         p,
         permission_mode == PermissionMode::ReadOnly,
+        &egress.direct_ports,
     )?;
+    if sandboxed {
+        sandbox["egress"] = egress.payload();
+    }
     let confinement = super::check::Confinement {
         policy,
         self_exe: host.config.self_exe.clone(),
@@ -238,6 +275,7 @@ async fn finish_prepare(
         continuity,
         usage_log,
         confinement,
+        egress: egress.proxy.take(),
     })
 }
 
@@ -353,6 +391,7 @@ fn confine(
     dir: &Path,
     agent: &AgentSpec,
     read_only: bool,
+    direct_ports: &[u16],
 ) -> Result<
     (
         LaunchSpec,
@@ -373,20 +412,10 @@ fn confine(
             message: format!("{} is not installed", launch.program.display()),
         });
     }
+    // Direct connections: the run's egress proxy, Muster's API and model servers on this machine's
+    // loopback, and what the operator added; everything else goes through the proxy.
     let mut ports = host.config.agent_ports.clone();
-    ports.extend(host.api_url.as_deref().and_then(sandbox::policy::url_port));
-    ports.extend(
-        launch
-            .env_value("MUSTER_URL")
-            .and_then(sandbox::policy::url_port),
-    );
-    ports.extend(
-        agent
-            .base_url
-            .as_deref()
-            .or_else(|| host.config.llama_urls.first().map(|(_, u)| u.as_str()))
-            .and_then(sandbox::policy::url_port),
-    );
+    ports.extend_from_slice(direct_ports);
     let (home, tmp) = (dir.join("home"), dir.join("tmp"));
     let runs_dir = &host.config.runs_dir;
     let protected = [host.config.data_dir.as_path(), runs_dir.as_path()];

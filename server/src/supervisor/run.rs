@@ -171,6 +171,7 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
         signal,
     };
     let worktree = prepared.worktree;
+    let mut egress = prepared.egress;
     let (ending, tally, last_seq) = run_child(
         &ctx,
         &mut child,
@@ -181,9 +182,13 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
             confinement: &prepared.confinement,
         },
         first_events(prepared.sandbox, prepared.continuity),
-        prepared.usage_log,
+        Sources {
+            usage_log: prepared.usage_log,
+            egress: egress.as_mut(),
+        },
     )
     .await;
+    drop(egress);
     if matches!(ending, Ending::LeaseLost) || signal.is_lost() {
         tracing::warn!("claim lost; the run was stopped and is left to its new owner");
         return;
@@ -400,6 +405,12 @@ fn first_events(
     first
 }
 
+/// What feeds the run's log besides the child's output: the CLI's usage log, the egress proxy's records.
+struct Sources<'a> {
+    usage_log: Option<UsageLog>,
+    egress: Option<&'a mut crate::egress::RunProxy>,
+}
+
 /// Where the run works: its worktree (when the workspace has a repository) and what a check there runs
 /// inside.
 struct Work<'a> {
@@ -417,13 +428,20 @@ async fn run_child(
     redactor: Redactor,
     work: Work<'_>,
     first: Vec<(&'static str, serde_json::Value)>,
-    usage_log: Option<UsageLog>,
+    sources: Sources<'_>,
 ) -> (Ending, Tally, crate::domain::Seq) {
     let Work {
         worktree,
         confinement,
     } = work;
-    let mut lines = read_lines(child, usage_log);
+    let Sources { usage_log, egress } = sources;
+    let (mut lines, egress) = match egress {
+        Some(proxy) => {
+            let records = proxy.take_records();
+            (read_lines(child, usage_log, records), Some(proxy))
+        }
+        None => (read_lines(child, usage_log, None), None),
+    };
     let check_redactor = redactor.clone();
     let held = Held {
         run_id: ctx.order.run_id,
@@ -438,6 +456,9 @@ async fn run_child(
         model: ctx.order.agent.model.clone(),
         ..Tally::default()
     };
+    if let Some(policy) = &confinement.policy {
+        tally.egress.direct_ports.clone_from(&policy.connect_ports);
+    }
     let mut ending = watch::watch(ctx, child, &mut lines, &mut log, &mut tally).await;
     if !matches!(ending, Ending::Exited(_)) {
         let t = &ctx.host.timing;
@@ -449,6 +470,10 @@ async fn run_child(
     {
         // The leader exited by itself, leaving background children behind: no survivors.
         tracing::info!(pgid, "stopped what the agent left running");
+    }
+    // The agent is gone: its connections end and report what they carried.
+    if let Some(proxy) = egress {
+        proxy.close();
     }
     if ctx.signal.is_lost() {
         if let Some(tree) = worktree {
@@ -533,10 +558,25 @@ async fn launch(host: &Host, order: &Order) -> Result<(Prepared, Child), Ending>
     }
 }
 
-/// Starts one reader task per output stream (and one for the CLI's usage log, if it keeps one), all
-/// feeding one channel that closes when they end; the usage log's reader ends with stdout.
-fn read_lines(child: &mut Child, usage_log: Option<UsageLog>) -> mpsc::Receiver<Line> {
+/// Starts one reader task per output stream (and one for the CLI's usage log, if it keeps one, and one
+/// for the egress proxy's records), all feeding one channel that closes when they end; the usage log's
+/// reader ends with stdout, the records' when the run's proxy is closed.
+fn read_lines(
+    child: &mut Child,
+    usage_log: Option<UsageLog>,
+    egress: Option<mpsc::Receiver<crate::egress::Record>>,
+) -> mpsc::Receiver<Line> {
     let (tx, rx) = mpsc::channel(LINE_BUFFER);
+    if let Some(mut records) = egress {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Some(record) = records.recv().await {
+                if tx.send(Line::Egress(record)).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let stdout_done = CancellationToken::new();
     if let Some(log) = usage_log {
         tokio::spawn(log.tail(tx.clone(), stdout_done.clone()));

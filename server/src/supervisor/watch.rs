@@ -35,6 +35,8 @@ pub(super) enum Line {
     Err(String),
     /// A line of the CLI's own usage log ([`muster_agents::Adapter::usage_log_dir`]).
     UsageLog(String),
+    /// A connection through the run's egress proxy.
+    Egress(crate::egress::Record),
 }
 
 /// What the watch loop needs to know about its run.
@@ -186,9 +188,25 @@ fn take_line(
             let events = ctx.adapter.parse_usage_log_line(&text);
             (text, events)
         }
+        Line::Egress(record) => {
+            if record.refused() {
+                tally.egress.proxy_refused(&record);
+            }
+            let mut payload = serde_json::to_value(&record).unwrap_or_else(|_| json!({}));
+            payload["line"] = record.line().into();
+            log.push(crate::egress::EVENT_KIND, payload);
+            return None;
+        }
     };
     let mut end = None;
-    for event in events {
+    for mut event in events {
+        // A CLI that quotes the proxy's 403 may call it an auth failure (Claude Code: "Failed to
+        // authenticate. API Error: 403 Muster egress proxy refused: …"): it is a refused connection.
+        if let AgentEvent::Error { message, class } = &mut event
+            && message.contains(crate::egress::REFUSAL_MARK)
+        {
+            *class = Some(ErrorClass::Network);
+        }
         tally.add(&event, rates);
         if matches!(event, AgentEvent::Usage(_) | AgentEvent::TurnUsage(_)) {
             log.note_spent(tally.spent());
@@ -201,6 +219,15 @@ fn take_line(
         } = event
         {
             end = end.or(Some(Ending::Stopped(Stop::Auth, None)));
+        }
+        // A CLI that reports an error after a refused connection would retry into the same wall for
+        // minutes: the run ends now, saying which host and port and what to change.
+        if let AgentEvent::Error { message, class } = &event
+            && (*class == Some(ErrorClass::Network)
+                || (class.is_none() && crate::egress::about_connecting(message)))
+            && tally.egress.blames(message)
+        {
+            end = end.or(Some(Ending::Stopped(Stop::EgressRefused, None)));
         }
     }
     if guard

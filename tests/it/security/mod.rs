@@ -22,6 +22,7 @@ macro_rules! both_backends {
 }
 
 mod bounds;
+mod egress;
 mod headers;
 mod invitations;
 mod limits;

@@ -254,7 +254,13 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
         .map(|p| p.as_u64().unwrap())
         .collect();
     let model_port = u64::from(muster::sandbox::policy::url_port(model.base_url()).unwrap());
-    let mut expected = vec![80, 443, u64::from(w.addr.port()), model_port];
+    // No 443 or 80 for every host: other hosts go through the run's egress proxy (security::egress).
+    let proxy_port: u64 = first.payload["egress"]["proxy"]
+        .as_str()
+        .and_then(|p| p.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    let mut expected = vec![u64::from(w.addr.port()), model_port, proxy_port];
     expected.sort_unstable();
     expected.dedup();
     assert_eq!(ports, expected, "no database port");

@@ -10,7 +10,8 @@ use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_case
 store_cases!(
     agents_crud,
     skills_and_attachments,
-    every_workspace_is_listed
+    every_workspace_is_listed,
+    egress_allow_lists
 );
 
 async fn agents_crud(store: Arc<dyn Store>) {
@@ -225,5 +226,56 @@ async fn every_workspace_is_listed(store: Arc<dyn Store>) {
     assert_eq!(
         slugs,
         [first.ws.slug.to_string(), second.ws.slug.to_string()]
+    );
+}
+
+/// An agent's egress allow-list and network switch, and the workspace's default list, round-trip; the
+/// default list belongs to its workspace alone.
+async fn egress_allow_lists(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let hosts = |list: &[&str]| -> Vec<HostPattern> {
+        list.iter()
+            .map(|h| HostPattern::parse_field("egress_hosts", h).unwrap())
+            .collect()
+    };
+    let mut new = NewAgent::new(AgentName::parse("fetcher").unwrap(), AgentKind::Claude);
+    new.egress_hosts = hosts(&["github.com", "*.npmjs.org", "10.0.0.7:8443"]);
+    let created = store.create_agent(f.ws.id, &new).await.unwrap();
+    assert_eq!(created.profile, new);
+    assert!(!created.profile.no_network);
+    new.egress_hosts = hosts(&["gitlab.com"]);
+    new.no_network = true;
+    let updated = store.update_agent(f.ws.id, created.id, &new).await.unwrap();
+    assert_eq!(updated.profile, new);
+    assert_eq!(
+        store.get_agent(f.ws.id, created.id).await.unwrap().profile,
+        new
+    );
+    // A new agent has none and may use the network.
+    let plain = agent(&store, f.ws.id, "plain", 1).await;
+    assert!(plain.profile.egress_hosts.is_empty() && !plain.profile.no_network);
+
+    assert!(f.ws.egress_hosts.is_empty());
+    let other = fixture(&store, "other", "OTH").await;
+    let ws = store
+        .set_workspace_egress(f.ws.id, &hosts(&["pypi.org", "*.pythonhosted.org"]))
+        .await
+        .unwrap();
+    assert_eq!(ws.egress_hosts, hosts(&["pypi.org", "*.pythonhosted.org"]));
+    assert_eq!(store.get_workspace(f.ws.id).await.unwrap(), ws);
+    assert!(
+        store
+            .get_workspace(other.ws.id)
+            .await
+            .unwrap()
+            .egress_hosts
+            .is_empty()
+    );
+    let cleared = store.set_workspace_egress(f.ws.id, &[]).await.unwrap();
+    assert!(cleared.egress_hosts.is_empty());
+    assert_not_found(
+        store
+            .set_workspace_egress(WorkspaceId(uuid::Uuid::new_v4()), &[])
+            .await,
     );
 }

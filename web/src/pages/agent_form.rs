@@ -134,6 +134,13 @@ fn runtime(v: &AgentFormView, f: &Form<'_>) -> Markup {
         (f.field("Extra arguments", "extra_args", Some("One argument per line."), f.textarea("extra_args", &v.extra_args, 3)))
         (f.field("Runs on", "runners", Some("Runner names, separated by commas. Empty: any runner that has this agent's CLI."),
             f.input("runners", "text", &v.runners)))
+        div.field-row {
+            (f.field("Network", "network", Some("Its model endpoint is always reachable; \"none\" allows nothing else."),
+                f.select("network", &v.network)))
+            (f.field("Allowed hosts", "egress_hosts",
+                Some("One per line: github.com, *.npmjs.org (subdomains), host:port. Without a port: 443 and 80. Added to the workspace's default list."),
+                f.textarea("egress_hosts", &v.egress_hosts, 3)))
+        }
     }
 }
 

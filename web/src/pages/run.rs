@@ -265,6 +265,14 @@ fn timeline_item(item: &RunItemView, swap: bool) -> Markup {
             "ev ev-error",
             html! { span.ev-label { "Error" } div.error-text { (message) } },
         ),
+        RunItemKind::Egress { allowed, line } => (
+            if *allowed {
+                "ev ev-egress ev-ok"
+            } else {
+                "ev ev-egress ev-bad"
+            },
+            html! { span.ev-label { "Egress" } " " code.egress-line { (line) } },
+        ),
         RunItemKind::Sandbox { lines } => (
             "ev ev-sandbox",
             html! {

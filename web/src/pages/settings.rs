@@ -61,6 +61,16 @@ pub fn settings(v: &SettingsView) -> Markup {
                     Some("What ensembles run in each candidate's worktree to judge it (e.g. cargo test), unless an ensemble names its own. Empty: none."),
                     f.input("check_command", "text", &v.check_input),
                 ))
+                h2 #egress-h { "Egress" }
+                p.muted {
+                    "Agents reach the network only through their run's egress proxy: their model endpoint, and the hosts allowed here and on each agent's page. Every connection is in the run's log."
+                }
+                (f.field(
+                    "Default allowed hosts",
+                    "egress_hosts",
+                    Some("One per line: github.com, *.npmjs.org (subdomains), host:port. Without a port: 443 and 80. Every agent gets these unless its network is off."),
+                    f.textarea("egress_hosts", &v.egress_input, 3),
+                ))
                 button.btn.btn-primary type="submit" { "Save" }
             }
         }

@@ -30,6 +30,8 @@ pub fn agent_form() -> AgentFormView {
         ),
         model: "gpt-5-codex".into(),
         runners: "gpu-box, mac-mini".into(),
+        egress_hosts: "github.com\n*.npmjs.org".into(),
+        network: opts(&[("allow_list", "Allowed hosts"), ("none", "None")], "allow_list"),
         instructions: "Prefer small commits. Run `cargo test` before you finish.".into(),
         env: vec![
             EnvVarView {

@@ -133,6 +133,19 @@ pub struct ProfileArgs {
     /// edit). Without any, runs go to any runner that has the agent's CLI.
     #[arg(long = "runner", value_name = "NAME")]
     pub runners: Vec<String>,
+    /// A host its runs may reach through the egress proxy (github.com, *.npmjs.org, host:port); repeat
+    /// for several (replaces the existing ones on edit). Its model endpoint is always allowed.
+    #[arg(long = "egress-host", value_name = "PATTERN")]
+    pub egress_hosts: Vec<String>,
+    /// Clears the agent's egress allow-list (the workspace's default list still applies).
+    #[arg(long, conflicts_with = "egress_hosts")]
+    pub clear_egress_hosts: bool,
+    /// No network: its runs reach only their model endpoint and Muster.
+    #[arg(long, conflicts_with = "network")]
+    pub no_network: bool,
+    /// Turns the "no network" switch off again.
+    #[arg(long)]
+    pub network: bool,
 }
 
 /// `muster agent create` flags.

@@ -58,6 +58,10 @@ struct AgentBody {
     base_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     runners: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    egress_hosts: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    no_network: Option<bool>,
 }
 
 impl AgentBody {
@@ -76,6 +80,12 @@ impl AgentBody {
             command: p.command.clone(),
             base_url: p.base_url.clone(),
             runners: (!p.runners.is_empty()).then(|| p.runners.clone()),
+            egress_hosts: if p.clear_egress_hosts {
+                Some(Vec::new())
+            } else {
+                (!p.egress_hosts.is_empty()).then(|| p.egress_hosts.clone())
+            },
+            no_network: (p.no_network || p.network).then_some(p.no_network),
             ..AgentBody::default()
         })
     }
@@ -100,6 +110,11 @@ struct Agent {
     /// Absent from servers older than runner binding.
     #[serde(default)]
     runners: Vec<String>,
+    /// Absent from servers older than the egress proxy.
+    #[serde(default)]
+    egress_hosts: Vec<String>,
+    #[serde(default)]
+    no_network: bool,
 }
 
 /// Runs an agent command.
@@ -244,6 +259,19 @@ fn show(a: &Agent) -> anyhow::Result<()> {
             "any runner".to_owned()
         } else {
             clean(&a.runners.join(", "))
+        }
+    );
+    println!(
+        "egress:              {}",
+        if a.no_network {
+            "no network (its model endpoint only)".to_owned()
+        } else if a.egress_hosts.is_empty() {
+            "its model endpoint and the workspace's default list".to_owned()
+        } else {
+            format!(
+                "{} (besides its model endpoint and the workspace's default list)",
+                clean(&a.egress_hosts.join(", "))
+            )
         }
     );
     println!(

@@ -34,6 +34,8 @@ pub struct WorkspaceView {
     /// The check ensembles run unless they name their own.
     pub check_command: Option<String>,
     pub check_timeout_secs: Option<u64>,
+    /// The default egress allow-list every agent's runs get (unless the agent has no network).
+    pub egress_hosts: Vec<String>,
 }
 
 impl From<&Workspace> for WorkspaceView {
@@ -48,6 +50,11 @@ impl From<&Workspace> for WorkspaceView {
             agent_runs_per_issue_per_hour: ws.agent_runs_per_issue_per_hour,
             check_command: ws.check.as_ref().map(|c| c.command.clone()),
             check_timeout_secs: ws.check.as_ref().map(|c| c.timeout_secs),
+            egress_hosts: ws
+                .egress_hosts
+                .iter()
+                .map(|h| h.as_str().to_owned())
+                .collect(),
         }
     }
 }
@@ -61,8 +68,9 @@ pub(super) async fn show(ApiCaller(caller): ApiCaller) -> Json<WorkspaceView> {
 
 /// Changes the workspace's settings (owners and admins): `repo_path` must be an absolute path to a git
 /// repository with at least one commit (or a git URL); `""` or `null` clears it. `mention_depth_limit`
-/// (1–20) and `agent_runs_per_issue_per_hour` (1–1000) are the loop guard's limits; a field left out
-/// keeps its value (the repository too, unless nothing at all is given).
+/// (1–20) and `agent_runs_per_issue_per_hour` (1–1000) are the loop guard's limits; `egress_hosts`
+/// replaces the default egress allow-list; a field left out keeps its value (the repository too, unless
+/// nothing at all is given).
 #[utoipa::path(patch, path = "/api/v1/workspace", tag = "workspace", request_body = WorkspaceInput,
     responses((status = 200, body = WorkspaceView), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(super) async fn update(

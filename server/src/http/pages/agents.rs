@@ -113,6 +113,13 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
             .collect(),
         extra_args: p.extra_args.join("\n"),
         runners: p.runners.join(", "),
+        egress_hosts: p
+            .egress_hosts
+            .iter()
+            .map(|h| h.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        network: network_options(p.no_network),
         permission_mode: options(
             PermissionMode::ALL,
             PermissionMode::as_str,
@@ -254,6 +261,8 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
         .collect();
     view.extra_args = form.get("extra_args").to_owned();
     view.runners = form.get("runners").to_owned();
+    view.egress_hosts = form.get("egress_hosts").to_owned();
+    view.network = network_options(form.get("network") == "none");
     view.permission_mode = options(
         PermissionMode::ALL,
         PermissionMode::as_str,
@@ -337,8 +346,26 @@ fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
         command: sent("command"),
         base_url: sent("base_url"),
         runners: sent("runners").map(|r| r.split(',').map(str::to_owned).collect()),
+        egress_hosts: sent("egress_hosts")
+            .map(|h| h.split(['\n', ',']).map(|l| l.trim().to_owned()).collect()),
+        no_network: form.has("network").then(|| form.get("network") == "none"),
     };
     (input, problems)
+}
+
+/// The agent form's network choices.
+fn network_options(no_network: bool) -> Vec<OptionView> {
+    [
+        ("allow_list", "Allowed hosts"),
+        ("none", "None (model endpoint only)"),
+    ]
+    .into_iter()
+    .map(|(value, label)| OptionView {
+        value: value.into(),
+        label: label.into(),
+        selected: (value == "none") == no_network,
+    })
+    .collect()
 }
 
 /// A field that must have a value to mean anything (a select or colour): empty leaves it as it is.

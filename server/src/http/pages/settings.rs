@@ -31,6 +31,12 @@ fn view(member: &WsMember) -> SettingsView {
             .as_ref()
             .map(|c| c.command.clone())
             .unwrap_or_default(),
+        egress_input: ws
+            .egress_hosts
+            .iter()
+            .map(|h| h.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
         saved: false,
         errors: FormErrors::new(),
     }
@@ -57,6 +63,12 @@ async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> 
         agent_runs_per_issue_per_hour: text("agent_runs_per_issue_per_hour"),
         check_command: Some(form.get("check_command").to_owned()),
         check_timeout_secs: None,
+        egress_hosts: form.has("egress_hosts").then(|| {
+            form.get("egress_hosts")
+                .split(['\n', ','])
+                .map(|l| l.trim().to_owned())
+                .collect()
+        }),
     };
     match svc::update(&state, &member.caller, &input).await {
         Ok(_) => Ok(see_other(&format!(
@@ -70,6 +82,7 @@ async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> 
             v.mention_depth_input = form.get("mention_depth_limit").to_owned();
             v.runs_per_hour_input = form.get("agent_runs_per_issue_per_hour").to_owned();
             v.check_input = form.get("check_command").to_owned();
+            v.egress_input = form.get("egress_hosts").to_owned();
             Ok(invalid(muster_web::pages::settings(&v)))
         }
     }

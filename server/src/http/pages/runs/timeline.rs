@@ -149,6 +149,10 @@ impl Timeline {
             "sandbox" => RunItemKind::Sandbox {
                 lines: crate::sandbox::event_lines(&e.payload),
             },
+            crate::egress::EVENT_KIND => RunItemKind::Egress {
+                allowed: e.payload["allowed"].as_bool() == Some(true),
+                line: line("line"),
+            },
             crate::domain::CHECK_EVENT => {
                 match crate::domain::CheckResult::deserialize(&e.payload) {
                     Ok(c) => RunItemKind::Check {
