@@ -175,13 +175,15 @@ impl World {
             cmd.args(["--server", s]);
         }
         let child = cmd
-            .args(["--token", token, "--name", name, "--max-runs", "2"])
+            .args(["--name", name, "--max-runs", "2"])
             .args(args)
             .arg("--state-dir")
             .arg(self.scratch.path().join(format!("{name}-state")))
             .arg("--runs-dir")
             .arg(self.scratch.path().join(format!("{name}-runs")))
             .env_clear()
+            // The token from the environment: on the command line it is refused.
+            .env("MUSTER_RUNNER_TOKEN", token)
             .env("HOME", &home)
             .env("PATH", path)
             .env("RUST_LOG", "muster=debug")

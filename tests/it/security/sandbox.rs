@@ -429,6 +429,7 @@ fn the_exec_step_refuses_what_the_kernel_cannot_enforce() {
         abi: abi + 1,
         paths: Vec::new(),
         connect_ports: Vec::new(),
+        process_view: muster::sandbox::ProcessView::SelfOnly,
     };
     let out = std::process::Command::new(muster_tests::muster_bin())
         .args([
@@ -474,6 +475,7 @@ fn a_non_root_user_can_start_a_sandboxed_agent() {
             .map(read)
             .collect(),
         connect_ports: Vec::new(),
+        process_view: muster::sandbox::ProcessView::SelfOnly,
     };
     // The binary must be readable by nobody: copy it where it is.
     let dir = tempfile::tempdir().unwrap();
