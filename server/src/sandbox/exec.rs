@@ -1,26 +1,33 @@
-//! The exec step: `muster sandbox-exec --policy <json> -- PROGRAM ARGS…`, the process every agent starts as.
+//! The exec step: `muster sandbox-exec --parent-pid <runner> --policy <json> -- PROGRAM ARGS…`, the
+//! process every agent starts as.
 //!
 //! It runs before any async runtime exists (`main` dispatches it first), so the process is single-threaded
-//! and the Landlock domain covers the one thread that then `exec`s the agent (Landlock restricts only the
+//! and the Landlock domain covers the one thread that then starts the agent (Landlock restricts only the
 //! calling thread and its future children). In order:
+//! 0. it binds itself to the runner's life (`PR_SET_PDEATHSIG(SIGKILL)`, see [`super::init`]); with a
+//!    private process view it then makes the PID and mount namespaces and starts our init, which mounts
+//!    the namespace's `/proc` and does steps 1–5 before starting the agent as PID 2 (step 6 is then a
+//!    spawn, not an `exec`); without one, this process does steps 1–6 itself;
 //! 1. the ruleset is created with every file-system right of the policy's ABI handled, TCP connect handled
 //!    (ABI ≥ 4) and signal and abstract-unix-socket scoping (ABI ≥ 6), as a hard requirement: a kernel
 //!    that lacks any of it makes the step fail instead of running the agent with less;
 //! 2. the policy's paths are opened here (so a `/proc/self` rule names this process, which becomes the
-//!    agent) and added with their rights, single files with file-only rights;
+//!    agent, and `/proc` the namespace's own) and added with their rights, single files with file-only
+//!    rights;
 //! 3. `no_new_privs` is set and the ruleset enforced (`restrict_self`), which must report full enforcement;
 //! 4. every capability is dropped (bounding, ambient, inheritable, effective, permitted) and checked to be
 //!    gone, so that even as uid 0 the agent cannot read another process's `/proc/<pid>/environ`, open raw
 //!    sockets or override file permissions;
-//! 5. a seccomp filter makes `socket(2)` with domain `AF_UNIX` fail with `EACCES` (Landlock before ABI 9
-//!    does not govern connecting to a path-named unix socket, such as PostgreSQL's in `/run/postgresql`,
-//!    and file permissions do not stop uid 0), and with it the two other ways to such a socket:
-//!    `socketpair(2)` of `AF_UNIX` datagram sockets (which could `sendto` a path; stream and seqpacket
-//!    pairs, which node and Bun use for child stdio, stay allowed) and `io_uring_setup(2)` (an io_uring
-//!    can create sockets without the `socket` system call). Other architectures' system calls (32-bit
-//!    on x86_64) kill the process;
-//! 6. the program is `exec`ed: same pid, same environment (HOME and TMPDIR are the run's, set by the
-//!    runner), same standard streams; every other descriptor of the server is close-on-exec.
+//! 5. a seccomp filter makes `socket(2)` fail with `EACCES` for `AF_UNIX` (Landlock before ABI 9 does not
+//!    govern connecting to a path-named unix socket, such as PostgreSQL's in `/run/postgresql`, and file
+//!    permissions do not stop uid 0), for `AF_NETLINK`, and for `SOCK_DGRAM` on `AF_INET`/`AF_INET6`
+//!    (Landlock's network rules cover TCP only: UDP would reach any host and port), and with it the two
+//!    other ways to a unix socket: `socketpair(2)` of `AF_UNIX` datagram sockets (which could `sendto` a
+//!    path; stream and seqpacket pairs, which node and Bun use for child stdio, stay allowed) and
+//!    `io_uring_setup(2)` (an io_uring can create sockets without the `socket` system call). Other
+//!    architectures' system calls (32-bit on x86_64) kill the process;
+//! 6. the program is started: same environment (HOME and TMPDIR are the run's, set by the runner), same
+//!    standard streams; every other descriptor of the server is close-on-exec.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;

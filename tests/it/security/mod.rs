@@ -25,6 +25,7 @@ mod headers;
 mod invitations;
 mod limits;
 mod login;
+mod process_view;
 mod repo_files;
 mod roles;
 mod runtimes;
