@@ -507,7 +507,11 @@ async fn a_killed_runner_leaves_no_agent_process_alive() {
     let size = std::fs::metadata(&beat).unwrap().len();
     // Ten heartbeats' time: nobody is left to write one.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(std::fs::metadata(&beat).unwrap().len(), size, "the heartbeat file grew");
+    assert_eq!(
+        std::fs::metadata(&beat).unwrap().len(),
+        size,
+        "the heartbeat file grew"
+    );
 }
 
 #[tokio::test]

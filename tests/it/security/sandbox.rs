@@ -375,7 +375,9 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
     assert!(targets.len() >= 3, "{fds}");
     for target in targets {
         assert!(
-            target.starts_with("pipe:") || target == "/dev/null" || target.ends_with("/intruder.sh"),
+            target.starts_with("pipe:")
+                || target == "/dev/null"
+                || target.ends_with("/intruder.sh"),
             "an inherited descriptor: {target} in {fds}"
         );
     }
