@@ -498,7 +498,8 @@ fn a_non_root_user_can_start_a_sandboxed_agent() {
     };
     let policy = muster::sandbox::Policy {
         abi,
-        paths: ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc"]
+        // Without a PID namespace (a non-root runner cannot make one), only its own /proc entry.
+        paths: ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc/self"]
             .into_iter()
             .filter(|p| Path::new(p).exists())
             .map(read)
@@ -527,18 +528,43 @@ fn a_non_root_user_can_start_a_sandboxed_agent() {
             "--",
             "/bin/sh",
             "-c",
-            "grep -E '^Cap(Eff|Prm|Inh|Amb)' /proc/self/status; grep NoNewPrivs /proc/self/status",
+            // Read by the shell itself: the /proc/self rule names the exec step's process, which the
+            // shell becomes (a child's /proc/self is another entry).
+            "while IFS= read -r l; do case $l in Cap*|NoNewPrivs*) echo \"$l\";; esac; done < /proc/self/status; \
+             cat /proc/1/cmdline >/dev/null 2>&1 && echo 'pid 1: readable' || echo 'pid 1: refused'",
         ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("pid 1: refused"), "{stdout}");
     for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
         let line = stdout.lines().find(|l| l.starts_with(set)).unwrap();
         assert!(line.ends_with("0000000000000000"), "{line}");
     }
     assert!(stdout.contains("NoNewPrivs:\t1"), "{stdout}");
+
+    // Such a runner finds out once that it cannot give agents a PID namespace (and then lists only
+    // /proc/self), rather than failing every run.
+    let namespace = muster::sandbox::Policy {
+        process_view: muster::sandbox::ProcessView::Namespace,
+        ..policy
+    };
+    let probe = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&muster)
+        .args(["sandbox-exec", "--probe", "--policy"])
+        .arg(serde_json::to_string(&namespace).unwrap())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(probe.status.code(), Some(126));
+    let said = String::from_utf8_lossy(&probe.stderr);
+    assert!(
+        said.starts_with("error: sandbox: cannot make the agent's private process namespace: "),
+        "{said}"
+    );
 }
 
 /// The agent of the unix-socket attack: each attempt's output on a line `name: …` in `unix.log`, which
