@@ -50,9 +50,13 @@ impl Adapter for LlamaAdapter {
     }
 }
 
-/// `<muster> llama-loop --system-file <workdir>/AGENTS.md --skills-dir … --workdir … [--base-url] [--model]
-/// [--read-only] <extra args>`, the prompt on stdin. Sampling settings arrive as extra arguments
-/// (`--temperature`, `--max-tokens`, `--ctx-size`, `--no-tools`).
+/// The variable the loop reads its model server's URL from: never an argument, because a URL may carry
+/// credentials (`http://user:password@host`) and every process's command line is public on the machine.
+pub const BASE_URL_ENV: &str = "MUSTER_LLAMA_BASE_URL";
+
+/// `<muster> llama-loop --system-file <workdir>/AGENTS.md --skills-dir … --workdir … [--model]
+/// [--read-only] <extra args>`, the prompt on stdin, the base URL in [`BASE_URL_ENV`]. Sampling settings
+/// arrive as extra arguments (`--temperature`, `--max-tokens`, `--ctx-size`, `--no-tools`).
 pub fn command(spec: &RunSpec) -> LaunchSpec {
     let dir = &spec.workdir;
     let mut args: Vec<String> = vec![
@@ -64,9 +68,6 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
         "--workdir".into(),
         dir.display().to_string(),
     ];
-    if let Some(url) = spec.base_url.as_deref().filter(|u| !u.trim().is_empty()) {
-        args.extend(["--base-url".into(), url.trim().to_owned()]);
-    }
     if let Some(model) = spec.model.as_deref().filter(|m| !m.trim().is_empty()) {
         args.extend(["--model".into(), model.trim().to_owned()]);
     }
@@ -77,7 +78,15 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
     LaunchSpec {
         program: spec.binary.clone(),
         args,
-        env: finish_env(base_env(spec), spec),
+        env: {
+            let mut env = finish_env(base_env(spec), spec);
+            // Last, so an agent's own variable of that name cannot point the loop elsewhere.
+            env.retain(|(k, _)| k != BASE_URL_ENV);
+            if let Some(url) = spec.base_url.as_deref().filter(|u| !u.trim().is_empty()) {
+                env.push((BASE_URL_ENV.into(), url.trim().to_owned()));
+            }
+            env
+        },
         cwd: spec.workdir.clone(),
         stdin: Some(spec.prompt.clone()),
         files: Vec::new(),
@@ -140,8 +149,6 @@ mod tests {
                 "/runs/r1/work/.agents/skills",
                 "--workdir",
                 "/runs/r1/work",
-                "--base-url",
-                "http://127.0.0.1:8080/v1",
                 "--model",
                 "smollm2",
                 "--read-only",
@@ -153,6 +160,11 @@ mod tests {
         assert_eq!(launch.cwd, PathBuf::from("/runs/r1/work"));
         assert_eq!(launch.env_value("HOME"), Some("/runs/r1/home"));
         assert_eq!(launch.env_value("MUSTER_ISSUE"), Some("MUS-1"));
+        // The URL (credentials and all) travels in the environment, never on the command line.
+        assert_eq!(
+            launch.env_value(BASE_URL_ENV),
+            Some("http://127.0.0.1:8080/v1")
+        );
 
         let bare = LlamaAdapter.command(&RunSpec::default()).unwrap();
         assert!(

@@ -99,6 +99,15 @@ pub struct SandboxExecArgs {
     /// The policy: JSON of `sandbox::Policy`.
     #[arg(long)]
     pub policy: String,
+    /// The pid of the process that starts this one: the exec step dies with it.
+    #[arg(long)]
+    pub parent_pid: Option<u32>,
+    /// Run as the init of the agent's private PID namespace (started by the exec step itself).
+    #[arg(long)]
+    pub init: bool,
+    /// Only check that a private PID namespace with its own /proc can be made here, then exit.
+    #[arg(long)]
+    pub probe: bool,
     /// The program to execute inside the sandbox.
     pub program: std::ffi::OsString,
     /// Its arguments.
@@ -309,8 +318,13 @@ pub struct DbArgs {
     #[arg(long, env = "MUSTER_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Database: sqlite://PATH or postgres://USER@HOST:PORT/DB [default: sqlite://<data-dir>/muster.db].
+    /// A URL with a password is refused on the command line: set MUSTER_DATABASE_URL or use
+    /// --database-url-file.
     #[arg(long, env = "MUSTER_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// A file holding the database URL (e.g. a Docker or systemd secret), instead of MUSTER_DATABASE_URL.
+    #[arg(long, env = "MUSTER_DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
     /// Most database connections to hold open.
     #[arg(long, env = "MUSTER_DB_MAX_CONNECTIONS", default_value_t = 10)]
     pub db_max_connections: u32,
@@ -372,7 +386,8 @@ impl RuntimePaths {
 #[derive(Debug, Args)]
 pub struct LlamaLoopArgs {
     /// Model server URL, with or without /v1 [default: MUSTER_LLAMA_URL, else the first local server found].
-    #[arg(long)]
+    /// The runner passes it in the environment: a URL with credentials is refused on the command line.
+    #[arg(long, env = muster_agents::llama::BASE_URL_ENV, hide_env_values = true)]
     pub base_url: Option<String>,
     /// Model name [default: the first the server lists].
     #[arg(long)]
@@ -444,9 +459,13 @@ pub struct ServeArgs {
     #[arg(long, env = "MUSTER_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// Require this bearer token on GET /metrics (Prometheus `authorization: credentials`); without it the
-    /// metrics are open to anyone who reaches the server.
+    /// metrics are open to anyone who reaches the server. From the environment only: on the command line
+    /// it is refused.
     #[arg(long, env = "MUSTER_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
+    /// A file holding the /metrics bearer token, instead of MUSTER_METRICS_TOKEN.
+    #[arg(long, env = "MUSTER_METRICS_TOKEN_FILE")]
+    pub metrics_token_file: Option<PathBuf>,
     /// Do not run agents in this process (a board-only replica; runs wait for a runner elsewhere).
     #[arg(long, env = "MUSTER_NO_RUNNER")]
     pub no_runner: bool,
@@ -529,9 +548,13 @@ pub struct RunnerArgs {
         required = true
     )]
     pub servers: Vec<String>,
-    /// The runner token (from the Runners page or `muster runner-token create`).
+    /// The runner token (from the Runners page or `muster runner-token create`), from the environment only:
+    /// on the command line it is refused (every process on the machine can read a command line).
     #[arg(long, env = "MUSTER_RUNNER_TOKEN", hide_env_values = true)]
-    pub token: Secret,
+    pub token: Option<Secret>,
+    /// A file holding the runner token (e.g. a Docker or systemd secret), instead of MUSTER_RUNNER_TOKEN.
+    #[arg(long, env = "MUSTER_RUNNER_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
     /// This runner's name on the Runners page, and for agents bound to named runners [default: the host name].
     #[arg(long, env = "MUSTER_RUNNER_NAME")]
     pub name: Option<String>,
@@ -555,8 +578,16 @@ impl DbArgs {
                 .map(|d| d.join("muster"))
                 .context("cannot find a data directory for this user; pass --data-dir or set MUSTER_DATA_DIR")?,
         };
-        let url = match &self.database_url {
-            Some(raw) => DatabaseUrl::parse(raw)?,
+        let from_file = secret_file(self.database_url_file.as_deref(), "the database URL")?;
+        let raw = match (&self.database_url, from_file) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "the database URL is given twice: set MUSTER_DATABASE_URL or --database-url-file, not both"
+            ),
+            (Some(raw), None) => Some(raw.clone()),
+            (None, from_file) => from_file,
+        };
+        let url = match raw {
+            Some(raw) => DatabaseUrl::parse(&raw)?,
             None => DatabaseUrl::Sqlite(data_dir.join("muster.db")),
         };
         anyhow::ensure!(
@@ -571,10 +602,119 @@ impl DbArgs {
     }
 }
 
+/// The secret held by the file at `path` (its contents without surrounding whitespace), when one is
+/// named; `what` names the secret in the error.
+pub fn secret_file(path: Option<&std::path::Path>, what: &str) -> anyhow::Result<Option<String>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {what} from {}", path.display()))?;
+    let text = text.trim();
+    anyhow::ensure!(
+        !text.is_empty(),
+        "{} is empty; it must hold {what}",
+        path.display()
+    );
+    Ok(Some(text.to_owned()))
+}
+
+/// Flags that would put a secret on the command line, where every process of the machine (agents
+/// included, before they had a process view of their own) reads it in `/proc/<pid>/cmdline`: the
+/// subcommand, the argument id, whether only a value with a password counts, and what to use instead.
+const SECRET_FLAGS: [(&str, &str, bool, &str); 4] = [
+    (
+        "runner",
+        "token",
+        false,
+        "--token would put the runner token on the command line, where every process on the machine can read it; set MUSTER_RUNNER_TOKEN or pass --token-file FILE",
+    ),
+    (
+        "serve",
+        "metrics_token",
+        false,
+        "--metrics-token would put the token on the command line, where every process on the machine can read it; set MUSTER_METRICS_TOKEN or pass --metrics-token-file FILE",
+    ),
+    (
+        "",
+        "database_url",
+        true,
+        "--database-url with a password would put the password on the command line, where every process on the machine can read it; set MUSTER_DATABASE_URL or pass --database-url-file FILE",
+    ),
+    (
+        "llama-loop",
+        "base_url",
+        true,
+        "--base-url with credentials would put them on the command line, where every process on the machine can read them; set MUSTER_LLAMA_BASE_URL",
+    ),
+];
+
+/// Refuses a secret given as a command-line flag ([`SECRET_FLAGS`]); the same value from the
+/// environment or a file is fine.
+pub fn refuse_secrets_on_argv(matches: &clap::ArgMatches) -> Result<(), String> {
+    let mut level = matches;
+    let mut name = "";
+    loop {
+        for (command, id, only_with_password, message) in SECRET_FLAGS {
+            if !(command.is_empty() || command == name) {
+                continue;
+            }
+            if !level.ids().any(|i| i.as_str() == id)
+                || level.value_source(id) != Some(clap::parser::ValueSource::CommandLine)
+            {
+                continue;
+            }
+            let values: Vec<String> = level
+                .get_raw(id)
+                .into_iter()
+                .flatten()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            if !only_with_password || values.iter().any(|v| url_has_password(v)) {
+                return Err(message.to_owned());
+            }
+        }
+        match level.subcommand() {
+            Some((sub, next)) => {
+                name = sub;
+                level = next;
+            }
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Whether a URL carries a password: `scheme://user:password@host…` or a `password=` query parameter
+/// (PostgreSQL's URLs accept one).
+fn url_has_password(url: &str) -> bool {
+    let Some((_, rest)) = url.trim().split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let in_userinfo = authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.split_once(':').is_some_and(|(_, p)| !p.is_empty()));
+    let in_query = rest.split_once('?').is_some_and(|(_, query)| {
+        query
+            .split('&')
+            .any(|pair| pair.to_ascii_lowercase().starts_with("password="))
+    });
+    in_userinfo || in_query
+}
+
 impl ServeArgs {
     /// The server configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let (data_dir, database_url, pool) = self.db.resolve()?;
+        let metrics_token = match (
+            self.metrics_token.clone().filter(|t| !t.trim().is_empty()),
+            secret_file(self.metrics_token_file.as_deref(), "the metrics token")?,
+        ) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "the metrics token is given twice: set MUSTER_METRICS_TOKEN or --metrics-token-file, not both"
+            ),
+            (token, from_file) => token.or(from_file),
+        };
         let runs_dir = self.agents.runs_dir()?;
         anyhow::ensure!(
             !runs_dir.starts_with(&data_dir) && !data_dir.starts_with(&runs_dir),
@@ -594,7 +734,7 @@ impl ServeArgs {
             pool,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             public_url: self.public_url.clone(),
-            metrics_token: self.metrics_token.clone().filter(|t| !t.trim().is_empty()),
+            metrics_token,
             runtime_paths: self.agents.runtime_paths.overrides(),
             embedded_runner: !self.no_runner,
             self_exe: crate::config::default_self_exe(),
@@ -616,14 +756,32 @@ impl ServeArgs {
 /// `main` calls it; so does the benchmark harness, whose executable acts as the server it measures (its
 /// `serve` and the agents' `sandbox-exec` step), so that the server is a process of its own.
 pub fn main() -> std::process::ExitCode {
+    use clap::{CommandFactory as _, FromArgMatches as _};
     use std::process::ExitCode;
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    if let Err(e) = refuse_secrets_on_argv(&matches) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     if let Command::SandboxExec(args) = &cli.command {
         // The agent's exec step: still single-threaded (no runtime, no logging thread), so the sandbox
         // covers the whole process that becomes the agent. Returns only on failure.
-        let e = crate::sandbox::exec::run(&args.policy, &args.program, &args.args);
-        eprintln!("error: {e}");
-        return ExitCode::from(126);
+        let stage = crate::sandbox::exec::Stage {
+            parent: args.parent_pid,
+            init: args.init,
+            probe: args.probe,
+        };
+        return match crate::sandbox::exec::run(&args.policy, stage, &args.program, &args.args) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(126)
+            }
+        };
     }
     crate::telemetry::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -758,6 +916,124 @@ mod tests {
             "hunter22",
         ];
         assert!(!format!("{:?}", Cli::try_parse_from(boot).unwrap()).contains("hunter22"));
+    }
+
+    /// What `main` does with a command line before running it.
+    fn secrets_check(args: &[&str]) -> Result<(), String> {
+        let matches = Cli::command().try_get_matches_from(args).unwrap();
+        refuse_secrets_on_argv(&matches)
+    }
+
+    #[test]
+    fn secrets_on_the_command_line_are_refused_with_what_to_use_instead() {
+        let runner = [
+            "muster",
+            "runner",
+            "--server",
+            "http://m:7777",
+            "--token",
+            "mrt_secret",
+        ];
+        assert_eq!(
+            secrets_check(&runner).unwrap_err(),
+            "--token would put the runner token on the command line, where every process on the machine can read it; set MUSTER_RUNNER_TOKEN or pass --token-file FILE"
+        );
+        let metrics = ["muster", "serve", "--metrics-token", "m3trics"];
+        assert!(
+            secrets_check(&metrics)
+                .unwrap_err()
+                .starts_with("--metrics-token would put the token on the command line")
+        );
+        for url in [
+            "postgres://muster:s3cret@db/muster",
+            "postgres://muster@db/muster?password=s3cret",
+        ] {
+            for command in ["serve", "migrate"] {
+                let e = secrets_check(&["muster", command, "--database-url", url]).unwrap_err();
+                assert!(
+                    e.contains("set MUSTER_DATABASE_URL or pass --database-url-file FILE"),
+                    "{e}"
+                );
+            }
+        }
+        let llama = [
+            "muster",
+            "llama-loop",
+            "--system-file",
+            "/x",
+            "--base-url",
+            "http://u:p@127.0.0.1:8080",
+        ];
+        assert!(
+            secrets_check(&llama)
+                .unwrap_err()
+                .contains("MUSTER_LLAMA_BASE_URL")
+        );
+        // What carries no secret is fine on the command line.
+        secrets_check(&[
+            "muster",
+            "migrate",
+            "--database-url",
+            "postgres://muster@db/muster",
+        ])
+        .unwrap();
+        secrets_check(&[
+            "muster",
+            "llama-loop",
+            "--system-file",
+            "/x",
+            "--base-url",
+            "http://127.0.0.1:8080",
+        ])
+        .unwrap();
+        secrets_check(&[
+            "muster",
+            "runner",
+            "--server",
+            "http://m:7777",
+            "--token-file",
+            "/run/secrets/t",
+        ])
+        .unwrap();
+    }
+
+    #[test]
+    fn a_runner_token_comes_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "mrt_from_file\n").unwrap();
+        let path = file.display().to_string();
+        let parse = |args: &[&str]| {
+            let Command::Runner(args) = Cli::try_parse_from(args).unwrap().command else {
+                panic!("not runner")
+            };
+            crate::runner::remote::Settings::from_args(&args)
+        };
+        let base = [
+            "muster",
+            "runner",
+            "--server",
+            "http://m:7777",
+            "--state-dir",
+            "/tmp/s",
+            "--runs-dir",
+            "/tmp/r",
+        ];
+        let mut with_file = base.to_vec();
+        with_file.extend(["--token-file", &path]);
+        assert_eq!(parse(&with_file).unwrap().token, "mrt_from_file");
+        let e = format!("{:#}", parse(&base).unwrap_err());
+        assert!(
+            e.starts_with("no runner token: set MUSTER_RUNNER_TOKEN or pass --token-file FILE"),
+            "{e}"
+        );
+        let mut missing = base.to_vec();
+        missing.extend(["--token-file", "/nonexistent/token"]);
+        let e = format!("{:#}", parse(&missing).unwrap_err());
+        assert!(
+            e.starts_with("cannot read the runner token from /nonexistent/token: "),
+            "{e}"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use muster::domain::*;
 use muster::runner::protocol::{AgentSpec, Order, SpecEnv, ToServer};
 use muster::store::Store;
 use muster_tests::{Backend, TestDb, git, git_commit_all};
-use support::{SECRET, alive, new_run, poll, seed_workspace, test_timing};
+use support::{SECRET, new_run, poll, run_processes, seed_workspace, test_timing};
 use tokio_util::sync::CancellationToken;
 
 /// One database, a repository, the configuration a runner would have, and a run row to store into.
@@ -328,29 +328,23 @@ async fn a_check_past_its_timeout_is_killed_with_its_group(backend: Backend) {
     // A background child that ignores SIGINT and SIGTERM, and a foreground sleep.
     let check =
         r#"sh -c 'trap "" INT TERM; sleep 300' & echo "bg $!"; echo "leader $$"; sleep 300"#;
-    let done = w
-        .execute(
-            w.order("cat >/dev/null; exit 0", spec(check, 1)).await,
-            CancellationToken::new(),
-        )
-        .await;
+    let order = w.order("cat >/dev/null; exit 0", spec(check, 1)).await;
+    let run_id = order.run_id.to_string();
+    let done = w.execute(order, CancellationToken::new()).await;
     let check = done.check();
     assert!(check.timed_out, "{check:#?}");
     assert_eq!(check.exit_code, None);
     assert!(!check.passed_check());
     assert!(check.duration_ms >= 1000, "{}", check.duration_ms);
-    let pid = |label: &str| {
-        check
-            .tail
-            .lines()
-            .find_map(|l| l.strip_prefix(label))
-            .unwrap_or_else(|| panic!("no {label}in {}", check.tail))
-            .trim()
-            .to_owned()
-    };
-    let (bg, leader) = (pid("bg "), pid("leader "));
+    // Its pids are the namespace's own (the check runs in the agent's sandbox): the processes are found
+    // by the run id in their environment.
+    assert!(
+        check.tail.contains("bg ") && check.tail.contains("leader "),
+        "{}",
+        check.tail
+    );
     poll("the check's group to be gone", || async {
-        (!alive(&bg) && !alive(&leader)).then_some(())
+        run_processes(&run_id).is_empty().then_some(())
     })
     .await;
     assert_eq!(done.finished.outcome.status, RunStatus::Succeeded);
@@ -540,6 +534,7 @@ async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backe
         marker.display()
     );
     let order = w.order("cat >/dev/null; exit 0", spec(&check, 300)).await;
+    let run_id = order.run_id.to_string();
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
@@ -558,14 +553,9 @@ async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backe
     );
     assert!(!check.timed_out);
     assert_eq!(check.exit_code, None);
-    let leader = check
-        .tail
-        .lines()
-        .find_map(|l| l.strip_prefix("leader "))
-        .unwrap()
-        .to_owned();
+    assert!(check.tail.contains("leader "), "{}", check.tail);
     poll("the check to be gone", || async {
-        (!alive(&leader)).then_some(())
+        run_processes(&run_id).is_empty().then_some(())
     })
     .await;
     drop(w.db);

@@ -20,7 +20,7 @@ use muster::secrets::SecretBox;
 use muster::store::Store;
 use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
-use support::{poll, seed_workspace};
+use support::{poll, run_processes, seed_workspace};
 use tokio_tungstenite::tungstenite::Message;
 
 /// A child process killed when dropped (a failed assertion never leaves servers behind).
@@ -175,13 +175,15 @@ impl World {
             cmd.args(["--server", s]);
         }
         let child = cmd
-            .args(["--token", token, "--name", name, "--max-runs", "2"])
+            .args(["--name", name, "--max-runs", "2"])
             .args(args)
             .arg("--state-dir")
             .arg(self.scratch.path().join(format!("{name}-state")))
             .arg("--runs-dir")
             .arg(self.scratch.path().join(format!("{name}-runs")))
             .env_clear()
+            // The token from the environment: on the command line it is refused.
+            .env("MUSTER_RUNNER_TOKEN", token)
             .env("HOME", &home)
             .env("PATH", path)
             .env("RUST_LOG", "muster=debug")
@@ -466,6 +468,50 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
     let mut sorted = ticks.clone();
     sorted.dedup();
     assert_eq!(sorted, ticks, "no line stored twice");
+}
+
+/// `kill -9` of `muster runner` mid-run (issue 26, finding 15: the orphaned agent and its children kept
+/// writing into the worktree): every process of the run dies with the runner — the agent, its
+/// background child and a grandchild that left its group and session — and its heartbeat file stops.
+#[tokio::test]
+#[ignore = "needs PostgreSQL; run with --include-ignored"]
+async fn a_killed_runner_leaves_no_agent_process_alive() {
+    let Some(world) = World::new(Backend::Postgres).await else {
+        return;
+    };
+    let (_replica, url) = world.replica("replica").await;
+    let (_, token) = world.runner_token("orphans").await;
+    let body = format!(
+        "sleep 1000 &\nsetsid sh -c 'while :; do echo beat >> \"$HOME/beat\"; sleep 0.05; done' &\n{}",
+        ticker(100_000, "0.05")
+    );
+    let agent = world.agent("forker", &body, &[]).await;
+    let mut runner = world.runner("box-k", &[&url], &token, None);
+    let (_, run) = world.assign(&url, "Fork, then tick", &agent).await;
+    let id = run.id.to_string();
+    let beat = world
+        .scratch
+        .path()
+        .join("box-k-runs")
+        .join(&id)
+        .join("home/beat");
+    poll("the agent's processes and its heartbeat", || async {
+        (run_processes(&id).len() >= 4 && beat.exists()).then_some(())
+    })
+    .await;
+    runner.kill_nine();
+    poll("no process of the run to be left", || async {
+        run_processes(&id).is_empty().then_some(())
+    })
+    .await;
+    let size = std::fs::metadata(&beat).unwrap().len();
+    // Ten heartbeats' time: nobody is left to write one.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        std::fs::metadata(&beat).unwrap().len(),
+        size,
+        "the heartbeat file grew"
+    );
 }
 
 #[tokio::test]

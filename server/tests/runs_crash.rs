@@ -1,7 +1,8 @@
 //! A real `kill -9` of a real `muster serve` in the middle of a run, then a restart on the same data
-//! directory and database: the run is `interrupted`, every event the API served before the kill is still
-//! there, the orphaned agent's process group is gone, and the work it did in its git worktree is committed
-//! on its branch and left to a person (an inbox item), since it changed files.
+//! directory and database: no process of the agent outlives the server (not its background child, not a
+//! grandchild that left its group and session; its heartbeat file stops growing), the run is
+//! `interrupted`, every event the API served before the kill is still there, and the work it did in its
+//! git worktree is committed on its branch and left to a person (an inbox item), since it changed files.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -12,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use muster::domain::*;
 use muster_tests::{Backend, TestDb, git, git_commit_all};
 use serde_json::{Value, json};
-use support::{poll, seed_workspace};
+use support::{poll, run_processes, seed_workspace};
 
 /// A `muster serve` child process and how to reach it.
 struct Server {
@@ -44,7 +45,7 @@ async fn serve(db: &TestDb, data_dir: &Path, logs: &Path) -> Server {
         .args(["--database-url", &url])
         .arg("--runs-dir")
         .arg(db.dir.path().join("runs"))
-        // The agent records its pids in the scratch folder (its one folder outside the run).
+        // The agent writes its heartbeat in the scratch folder (its one folder outside the run).
         .arg("--agent-rw-path")
         .arg(scratch)
         .env_remove("MUSTER_NO_RUNNER")
@@ -108,8 +109,8 @@ async fn kill_nine_mid_run(backend: Backend) {
     std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
     git_commit_all(&repo, "first");
 
-    // Seed: owner, token, a repository, an agent that edits a file then prints numbered lines forever
-    // and leaves a background child behind.
+    // Seed: owner, token, a repository, an agent that edits a file then prints numbered lines forever,
+    // with a background child and a grandchild in a session of its own that writes a heartbeat file.
     let store = db.store().await;
     let (user, ws) = seed_workspace(&store).await;
     store
@@ -117,13 +118,13 @@ async fn kill_nine_mid_run(backend: Backend) {
         .await
         .unwrap();
     let token = muster_tests::mint_token(store.as_ref(), ws.id, user.id, "crash").await;
-    let pids = scratch.path().join("pids");
+    let beat = scratch.path().join("beat");
     let script = scratch.path().join("agent.sh");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\ncat >/dev/null\necho 'work in progress' > WIP.md\nsleep 1000 &\necho \"$(cut -d' ' -f5 /proc/$$/stat) $!\" > '{0}.tmp'\nmv '{0}.tmp' '{0}'\ni=0\nwhile :; do i=$((i+1)); echo \"line $i\"; sleep 0.02; done\n",
-            pids.display()
+            "#!/bin/sh\ncat >/dev/null\necho 'work in progress' > WIP.md\nsleep 1000 &\nsetsid sh -c 'while :; do echo beat >> \"{0}\"; sleep 0.05; done' &\ni=0\nwhile :; do i=$((i+1)); echo \"line $i\"; sleep 0.02; done\n",
+            beat.display()
         ),
     )
     .unwrap();
@@ -153,15 +154,11 @@ async fn kill_nine_mid_run(backend: Backend) {
         runs[0]["id"].as_str().map(str::to_owned)
     })
     .await;
-    let pids = poll("the agent's pids", || async {
-        std::fs::read_to_string(&pids).ok()
+    // The script, its loop's sleeps, `sleep 1000` and the heartbeat grandchild (and the exec step).
+    poll("the agent's processes and its heartbeat", || async {
+        (run_processes(&run_id).len() >= 4 && beat.exists()).then_some(())
     })
     .await;
-    let pids: Vec<u32> = pids
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
-    let pgid = pids[0];
     // Read at least 30 numbered lines through the API: these are acknowledged.
     let seen = poll("30 acknowledged events", || async {
         let events = all_events(&server, &token, &run_id).await;
@@ -171,9 +168,18 @@ async fn kill_nine_mid_run(backend: Backend) {
 
     server.child.kill().unwrap(); // SIGKILL: no shutdown path runs.
     server.child.wait().unwrap();
-    assert!(
-        !muster_agents::process::group_members(pgid).is_empty(),
-        "the agent's group outlives the killed server (else this test proves nothing)"
+    // Every process of the agent dies with the server's runner (before: they all kept running).
+    poll("no process of the run to be left", || async {
+        run_processes(&run_id).is_empty().then_some(())
+    })
+    .await;
+    let size = std::fs::metadata(&beat).unwrap().len();
+    // Ten heartbeats' time: nobody is left to write one.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        std::fs::metadata(&beat).unwrap().len(),
+        size,
+        "the heartbeat file grew"
     );
 
     let server = serve(&db, &data_dir, &logs).await;
@@ -194,12 +200,7 @@ async fn kill_nine_mid_run(backend: Backend) {
             "acknowledged event {seq} survived the crash"
         );
     }
-    poll("the orphaned agent group to be gone", || async {
-        muster_agents::process::group_members(pgid)
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    assert!(run_processes(&run_id).is_empty());
     // The work it did is kept on its branch, its diff logged last, and a person decides on a retry.
     let branch = format!("muster/{}-counter", issue.key);
     assert_eq!(run["branch"], branch.as_str());

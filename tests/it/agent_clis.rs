@@ -333,6 +333,7 @@ fn sandbox(
         extra_rw: &[],
         extra_read: &[],
         muster: &muster,
+        process_view: muster::sandbox::process_view(&muster),
     };
     let policy = muster::sandbox::policy::for_run(&facts).unwrap();
     muster::sandbox::wrap(launch, &policy, &muster, home, tmp).unwrap()

@@ -12,7 +12,7 @@ use super::{Client, Remote};
 pub enum RunnerTokenCommand {
     /// List the workspace's runner tokens (never their secrets).
     List,
-    /// Create a runner token and print it alone on stdout, once: pass it to `muster runner --token`.
+    /// Create a runner token and print it alone on stdout, once: give it to `muster runner` as MUSTER_RUNNER_TOKEN (or --token-file).
     Create {
         /// What it is for ("gpu box"), 1 to 64 characters.
         name: String,

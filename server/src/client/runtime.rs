@@ -165,7 +165,11 @@ pub async fn llama_loop(args: LlamaLoopArgs, env: Vec<(String, String)>) -> anyh
     settings.max_turns = args.max_turns;
     settings.command_timeout = std::time::Duration::from_secs(args.command_timeout);
     settings.idle_timeout = std::time::Duration::from_secs(args.idle_timeout);
-    settings.command_env = env;
+    // The commands the model runs do not need the server's URL (nor its credentials).
+    settings.command_env = env
+        .into_iter()
+        .filter(|(k, _)| k != muster_agents::llama::BASE_URL_ENV)
+        .collect();
     if muster_llama::run(&settings, &mut sink).await {
         Ok(())
     } else {

@@ -48,7 +48,7 @@ id_type!(
     SkillId,
     /// A runner (embedded or remote).
     RunnerId,
-    /// A workspace's runner token (the credential `muster runner --token` presents).
+    /// A workspace's runner token (the credential `muster runner` presents, from MUSTER_RUNNER_TOKEN).
     RunnerTokenId,
     /// One attempt of one agent on one issue.
     RunId,

@@ -1,6 +1,6 @@
 //! Runners and their credentials: runner names, and the workspace-scoped tokens remote runners present.
 //!
-//! A remote runner (`muster runner --token T --name N`) is identified by its token and its name, so a
+//! A remote runner (`MUSTER_RUNNER_TOKEN=T muster runner --name N`) is identified by its token and its name, so a
 //! restarted or reconnected runner keeps its id and the runs it holds; the server's embedded runners have
 //! no token and a globally unique name. Tokens are stored hashed, like API tokens: the secret is shown
 //! once and never kept.

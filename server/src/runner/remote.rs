@@ -58,10 +58,18 @@ impl Settings {
             sockets.push(ws);
         }
         anyhow::ensure!(!sockets.is_empty(), "name at least one --server URL");
-        let token = args.token.expose().trim().to_owned();
+        let from_file = crate::cli::secret_file(args.token_file.as_deref(), "the runner token")?;
+        let token = match (&args.token, from_file) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "the runner token is given twice: set MUSTER_RUNNER_TOKEN or --token-file, not both"
+            ),
+            (Some(token), None) => token.expose().trim().to_owned(),
+            (None, Some(token)) => token,
+            (None, None) => String::new(),
+        };
         anyhow::ensure!(
             !token.is_empty(),
-            "--token is empty; create a runner token on the Runners page or with `muster runner-token create NAME`"
+            "no runner token: set MUSTER_RUNNER_TOKEN or pass --token-file FILE; create one on the Runners page or with `muster runner-token create NAME`"
         );
         let name = match &args.name {
             Some(name) => name.trim().to_owned(),

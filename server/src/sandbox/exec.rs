@@ -1,26 +1,33 @@
-//! The exec step: `muster sandbox-exec --policy <json> -- PROGRAM ARGS…`, the process every agent starts as.
+//! The exec step: `muster sandbox-exec --parent-pid <runner> --policy <json> -- PROGRAM ARGS…`, the
+//! process every agent starts as.
 //!
 //! It runs before any async runtime exists (`main` dispatches it first), so the process is single-threaded
-//! and the Landlock domain covers the one thread that then `exec`s the agent (Landlock restricts only the
+//! and the Landlock domain covers the one thread that then starts the agent (Landlock restricts only the
 //! calling thread and its future children). In order:
+//! 0. it binds itself to the runner's life (`PR_SET_PDEATHSIG(SIGKILL)`, see [`super::init`]); with a
+//!    private process view it then makes the PID and mount namespaces and starts our init, which mounts
+//!    the namespace's `/proc` and does steps 1–5 before starting the agent as PID 2 (step 6 is then a
+//!    spawn, not an `exec`); without one, this process does steps 1–6 itself;
 //! 1. the ruleset is created with every file-system right of the policy's ABI handled, TCP connect handled
 //!    (ABI ≥ 4) and signal and abstract-unix-socket scoping (ABI ≥ 6), as a hard requirement: a kernel
 //!    that lacks any of it makes the step fail instead of running the agent with less;
 //! 2. the policy's paths are opened here (so a `/proc/self` rule names this process, which becomes the
-//!    agent) and added with their rights, single files with file-only rights;
+//!    agent, and `/proc` the namespace's own) and added with their rights, single files with file-only
+//!    rights;
 //! 3. `no_new_privs` is set and the ruleset enforced (`restrict_self`), which must report full enforcement;
 //! 4. every capability is dropped (bounding, ambient, inheritable, effective, permitted) and checked to be
 //!    gone, so that even as uid 0 the agent cannot read another process's `/proc/<pid>/environ`, open raw
 //!    sockets or override file permissions;
-//! 5. a seccomp filter makes `socket(2)` with domain `AF_UNIX` fail with `EACCES` (Landlock before ABI 9
-//!    does not govern connecting to a path-named unix socket, such as PostgreSQL's in `/run/postgresql`,
-//!    and file permissions do not stop uid 0), and with it the two other ways to such a socket:
-//!    `socketpair(2)` of `AF_UNIX` datagram sockets (which could `sendto` a path; stream and seqpacket
-//!    pairs, which node and Bun use for child stdio, stay allowed) and `io_uring_setup(2)` (an io_uring
-//!    can create sockets without the `socket` system call). Other architectures' system calls (32-bit
-//!    on x86_64) kill the process;
-//! 6. the program is `exec`ed: same pid, same environment (HOME and TMPDIR are the run's, set by the
-//!    runner), same standard streams; every other descriptor of the server is close-on-exec.
+//! 5. a seccomp filter makes `socket(2)` fail with `EACCES` for `AF_UNIX` (Landlock before ABI 9 does not
+//!    govern connecting to a path-named unix socket, such as PostgreSQL's in `/run/postgresql`, and file
+//!    permissions do not stop uid 0), for `AF_NETLINK`, and for `SOCK_DGRAM` on `AF_INET`/`AF_INET6`
+//!    (Landlock's network rules cover TCP only: UDP would reach any host and port), and with it the two
+//!    other ways to a unix socket: `socketpair(2)` of `AF_UNIX` datagram sockets (which could `sendto` a
+//!    path; stream and seqpacket pairs, which node and Bun use for child stdio, stay allowed) and
+//!    `io_uring_setup(2)` (an io_uring can create sockets without the `socket` system call). Other
+//!    architectures' system calls (32-bit on x86_64) kill the process;
+//! 6. the program is started: same environment (HOME and TMPDIR are the run's, set by the runner), same
+//!    standard streams; every other descriptor of the server is close-on-exec.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
@@ -36,22 +43,45 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use super::policy::{Access, Policy};
+use super::policy::{Access, Policy, ProcessView};
 
 /// The subcommand name (hidden from `--help`).
 pub const SUBCOMMAND: &str = "sandbox-exec";
 
-/// Applies `policy` to this process and executes `program`. Returns only on failure, with the reason.
-pub fn run(policy_json: &str, program: &OsString, args: &[OsString]) -> String {
-    let policy: Policy = match serde_json::from_str(policy_json) {
-        Ok(p) => p,
-        Err(e) => return format!("the sandbox policy cannot be read: {e}"),
-    };
-    if let Err(e) = restrict(&policy) {
-        return e;
+/// What the runner asked the exec step to do (the hidden flags of `muster sandbox-exec`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stage {
+    /// The runner's pid: the exec step dies with it (`PR_SET_PDEATHSIG`), and gives up at once if it is
+    /// already gone.
+    pub parent: Option<u32>,
+    /// This process is the private PID namespace's init ([`super::init`]), started by the exec step.
+    pub init: bool,
+    /// Only check that a private PID namespace with its own `/proc` can be made, then exit 0.
+    pub probe: bool,
+}
+
+/// Applies `policy` to this process and starts `program` (steps 0–6). Returns the exit code the exec
+/// step ends with (the agent's, through the namespace's init) or, on failure, the reason.
+pub fn run(
+    policy_json: &str,
+    stage: Stage,
+    program: &OsString,
+    args: &[OsString],
+) -> Result<u8, String> {
+    let policy: Policy = serde_json::from_str(policy_json)
+        .map_err(|e| format!("the sandbox policy cannot be read: {e}"))?;
+    if let Some(parent) = stage.parent {
+        super::init::die_with(parent)?;
     }
+    if stage.init {
+        return super::init::run(&policy, stage.probe, program, args);
+    }
+    if stage.probe || policy.process_view == ProcessView::Namespace {
+        return super::init::enter(policy_json, stage.probe, program, args);
+    }
+    restrict(&policy)?;
     let e = std::process::Command::new(program).args(args).exec();
-    format!("cannot execute {}: {e}", program.to_string_lossy())
+    Err(format!("cannot execute {}: {e}", program.to_string_lossy()))
 }
 
 /// Steps 1–5: the Landlock domain, `no_new_privs`, no capabilities, no unix sockets.
@@ -78,6 +108,8 @@ pub fn restrict(policy: &Policy) -> Result<(), String> {
         .create()
         .map_err(|e| fail("creating the ruleset", &e))?;
     for rule in &policy.paths {
+        // Opened here, so `/proc/self` names this process (the agent after `exec`), and `/proc` the
+        // namespace's own proc mounted just before.
         let fd = PathFd::new(&rule.path).map_err(|e| fail(&rule.path.display().to_string(), &e))?;
         created = created
             .add_rule(PathBeneath::new(fd, rights(rule.access, abi)))
@@ -100,19 +132,19 @@ pub fn restrict(policy: &Policy) -> Result<(), String> {
         ));
     }
     drop_capabilities()?;
-    refuse_unix_sockets()
+    refuse_sockets()
 }
 
 /// Step 5: the seccomp filter (installed after `no_new_privs`, which `restrict_self` set; it stays in
 /// force across `exec` and in every child).
-fn refuse_unix_sockets() -> Result<(), String> {
-    let filter = unix_socket_filter()?;
+fn refuse_sockets() -> Result<(), String> {
+    let filter = socket_filter()?;
     seccompiler::apply_filter(&filter)
         .map_err(|e| format!("sandbox: installing the seccomp filter: {e}"))
 }
 
 /// The filter of step 5 for this build's architecture (x86_64, aarch64 or riscv64; others are refused).
-pub fn unix_socket_filter() -> Result<BpfProgram, String> {
+pub fn socket_filter() -> Result<BpfProgram, String> {
     fn fail(e: impl std::fmt::Display) -> String {
         format!("sandbox: building the seccomp filter: {e}")
     }
@@ -127,6 +159,23 @@ pub fn unix_socket_filter() -> Result<BpfProgram, String> {
     };
     let unix_socket =
         SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_UNIX)?]).map_err(fail)?;
+    // Netlink (routing, audit, …) in any form.
+    let netlink =
+        SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_NETLINK)?]).map_err(fail)?;
+    // UDP (and ICMP "ping" sockets, also SOCK_DGRAM) over IPv4 and IPv6: Landlock rules cover TCP only.
+    let datagram = |family: libc::c_int| -> Result<SeccompRule, String> {
+        SeccompRule::new(vec![
+            arg(0, SeccompCmpOp::Eq, family)?,
+            arg(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM)?,
+        ])
+        .map_err(fail)
+    };
+    let socket_rules = vec![
+        unix_socket,
+        netlink,
+        datagram(libc::AF_INET)?,
+        datagram(libc::AF_INET6)?,
+    ];
     // The type argument also carries SOCK_CLOEXEC and SOCK_NONBLOCK: compare its low 4 bits.
     let unix_datagram_pair = SeccompRule::new(vec![
         arg(0, SeccompCmpOp::Eq, libc::AF_UNIX)?,
@@ -135,7 +184,7 @@ pub fn unix_socket_filter() -> Result<BpfProgram, String> {
     .map_err(fail)?;
     let mut rules = std::collections::BTreeMap::new();
     for offset in syscall_tables() {
-        rules.insert(offset + libc::SYS_socket, vec![unix_socket.clone()]);
+        rules.insert(offset + libc::SYS_socket, socket_rules.clone());
         rules.insert(
             offset + libc::SYS_socketpair,
             vec![unix_datagram_pair.clone()],

@@ -8,12 +8,14 @@
 //! - [`wrap`] makes the launch go through the exec step ([`exec`]: `muster sandbox-exec --policy <json> --
 //!   PROGRAM ARGS…`), which applies the policy in the child itself and then `exec`s the agent. The policy
 //!   travels as that argument (it holds paths and ports, no secret); after `exec` the agent's command
-//!   line replaces it.
+//!   line replaces it. The exec step also puts the agent in a private PID namespace where the runner
+//!   can make one ([`process_view`], [`init`]) and ties it to the runner's life.
 //!
 //! Where the kernel lacks what the sandbox relies on, agents do not start (the run fails with the reason)
 //! unless the operator chose to run them unsandboxed.
 
 pub mod exec;
+pub mod init;
 pub mod policy;
 
 use std::sync::OnceLock;
@@ -24,7 +26,7 @@ use landlock::{
 };
 use serde::Serialize;
 
-pub use policy::{Access, PathRule, Policy};
+pub use policy::{Access, PathRule, Policy, ProcessView};
 
 /// The Landlock ABI the sandbox relies on: file-system rights including `refer`, `truncate` and device
 /// ioctls, TCP connect rules (ABI 4), and signal and abstract-unix-socket scoping (ABI 6), without which an
@@ -107,8 +109,47 @@ pub fn mode(config: &crate::config::Config) -> Mode {
     decide(detect(), config.allow_unsandboxed_agents)
 }
 
-/// Makes `launch` start through the exec step with `policy`: `<muster> sandbox-exec --policy <json> --
-/// PROGRAM ARGS…`, with `HOME` and `TMPDIR` set last (so a profile's variables cannot move them).
+/// What agents started by `muster` at `self_exe` will see of other processes: a private PID namespace
+/// when the exec step can make one here (tried once per process, by running it in probe mode: it needs
+/// root, or a container allowed to unshare and mount `/proc`), else only `/proc/self`.
+pub fn process_view(self_exe: &std::path::Path) -> ProcessView {
+    static VIEW: OnceLock<ProcessView> = OnceLock::new();
+    *VIEW.get_or_init(|| {
+        let policy = Policy {
+            abi: REQUIRED_ABI,
+            paths: Vec::new(),
+            connect_ports: Vec::new(),
+            process_view: ProcessView::Namespace,
+        };
+        let Ok(json) = serde_json::to_string(&policy) else {
+            return ProcessView::SelfOnly;
+        };
+        let probe = std::process::Command::new(self_exe)
+            .args([exec::SUBCOMMAND, "--probe", "--policy", &json, "--", "true"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output();
+        match probe {
+            Ok(out) if out.status.success() => ProcessView::Namespace,
+            Ok(out) => {
+                tracing::warn!(
+                    error = %String::from_utf8_lossy(&out.stderr).trim(),
+                    "agents get no private PID namespace here; /proc is limited to /proc/self"
+                );
+                ProcessView::SelfOnly
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot probe for PID namespaces");
+                ProcessView::SelfOnly
+            }
+        }
+    })
+}
+
+/// Makes `launch` start through the exec step with `policy`: `<muster> sandbox-exec --parent-pid <this
+/// process> --policy <json> -- PROGRAM ARGS…`, with `HOME` and `TMPDIR` set last (so a profile's
+/// variables cannot move them). The exec step dies with this process.
 pub fn wrap(
     mut launch: muster_agents::LaunchSpec,
     policy: &Policy,
@@ -119,6 +160,8 @@ pub fn wrap(
     let json = serde_json::to_string(policy).map_err(|e| e.to_string())?;
     let mut args = vec![
         exec::SUBCOMMAND.to_owned(),
+        "--parent-pid".to_owned(),
+        std::process::id().to_string(),
         "--policy".to_owned(),
         json,
         "--".to_owned(),
@@ -156,6 +199,8 @@ pub fn event_payload(mode: &Mode, policy: Option<&Policy>) -> serde_json::Value 
         payload["connect_ports"] = policy.connect_ports.clone().into();
         // The exec step's seccomp filter, applied to every sandboxed agent.
         payload["unix_sockets"] = "refused".into();
+        payload["udp_netlink"] = "refused".into();
+        payload["process_view"] = serde_json::to_value(policy.process_view).unwrap_or_default();
     }
     payload
 }
@@ -174,6 +219,15 @@ pub fn event_lines(payload: &serde_json::Value) -> Vec<String> {
             "unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)"
                 .to_owned(),
         );
+    }
+    if payload["udp_netlink"] == "refused" {
+        lines.push(
+            "UDP and netlink: refused (seccomp: socket(AF_INET/AF_INET6, SOCK_DGRAM) and socket(AF_NETLINK) fail with EACCES)"
+                .to_owned(),
+        );
+    }
+    if let Ok(view) = serde_json::from_value::<ProcessView>(payload["process_view"].clone()) {
+        lines.push(view.describe().to_owned());
     }
     for rule in payload["paths"].as_array().into_iter().flatten() {
         lines.push(format!(

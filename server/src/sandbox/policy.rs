@@ -13,7 +13,9 @@
 //!   agent CLI's install folder (the `node_modules` folder an npm launcher links into) and `node` when
 //!   the CLI is a node script; a custom command's program; the `muster` executable (a file rule: agents
 //!   use `muster issue …`, and `llama` agents run as `muster llama-loop`);
-//! - read: `/etc`, `/proc`, `/dev/urandom` (a file rule); `/dev/null` read-write as a file rule;
+//! - read: `/etc`, `/dev/urandom` (a file rule); `/dev/null` read-write as a file rule; `/proc` when the
+//!   agent gets a private PID namespace with its own `/proc` (see [`ProcessView`]), else only
+//!   `/proc/self`;
 //! - TCP connect: only the listed ports (the run's egress proxy, Muster's API, a loopback model
 //!   endpoint's, and the operator's `--agent-ports`): every other host is reached through the proxy
 //!   (`crate::egress`), which checks the agent's allow-list;
@@ -72,14 +74,43 @@ pub struct PathRule {
     pub access: Access,
 }
 
-/// Everything the exec step needs: the Landlock ABI the server detected, the path rules and the TCP ports
-/// the agent may connect to.
+/// Everything the exec step needs: the Landlock ABI the server detected, the path rules, the TCP ports
+/// the agent may connect to and how it sees other processes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// The kernel's Landlock ABI version (as detected by the server; the exec step requires it again).
     pub abi: u8,
     pub paths: Vec<PathRule>,
     pub connect_ports: Vec<u16>,
+    /// Whether the exec step puts the agent in a private PID namespace.
+    #[serde(default)]
+    pub process_view: ProcessView,
+}
+
+/// What an agent sees of the machine's processes (their command lines may hold secrets).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessView {
+    /// A private PID namespace with its own `/proc`: only the agent's own processes exist for it.
+    Namespace,
+    /// No namespace (the runner cannot make one: not root, or a container without the right): `/proc`
+    /// is readable only as `/proc/self`, the agent's own process.
+    #[default]
+    SelfOnly,
+}
+
+impl ProcessView {
+    /// One line for the run page and `muster run logs`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProcessView::Namespace => {
+                "processes: a private PID namespace with its own /proc (the agent sees only its own processes)"
+            }
+            ProcessView::SelfOnly => {
+                "processes: no PID namespace here (not root, or not allowed); /proc is readable only as /proc/self"
+            }
+        }
+    }
 }
 
 /// The facts about one run that the policy depends on.
@@ -107,6 +138,8 @@ pub struct RunFacts<'a> {
     /// The `muster` executable: every agent may run it (`muster issue …` with the run's token, and the
     /// `llama-loop` of `llama` agents).
     pub muster: &'a Path,
+    /// Whether the agent gets a private PID namespace ([`super::process_view`] says if it can).
+    pub process_view: ProcessView,
 }
 
 /// System folders every agent may read and execute beneath, when they exist as real folders (on merged-/usr
@@ -140,7 +173,11 @@ pub fn for_run(facts: &RunFacts<'_>) -> Result<Policy, String> {
         }
     }
     add(PathBuf::from("/etc"), Access::Read);
-    add(PathBuf::from("/proc"), Access::Read);
+    let proc = match facts.process_view {
+        ProcessView::Namespace => "/proc",
+        ProcessView::SelfOnly => "/proc/self",
+    };
+    add(PathBuf::from(proc), Access::Read);
     add(PathBuf::from("/dev/urandom"), Access::FileRead);
     add(PathBuf::from("/dev/null"), Access::FileReadWrite);
     for (path, access) in program_rules(facts)? {
@@ -175,6 +212,7 @@ pub fn for_run(facts: &RunFacts<'_>) -> Result<Policy, String> {
         abi: facts.abi,
         paths: rules,
         connect_ports: ports,
+        process_view: facts.process_view,
     })
 }
 
@@ -378,6 +416,7 @@ mod tests {
             extra_rw: &[],
             extra_read: &[],
             muster: Path::new("/usr/bin/true"),
+            process_view: ProcessView::Namespace,
         };
         let e = for_run(&facts).unwrap_err();
         assert!(e.contains("would expose"), "{e}");

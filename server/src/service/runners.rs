@@ -25,7 +25,7 @@ pub const ONLINE_WITHIN: TimeDelta = TimeDelta::seconds(30);
 pub struct CreatedRunnerToken {
     pub id: uuid::Uuid,
     pub name: String,
-    /// Shown once: pass it to `muster runner --token`.
+    /// Shown once: give it to `muster runner` as MUSTER_RUNNER_TOKEN (or --token-file).
     pub token: String,
 }
 

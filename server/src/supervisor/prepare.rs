@@ -436,6 +436,7 @@ fn confine(
         extra_rw: &host.config.agent_rw_paths,
         extra_read: &[git::exclude_file(dir)],
         muster: &host.config.self_exe,
+        process_view: sandbox::process_view(&host.config.self_exe),
     };
     let policy = sandbox::policy::for_run(&facts)
         .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;

@@ -317,3 +317,20 @@ pub fn alive(pid: &str) -> bool {
     let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
     !stat.is_empty() && !state.starts_with('Z') && !state.starts_with('X')
 }
+
+/// The live processes whose environment holds `MUSTER_RUN_ID=<run>` (every process of a run's agent
+/// has it, whatever its group, session or PID namespace), read from `/proc` as root sees it.
+pub fn run_processes(run: &str) -> Vec<u32> {
+    let wanted = format!("MUSTER_RUN_ID={run}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| alive(&pid.to_string()))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+        })
+        .collect()
+}

@@ -298,13 +298,15 @@ async fn a_runaway_run_is_stopped_at_the_event_cap(backend: Backend) {
         muster_agents::process::group_members(pgid),
         Vec::<u32>::new()
     );
-    let helper = events
+    // The pid it printed is its PID namespace's own: look for the helper by the run id it carries.
+    events
         .iter()
         .find_map(|e| helper_pid(&e.payload))
         .expect("the script printed its helper's pid");
+    let left = run_processes(&run.id.to_string());
     assert!(
-        !alive(helper),
-        "the helper {helper} was stopped with its group"
+        left.is_empty(),
+        "the helper was stopped with its group: {left:?}"
     );
 
     // The person sees why: the inbox item and the comment, and the run page.
@@ -415,11 +417,22 @@ fn helper_pid(payload: &Value) -> Option<u32> {
     }
 }
 
-/// Whether `pid` is a live (not zombie) process.
-fn alive(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
-    !stat.is_empty() && !state.starts_with('Z') && !state.starts_with('X')
+/// The live processes whose environment holds `MUSTER_RUN_ID=<run>` (every process of a run's agent).
+fn run_processes(run: &str) -> Vec<u32> {
+    let wanted = format!("MUSTER_RUN_ID={run}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+            !stat.is_empty() && !state.starts_with('Z') && !state.starts_with('X')
+        })
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+        })
+        .collect()
 }
 
 /// The run page's HTML, signed in as the owner through the login form.

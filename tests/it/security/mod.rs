@@ -27,6 +27,7 @@ mod headers;
 mod invitations;
 mod limits;
 mod login;
+mod process_view;
 mod repo_files;
 mod revocation;
 mod roles;

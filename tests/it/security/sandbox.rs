@@ -24,22 +24,22 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Whether this kernel can sandbox agents; the attacks are only meaningful where it can (CI's kernel can:
 /// the test then fails rather than skips if it cannot, see `sandbox_is_in_force`).
-fn sandboxed() -> bool {
+pub(super) fn sandboxed() -> bool {
     matches!(
         muster::sandbox::decide(muster::sandbox::detect(), false),
         muster::sandbox::Mode::Sandboxed { .. }
     )
 }
 
-struct World {
-    db: TestDb,
-    store: Arc<dyn Store>,
-    ws: Workspace,
-    token: String,
-    addr: std::net::SocketAddr,
+pub(super) struct World {
+    pub(super) db: TestDb,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) ws: Workspace,
+    pub(super) token: String,
+    pub(super) addr: std::net::SocketAddr,
     shutdown: CancellationToken,
-    data_dir: PathBuf,
-    runs_dir: PathBuf,
+    pub(super) data_dir: PathBuf,
+    pub(super) runs_dir: PathBuf,
     /// Holds the agent's script (a folder of its own, beside nothing of the server's).
     scripts: tempfile::TempDir,
     /// Holds the repository R.
@@ -47,7 +47,7 @@ struct World {
 }
 
 impl World {
-    async fn start(backend: Backend) -> Option<World> {
+    pub(super) async fn start(backend: Backend) -> Option<World> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
         let (owner, ws) = store
@@ -102,17 +102,29 @@ impl World {
         })
     }
 
-    fn repo(&self) -> PathBuf {
+    pub(super) fn repo(&self) -> PathBuf {
         self.repo_dir.path().join("repo")
     }
 
     /// A custom agent whose command is `body` as an executable script, pointed at `base_url`.
     async fn agent(&self, body: &str, base_url: &str) -> Agent {
+        self.named_agent("intruder", body, base_url, &[]).await
+    }
+
+    /// [`World::agent`] with a name of its own and extra arguments (which land on its command line).
+    pub(super) async fn named_agent(
+        &self,
+        name: &str,
+        body: &str,
+        base_url: &str,
+        extra_args: &[&str],
+    ) -> Agent {
         use std::os::unix::fs::PermissionsExt as _;
-        let script = self.scripts.path().join("agent.sh");
+        let script = self.scripts.path().join(format!("{name}.sh"));
         std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut new = NewAgent::new(AgentName::parse("intruder").unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        new.extra_args = extra_args.iter().map(|a| (*a).to_owned()).collect();
         new.command = Some(script.display().to_string());
         new.base_url = Some(base_url.to_owned());
         new.max_retries = 0;
@@ -120,7 +132,13 @@ impl World {
     }
 
     /// Assigns `agent` to a new issue through the API and waits for the run to end.
-    async fn run(&self, agent: &Agent) -> (Issue, Run) {
+    pub(super) async fn run(&self, agent: &Agent) -> (Issue, Run) {
+        let issue = self.assign(agent).await;
+        (issue.clone(), self.finished(&issue).await)
+    }
+
+    /// Assigns `agent` to a new issue through the API (which queues its run).
+    pub(super) async fn assign(&self, agent: &Agent) -> Issue {
         let mut new = NewIssue::new(IssueTitle::parse("Escape").unwrap());
         new.status = IssueStatus::Todo;
         let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
@@ -132,18 +150,23 @@ impl World {
             .await
             .unwrap();
         assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+        issue
+    }
+
+    /// Waits for the run of `issue` to end.
+    pub(super) async fn finished(&self, issue: &Issue) -> Run {
         let started = tokio::time::Instant::now();
         loop {
             let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
             if let Some(run) = runs.into_iter().find(|r| r.status.is_terminal()) {
-                return (issue, run);
+                return run;
             }
             assert!(started.elapsed() < DEADLINE, "the run did not finish");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    async fn events(&self, run: RunId) -> Vec<RunEvent> {
+    pub(super) async fn events(&self, run: RunId) -> Vec<RunEvent> {
         self.store.run_events_since(run, 0, 1000).await.unwrap()
     }
 }
@@ -296,10 +319,14 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
             other_run.display()
         )
     );
-    assert_eq!(
-        said("environ"),
-        format!("cat: /proc/{pid}/environ: Permission denied")
-    );
+    // In a private PID namespace the server's pid names no process; without one, Landlock refuses it.
+    let private = first.payload["process_view"] == "namespace";
+    let (gone, refused) = if private {
+        ("No such file or directory", "No such process")
+    } else {
+        ("Permission denied", "Operation not permitted")
+    };
+    assert_eq!(said("environ"), format!("cat: /proc/{pid}/environ: {gone}"));
     assert_eq!(
         said("write_tmp"),
         format!(
@@ -333,7 +360,7 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
             marker.display()
         )
     );
-    assert_eq!(said("kill_server"), "sh: 1: kill: Operation not permitted");
+    assert_eq!(said("kill_server"), format!("sh: 1: kill: {refused}"));
     assert_eq!(said("postgres"), "bash: connect: Permission denied");
     assert!(
         log.contains("/dev/tcp/127.0.0.1/5432: Permission denied\n"),
@@ -354,7 +381,9 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
     assert!(targets.len() >= 3, "{fds}");
     for target in targets {
         assert!(
-            target.starts_with("pipe:") || target == "/dev/null" || target.ends_with("/agent.sh"),
+            target.starts_with("pipe:")
+                || target == "/dev/null"
+                || target.ends_with("/intruder.sh"),
             "an inherited descriptor: {target} in {fds}"
         );
     }
@@ -435,6 +464,7 @@ fn the_exec_step_refuses_what_the_kernel_cannot_enforce() {
         abi: abi + 1,
         paths: Vec::new(),
         connect_ports: Vec::new(),
+        process_view: muster::sandbox::ProcessView::SelfOnly,
     };
     let out = std::process::Command::new(muster_tests::muster_bin())
         .args([
@@ -474,12 +504,14 @@ fn a_non_root_user_can_start_a_sandboxed_agent() {
     };
     let policy = muster::sandbox::Policy {
         abi,
-        paths: ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc"]
+        // Without a PID namespace (a non-root runner cannot make one), only its own /proc entry.
+        paths: ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc/self"]
             .into_iter()
             .filter(|p| Path::new(p).exists())
             .map(read)
             .collect(),
         connect_ports: Vec::new(),
+        process_view: muster::sandbox::ProcessView::SelfOnly,
     };
     // The binary must be readable by nobody: copy it where it is.
     let dir = tempfile::tempdir().unwrap();
@@ -502,18 +534,43 @@ fn a_non_root_user_can_start_a_sandboxed_agent() {
             "--",
             "/bin/sh",
             "-c",
-            "grep -E '^Cap(Eff|Prm|Inh|Amb)' /proc/self/status; grep NoNewPrivs /proc/self/status",
+            // Read by the shell itself: the /proc/self rule names the exec step's process, which the
+            // shell becomes (a child's /proc/self is another entry).
+            "while IFS= read -r l; do case $l in Cap*|NoNewPrivs*) echo \"$l\";; esac; done < /proc/self/status; \
+             cat /proc/1/cmdline >/dev/null 2>&1 && echo 'pid 1: readable' || echo 'pid 1: refused'",
         ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("pid 1: refused"), "{stdout}");
     for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
         let line = stdout.lines().find(|l| l.starts_with(set)).unwrap();
         assert!(line.ends_with("0000000000000000"), "{line}");
     }
     assert!(stdout.contains("NoNewPrivs:\t1"), "{stdout}");
+
+    // Such a runner finds out once that it cannot give agents a PID namespace (and then lists only
+    // /proc/self), rather than failing every run.
+    let namespace = muster::sandbox::Policy {
+        process_view: muster::sandbox::ProcessView::Namespace,
+        ..policy
+    };
+    let probe = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&muster)
+        .args(["sandbox-exec", "--probe", "--policy"])
+        .arg(serde_json::to_string(&namespace).unwrap())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(probe.status.code(), Some(126));
+    let said = String::from_utf8_lossy(&probe.stderr);
+    assert!(
+        said.starts_with("error: sandbox: cannot make the agent's private process namespace: "),
+        "{said}"
+    );
 }
 
 /// The agent of the unix-socket attack: each attempt's output on a line `name: …` in `unix.log`, which

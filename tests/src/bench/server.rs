@@ -145,8 +145,8 @@ impl Server {
             .arg(addr.to_string())
             .arg("--data-dir")
             .arg(base.join("data"))
-            .arg("--database-url")
-            .arg(database_url(&db.url))
+            // In the environment: a URL with a password is refused on the command line.
+            .env("MUSTER_DATABASE_URL", database_url(&db.url))
             .arg("--runs-dir")
             .arg(base.join("runs"))
             // 500 viewers are one person's 500 connections here.
@@ -265,7 +265,7 @@ impl Drop for Server {
     }
 }
 
-/// The URL as `--database-url` takes it (with the password, unlike `redacted`).
+/// The URL as `MUSTER_DATABASE_URL` takes it (with the password, unlike `redacted`).
 fn database_url(url: &muster::store::DatabaseUrl) -> String {
     match url {
         muster::store::DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),

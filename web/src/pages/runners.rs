@@ -111,7 +111,9 @@ fn new_token_box(v: &RunnersView, secret: &str) -> Markup {
                 input.mono #new-token type="text" readonly value=(secret) spellcheck="false" autocomplete="off";
                 button.btn.btn-primary type="button" data-copy="#new-token" { "Copy" }
             }
-            p.muted { "On the runner's machine: " code { "muster runner --server " (server) " --token <token> --name <name>" } }
+            // The token in the environment: `muster runner` refuses it on the command line, which every
+            // process of the machine can read.
+            p.muted { "On the runner's machine: " code { "MUSTER_RUNNER_TOKEN=<token> muster runner --server " (server) " --name <name>" } }
         }
     }
 }

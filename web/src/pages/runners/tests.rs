@@ -53,7 +53,9 @@ fn runners_show_state_report_and_live_runs() {
 fn token_controls_are_for_managers_and_the_secret_shows_once() {
     let html = runners(&view(true)).into_string();
     assert!(html.contains(r#"id="new-token" type="text" readonly value="mrt_SECRET""#));
-    assert!(html.contains("muster runner --server http://10.0.0.2:7777 --token"));
+    assert!(html.contains(
+        "MUSTER_RUNNER_TOKEN=&lt;token&gt; muster runner --server http://10.0.0.2:7777 --name"
+    ));
     assert!(html.contains(r#"action="/w/acme/runners/tokens/t1/revoke""#));
     assert!(html.contains(r#"method="post" action="/w/acme/runners/tokens""#));
     let member = runners(&RunnersView {

@@ -196,6 +196,7 @@ fn the_sandbox_event_is_one_block_of_readable_lines() {
             access: crate::sandbox::Access::ReadWrite,
         }],
         connect_ports: vec![80, 443, 7777],
+        process_view: crate::sandbox::ProcessView::Namespace,
     };
     let mode = crate::sandbox::Mode::Sandboxed { abi: 7 };
     let mut t = Timeline::new("r".into(), None);
@@ -212,6 +213,8 @@ fn the_sandbox_event_is_one_block_of_readable_lines() {
                 "sandboxed: every agent runs inside a Landlock sandbox (kernel ABI 7)".to_owned(),
                 "Landlock ABI 7; no capabilities; no_new_privs".to_owned(),
                 "unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)".to_owned(),
+                "UDP and netlink: refused (seccomp: socket(AF_INET/AF_INET6, SOCK_DGRAM) and socket(AF_NETLINK) fail with EACCES)".to_owned(),
+                "processes: a private PID namespace with its own /proc (the agent sees only its own processes)".to_owned(),
                 "read-write             /runs/r/work".to_owned(),
                 "TCP connect only to ports 80, 443, 7777".to_owned(),
             ]
