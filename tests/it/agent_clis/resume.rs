@@ -195,9 +195,14 @@ async fn resume_scenario(cli: &Cli, binary: &Path, backend: muster_tests::Backen
             "the reply is the new prompt: {opening}"
         );
     }
-    // Either way the work continues the first run's branch.
+    // Either way the work advances the line's one branch, from the first run's commit.
     let branch = second.branch.clone().unwrap();
-    assert_ne!(branch, first_branch);
+    assert_eq!(branch, first_branch, "one branch per line of work");
+    assert_ne!(
+        git(repo.path(), &["rev-parse", &branch]).trim(),
+        first_tip.trim(),
+        "the follow-up's commit is on the branch"
+    );
     let files = git(repo.path(), &["ls-tree", "--name-only", &branch]);
     assert!(
         files.contains("first.txt") && files.contains("second.txt"),
