@@ -458,9 +458,9 @@ pub struct ServeArgs {
     /// makes session cookies Secure.
     #[arg(long, env = "MUSTER_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Require this bearer token on GET /metrics (Prometheus `authorization: credentials`); without it the
-    /// metrics are open to anyone who reaches the server. From the environment only: on the command line
-    /// it is refused.
+    /// Require this bearer token on GET /metrics (Prometheus `authorization: credentials`). Without one, a
+    /// server on a loopback address shows only process-wide aggregates and any other address answers 401.
+    /// From the environment only: on the command line it is refused.
     #[arg(long, env = "MUSTER_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
     /// A file holding the /metrics bearer token, instead of MUSTER_METRICS_TOKEN.
@@ -478,7 +478,8 @@ pub struct ServeArgs {
     #[arg(long, env = "MUSTER_LOGIN_PER_IP_PER_MINUTE", default_value_t = 10,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub login_per_ip_per_minute: u32,
-    /// Sign-in attempts allowed per 15 minutes on one account (then 429 with Retry-After).
+    /// Failed sign-ins allowed per 15 minutes on one account from one client address (then 429 with
+    /// Retry-After); from all addresses together, ten times as many an hour.
     #[arg(long, env = "MUSTER_LOGIN_PER_ACCOUNT_PER_15_MINUTES", default_value_t = 5,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub login_per_account_per_15_minutes: u32,
