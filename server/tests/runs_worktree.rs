@@ -546,15 +546,7 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
     let helper_run = runs.iter().find(|r| r.agent_id == helper.id).unwrap();
     assert_eq!(helper_run.branch.as_deref(), Some(helper_line.as_str()));
     // The issue's API names each line with its branch, its commit and its latest run.
-    let shown: serde_json::Value = reqwest::Client::new()
-        .get(format!("http://{}/api/v1/issues/{}", env.addr, issue.key))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = env.get(&format!("/api/v1/issues/{}", issue.key)).await;
     assert_eq!(
         shown["lines"],
         json!([

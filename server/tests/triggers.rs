@@ -130,15 +130,7 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
     );
 
     // The run API shows what triggered it.
-    let run_json: serde_json::Value = reqwest::Client::new()
-        .get(format!("http://{}/api/v1/runs/{}", env.addr, follow.id))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run_json = env.get(&format!("/api/v1/runs/{}", follow.id)).await;
     assert_eq!(run_json["trigger"], "comment", "{run_json}");
     assert_eq!(run_json["trigger_comment_id"], reply.id.to_string());
     assert_eq!(run_json["previous_run_id"], first.id.to_string());

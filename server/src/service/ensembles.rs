@@ -28,6 +28,7 @@ pub struct EnsembleInput {
     /// The check command run in each candidate's worktree; "" for the workspace's.
     pub check: Option<String>,
     /// Seconds before the ensemble's own check is stopped (default 600, at most 3600).
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 1, maximum = 3600)]
     pub check_timeout_secs: Option<u64>,
     /// `all`, `first_green` or `quorum K`.
@@ -42,6 +43,7 @@ pub struct EnsembleInput {
     #[schema(minimum = 0)]
     pub budget_usd: Option<f64>,
     /// The whole ensemble's token budget; 0 for none.
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     #[schema(minimum = 0)]
     pub budget_tokens: Option<i64>,
     /// The most one candidate may spend, as a fraction of the budget; 0 for an equal share.

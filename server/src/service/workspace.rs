@@ -28,6 +28,7 @@ pub struct WorkspaceInput {
     #[schema(example = "cargo test")]
     pub check_command: Option<String>,
     /// Seconds before that check is stopped (1–3600, default 600).
+    #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
     pub check_timeout_secs: Option<u64>,
     /// The default egress allow-list: hosts every agent's runs may reach through the egress proxy
     /// (`github.com`, `*.npmjs.org`, optionally `:port`), unless the agent has no network. Replaces the

@@ -130,6 +130,19 @@ fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    /// What tailing `log` to its end hands on, line by line.
+    async fn tailed(log: UsageLog) -> Vec<String> {
+        let (tx, mut rx) = mpsc::channel(8);
+        let done = CancellationToken::new();
+        done.cancel();
+        log.tail(tx, done).await;
+        let mut got = Vec::new();
+        while let Ok(Line::UsageLog(line)) = rx.try_recv() {
+            got.push(line);
+        }
+        got
+    }
+
     /// A resumed session's copied rollout is not counted again; what the CLI appends to it, or a new
     /// rollout, is.
     #[tokio::test]
@@ -141,14 +154,7 @@ mod tests {
         let log = UsageLog::at(dir.path().to_path_buf());
         assert_eq!(log.written(), None);
         std::fs::write(&old, "earlier 1\nearlier 2\nnew 1\n").unwrap();
-        let (tx, mut rx) = mpsc::channel(8);
-        let done = CancellationToken::new();
-        done.cancel();
-        log.tail(tx, done).await;
-        let mut got = Vec::new();
-        while let Ok(Line::UsageLog(line)) = rx.try_recv() {
-            got.push(line);
-        }
+        let got = tailed(log).await;
         assert_eq!(got, ["new 1"]);
     }
 
@@ -167,14 +173,7 @@ mod tests {
             .open(&file)
             .unwrap();
         std::io::Write::write_all(&mut f, b"\nafter\n").unwrap();
-        let (tx, mut rx) = mpsc::channel(8);
-        let done = CancellationToken::new();
-        done.cancel();
-        log.tail(tx, done).await;
-        let mut got = Vec::new();
-        while let Ok(Line::UsageLog(line)) = rx.try_recv() {
-            got.push(line);
-        }
+        let got = tailed(log).await;
         assert_eq!(got, ["after"]);
     }
 }

@@ -177,6 +177,19 @@ impl Env {
         assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     }
 
+    /// `GET path` with the owner's token: the JSON body.
+    pub async fn get(&self, path: &str) -> serde_json::Value {
+        reqwest::Client::new()
+            .get(format!("http://{}{path}", self.addr))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Posts a comment on `issue` through the JSON API as the owner, expecting 201; the comment.
     pub async fn comment(&self, issue: &Issue, body: &str) -> serde_json::Value {
         let resp = reqwest::Client::new()

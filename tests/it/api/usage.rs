@@ -88,6 +88,18 @@ async fn caps_setting(t: &Env) {
         )
         .await
         .error_contains(422, "tokens", "is not a whole number of tokens");
+    // JSON Schema's `integer` includes integral floats, as the document promises.
+    let whole = t
+        .owner
+        .api
+        .json(
+            Method::PUT,
+            "/api/v1/agents/coder/cap",
+            &json!({"tokens": 39_916_801.0}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(whole["agents"][0]["tokens"], 39_916_801);
     t.owner
         .api
         .json(Method::PUT, "/api/v1/agents/nobody/cap", &json!({"usd": 1}))

@@ -236,6 +236,7 @@ pub struct CapBody {
     pub usd: Option<f64>,
     /// Tokens per month (cache included), 0 or more.
     #[schema(minimum = 0)]
+    #[serde(default, deserialize_with = "crate::http::extract::whole_number")]
     pub tokens: Option<i64>,
 }
 
