@@ -306,8 +306,8 @@ pub fn issue() -> IssuePageView {
         can_delete: true,
         run_totals: Some(("2 runs · $0.4210 · 31200 tokens".to_owned(), None)),
         lines: vec![WorkLineView {
-            agent: "claude-coder".to_owned(),
-            branch: "muster/MUS-24-claude-coder".to_owned(),
+            agent: "claude-reviewer".to_owned(),
+            branch: "muster/MUS-24-claude-reviewer".to_owned(),
             commit: Some((
                 "3f2a9c41d07b".to_owned(),
                 "3f2a9c41d07be5e8a1c2f06d9b7e4a1f0c3d2b19".to_owned(),

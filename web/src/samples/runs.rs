@@ -39,7 +39,7 @@ pub fn run_page() -> RunPageView {
             stalled_at: None,
             failure: None,
             exit_code: None,
-            branch: Some("muster/MUS-24-claude-coder".into()),
+            branch: Some("muster/MUS-24-claude-reviewer".into()),
             head_commit: Some("3f2a9c41d07be5e8a1c2f06d9b7e4a1f0c3d2b19".into()),
             created_at: Some(at(4, 16, 29)),
             cancel_url: Some(format!("/w/acme/runs/{id}/cancel")),
