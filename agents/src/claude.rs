@@ -1,7 +1,9 @@
 //! Claude Code: `claude -p --input-format stream-json --output-format stream-json --verbose`.
 //!
 //! Output is one JSON object per line (AGENT-CLIS.md §1.4). Mapping:
-//! - `system/init` → `Started`; `system/api_retry` → `Error` (classified by status);
+//! - `system/init` → `Started`; `system/api_retry` → `Error` (classified by status); background
+//!   tasks (`task_started`, `task_notification`), refused permissions, fallbacks and notifications →
+//!   `Notice`; progress ticks, hooks and turn bookkeeping → nothing;
 //! - `assistant` blocks → `Text` / `Thinking` / `ToolCall` (one line per block); their per-message
 //!   `usage` is a snapshot and is ignored;
 //! - `user` `tool_result` blocks → `ToolResult`;
@@ -11,7 +13,8 @@
 //!   `message_start`, output 1, repeated once per content block); text deltas yield nothing;
 //! - `result` → `Usage` (from `modelUsage`, else `usage`, with Claude's own cost estimate), then
 //!   `Finished`. API errors arrive as `is_error: true` under `subtype: "success"`, so `is_error`
-//!   decides, and the failure also yields an `Error` classified by the HTTP status.
+//!   decides, and the failure also yields an `Error` classified by the HTTP status. A result that is
+//!   only Claude's `[ede_diagnostic]` line (a cancelled or refused turn) is no summary.
 //!
 //! The synthetic assistant line Claude prints before a failed `result` (`model: "<synthetic>"` with
 //! an `error` field) repeats the result's text and yields nothing.
@@ -213,6 +216,20 @@ fn stream_events(event: StreamEvent) -> Vec<AgentEvent> {
 #[derive(Deserialize)]
 struct SystemLine {
     subtype: String,
+    /// What a background task is (`task_started`, `task_progress`).
+    description: Option<String>,
+    /// How a background task ended (`task_notification`: `completed`, `failed`, `stopped`).
+    status: Option<String>,
+    /// A background task's closing summary (`task_notification`).
+    summary: Option<String>,
+    /// The text of `informational`, `model_fallback`, … lines.
+    content: Option<String>,
+    /// The text of `notification` lines.
+    text: Option<String>,
+    /// The refused tool (`permission_denied`).
+    tool_name: Option<String>,
+    /// Why it was refused (`permission_denied`).
+    message: Option<String>,
     session_id: Option<String>,
     model: Option<String>,
     attempt: Option<u64>,
@@ -328,10 +345,69 @@ fn system_events(line: &str, system: SystemLine) -> Vec<AgentEvent> {
                 class,
             }]
         }
-        "thinking_tokens" | "status" => Vec::new(),
+        "task_started" => notice(format!(
+            "Background task started: {}",
+            system.description.as_deref().unwrap_or("(no description)")
+        )),
+        "task_notification" => {
+            let status = system.status.as_deref().unwrap_or("ended");
+            match system
+                .summary
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
+                Some(summary) => notice(format!("Background task {status}: {summary}")),
+                None => notice(format!("Background task {status}")),
+            }
+        }
+        "permission_denied" => notice(format!(
+            "Permission refused for {}: {}",
+            system.tool_name.as_deref().unwrap_or("a tool"),
+            system
+                .message
+                .as_deref()
+                .unwrap_or("not allowed in this permission mode")
+        )),
+        "informational"
+        | "notification"
+        | "model_fallback"
+        | "model_refusal_fallback"
+        | "model_refusal_no_fallback"
+        | "model_consent_fallback"
+        | "compact_boundary" => match system.content.or(system.text) {
+            Some(text) if !text.trim().is_empty() => notice(text),
+            _ if system.subtype == "compact_boundary" => {
+                notice("Conversation compacted".to_owned())
+            }
+            _ => Vec::new(),
+        },
+        // Progress ticks, hooks and turn bookkeeping: nothing a person needs in the log.
+        "thinking_tokens"
+        | "status"
+        | "task_progress"
+        | "task_updated"
+        | "hook_started"
+        | "hook_progress"
+        | "hook_response"
+        | "session_state_changed"
+        | "turn_starting"
+        | "turn_duration"
+        | "post_turn_summary"
+        | "stop_hook_summary"
+        | "file_snapshot"
+        | "commands_changed" => Vec::new(),
         _ => vec![AgentEvent::raw(line)],
     }
 }
+
+fn notice(text: String) -> Vec<AgentEvent> {
+    vec![AgentEvent::Notice { text }]
+}
+
+/// The prefix of the diagnostic Claude Code writes as its `result` when a turn ended without an answer
+/// (a cancelled or refused turn): worth a log line, never a summary.
+const DIAGNOSTIC_PREFIX: &str = "[ede_diagnostic]";
 
 /// Claude's own error codes (`error` on synthetic lines and retries).
 fn claude_error_class(code: &str) -> Option<ErrorClass> {
@@ -406,14 +482,12 @@ fn result_events(result: ResultLine) -> Vec<AgentEvent> {
             message: message.clone(),
             class,
         });
-        events.push(AgentEvent::Finished {
-            ok: false,
-            summary: Some(message),
-        });
+        let summary = (!message.starts_with(DIAGNOSTIC_PREFIX)).then_some(message);
+        events.push(AgentEvent::Finished { ok: false, summary });
     } else {
         events.push(AgentEvent::Finished {
             ok: true,
-            summary: result.result,
+            summary: result.result.filter(|r| !r.starts_with(DIAGNOSTIC_PREFIX)),
         });
     }
     events

@@ -88,6 +88,12 @@ pub enum AgentEvent {
         /// The final answer on success, the reason on failure, when the CLI gives one.
         summary: Option<String>,
     },
+    /// A status line the CLI gave about its own work (a background task started or ended, a model
+    /// fallback, a refused permission, a compacted conversation): shown dimmed, never a summary.
+    Notice {
+        /// One readable line.
+        text: String,
+    },
     /// Generation speed reported by a local model server (llama.cpp `timings`).
     Speed {
         /// Tokens generated per second in the last turn.
@@ -117,6 +123,7 @@ impl AgentEvent {
             Self::TurnUsage(_) => "turn_usage",
             Self::Error { .. } => "error",
             Self::Finished { .. } => "finished",
+            Self::Notice { .. } => "notice",
             Self::Speed { .. } => "speed",
             Self::Raw { .. } => "raw",
         }

@@ -194,6 +194,7 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     assert_eq!(c["review"], "none", "{c:#}");
     assert_eq!(c["recommendation"]["agent"], "right-zq", "{c:#}");
     assert_eq!(c["recommendation"]["by_opinion_only"], false, "{c:#}");
+    assert_eq!(c["recommendation"]["decided_by"], "check", "{c:#}");
     let issue_now = env.issue_reaches(&issue, IssueStatus::InReview).await;
     assert_eq!(issue_now.status, IssueStatus::InReview);
 
@@ -272,6 +273,23 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     assert!(
         !merged_files.contains("backdoor.txt"),
         "the merge took the run's commit, not the tampered tip: {merged_files}"
+    );
+    // The thread records the choice and the merge; the merged work is the issue done.
+    let now = env.store.get_issue_by_id(issue.id).await.unwrap();
+    assert_eq!(now.status, IssueStatus::Done);
+    let comments = env.store.list_comments(issue.id).await.unwrap();
+    let note = comments
+        .iter()
+        .find(|c| c.author == CommentAuthor::System && c.body.starts_with("owner chose"))
+        .unwrap_or_else(|| panic!("{comments:?}"));
+    assert!(
+        note.body
+            .starts_with("owner chose right-zq's work from ensemble ")
+            && note
+                .body
+                .ends_with(&format!(" and merged it into main as {}.", &merged[..12])),
+        "{}",
+        note.body
     );
     // Choosing again is refused.
     let (status, body) = post(
@@ -395,6 +413,48 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
         assert!(v["review_label"].is_string(), "{c:#}");
     }
     assert_eq!(c["recommendation"]["by_opinion_only"], true, "{c:#}");
+    assert_eq!(c["recommendation"]["decided_by"], "review", "{c:#}");
+    assert!(
+        c["recommendation"]["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("all 2 candidates passed the check; the blind review scored it 7/10"),
+        "{c:#}"
+    );
+    // Chosen without a merge: the reply box sits under the chosen candidate's run, not under the
+    // reviewer's nor the other candidate's (both later in the thread).
+    let second = c["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["agent"] == "first-zq")
+        .unwrap();
+    let (status, body) = post(
+        &env,
+        &format!("/api/v1/issues/{}/ensemble/choose", issue.key),
+        json!({"candidate": "first-zq"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let html = reqwest::Client::new()
+        .get(format!("http://{}/w/runs/issues/{}", env.addr, issue.key))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let needle = r#"name="reply_to" value=""#;
+    let replies: Vec<&str> = html
+        .match_indices(needle)
+        .map(|(i, _)| &html[i + needle.len()..i + needle.len() + 36])
+        .collect();
+    assert_eq!(
+        replies,
+        [second["run_id"].as_str().unwrap()],
+        "one reply box, under the chosen candidate"
+    );
 
     // An answer that is no verdict is shown as invalid, never guessed.
     let (issue, _) = assign_new(&env, "Two good answers again", "duo-liar-zq").await;

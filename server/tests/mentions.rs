@@ -255,7 +255,25 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
         )),
         "{html}"
     );
+    // The follow-up is the issue's second run (not "attempt 1" again), on the embedded runner.
+    assert!(
+        html.contains(r#"<span class="run-number">Run 2</span>"#),
+        "{html}"
+    );
+    let runner = env
+        .store
+        .get_runner(follow.runner_id.unwrap())
+        .await
+        .unwrap();
+    assert!(
+        html.contains(&format!("on runner <strong>{}</strong>", runner.name)),
+        "{html}"
+    );
     let html = page(&env, &env.token, &format!("/w/runs/runs/{}", first.id)).await;
+    assert!(
+        html.contains(r#"<span class="run-number">Run 1</span>"#),
+        "{html}"
+    );
     assert!(
         html.contains("Triggered by <strong>assignment</strong>"),
         "{html}"
@@ -321,4 +339,92 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it_sqlite() {
 #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn a_follow_up_is_ready_for_review_and_says_what_started_it_postgres() {
     a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Postgres).await;
+}
+
+/// Issue 27: a comment addressed only to people wakes no agent (no tokens spent on "@bob, can you
+/// confirm?"), while a plain reply still continues the assignee's work; a helper brought in by a
+/// mention answers in the thread but leaves the issue's status and review to its owner.
+async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let (_bob, _) = bob(&env).await;
+    let coder = stand_in(&env, "coder", "").await;
+    let helper = stand_in(&env, "helper", "").await;
+    let issue = env.issue("Owned by coder").await;
+    env.assign(&issue, &coder).await;
+    let first = env.finished(env.the_run(&issue).await.id).await;
+    env.issue_reaches(&issue, IssueStatus::InReview).await;
+
+    // Comment handling is done when the API answers: what it queued is there already.
+    comment(&env, &env.token, &issue, "@bob can you confirm the spec?").await;
+    let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();
+    assert_eq!(
+        runs.len(),
+        1,
+        "a comment to a person woke an agent: {runs:?}"
+    );
+    comment(
+        &env,
+        &env.token,
+        &issue,
+        "Please also cover the empty file.",
+    )
+    .await;
+    let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();
+    assert_eq!(
+        runs.len(),
+        2,
+        "a plain reply answers the assignee: {runs:?}"
+    );
+    let reply = runs.iter().find(|r| r.id != first.id).unwrap();
+    assert_eq!(
+        (reply.agent_id, reply.trigger),
+        (coder.id, RunTrigger::Comment)
+    );
+    env.finished(reply.id).await;
+
+    // A helper on an issue nobody assigned: it answers, the issue stays in Todo, nobody is asked to
+    // review its chatter.
+    let other = env.issue("Nobody's yet").await;
+    comment(&env, &env.token, &other, "@helper what do you think?").await;
+    let helped = env.finished(env.the_run(&other).await.id).await;
+    assert_eq!(
+        (helped.agent_id, helped.status),
+        (helper.id, RunStatus::Succeeded)
+    );
+    let summary = poll("the helper's answer in the thread", || async {
+        let comments = env.store.list_comments(other.id).await.unwrap();
+        comments
+            .into_iter()
+            .find(|c| c.author == CommentAuthor::Agent(helper.id))
+    })
+    .await;
+    assert_eq!(summary.run_id, Some(helped.id));
+    let now = env.store.get_issue_by_id(other.id).await.unwrap();
+    assert_eq!(now.status, IssueStatus::Todo, "a helper moved the issue");
+    let activity = env.store.list_activity(other.id).await.unwrap();
+    assert!(
+        activity.iter().all(|a| a.kind != ActivityKind::Status),
+        "{activity:?}"
+    );
+    assert!(
+        !env.inbox()
+            .await
+            .iter()
+            .any(|i| i.kind == InboxKind::AwaitingReview && i.run_id == Some(helped.id)),
+        "a helper's answer is not work awaiting review"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status_sqlite() {
+    people_only_comments_wake_no_agent_and_helpers_leave_the_status(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status_postgres() {
+    people_only_comments_wake_no_agent_and_helpers_leave_the_status(Backend::Postgres).await;
 }

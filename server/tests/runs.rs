@@ -215,6 +215,47 @@ async fn cancel_stops_the_whole_process_group() {
     env.stop().await;
 }
 
+/// Issue 27: a person's cancel ends the run neutral: what the killed agent said last is no summary, and
+/// the thread says who stopped it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_run_says_who_cancelled_it_and_has_no_summary() {
+    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let replay = env.fixture("text.jsonl");
+    let script = env.script(
+        "talks-then-waits.sh",
+        &format!(
+            "cat >/dev/null\ncat '{}'\nwhile :; do sleep 0.2; done",
+            replay.display()
+        ),
+    );
+    let agent = env.agent("talker", &script).await;
+    let issue = env.issue("Stop me").await;
+    env.assign(&issue, &agent).await;
+    let run = env.the_run(&issue).await;
+    poll("the replayed answer to be stored", || async {
+        let events = env.events(run.id).await;
+        events.iter().any(|e| e.kind == "finished").then_some(())
+    })
+    .await;
+    env.api(
+        reqwest::Method::POST,
+        &format!("/api/v1/runs/{}/cancel", run.id),
+        json!({}),
+    )
+    .await;
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Cancelled, "{run:?}");
+    assert_eq!(run.summary, None, "a cancelled run's summary: {run:?}");
+    let comments = env.store.list_comments(issue.id).await.unwrap();
+    let note = comments
+        .iter()
+        .find(|c| c.author == CommentAuthor::System && c.body.starts_with("Cancelled by"))
+        .unwrap_or_else(|| panic!("{comments:?}"));
+    assert_eq!(note.body, "Cancelled by owner: talker's run.");
+    assert_eq!(note.run_id, Some(run.id));
+    env.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_queued_run_finishes_it() {
     let env = Env::start(Backend::Sqlite).await.unwrap();
@@ -246,11 +287,13 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
         .await
         .unwrap();
     let then = Utc::now() - TimeDelta::minutes(5);
-    // One run in a plain folder, one that had a worktree (on the lost runner's machine).
+    // One run whose agent only talked, one whose agent called a tool in its worktree (on the lost
+    // runner's machine): the log decides, as a stopping runner's worktree would.
     let mut left = Vec::new();
     for (title, branch) in [
         ("Crashed", None),
         ("Crashed in git", Some("muster/RUN-2-r1")),
+        ("Talked in git", Some("muster/RUN-3-r1")),
     ] {
         // One agent each: an agent runs one run at a time by default.
         let name = format!("ghost-{}", left.len());
@@ -288,11 +331,19 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
             .await
             .unwrap();
         let logged: Vec<NewRunEvent> = (1..=2)
-            .map(|seq| NewRunEvent {
-                seq,
-                at: then,
-                kind: "text".to_owned(),
-                payload: json!({ "text": seq }),
+            .map(|seq| match (seq, title) {
+                (2, "Crashed in git") => NewRunEvent {
+                    seq,
+                    at: then,
+                    kind: "tool_call".to_owned(),
+                    payload: json!({"kind": "tool_call", "id": "t1", "name": "Edit", "input": {}}),
+                },
+                _ => NewRunEvent {
+                    seq,
+                    at: then,
+                    kind: "text".to_owned(),
+                    payload: json!({ "text": seq }),
+                },
             })
             .collect();
         store.append_run_events(claimed.id, &logged).await.unwrap();
@@ -302,6 +353,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
     let env = Env::boot(db, store, ws, user.id).await;
     let (plain_issue, plain) = &left[0];
     let (git_issue, in_git) = &left[1];
+    let (talked_issue, _) = &left[2];
     for (_, run) in &left {
         let run = env.finished(run.id).await;
         assert_eq!(run.status, RunStatus::Interrupted);
@@ -314,6 +366,16 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
     })
     .await;
     assert_ne!(retry.id, plain.id);
+    // Its worktree had a branch, but its log shows no tool call, no file change, no command.
+    poll("the run that only talked to be re-queued", || async {
+        let runs = env
+            .store
+            .list_runs_for_issue(talked_issue.id)
+            .await
+            .unwrap();
+        runs.into_iter().find(|r| r.attempt == 2)
+    })
+    .await;
     let items = env.inbox_with(InboxKind::RunInterrupted, in_git.id).await;
     assert_eq!(
         items.len(),
@@ -331,7 +393,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
             .unwrap()
             .len(),
         1,
-        "a run with a worktree is not re-queued"
+        "a run whose agent acted is not re-queued"
     );
     env.stop().await;
 }

@@ -244,3 +244,29 @@ fn migrate_creates_the_database_and_exits() {
             .success()
     );
 }
+
+/// Issue 27: a log redirected to a file or a pipe is plain text, without colour escapes (a person at a
+/// terminal still gets colours).
+#[test]
+fn a_redirected_text_log_has_no_colour_escapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", &addr.to_string()])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("NO_COLOR")
+        .env_remove("MUSTER_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_up(addr, &mut child);
+    let output = terminate(child);
+    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(logs.contains("muster is listening"), "{logs}");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "colour escapes in a piped log: {logs:?}"
+    );
+}

@@ -584,6 +584,26 @@ async fn issue_thread_reads_as_a_conversation(cli: &Cli) {
         "Fixed the parser.\nAll tests pass."
     );
 
+    // An assignee change names whom the issue went to.
+    ok(&cli
+        .run(&["issue", "edit", "MUS-1", "--assignee", "coder"], &[])
+        .await);
+    ok(&cli
+        .run(&["issue", "edit", "MUS-1", "--assignee", "none"], &[])
+        .await);
+    let shown = cli.run(&["issue", "thread", "MUS-1"], &[]).await;
+    ok(&shown);
+    assert!(
+        shown.stdout.contains("owner unassigned it\n"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("owner assigned it to coder\n"),
+        "{}",
+        shown.stdout
+    );
+
     let missing = cli.run(&["issue", "thread", "MUS-99"], &[]).await;
     assert_eq!(missing.code, Some(1), "{missing:?}");
     assert!(missing.stderr.contains("MUS-99"), "{missing:?}");

@@ -347,7 +347,7 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
     // The issue page lists the run; the board card shows it failed.
     let issue = ada.page(&w.app, "/w/acme/issues/ACM-1").await;
     assert!(issue.contains(&format!(
-        r#"<a class="run-link" href="/w/acme/runs/{}">Attempt 1</a>"#,
+        r#"<a class="run-link" href="/w/acme/runs/{}">Run 1</a>"#,
         run.id
     )));
     assert!(

@@ -75,6 +75,30 @@ async fn an_unreachable_postgres_is_named_with_the_fix() {
     assert!(!e.contains("hunter2"), "the password never appears: {e}");
 }
 
+#[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn a_missing_postgres_database_is_named_with_the_fix() {
+    // Only to learn that the server is there (or skip loudly).
+    let Some(_db) = TestDb::new(Backend::Postgres).await else {
+        return;
+    };
+    let admin = muster_tests::pg_admin_url();
+    let (server, _) = admin.rsplit_once('/').unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::for_data_dir(dir.path().to_path_buf());
+    config.database_url = DatabaseUrl::parse(&format!("{server}/muster_no_such_database")).unwrap();
+    let e = build_error(config).await;
+    assert!(
+        e.contains(r#"database "muster_no_such_database" does not exist"#),
+        "{e}"
+    );
+    assert!(e.contains("createdb muster_no_such_database"), "{e}");
+    assert!(
+        !e.contains(" line "),
+        "no position in PostgreSQL's C source: {e}"
+    );
+}
+
 async fn refuses_a_database_from_a_newer_muster(backend: Backend) {
     let Some(db) = TestDb::new(backend).await else {
         return;

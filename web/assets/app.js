@@ -4,8 +4,10 @@
 //   `data-move-url`; the move shows at once and is undone, with a toast, if the server refuses it;
 // - `[data-copy]` buttons copy the value of the element their selector names;
 // - `form[data-confirm]` asks before submitting, and an empty `_csrf` input is filled from the meta tag;
+// - Ctrl/Cmd+Enter in a form field sends the form in this tab (not the browser's new-tab submit);
 // - `<time datetime>` is shown in the reader's local time;
-// - the run page's elapsed clock ticks, and its live socket resumes from the page's last seq.
+// - the run page's elapsed clock ticks, its live socket resumes from the page's last seq, and its log
+//   follows the tail while the reader is at the bottom.
 (function () {
   "use strict";
 
@@ -209,6 +211,18 @@
     if (csrf && !csrf.value) csrf.value = csrfToken();
   });
 
+  // Ctrl/Cmd+Enter in a form's field sends the form in this tab (through htmx when the form is one of
+  // its own): the browser's own Ctrl+Enter submits into a new tab and leaves this one filled in, so a
+  // second send would duplicate what the first created.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Enter" || !(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey || e.isComposing) return;
+    var form = e.target && e.target.form;
+    if (!form) return;
+    e.preventDefault();
+    if (form.requestSubmit) form.requestSubmit();
+    else form.submit();
+  });
+
   function localTimes(root) {
     if (!window.Intl) return;
     var fmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
@@ -252,7 +266,23 @@
     };
   }
 
-  document.addEventListener("DOMContentLoaded", function () { localTimes(document); tickElapsed(); });
+  // A live log follows its tail while the reader is at the bottom of the page; scrolling up to read
+  // stops that, scrolling back down resumes it.
+  var atBottom = true;
+  function nearBottom() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48;
+  }
+  window.addEventListener("scroll", function () { atBottom = nearBottom(); }, { passive: true });
+  function followTail() {
+    var log = document.querySelector("ol.run-log");
+    if (!log || !window.MutationObserver) return;
+    atBottom = nearBottom();
+    new MutationObserver(function () {
+      if (atBottom) window.scrollTo(0, document.documentElement.scrollHeight);
+    }).observe(log, { childList: true, subtree: true });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { localTimes(document); tickElapsed(); followTail(); });
   document.addEventListener("htmx:load", function (e) { localTimes(e.target); });
 })();
 

@@ -94,6 +94,18 @@ fn top_bar(nav: &Nav) -> Markup {
                 }
             }
             (inbox_link(nav, &base))
+            // Phones: the same links behind a menu button (a `details`, so it opens without JavaScript).
+            details.navmenu {
+                summary.btn.btn-ghost.navmenu-button aria-label="Menu" { span aria-hidden="true" { "☰" } " Menu" }
+                nav.navmenu-list aria-label="Main (menu)" {
+                    @for (item, label, href) in &links {
+                        a href=(href) aria-current=[(nav.active == *item).then_some("page")] { (label) }
+                    }
+                    a href={ (base) "/account" } aria-current=[(nav.active == NavItem::Account).then_some("page")] {
+                        (nav.user_name) " · account"
+                    }
+                }
+            }
             div.user {
                 (theme_switch())
                 a.user-name href={ (base) "/account" } title={ (nav.user_email) " · your account and password" }

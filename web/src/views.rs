@@ -230,6 +230,8 @@ pub struct ThreadRunView {
     /// Its run page.
     pub url: String,
     pub agent: Option<PersonView>,
+    /// Which run of the issue it is (1 for the first).
+    pub number: usize,
     pub attempt: i32,
     pub status: String,
     pub stalled: bool,
@@ -670,6 +672,10 @@ pub struct RunHeaderView {
     pub issue_url: String,
     pub agent: Option<PersonView>,
     pub attempt: i32,
+    /// Which run of its issue it is (1 for the first), when known.
+    pub number: Option<usize>,
+    /// The runner that took it.
+    pub runner: Option<String>,
     /// `queued`, `claimed`, `running`, `succeeded`, `failed`, `cancelled`, `timed_out`, `interrupted`.
     pub status: String,
     /// Set while the run is flagged as stalled.
@@ -1073,7 +1079,8 @@ pub struct ReviewStateView {
 pub struct RecommendationView {
     pub agent: String,
     pub why: String,
-    pub by_opinion_only: bool,
+    /// `check`, `review` or `cost` (see the service's `Recommendation`).
+    pub decided_by: String,
 }
 
 /// One candidate's column.

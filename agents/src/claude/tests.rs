@@ -171,13 +171,72 @@ fn noise_and_unknown_lines() {
     for line in [
         "Warning: no stdin data received in 3s",
         r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool"}}"#,
-        r#"{"type":"system","subtype":"hook_started"}"#,
+        r#"{"type":"system","subtype":"some_future_subtype"}"#,
         r#"{"type":"system","subtype":"init"}"#,
         r#"{"type":"assistant","message":5}"#,
         r#"[1,2,3]"#,
     ] {
         assert_eq!(parse_line(line), [AgentEvent::raw(line)], "{line}");
     }
+}
+
+/// The pinned Claude Code (2.1.197) reports background tasks, refused permissions and its bookkeeping as
+/// `system` lines; the ones a person wants are notices, the rest nothing, none of them raw JSON.
+#[test]
+fn the_pinned_versions_system_lines_are_notices_or_nothing() {
+    let notice = |line: &str| match parse_line(line).as_slice() {
+        [AgentEvent::Notice { text }] => text.clone(),
+        other => panic!("{line}: {other:?}"),
+    };
+    assert_eq!(
+        notice(
+            r#"{"type":"system","subtype":"task_started","task_id":"b1","tool_use_id":"t1","description":"Run the test suite","task_type":"local_bash","session_id":"s"}"#
+        ),
+        "Background task started: Run the test suite"
+    );
+    assert_eq!(
+        notice(
+            r#"{"type":"system","subtype":"task_notification","task_id":"b1","status":"completed","output_file":"","summary":"42 tests passed","session_id":"s"}"#
+        ),
+        "Background task completed: 42 tests passed"
+    );
+    assert_eq!(
+        notice(
+            r#"{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"t2","message":"This command requires approval"}"#
+        ),
+        "Permission refused for Bash: This command requires approval"
+    );
+    assert_eq!(
+        notice(
+            r#"{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto"}}"#
+        ),
+        "Conversation compacted"
+    );
+    for quiet in [
+        r#"{"type":"system","subtype":"task_progress","task_id":"b1","description":"x","usage":{"total_tokens":1}}"#,
+        r#"{"type":"system","subtype":"hook_started","hook_id":"h"}"#,
+        r#"{"type":"system","subtype":"turn_duration"}"#,
+    ] {
+        assert!(parse_line(quiet).is_empty(), "{quiet}");
+    }
+}
+
+/// A cancelled turn ends with Claude's diagnostic as its `result`: an error line, never a summary.
+#[test]
+fn the_closing_diagnostic_is_not_a_summary() {
+    let line = r#"{"type":"result","subtype":"success","is_error":true,"result":"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=null","session_id":"s1","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#;
+    let events = parse_line(line);
+    assert!(
+        matches!(
+            events.last(),
+            Some(AgentEvent::Finished {
+                ok: false,
+                summary: None
+            })
+        ),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Error { .. })));
 }
 
 #[test]

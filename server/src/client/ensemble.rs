@@ -386,10 +386,10 @@ fn print_comparison(c: &Value) {
             "recommended: {} — {}{}",
             text(&r["agent"]),
             text(&r["why"]),
-            if r["by_opinion_only"].as_bool() == Some(true) {
-                " (by opinion only)"
-            } else {
-                ""
+            match r["decided_by"].as_str() {
+                Some("review") => " (by opinion only)",
+                Some("cost") => " (by cost and size only)",
+                _ => "",
             }
         );
     }

@@ -504,6 +504,7 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
                 None => ok.to_owned(),
             }
         }
+        "notice" => s("text"),
         "stderr" | "raw" => s("line"),
         "status" => s("status"),
         _ => compact(p),

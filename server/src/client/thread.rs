@@ -41,6 +41,9 @@ enum Entry {
         actor: Person,
         what: String,
         detail: Value,
+        /// Whom an assignee change gave the issue to.
+        #[serde(default)]
+        assignee: Option<Person>,
     },
 }
 
@@ -112,12 +115,19 @@ fn line(entry: &Entry) -> String {
             actor,
             what,
             detail,
-        } => format!(
-            "{}  {} {}",
-            short_time(at),
-            clean(&actor.name),
-            clean(&activity_text(what, detail))
-        ),
+            assignee,
+        } => {
+            let text = match (what.as_str(), assignee) {
+                ("assignee", Some(to)) => format!("assigned it to {}", to.name),
+                _ => activity_text(what, detail),
+            };
+            format!(
+                "{}  {} {}",
+                short_time(at),
+                clean(&actor.name),
+                clean(&text)
+            )
+        }
     }
 }
 

@@ -323,6 +323,15 @@ pub struct Issue {
     pub updated_at: DateTime<Utc>,
 }
 
+impl Issue {
+    /// Whether a run of `agent` may move this issue across the board: only the issue's assigned agent
+    /// (or an ensemble's run, `in_ensemble`) owns its status; a helper brought in by a mention leaves it
+    /// alone.
+    pub fn status_owned_by(&self, agent: AgentId, in_ensemble: bool) -> bool {
+        in_ensemble || self.assignee == Some(Assignee::Agent(agent))
+    }
+}
+
 /// Who wrote a comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "type", content = "id", rename_all = "snake_case")]
@@ -395,4 +404,21 @@ pub struct Activity {
     pub kind: ActivityKind,
     pub detail: serde_json::Value,
     pub at: DateTime<Utc>,
+}
+
+impl Activity {
+    /// For an assignee change, whom the issue went to (`None` when it was unassigned, or for another
+    /// kind of change): read from the detail's `to` (`{"type": "agent", "id": …}`).
+    pub fn new_assignee(&self) -> Option<Actor> {
+        if self.kind != ActivityKind::Assignee {
+            return None;
+        }
+        let to = &self.detail["to"];
+        let id = uuid::Uuid::parse_str(to["id"].as_str()?).ok()?;
+        match to["type"].as_str()? {
+            "user" => Some(Actor::User(UserId(id))),
+            "agent" => Some(Actor::Agent(AgentId(id))),
+            _ => None,
+        }
+    }
 }

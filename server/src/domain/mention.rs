@@ -133,9 +133,48 @@ impl Mentionable {
     }
 }
 
+/// The agents a person's comment sets to work, in order: a comment that mentions somebody is addressed
+/// to them, so it wakes the agents it mentions and nobody else; one that mentions nobody is a reply to
+/// the issue's assigned agent (`assignee`, when the issue takes replies). A comment that mentions only
+/// people wakes no agent.
+pub fn woken_by_comment(mentions: &[Mentioned<'_>], assignee: Option<AgentId>) -> Vec<AgentId> {
+    if mentions.is_empty() {
+        return assignee.into_iter().collect();
+    }
+    mentions
+        .iter()
+        .filter_map(|m| match m {
+            Mentioned::Agent(id, _) => Some(*id),
+            Mentioned::Person(..) => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comment_wakes_whom_it_addresses() {
+        let (coder, reviewer, grace) = (AgentId::new(), AgentId::new(), UserId::new());
+        let m = Mentionable::new(
+            [(coder, "coder"), (reviewer, "reviewer")],
+            [(grace, "grace@a.test")],
+        );
+        let woken = |text: &str| woken_by_comment(&m.in_text(text), Some(coder));
+        assert_eq!(woken("please also cover the empty case"), vec![coder]);
+        assert_eq!(
+            woken("@grace can you confirm the spec?"),
+            Vec::<AgentId>::new()
+        );
+        assert_eq!(woken("@grace @reviewer have a look"), vec![reviewer]);
+        assert_eq!(woken("@coder @grace one more thing"), vec![coder]);
+        assert_eq!(woken("mail grace@a.test, @nobody knows"), vec![coder]);
+        assert_eq!(
+            woken_by_comment(&m.in_text("no mention"), None),
+            Vec::<AgentId>::new()
+        );
+    }
 
     fn names(text: &str) -> Vec<&str> {
         mention_spans(text).into_iter().map(|(_, n)| n).collect()

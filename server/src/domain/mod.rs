@@ -37,7 +37,7 @@ pub use issue::{
     IssueFilter, IssueKey, IssuePatch, IssueStatus, IssueTitle, Label, NewComment, NewIssue,
     Priority, issue_body_ok,
 };
-pub use mention::{Mentionable, Mentioned, handle, mention_spans};
+pub use mention::{Mentionable, Mentioned, handle, mention_spans, woken_by_comment};
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
     RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, continuity_text, work_lines,

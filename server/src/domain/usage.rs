@@ -211,14 +211,23 @@ impl GroupUsage {
         (self.ended() > 0).then(|| n as f64 / self.ended() as f64)
     }
 
-    /// Cost per run (of every run counted).
+    /// Cost per priced run: runs whose tokens nothing priced cost an unknown amount, not $0, so they are
+    /// left out; `None` when no run was priced.
     pub fn cost_per_run(&self) -> Option<f64> {
-        (self.totals.runs > 0).then(|| self.totals.cost_usd / self.totals.runs as f64)
+        let priced = self.totals.runs - self.totals.unpriced_runs;
+        (priced > 0).then(|| self.totals.cost_usd / priced as f64)
     }
 
-    /// Cost per issue delivered to review.
+    /// Cost per issue delivered to review; `None` when none was, or when no run was priced.
     pub fn cost_per_delivered(&self) -> Option<f64> {
-        (self.delivered_issues > 0).then(|| self.totals.cost_usd / self.delivered_issues as f64)
+        let priced = self.totals.runs > self.totals.unpriced_runs;
+        (priced && self.delivered_issues > 0)
+            .then(|| self.totals.cost_usd / self.delivered_issues as f64)
+    }
+
+    /// Whether every run counted had tokens nothing priced: its costs are unknown, not $0.
+    pub fn all_unpriced(&self) -> bool {
+        self.totals.runs > 0 && self.totals.unpriced_runs == self.totals.runs
     }
 }
 

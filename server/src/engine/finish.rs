@@ -90,7 +90,10 @@ pub(crate) async fn conclude(
         (RunStatus::Succeeded, Some(agent)) => succeeded(state, &finished, &issue, agent).await,
         (RunStatus::Cancelled, Some(agent)) => return_to_todo(state, &issue, agent).await,
         (RunStatus::Interrupted, agent) => {
-            after_interruption(state, &finished, &issue, agent, report.changed).await
+            // One rule with a vanished runner's runs (the sweep): a changed worktree or a log that shows
+            // the agent acting.
+            let changed = report.changed || super::sweep::acted(state, &finished).await;
+            after_interruption(state, &finished, &issue, agent, changed).await
         }
         (_, Some(agent)) => failed(state, &finished, &issue, agent, redactor).await,
         // The agent was deleted meanwhile: nothing to retry, nothing to say in its name.
@@ -112,6 +115,11 @@ async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> s
     {
         comment.run_id = Some(run.id);
         state.store.add_comment(issue.id, &comment).await?;
+    }
+    // A helper brought in by a mention answers in the thread (its summary above); the issue's status
+    // and its review belong to the assigned agent.
+    if !issue.status_owned_by(agent.id, false) {
+        return Ok(());
     }
     let from = [IssueStatus::Todo, IssueStatus::InProgress];
     let moved = move_if_in(
@@ -262,14 +270,16 @@ pub(crate) async fn after_interruption(
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
 pub(crate) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> store::Result<()> {
-    move_if_in(
-        state,
-        issue,
-        &[IssueStatus::InProgress],
-        IssueStatus::Todo,
-        CommentAuthor::System,
-    )
-    .await?;
+    if issue.status_owned_by(run.agent_id, run.ensemble_run_id.is_some()) {
+        move_if_in(
+            state,
+            issue,
+            &[IssueStatus::InProgress],
+            IssueStatus::Todo,
+            CommentAuthor::System,
+        )
+        .await?;
+    }
     let message = format!(
         "A run on {} was interrupted (its runner stopped); the events it stored are kept. Retry it from the issue.",
         issue.key
@@ -278,6 +288,9 @@ pub(crate) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> sto
 }
 
 async fn return_to_todo(state: &Engine, issue: &Issue, agent: &Agent) -> store::Result<()> {
+    if !issue.status_owned_by(agent.id, false) {
+        return Ok(());
+    }
     move_if_in(
         state,
         issue,

@@ -493,8 +493,8 @@ impl Session {
         Ok(())
     }
 
-    /// A `todo` issue goes to `in_progress` when its run starts; either way the board hears that the run
-    /// is now running.
+    /// A `todo` issue goes to `in_progress` when its assigned agent's run starts (a helper's run leaves
+    /// the status alone); either way the board hears that the run is now running.
     async fn mark_in_progress(&self, run: &Run) {
         let issue = match self.engine.store.get_issue_by_id(run.issue_id).await {
             Ok(issue) => issue,
@@ -503,7 +503,9 @@ impl Session {
                 return;
             }
         };
-        if issue.status == IssueStatus::Todo {
+        if issue.status == IssueStatus::Todo
+            && issue.status_owned_by(run.agent_id, run.ensemble_run_id.is_some())
+        {
             let actor = CommentAuthor::Agent(run.agent_id);
             if let Err(e) = self
                 .engine

@@ -46,8 +46,9 @@ pub(crate) async fn once(engine: &Engine) {
             .get_agent(run.workspace_id, run.agent_id)
             .await
             .ok();
-        // Its worktree (if any) is on the runner's machine: assume it changed something once started.
-        let changed = run.branch.is_some();
+        // Its worktree is on the vanished runner's machine: judge by its log, as a stopping runner judges
+        // by its worktree, so SIGTERM and SIGKILL of a runner follow one re-queue rule.
+        let changed = acted(engine, &run).await;
         if let Err(e) =
             finish::after_interruption(engine, &run, &issue, agent.as_ref(), changed).await
         {
@@ -55,5 +56,28 @@ pub(crate) async fn once(engine: &Engine) {
         }
         super::ensemble::run_ended(engine, &run).await;
         finish::announce(engine, &issue);
+    }
+}
+
+/// Whether a run's stored log shows that its agent may have changed its worktree: a file change, a tool
+/// call or a shell command, or the diff of a wrap-up. A log that cannot be read counts as changed (a person
+/// decides, nothing is run twice).
+pub(crate) async fn acted(engine: &Engine, run: &crate::domain::Run) -> bool {
+    const ACTING: [&str; 4] = ["file_change", "tool_call", "command", "diff"];
+    let mut after = 0;
+    loop {
+        match engine.store.run_events_since(run.id, after, 1_000).await {
+            Ok(events) if events.is_empty() => return false,
+            Ok(events) => {
+                if events.iter().any(|e| ACTING.contains(&e.kind.as_str())) {
+                    return true;
+                }
+                after = events.last().map_or(after, |e| e.seq);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read an interrupted run's log");
+                return true;
+            }
+        }
     }
 }

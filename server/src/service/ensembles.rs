@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Caller, Error, Problems, Result};
 use crate::domain::{
-    Agent, AgentName, Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckResult, CheckSpec, EarlyStop,
-    Ensemble, EnsembleName, EnsembleRun, EnsembleSettings, EnsembleStatus, IssueKey,
-    NewEnsembleRun, NewRun, ReviewOutcome, Run, RunStatus,
+    Agent, AgentName, Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckResult, CheckSpec, CommentAuthor,
+    EarlyStop, Ensemble, EnsembleName, EnsembleRun, EnsembleSettings, EnsembleStatus, IssueKey,
+    IssueStatus, NewComment, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunStatus,
 };
 use crate::engine::Engine;
 use crate::engine::ensemble::{candidates, check_of, total_spent};
@@ -427,7 +427,7 @@ pub async fn assign(
             .move_issue(
                 caller.ws.id,
                 &issue.key,
-                crate::domain::IssueStatus::InProgress,
+                IssueStatus::InProgress,
                 None,
                 caller.actor(),
             )
@@ -477,6 +477,8 @@ pub struct CandidateView {
     pub lines_changed: Option<i64>,
     pub tokens: i64,
     pub cost_usd: f64,
+    /// Some of its tokens had no price: its cost is unknown, never cheaper than a priced candidate's.
+    pub cost_unknown: bool,
     pub cost_label: String,
     pub duration_secs: Option<i64>,
     /// The neutral label the reviewer saw, its score and reasons.
@@ -492,8 +494,11 @@ pub struct Recommendation {
     pub run_id: uuid::Uuid,
     pub agent: String,
     pub why: String,
-    /// No check separated it from the others: the review, the diff size or the cost did.
+    /// No check separated it from the others: the blind review's scores did.
     pub by_opinion_only: bool,
+    /// What set it apart: `check` (the only one that passed), `review` (the blind review's score) or
+    /// `cost` (neither: the lower known cost, then the smaller diff).
+    pub decided_by: String,
 }
 
 /// An issue's ensemble run, compared.
@@ -582,6 +587,7 @@ pub async fn compare(
             diff_stat: r.diff_stat.clone(),
             tokens: r.usage.tokens(),
             cost_usd: r.usage.cost_usd,
+            cost_unknown: r.usage.cost_unknown,
             cost_label,
             duration_secs: r
                 .started_at
@@ -676,45 +682,59 @@ fn lines_changed(stat: &str) -> i64 {
         .sum()
 }
 
-/// The recommendation: checks first, then the review's score, then the smaller diff, then the lower
-/// cost; only candidates that changed something. "By opinion only" when no check set it apart.
+/// The recommendation, one rule everywhere: the check first, then the blind review's score, then the
+/// lower cost (an unpriced candidate's cost is unknown, so it never ranks as the cheaper), then the
+/// smaller diff; only candidates that changed something.
 fn recommend(views: &[CandidateView]) -> Option<Recommendation> {
     let pool: Vec<&CandidateView> = views.iter().filter(|v| v.diff_stat.is_some()).collect();
+    let cost = |v: &CandidateView| {
+        if v.cost_unknown {
+            i64::MAX
+        } else {
+            (v.cost_usd * 1e6) as i64
+        }
+    };
     let key = |v: &CandidateView| {
         (
             !v.green,
             -v.review_score.unwrap_or(-1),
+            cost(v),
             v.lines_changed.unwrap_or(i64::MAX),
-            (v.cost_usd * 1e6) as i64,
         )
     };
     let best = pool.iter().min_by_key(|v| key(v))?;
     let greens = pool.iter().filter(|v| v.green).count();
-    let by_check = best.green && greens == 1;
-    let mut why = Vec::new();
-    if best.green {
-        why.push(if greens == 1 {
-            "the only candidate that passed the check".to_owned()
-        } else {
-            format!("passed the check, like {} other(s)", greens - 1)
-        });
+    let decided_by = if best.green && greens == 1 {
+        "check"
+    } else if best.review_score.is_some() {
+        "review"
     } else {
-        why.push("no candidate passed the check".to_owned());
-    }
-    if !by_check {
-        if let Some(score) = best.review_score {
-            why.push(format!("review score {score}/10"));
+        "cost"
+    };
+    let mut why = vec![match (best.green, greens) {
+        (true, 1) => "the only candidate that passed the check".to_owned(),
+        (true, n) if n == pool.len() => format!("all {n} candidates passed the check"),
+        (true, 2) => "passed the check, as 1 other candidate did".to_owned(),
+        (true, n) => format!("passed the check, as {} other candidates did", n - 1),
+        (false, _) => "no candidate passed the check".to_owned(),
+    }];
+    match (decided_by, best.review_score) {
+        ("check", _) => {}
+        (_, Some(score)) => why.push(format!("the blind review scored it {score}/10")),
+        _ => {
+            why.push("no review set them apart".to_owned());
+            why.push(format!("cost {}", best.cost_label));
+            if let Some(lines) = best.lines_changed {
+                why.push(format!("{lines} lines changed"));
+            }
         }
-        if let Some(lines) = best.lines_changed {
-            why.push(format!("{lines} lines changed"));
-        }
-        why.push(format!("cost {}", best.cost_label));
     }
     Some(Recommendation {
         run_id: best.run_id,
         agent: best.agent.clone(),
         why: why.join("; "),
-        by_opinion_only: !by_check,
+        by_opinion_only: decided_by == "review",
+        decided_by: decided_by.to_owned(),
     })
 }
 
@@ -856,7 +876,36 @@ pub async fn choose(
             tracing::warn!(error = %e, branch, "cannot remove a candidate's branch");
         }
     }
-    let issue = state.store.get_issue(caller.ws.id, key).await?;
+    // The thread records the choice (and the merge); a merged choice is the issue's work delivered.
+    let mut text = format!(
+        "{} chose {}'s work from ensemble {} (r{})",
+        caller.user.display_name, picked.agent, er.name, er.number
+    );
+    match &merged {
+        Some(commit) => text.push_str(&format!(
+            " and merged it into {} as {}.",
+            er.base_branch.as_deref().unwrap_or("the base branch"),
+            commit.get(..12).unwrap_or(commit)
+        )),
+        None => text.push('.'),
+    }
+    if let Ok(mut note) = NewComment::parse(CommentAuthor::System, &text) {
+        note.run_id = Some(run.id);
+        state.store.add_comment(er.issue_id, &note).await?;
+    }
+    let mut issue = state.store.get_issue(caller.ws.id, key).await?;
+    if merged.is_some() && !matches!(issue.status, IssueStatus::Done | IssueStatus::Cancelled) {
+        issue = state
+            .store
+            .move_issue(
+                caller.ws.id,
+                key,
+                IssueStatus::Done,
+                None,
+                CommentAuthor::User(caller.user.id),
+            )
+            .await?;
+    }
     crate::engine::finish::announce(state, &issue);
     Ok(chosen)
 }
@@ -1047,4 +1096,77 @@ pub async fn candidate_details(
         log_tail,
         check_tail,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(agent: &str, green: bool, cost: Option<f64>, lines: i64) -> CandidateView {
+        CandidateView {
+            run_id: uuid::Uuid::new_v4(),
+            agent: agent.to_owned(),
+            runtime: "custom".to_owned(),
+            status: "succeeded".to_owned(),
+            failure_reason: None,
+            summary: None,
+            branch: None,
+            check: None,
+            green,
+            diff_stat: Some(format!("1 file changed, {lines} insertions(+)")),
+            lines_changed: Some(lines),
+            tokens: 100,
+            cost_usd: cost.unwrap_or(0.0),
+            cost_unknown: cost.is_none(),
+            cost_label: cost.map_or_else(|| "unpriced".to_owned(), |c| format!("${c:.4}")),
+            duration_secs: Some(1),
+            review_label: None,
+            review_score: None,
+            review_reasons: Vec::new(),
+            chosen: false,
+        }
+    }
+
+    /// Issue 27: "passed the check, like 1 other(s)" when 3 of 3 passed, and an unpriced candidate ranked
+    /// cheaper than a priced one.
+    #[test]
+    fn unpriced_never_ranks_cheaper_and_the_wording_counts_right() {
+        let all = [
+            candidate("local", true, None, 3),
+            candidate("priced", true, Some(0.0009), 9),
+            candidate("dear", true, Some(0.5), 1),
+        ];
+        let r = recommend(&all).unwrap();
+        assert_eq!(
+            (r.agent.as_str(), r.decided_by.as_str()),
+            ("priced", "cost")
+        );
+        assert_eq!(
+            r.why,
+            "all 3 candidates passed the check; no review set them apart; cost $0.0009; 9 lines changed"
+        );
+        assert!(!r.by_opinion_only, "no opinion was asked");
+
+        let two = [
+            candidate("a", true, Some(0.2), 3),
+            candidate("b", true, Some(0.1), 3),
+            candidate("c", false, Some(0.0), 3),
+        ];
+        let r = recommend(&two).unwrap();
+        assert_eq!(r.agent, "b");
+        assert!(
+            r.why
+                .starts_with("passed the check, as 1 other candidate did;"),
+            "{}",
+            r.why
+        );
+
+        let one = [
+            candidate("a", false, Some(0.0), 3),
+            candidate("b", true, Some(1.0), 3),
+        ];
+        let r = recommend(&one).unwrap();
+        assert_eq!((r.agent.as_str(), r.decided_by.as_str()), ("b", "check"));
+        assert_eq!(r.why, "the only candidate that passed the check");
+    }
 }

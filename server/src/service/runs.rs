@@ -24,7 +24,9 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Caller, Error, Problems, Result, announce};
-use crate::domain::{AgentName, IssueKey, Run, RunId, RunStatus, Seq, ValidationError};
+use crate::domain::{
+    AgentName, CommentAuthor, IssueKey, NewComment, Run, RunId, RunStatus, Seq, ValidationError,
+};
 use crate::engine::Engine;
 use crate::hub::{LiveEvent, SharedEvent, Subscription, Topic};
 use crate::store::{self, RunFilter};
@@ -186,8 +188,30 @@ pub async fn cancel(state: &Engine, caller: &Caller, id: RunId) -> Result<Run> {
     }
     let now = state.cancel(id).await?;
     tracing::info!(run.id = %id, status = %now.status, "run cancel requested");
+    note_cancel(state, caller, &now).await;
     announce_issue(state, caller, &now).await;
     Ok(now)
+}
+
+/// Says on the run's issue who cancelled it ("Cancelled by Lena Lead: coder's run."), so the thread tells
+/// a person's stop apart from a failure. A failed write is only logged: the cancel itself happened.
+async fn note_cancel(state: &Engine, caller: &Caller, run: &Run) {
+    let agent = match state.store.get_agent(run.workspace_id, run.agent_id).await {
+        Ok(a) => a.profile.name.as_str().to_owned(),
+        Err(_) => "an agent".to_owned(),
+    };
+    let who = match &caller.run {
+        Some(_) => format!("{agent} (through its run's token)"),
+        None => caller.user.display_name.clone(),
+    };
+    let text = format!("Cancelled by {who}: {agent}'s run.");
+    let Ok(mut note) = NewComment::parse(CommentAuthor::System, &text) else {
+        return;
+    };
+    note.run_id = Some(run.id);
+    if let Err(e) = state.store.add_comment(run.issue_id, &note).await {
+        tracing::warn!(error = %e, run.id = %run.id, "cannot note who cancelled the run");
+    }
 }
 
 fn already_ended(run: &Run) -> Error {

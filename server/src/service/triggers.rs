@@ -1,6 +1,7 @@
-//! What a comment sets off: a person's reply queues a follow-up run of the issue's agent, and an
-//! `@agent-name` mention queues that agent on the issue (without changing the assignee), under the loop
-//! guard.
+//! What a comment sets off: a person's reply that mentions nobody queues a follow-up run of the issue's
+//! agent, and an `@agent-name` mention queues that agent on the issue (without changing the assignee),
+//! under the loop guard; a comment addressed only to people wakes no agent
+//! ([`crate::domain::woken_by_comment`]).
 //!
 //! Invariants:
 //! - a comment is never lost: it goes into the agent's queued run (its comment set), or is kept pending
@@ -19,7 +20,7 @@ use super::Caller;
 use crate::domain::{
     AgentId, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
     Mentionable, Mentioned, NewComment, NewInboxItem, NewRun, Run, RunStatus, RunTrigger,
-    WorkspaceId,
+    WorkspaceId, woken_by_comment,
 };
 use crate::engine::Engine;
 use crate::store;
@@ -119,19 +120,25 @@ async fn on_comment(
         }
         (CommentAuthor::Agent(agent), None) => (Some(*agent), 1),
     };
-    let mut answered: Option<AgentId> = None;
-    if writer.is_none()
-        && let Some(Assignee::Agent(agent)) = issue.assignee
-        && takes_replies(issue.status)
-    {
-        answered = Some(agent);
-        follow_up(state, issue, agent, comment.id, RunTrigger::Comment, depth).await?;
-    }
-    for agent in mentioned_agents(state, issue, &comment.body).await? {
-        if Some(agent) == writer || Some(agent) == answered {
+    let mentions_of = mentionable(state, issue.workspace_id).await?;
+    let mentions = mentions_of.in_text(&comment.body);
+    // Only a person's comment answers the assignee; an agent's wakes only the agents it mentions.
+    let assignee = match issue.assignee {
+        Some(Assignee::Agent(agent)) if writer.is_none() && takes_replies(issue.status) => {
+            Some(agent)
+        }
+        _ => None,
+    };
+    for agent in woken_by_comment(&mentions, assignee) {
+        if Some(agent) == writer {
             continue;
         }
-        follow_up(state, issue, agent, comment.id, RunTrigger::Mention, depth).await?;
+        let trigger = if Some(agent) == assignee {
+            RunTrigger::Comment
+        } else {
+            RunTrigger::Mention
+        };
+        follow_up(state, issue, agent, comment.id, trigger, depth).await?;
     }
     Ok(())
 }

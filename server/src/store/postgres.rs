@@ -66,7 +66,16 @@ impl PgStore {
                 options.acquire_timeout
             )
         })?
-        .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL at {redacted}: {e}; {fix}"))?;
+        .map_err(|e| match missing_database(&e) {
+            Some(message) => anyhow::anyhow!(
+                "cannot connect to PostgreSQL at {redacted}: {message}; create it (`createdb {}`, or \
+                 `create database \"{}\";` in psql) or name an existing one in --database-url / \
+                 MUSTER_DATABASE_URL",
+                connect.get_database().unwrap_or("muster"),
+                connect.get_database().unwrap_or("muster"),
+            ),
+            None => anyhow::anyhow!("cannot connect to PostgreSQL at {redacted}: {e}; {fix}"),
+        })?;
         let version = sqlx::query_scalar::<_, String>("show server_version_num")
             .fetch_one(&mut first)
             .await
@@ -277,6 +286,13 @@ impl PgStore {
 }
 
 impl_store!(PgStore, sqlx::Postgres);
+
+/// The server's own words when the database named in the URL does not exist (SQLSTATE 3D000), without
+/// the source position PostgreSQL adds ("at line 948" of its C file), which helps no one here.
+fn missing_database(e: &sqlx::Error) -> Option<String> {
+    let db = e.as_database_error()?;
+    (db.code().as_deref() == Some("3D000")).then(|| db.message().to_owned())
+}
 
 /// Whether the server is on this machine (a loopback address, `localhost` or a Unix socket folder) and
 /// the URL leaves the TLS mode to the default.

@@ -96,6 +96,9 @@ pub(super) fn finished(
     let summary = match ending {
         Ending::NotStarted(_, message) => Some(message.clone()),
         Ending::Stopped(Stop::EventCap(cap), _) => Some(super::events::cap_message(*cap)),
+        // Stopped on purpose: why (an ensemble's early stop says so), never what the killed agent said
+        // last.
+        Ending::Stopped(Stop::Cancelled, _) => tally.stop_note.clone(),
         _ => tally.summary(),
     };
     // The decisive error, for a failure that was not of our making (a stop or an unstarted run says why

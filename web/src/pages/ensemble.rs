@@ -86,12 +86,21 @@ fn inner(v: &EnsemblePageView) -> Markup {
                     @if let Some(url) = &v.review.review_run_url { " (" a href=(url) { "reviewer's run" } ")" } "." },
                 "no_answer" => p.error #review-state { "No review: " (v.review.message.clone().unwrap_or_default()) },
                 "waiting" => p.muted #review-state { "Candidates at work: the checks decide first; a blind review follows only if they do not." },
-                _ => p.muted #review-state { "No review was needed (the checks decided) or none is set." },
+                _ => p.muted #review-state {
+                    @match v.recommendation.as_ref().map(|r| r.decided_by.as_str()) {
+                        Some("check") => "No review was needed: the check decided.",
+                        _ => "No blind review is set for this ensemble.",
+                    }
+                },
             }
             @if let Some(r) = &v.recommendation {
                 p.recommendation #recommendation {
                     "Recommended: " strong { (r.agent) } " — " (r.why)
-                    @if r.by_opinion_only { " " span.pill.pill-muted { "by opinion only" } }
+                    @match r.decided_by.as_str() {
+                        "review" => { " " span.pill.pill-muted { "by opinion only" } }
+                        "cost" => { " " span.pill.pill-muted { "by cost and size only" } }
+                        _ => {}
+                    }
                 }
             }
             @if let Some(m) = &v.merged_commit { p #merged { "Merged into the base branch as " code { (m) } "." } }

@@ -110,7 +110,9 @@ fn header(h: &RunHeaderView, token: &str, swap: bool) -> Markup {
             div.run-meta {
                 span.run-status { (RunPill(&h.status)) }
                 @if let Some(a) = &h.agent { (PersonChip(a)) }
-                span.muted { "Attempt " (h.attempt) }
+                @if let Some(n) = h.number { span.run-number { "Run " (n) } }
+                @if h.attempt > 1 || h.number.is_none() { span.muted { "attempt " (h.attempt) } }
+                @if let Some(r) = &h.runner { span.muted.run-runner { "on runner " strong { (r) } } }
                 @if let Some(b) = &h.branch { code.run-branch { (b) } }
                 @if let Some(c) = &h.head_commit {
                     code.run-commit title=(c) { (c.get(..12).unwrap_or(c)) }
@@ -275,9 +277,16 @@ fn timeline_item(item: &RunItemView, swap: bool) -> Markup {
         ),
         RunItemKind::Sandbox { lines } => (
             "ev ev-sandbox",
+            // One line (the mode), the rules behind it: live output starts near the top of the page.
             html! {
-                div.ev-head { span.ev-label { "Sandbox" } }
-                pre.sandbox-rules { @for l in lines { (l) "\n" } }
+                details.sandbox-details {
+                    summary {
+                        span.ev-label { "Sandbox" } " "
+                        span.sandbox-mode { (lines.first().map_or("", String::as_str)) }
+                        @if lines.len() > 1 { span.muted { " · " (lines.len() - 1) " rules" } }
+                    }
+                    pre.sandbox-rules { @for l in lines.iter().skip(1) { (l) "\n" } }
+                }
             },
         ),
         RunItemKind::Check {
@@ -334,13 +343,19 @@ fn timeline_item(item: &RunItemView, swap: bool) -> Markup {
             },
         ),
         RunItemKind::Finished { ok, summary_html } => (
-            if *ok {
-                "ev ev-finished ev-ok"
-            } else {
-                "ev ev-finished ev-bad"
+            match (*ok, summary_html.is_some()) {
+                (true, _) => "ev ev-finished ev-ok",
+                (false, true) => "ev ev-finished ev-bad",
+                // A turn that ended with no answer and no reason (a cancelled one): the run's status
+                // says what happened, not a red line.
+                (false, false) => "ev ev-finished",
             },
             html! {
-                div.ev-head { span.ev-label { @if *ok { "Finished" } @else { "Finished with a failure" } } }
+                div.ev-head { span.ev-label {
+                    @if *ok { "Finished" }
+                    @else if summary_html.is_some() { "Finished with a failure" }
+                    @else { "Ended without an answer" }
+                } }
                 @if let Some(s) = summary_html {
                     // Rendered from markdown and sanitised (ammonia) by the server.
                     div.prose.summary { (PreEscaped(s)) }

@@ -75,6 +75,33 @@ fn report_groups_rates_quantiles_and_days() {
     assert_eq!(beta.tokens_per_sec, Some(2.5));
 }
 
+/// An agent with no price (a custom model nobody priced) costs an unknown amount per run, never $0;
+/// mixed with priced runs, the unpriced ones are left out of the average.
+#[test]
+fn unpriced_runs_cost_an_unknown_amount_per_run() {
+    let a = (AgentId::new(), "custom", AgentKind::Codex);
+    let unpriced = |day| {
+        let mut r = run(a, day, RunStatus::Succeeded, 10, 0.0);
+        r.usage.cost_unknown = true;
+        r
+    };
+    let r = report(
+        &[unpriced(1), unpriced(2)],
+        at(1, 0),
+        at(4, 0),
+        GroupBy::Agent,
+    );
+    let g = &r.groups[0];
+    assert!(g.all_unpriced());
+    assert_eq!(g.cost_per_run(), None);
+    assert_eq!(g.cost_per_delivered(), None);
+    let runs = [unpriced(1), run(a, 2, RunStatus::Succeeded, 10, 0.5)];
+    let r = report(&runs, at(1, 0), at(4, 0), GroupBy::Agent);
+    let g = &r.groups[0];
+    assert!(!g.all_unpriced());
+    assert_eq!(g.cost_per_run(), Some(0.5));
+}
+
 #[test]
 fn quantiles_use_the_nearest_rank() {
     let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];

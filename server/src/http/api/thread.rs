@@ -71,6 +71,8 @@ pub(super) enum ThreadEntry {
         /// `{"from": …, "to": …}` (created: `{"status": …}`).
         #[schema(value_type = Object)]
         detail: serde_json::Value,
+        /// For an assignee change, whom the issue went to (null when unassigned).
+        assignee: Option<PersonRef>,
     },
 }
 
@@ -101,6 +103,7 @@ impl ThreadEntry {
                 actor: names.actor(a.actor),
                 what: a.kind.to_string(),
                 detail: a.detail.clone(),
+                assignee: a.new_assignee().map(|to| names.actor(to)),
             },
         }
     }

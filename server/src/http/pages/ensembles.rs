@@ -100,7 +100,7 @@ async fn page_view(
         recommendation: c.recommendation.as_ref().map(|r| RecommendationView {
             agent: r.agent.clone(),
             why: r.why.clone(),
-            by_opinion_only: r.by_opinion_only,
+            decided_by: r.decided_by.clone(),
         }),
         candidates,
         choose_url: (c.chosen.is_none() && all_ended && caller.run.is_none())

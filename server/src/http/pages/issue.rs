@@ -55,31 +55,10 @@ fn describe(a: &Activity, people: &People) -> String {
         ActivityKind::Title => format!("renamed this to \u{201c}{}\u{201d}", text(&d["to"])),
         ActivityKind::Labels => "changed the labels".into(),
         ActivityKind::Body => "edited the description".into(),
-        ActivityKind::Assignee => {
-            match serde_json::from_value::<Option<AssigneeJson>>(d["to"].clone())
-                .ok()
-                .flatten()
-            {
-                Some(to) => format!("assigned this to {}", people.person(to.actor()).name),
-                None => "removed the assignee".into(),
-            }
-        }
-    }
-}
-
-#[derive(serde::Deserialize)]
-#[serde(tag = "type", content = "id", rename_all = "snake_case")]
-enum AssigneeJson {
-    User(crate::domain::UserId),
-    Agent(crate::domain::AgentId),
-}
-
-impl AssigneeJson {
-    fn actor(&self) -> crate::domain::Actor {
-        match self {
-            AssigneeJson::User(u) => crate::domain::Actor::User(*u),
-            AssigneeJson::Agent(a) => crate::domain::Actor::Agent(*a),
-        }
+        ActivityKind::Assignee => match a.new_assignee() {
+            Some(to) => format!("assigned this to {}", people.person(to).name),
+            None => "removed the assignee".into(),
+        },
     }
 }
 
@@ -95,6 +74,7 @@ async fn page_view(
     let names = mentions::names(&people);
     let markdown = |text: &str| mentions::markdown(text, &names, &people, &slug);
     let labels: Vec<String> = issue.labels.iter().map(|l| l.as_str().to_owned()).collect();
+    let ensembles = state.store.list_ensemble_runs(issue.id).await?;
     Ok(IssuePageView {
         nav: nav_with_inbox(state, member, NavItem::Board).await?,
         url: format!("/w/{}/issues/{key}", member.caller.ws.slug),
@@ -124,16 +104,20 @@ async fn page_view(
             .entries
             .iter()
             .any(|e| matches!(e, Entry::Run(r) if r.is_live())),
-        thread: thread_views(member, issue, &thread.entries, &people, &markdown),
+        thread: thread_views(
+            member,
+            issue,
+            &thread.entries,
+            &people,
+            &markdown,
+            &ensembles,
+        ),
         comment_body: String::new(),
         comment_errors: FormErrors::new(),
         edit_text: false,
         edit_comment: None,
         can_delete: svc::may_delete(&member.caller, issue),
-        ensemble_runs: state
-            .store
-            .list_ensemble_runs(issue.id)
-            .await?
+        ensemble_runs: ensembles
             .iter()
             .map(|e| {
                 (
@@ -230,15 +214,25 @@ fn run_totals(entries: &[Entry]) -> Option<(String, Option<String>)> {
 }
 
 /// The timeline's views, with the reply box under the latest run once it finished (and while the issue
-/// takes replies).
+/// takes replies); of an ensemble's runs, only the chosen candidate's takes replies (the work continues
+/// there, not under a losing candidate or the reviewer).
 fn thread_views(
     member: &WsMember,
     issue: &Issue,
     entries: &[Entry],
     people: &People,
     markdown: &dyn Fn(&str) -> String,
+    ensembles: &[crate::domain::EnsembleRun],
 ) -> Vec<ThreadEntryView> {
+    let replied_to = entries.iter().rposition(|e| match e {
+        Entry::Run(r) => r
+            .run
+            .ensemble_run_id
+            .is_none_or(|_| ensembles.iter().any(|e| e.chosen_run_id == Some(r.run.id))),
+        _ => false,
+    });
     let slug = member.caller.ws.slug.as_str();
+    let mut runs_seen = 0;
     let mut views: Vec<ThreadEntryView> = entries
         .iter()
         .map(|e| match e {
@@ -251,7 +245,10 @@ fn thread_views(
                 can_edit: comments_svc::is_author(&member.caller, c),
                 can_delete: comments_svc::may_delete(&member.caller, c),
             }),
-            Entry::Run(r) => ThreadEntryView::Run(Box::new(thread_run(slug, r, people))),
+            Entry::Run(r) => {
+                runs_seen += 1;
+                ThreadEntryView::Run(Box::new(thread_run(slug, r, runs_seen, people)))
+            }
             Entry::Status(s) => ThreadEntryView::Change(ActivityView {
                 actor: people.person(s.actor),
                 text: moved(
@@ -267,8 +264,8 @@ fn thread_views(
             }),
         })
         .collect();
-    let latest = views.iter_mut().rev().find_map(|v| match v {
-        ThreadEntryView::Run(r) => Some(r),
+    let latest = replied_to.and_then(|i| match views.get_mut(i) {
+        Some(ThreadEntryView::Run(r)) => Some(r),
         _ => None,
     });
     if let Some(run) = latest.filter(|r| !r.live)

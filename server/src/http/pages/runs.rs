@@ -79,7 +79,8 @@ async fn show(
     } else {
         fold.usage
     };
-    let mut header = header_view(&slug, &run, &issue, &people);
+    let place = RunPlace::load(&state, &run).await?;
+    let mut header = header_view(&slug, &run, &issue, &people, &place);
     header.waiting = runners::run_waiting(&state, &run).await?;
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
@@ -137,12 +138,48 @@ fn streams_text_deltas(people: &People, run: &Run) -> bool {
         .is_some_and(|a| a.profile.kind == crate::domain::AgentKind::Llama)
 }
 
+/// What the run page's header says that the run's row does not hold: which run of its issue it is
+/// ("Run 3"), and the name of the runner that took it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RunPlace {
+    number: Option<usize>,
+    runner: Option<(crate::domain::RunnerId, String)>,
+}
+
+impl RunPlace {
+    pub(super) async fn load(state: &AppState, run: &Run) -> crate::store::Result<Self> {
+        let mut runs = state.store.list_runs_for_issue(run.issue_id).await?;
+        runs.sort_by_key(|r| (r.created_at, r.id));
+        let mut place = Self {
+            number: runs.iter().position(|r| r.id == run.id).map(|i| i + 1),
+            runner: None,
+        };
+        place.follow(state, run).await;
+        Ok(place)
+    }
+
+    /// Reads the runner's name again only when the run is held by another runner than the one known.
+    pub(super) async fn follow(&mut self, state: &AppState, run: &Run) {
+        let Some(id) = run.runner_id else {
+            return;
+        };
+        if self.runner.as_ref().is_some_and(|(known, _)| *known == id) {
+            return;
+        }
+        match state.store.get_runner(id).await {
+            Ok(runner) => self.runner = Some((id, runner.name)),
+            Err(e) => tracing::debug!(error = %e, "cannot read the run's runner"),
+        }
+    }
+}
+
 /// The run page's header.
 pub(super) fn header_view(
     slug: &str,
     run: &Run,
     issue: &crate::domain::Issue,
     people: &People,
+    place: &RunPlace,
 ) -> RunHeaderView {
     let url = run_url(slug, run.id);
     RunHeaderView {
@@ -152,6 +189,8 @@ pub(super) fn header_view(
         issue_url: format!("/w/{slug}/issues/{}", issue.key),
         agent: Some(people.person(Actor::Agent(run.agent_id))),
         attempt: run.attempt,
+        number: place.number,
+        runner: place.runner.as_ref().map(|(_, name)| name.clone()),
         status: run.status.to_string(),
         stalled_at: run.stalled_at.filter(|_| !run.status.is_terminal()),
         failure: failure_view(slug, run, people),
@@ -245,7 +284,12 @@ pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
 }
 
 /// A run as one entry of the issue page's timeline (no reply box: the page decides where that goes).
-pub(crate) fn thread_run(slug: &str, entry: &RunEntry, people: &People) -> ThreadRunView {
+pub(crate) fn thread_run(
+    slug: &str,
+    entry: &RunEntry,
+    number: usize,
+    people: &People,
+) -> ThreadRunView {
     let run = &entry.run;
     let u = &run.usage;
     let tokens = u.tokens();
@@ -272,6 +316,7 @@ pub(crate) fn thread_run(slug: &str, entry: &RunEntry, people: &People) -> Threa
         url: run_url(slug, run.id),
         agent: Some(people.person(Actor::Agent(run.agent_id))),
         attempt: run.attempt,
+        number,
         status: run.status.to_string(),
         stalled: run.stalled_at.is_some() && !run.status.is_terminal(),
         trigger,

@@ -149,11 +149,20 @@ fn row(
         cache: thousands(t.cache_read_tokens + t.cache_write_tokens),
         cost,
         cost_title: title.map(str::to_owned),
-        per_run: g.cost_per_run().map_or_else(|| "–".to_owned(), usd),
-        per_delivered: g.cost_per_delivered().map_or_else(|| "–".to_owned(), usd),
+        per_run: per(g, g.cost_per_run()),
+        per_delivered: per(g, g.cost_per_delivered()),
         tokens_per_sec: g
             .tokens_per_sec
             .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}")),
+    }
+}
+
+/// A cost per run or per delivered issue: "unpriced" when nothing of the group was priced (never $0).
+fn per(g: &crate::domain::usage::GroupUsage, cost: Option<f64>) -> String {
+    match cost {
+        Some(c) => usd(c),
+        None if g.all_unpriced() => "unpriced".to_owned(),
+        None => "–".to_owned(),
     }
 }
 

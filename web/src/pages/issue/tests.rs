@@ -186,7 +186,7 @@ fn the_timeline_reads_in_order_with_runs_as_compact_entries() {
     assert!(
         failed.contains("assigned") && failed.contains("12s") && failed.contains("1,024 tokens")
     );
-    assert!(failed.contains(r#"<a class="run-link" href="/w/acme/runs/r1">Attempt 1</a>"#));
+    assert!(failed.contains(r#"<a class="run-link" href="/w/acme/runs/r1">Run 1</a>"#));
     assert!(
         failed.contains("OPENAI_API_KEY") && failed.contains("1 file changed, 3 insertions(+)")
     );

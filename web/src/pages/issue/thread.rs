@@ -113,7 +113,7 @@ fn run(v: &IssuePageView, r: &ThreadRunView) -> Markup {
                     @if !r.duration.is_empty() && !r.live { span { (r.duration) } }
                     @if r.tokens != "0" { span { (r.tokens) " tokens" } }
                     @if !r.live || r.cost != "$0.0000" { span.run-cost title=[r.cost_title.as_deref()] { (r.cost) } }
-                    a.run-link href=(r.url) { "Attempt " (r.attempt) }
+                    a.run-link href=(r.url) { "Run " (r.number) @if r.attempt > 1 { " · attempt " (r.attempt) } }
                 }
             }
             @if r.live { (working(r)) }

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::timeline::{Timeline, diff_view};
 use super::{
-    READ_PAGE, agent_model, counters_view, header_view, parse_run_id, streams_text_deltas,
+    READ_PAGE, RunPlace, agent_model, counters_view, header_view, parse_run_id, streams_text_deltas,
 };
 use crate::app::AppState;
 use crate::domain::{Issue, Run, Seq};
@@ -115,9 +115,14 @@ async fn run_socket(
         close(&mut socket, close_code::AGAIN, "cannot read the run's log").await;
         return;
     }
+    let place = RunPlace::load(&state, &run).await.unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "cannot place the run among its issue's runs");
+        RunPlace::default()
+    });
     let mut shown = Shown {
         synced: false,
-        header: header_view(&page.slug, &run, &page.issue, &page.people),
+        header: header_view(&page.slug, &run, &page.issue, &page.people, &place),
+        place,
         started_at: run.started_at,
         run: run.clone(),
         read_at: tokio::time::Instant::now(),
@@ -212,6 +217,8 @@ struct Shown {
     /// cancel's redirect lands before the run has ended), so the first push always carries the header.
     synced: bool,
     header: RunHeaderView,
+    /// The run's number on its issue and its runner's name, as last read.
+    place: RunPlace,
     started_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The run's row as last read, and when.
     run: Run,
@@ -248,7 +255,8 @@ async fn render(
         }
         None => shown.run.clone(),
     };
-    let header = header_view(&page.slug, &now, &page.issue, &page.people);
+    shown.place.follow(state, &now).await;
+    let header = header_view(&page.slug, &now, &page.issue, &page.people, &shown.place);
     let header_changed = !shown.synced || ended.is_some() || header != shown.header;
     let clock_changed = now.started_at != shown.started_at;
     let usage = if now.status.is_terminal() {

@@ -242,7 +242,7 @@ impl Timeline {
                 RunItemKind::ToolCall {
                     slot_id: self.slot_id(&id),
                     name,
-                    input: long_text(&tool_input(&input)),
+                    input: long_text(&self.relative(&tool_input(&input))),
                     result: None,
                 }
             }
@@ -252,7 +252,7 @@ impl Timeline {
                 is_error,
             } => {
                 let result = ToolResultView {
-                    output: long_text(&output),
+                    output: long_text(&self.relative(&output)),
                     is_error,
                     exit_code: self.pending_exits.remove(&id).flatten(),
                 };
@@ -264,7 +264,7 @@ impl Timeline {
                 output,
             } => return self.command_of(prev, &cmd, exit_code, &output),
             AgentEvent::FileChange { path, change } => RunItemKind::FileChange {
-                path,
+                path: self.relative(&path),
                 change: serde_json::to_value(change)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
@@ -296,8 +296,42 @@ impl Timeline {
                 self.batch.usage_changed = true;
                 RunItemKind::Raw { line: detail }
             }
+            AgentEvent::Notice { text } => RunItemKind::Raw { line: text },
             AgentEvent::Raw { line } => RunItemKind::Raw { line },
         })
+    }
+
+    /// `text` with the run's worktree paths (`…/<run id>/work/src/x.rs`) relative to the repository
+    /// (`src/x.rs`; the worktree itself is `.`): where the runner put the checkout says nothing.
+    fn relative(&self, text: &str) -> String {
+        let marker = format!("/{}/work", self.run_id);
+        if !text.contains(&marker) {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find(&marker) {
+            // The path starts after the last separator before it (space, quote, `=`, bracket, newline).
+            let start = rest[..at]
+                .rfind(|c: char| c.is_whitespace() || "\"'`=([{,:".contains(c))
+                .map_or(0, |i| i + 1);
+            let after = &rest[at + marker.len()..];
+            out.push_str(&rest[..start]);
+            rest = match after.strip_prefix('/') {
+                Some(inner) => inner,
+                None if after.starts_with(|c: char| c.is_alphanumeric() || c == '-') => {
+                    // Not this run's worktree (a longer name): keep it as it is.
+                    out.push_str(&rest[start..at + marker.len()]);
+                    after
+                }
+                None => {
+                    out.push('.');
+                    after
+                }
+            };
+        }
+        out.push_str(rest);
+        out
     }
 
     fn add_usage(&mut self, u: TokenUsage) {

@@ -89,9 +89,9 @@ impl Timeline {
         output: &str,
     ) -> Option<RunItemKind> {
         let kind = RunItemKind::Command {
-            cmd: cmd.to_owned(),
+            cmd: self.relative(cmd),
             exit_code,
-            output: long_text(output),
+            output: long_text(&self.relative(output)),
         };
         let ran = |calls: &std::collections::HashMap<String, String>, id: &str| {
             calls.get(id).map(String::as_str) == Some(cmd)

@@ -293,3 +293,39 @@ fn a_check_event_is_a_gate_entry() {
     // A payload that is not a check result is shown as it is, not guessed at.
     assert!(matches!(&batch.items[1].kind, RunItemKind::Raw { line } if line.contains("oops")));
 }
+
+/// Issue 27: paths under the run's worktree read relative to the repository, wherever the runner put it;
+/// another run's folder and look-alike names stay as they are.
+#[test]
+fn worktree_paths_read_relative_to_the_repository() {
+    let t = Timeline::new("0195ab12".into(), None);
+    let root = "/var/lib/muster/runs/0195ab12/work";
+    assert_eq!(t.relative(&format!("{root}/src/x.rs")), "src/x.rs");
+    assert_eq!(
+        t.relative(&format!(
+            r#"{{"file_path": "{root}/a b/c.md", "cwd": "{root}"}}"#
+        )),
+        r#"{"file_path": "a b/c.md", "cwd": "."}"#
+    );
+    assert_eq!(
+        t.relative(&format!(
+            "cd {root} && cargo test --manifest-path={root}/Cargo.toml"
+        )),
+        "cd . && cargo test --manifest-path=Cargo.toml"
+    );
+    let other = "/var/lib/muster/runs/0195ab13/work/src/x.rs";
+    assert_eq!(t.relative(other), other);
+    let longer = format!("{root}space/x");
+    assert_eq!(t.relative(&longer), longer);
+
+    let mut t = Timeline::new("0195ab12".into(), None);
+    t.push(&ev(
+        1,
+        "file_change",
+        json!({"kind": "file_change", "path": format!("{root}/src/lib.rs"), "change": "update"}),
+    ));
+    match &t.take().items[0].kind {
+        RunItemKind::FileChange { path, .. } => assert_eq!(path, "src/lib.rs"),
+        other => panic!("{other:?}"),
+    }
+}
