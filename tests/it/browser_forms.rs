@@ -380,3 +380,46 @@ async fn the_settings_page_sets_the_loop_guard_in_chromium() {
     ada.screenshot("settings").await.unwrap();
     ada.close().await.unwrap();
 }
+
+/// Issue 27: Ctrl+Enter in the New issue panel creates the issue once, in this tab: the board shows it
+/// with the panel closed and empty (the browser's own Ctrl+Enter submitted into a new tab and left this
+/// one filled in, so the next click duplicated the issue).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
+async fn ctrl_enter_creates_one_issue_in_this_tab() {
+    let Some((_db, app)) = server().await else {
+        return;
+    };
+    let Some(ada) = Browser::start().await else {
+        return;
+    };
+    sign_in(&ada, &app, PASSWORD).await;
+    js(&ada, "window.__stayed = true").await;
+    ada.click("details.new-issue > summary").await.unwrap();
+    ada.fill("#new-issue-title", "Keyboard first")
+        .await
+        .unwrap();
+    let title = ada.find("#new-issue-title").await.unwrap();
+    title
+        .send_keys(&(fantoccini::key::Key::Control + &fantoccini::key::Key::Enter))
+        .await
+        .unwrap();
+    ada.wait_for_text(".board", "Keyboard first", LIVE)
+        .await
+        .unwrap();
+    let after = js(
+        &ada,
+        "return [document.querySelector('details.new-issue').open, \
+         document.querySelector('#new-issue-title').value, \
+         document.querySelectorAll('.card').length]",
+    )
+    .await;
+    assert_eq!(
+        after,
+        json!([false, "", 1]),
+        "the panel, its title, the cards"
+    );
+    let windows = ada.client().windows().await.unwrap();
+    assert_eq!(windows.len(), 1, "no second tab");
+    ada.close().await.unwrap();
+}

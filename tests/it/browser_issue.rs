@@ -178,8 +178,41 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     )
     .await;
     assert_eq!(boxes, serde_json::json!([[true, true], [false, true]]));
+    // The description and conversation come before the side panel.
+    let order = js(
+        &browser,
+        "return [document.querySelector('.issue-main').getBoundingClientRect().top, \
+         document.querySelector('.issue-side').getBoundingClientRect().top]",
+    )
+    .await;
+    assert!(
+        order[0].as_f64().unwrap() < order[1].as_f64().unwrap(),
+        "the side panel comes first: {order}"
+    );
     js(&browser, "window.scrollTo(0, 0)").await;
     browser.screenshot("issue-390").await.unwrap();
+
+    // A phone's nav is a menu button, not a sideways strip; it opens the whole list.
+    let strip = js(
+        &browser,
+        "return getComputedStyle(document.querySelector('.mainnav')).display",
+    )
+    .await;
+    assert_eq!(strip, "none", "the sideways strip is hidden on a phone");
+    assert_on_screen(&browser, ".navmenu summary").await;
+    js(&browser, "window.scrollTo(0, 0)").await;
+    browser.click(".navmenu summary").await.unwrap();
+    for css in [
+        ".navmenu-list a[href='/w/acme']",
+        ".navmenu-list a[href='/w/acme/agents']",
+        ".navmenu-list a[href='/w/acme/settings']",
+        ".navmenu-list a[href='/w/acme/account']",
+    ] {
+        assert_on_screen(&browser, css).await;
+    }
+    js(&browser, "window.scrollTo(0, 0)").await;
+    browser.screenshot("nav-390-open").await.unwrap();
+    browser.click(".navmenu summary").await.unwrap();
 
     // In place: a page load would lose this marker.
     js(&browser, "window.__stayed = true").await;
@@ -208,6 +241,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .unwrap();
     stayed(&browser, "saving the side panel").await;
 
+    js(&browser, "window.scrollTo(0, 0)").await;
     browser.click("a.issue-edit").await.unwrap();
     browser.find_within("#edit-title", LIVE).await.unwrap();
     let (scroll, inner) = widths(&browser).await;

@@ -96,7 +96,7 @@ fn top_bar(nav: &Nav) -> Markup {
             (inbox_link(nav, &base))
             // Phones: the same links behind a menu button (a `details`, so it opens without JavaScript).
             details.navmenu {
-                summary.btn.btn-ghost.navmenu-button aria-label="Menu" { span aria-hidden="true" { "☰" } " Menu" }
+                summary.btn.btn-ghost.navmenu-button aria-label="Menu" title="Menu" { span aria-hidden="true" { "☰" } }
                 nav.navmenu-list aria-label="Main (menu)" {
                     @for (item, label, href) in &links {
                         a href=(href) aria-current=[(nav.active == *item).then_some("page")] { (label) }

@@ -43,7 +43,7 @@ pub fn run(v: &RunPageView) -> Markup {
             span aria-hidden="true" { "/" }
             a href=(h.issue_url) { (h.issue_key) }
             span aria-hidden="true" { "/" }
-            span { "Run " (h.attempt) }
+            span { "Run " (h.number.map_or_else(|| h.id.chars().take(8).collect::<String>(), |n| n.to_string())) }
         }
         @match &v.live_url {
             Some(url) => div.run-page.run-live hx-ext="ws" ws-connect=(url) data-run=(h.id) { (content) },
