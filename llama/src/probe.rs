@@ -405,6 +405,28 @@ fn names(doc: &Value, list: &str, field: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether something accepts a TCP connection at `url`'s host and port (its scheme's default port when
+/// it names none), within `timeout`: `Err` is "host:port (why)", without the URL's credentials. Only a
+/// connection is tried, no request: no key is sent, nothing is spent. `Ok` too for a URL without a host,
+/// which the client that uses it refuses with its own words.
+pub async fn accepts_connections(url: &str, timeout: Duration) -> Result<(), String> {
+    let Ok(parsed) = reqwest::Url::parse(url.trim()) else {
+        return Ok(());
+    };
+    let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
+        return Ok(());
+    };
+    let address = format!("{host}:{port}");
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address.as_str())).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("{address} ({e})")),
+        Err(_) => Err(format!(
+            "{address} (no answer within {} ms)",
+            timeout.as_millis()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -179,6 +179,16 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
                 .to_owned(),
             true,
         ),
+        FailureReason::Unreachable => (
+            match f.summary.map(str::trim).filter(|s| !s.is_empty()) {
+                Some(why) => format!("{cli}'s model server did not answer: {why}"),
+                None => format!("{cli}'s model server did not answer"),
+            },
+            "check the agent's Base URL (or its base-URL variable) and that the server is running and \
+             reachable from the runner; Muster does not retry such runs"
+                .to_owned(),
+            true,
+        ),
         FailureReason::RunnerLost => (
             "The runner stopped while the run was live".to_owned(),
             "retry the run".to_owned(),

@@ -59,6 +59,7 @@ string_enum!(
         OverCap => "over_cap",
         Git => "git",
         EgressRefused => "egress_refused",
+        Unreachable => "unreachable",
     }
 );
 

@@ -106,6 +106,22 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
     secrets
 }
 
+/// How long the runner waits for an agent's model server to accept a connection before the run starts.
+const PREFLIGHT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Checks, before the agent starts, that something accepts connections at its model server: a wrong base
+/// URL fails the run in seconds, naming the address, instead of after the CLI's own minutes of retries
+/// (Claude Code: 10) and Muster's retries of a "network" failure. Only a connection is tried: no request,
+/// no key sent, no tokens spent.
+async fn preflight(url: &str) -> Result<(), PrepareError> {
+    muster_llama::probe::accepts_connections(url, PREFLIGHT_TIMEOUT)
+        .await
+        .map_err(|why| PrepareError {
+            reason: FailureReason::Unreachable,
+            message: format!("nothing accepted a connection at {why}, its base URL's address"),
+        })
+}
+
 /// Creates the work directory (a git worktree when the workspace has a repository), writes the brief
 /// and the skills, and builds the launch spec. A worktree made here is discarded again if a later step
 /// fails.
@@ -205,6 +221,9 @@ async fn finish_prepare(
                 .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
                 .flatten()
         });
+    if let Some(url) = &base_url {
+        preflight(url).await?;
+    }
     let model_urls = super::egress::model_urls(kind, base_url.as_deref(), &env);
     let api_urls: Vec<String> = api_url.into_iter().chain(host.api_url.clone()).collect();
     let mut egress =
