@@ -11,9 +11,10 @@
 //!   input and cache tokens, its `message_delta` → `TurnUsage` with its output tokens: each model
 //!   request's usage as it ends, for budgets (the `assistant` lines' usage is a snapshot taken at
 //!   `message_start`, output 1, repeated once per content block); text deltas yield nothing;
-//! - `result` → `Usage` (from `modelUsage`, else `usage`, with Claude's own cost estimate), then
-//!   `Finished`. API errors arrive as `is_error: true` under `subtype: "success"`, so `is_error`
-//!   decides, and the failure also yields an `Error` classified by the HTTP status. A result that is
+//! - `result` → `Usage` (from `modelUsage`, else `usage`, with Claude's own cost estimate), a
+//!   `Refused` per entry of its `permission_denials`, then `Finished`. API errors arrive as
+//!   `is_error: true` under `subtype: "success"`, so `is_error` decides, and the failure also yields
+//!   an `Error` classified by the HTTP status. A result that is
 //!   only Claude's `[ede_diagnostic]` line (a cancelled or refused turn) is no summary.
 //!
 //! The synthetic assistant line Claude prints before a failed `result` (`model: "<synthetic>"` with
@@ -297,6 +298,31 @@ struct ResultLine {
     usage: Option<ResultUsage>,
     #[serde(default)]
     model_usage: BTreeMap<String, ModelUsage>,
+    /// The tool calls refused under the permission mode during the turn.
+    #[serde(default, rename = "permission_denials")]
+    permission_denials: Vec<Denial>,
+}
+
+/// One refused tool call in a `result` line.
+#[derive(Deserialize)]
+struct Denial {
+    #[serde(default)]
+    tool_name: String,
+    #[serde(default)]
+    tool_input: Value,
+}
+
+impl Denial {
+    /// The command, file or pattern the refused call named, on one line (at most 200 characters).
+    fn input(&self) -> String {
+        let named = ["command", "file_path", "path", "pattern", "url"]
+            .iter()
+            .find_map(|k| self.tool_input.get(*k).and_then(Value::as_str))
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.tool_input.to_string());
+        let line = named.split_whitespace().collect::<Vec<_>>().join(" ");
+        line.chars().take(200).collect()
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -468,6 +494,15 @@ fn user_events(line: MessageLine) -> Vec<AgentEvent> {
 fn result_events(result: ResultLine) -> Vec<AgentEvent> {
     let usage = result_usage(&result);
     let mut events = vec![AgentEvent::Usage(usage)];
+    events.extend(
+        result
+            .permission_denials
+            .iter()
+            .map(|d| AgentEvent::Refused {
+                tool: d.tool_name.clone(),
+                input: d.input(),
+            }),
+    );
     if result.is_error || result.subtype != "success" {
         let message = match (&result.result, result.errors.is_empty()) {
             (Some(text), _) if !text.is_empty() => text.clone(),

@@ -88,6 +88,14 @@ pub enum AgentEvent {
         /// The final answer on success, the reason on failure, when the CLI gives one.
         summary: Option<String>,
     },
+    /// The CLI refused one of the agent's tool calls under its permission mode (it asks for an approval
+    /// nobody can give headless): a run whose every call was refused did nothing.
+    Refused {
+        /// The tool as the CLI names it (`Bash`, `Edit`, …).
+        tool: String,
+        /// What it was asked (the command, the file), one line.
+        input: String,
+    },
     /// A status line the CLI gave about its own work (a background task started or ended, a model
     /// fallback, a refused permission, a compacted conversation): shown dimmed, never a summary.
     Notice {
@@ -123,6 +131,7 @@ impl AgentEvent {
             Self::TurnUsage(_) => "turn_usage",
             Self::Error { .. } => "error",
             Self::Finished { .. } => "finished",
+            Self::Refused { .. } => "refused",
             Self::Notice { .. } => "notice",
             Self::Speed { .. } => "speed",
             Self::Raw { .. } => "raw",

@@ -995,6 +995,78 @@ async fn an_unreachable_base_url_fails_at_once_with_the_address() {
     }
 }
 
+/// Issue 27: under the default permission mode, Claude Code refuses a shell command it cannot vet (it asks
+/// for an approval nobody can give headless); a run whose every tool call was refused did nothing, so it
+/// is "needs permission", naming the refused command and the mode, not Succeeded and not in review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
+async fn a_run_whose_every_tool_call_was_refused_needs_permission() {
+    let Some(binary) = locate(&CLAUDE) else {
+        return;
+    };
+    let engine = Engine::start(muster_tests::Backend::Sqlite, &CLAUDE, &binary)
+        .await
+        .unwrap();
+    let server = ModelServer::start().await.unwrap();
+    let agent = engine
+        .agent(
+            &CLAUDE,
+            &server,
+            &[("ANTHROPIC_API_KEY", "sk-test", true)],
+            |a| {
+                a.permission_mode = muster::domain::PermissionMode::WorkspaceWrite;
+            },
+        )
+        .await;
+    let issue = {
+        use muster::domain::{IssueStatus, IssueTitle, NewIssue};
+        let mut new = NewIssue::new(IssueTitle::parse("Stamp it").unwrap())
+            .with_body("CMD=echo $(date) > stamp.txt")
+            .unwrap();
+        new.status = IssueStatus::Backlog;
+        engine.store.create_issue(engine.ws.id, &new).await.unwrap()
+    };
+    engine
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/issues/{}", issue.key),
+            serde_json::json!({"assignee": agent.profile.name.as_str(), "status": "todo"}),
+        )
+        .await;
+    let started = Instant::now();
+    let run = loop {
+        let runs = engine.store.list_runs_for_issue(issue.id).await.unwrap();
+        if let Some(run) = runs.into_iter().find(|r| r.status.is_terminal()) {
+            break run;
+        }
+        assert!(started.elapsed() < RUN_DEADLINE, "the run did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let events = engine.events(&run).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        (run.status, run.failure_reason),
+        (
+            muster::domain::RunStatus::Failed,
+            Some(muster::domain::FailureReason::NeedsPermission)
+        ),
+        "{run:?}\n{kinds:?}"
+    );
+    let detail = run.failure_detail.clone().unwrap_or_default();
+    assert!(
+        detail.starts_with("Bash `echo $(date) > stamp.txt`")
+            && detail.ends_with("workspace_write"),
+        "{detail}"
+    );
+    assert!(kinds.contains(&"refused"), "{kinds:?}");
+    let now = engine.store.get_issue_by_id(issue.id).await.unwrap();
+    assert_ne!(
+        now.status,
+        muster::domain::IssueStatus::InReview,
+        "nothing to review"
+    );
+}
+
 /// A Codex agent with a base URL and no model: refused when saved, with a message on `model`; one saved
 /// before that rule fails at run start with the same message, and the model server hears nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -129,6 +129,28 @@ async fn setup_link_and_first_agent(backend: Backend) {
             "enabled": true,
         }])
     );
+    // Its form names the runtime and the permission mode in words, and says what each mode allows.
+    let html = client()
+        .get(app.url("/w/acme/agents/coder"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(r#"<option value="claude" selected>Claude Code</option>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<option value="workspace_write" selected>Edit the worktree</option>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("refuses shell commands it cannot vet"),
+        "{html}"
+    );
     app.shutdown.cancel();
     app.handle.await.unwrap().unwrap();
 }

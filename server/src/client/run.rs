@@ -505,6 +505,7 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
             }
         }
         "notice" => s("text"),
+        "refused" => format!("permission refused: {} {}", s("tool"), s("input")),
         "stderr" | "raw" => s("line"),
         "status" => s("status"),
         _ => compact(p),

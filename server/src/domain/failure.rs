@@ -189,6 +189,17 @@ pub fn explain(f: &FailureFacts<'_>) -> FailureText {
                 .to_owned(),
             true,
         ),
+        FailureReason::NeedsPermission => (
+            match f.detail.map(str::trim).filter(|d| !d.is_empty()) {
+                Some(d) => format!("{cli} was refused every tool call it tried: {d}"),
+                None => format!("{cli} was refused every tool call it tried"),
+            },
+            "allow more in the agent's Permission mode (read_only: reading only; workspace_write: edits \
+             in its worktree, while the CLI asks approval for commands it cannot vet, which nobody can \
+             give headless; bypass: any command, still inside Muster's sandbox), then retry the run"
+                .to_owned(),
+            true,
+        ),
         FailureReason::RunnerLost => (
             "The runner stopped while the run was live".to_owned(),
             "retry the run".to_owned(),

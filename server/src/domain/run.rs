@@ -60,6 +60,7 @@ string_enum!(
         Git => "git",
         EgressRefused => "egress_refused",
         Unreachable => "unreachable",
+        NeedsPermission => "needs_permission",
     }
 );
 

@@ -61,6 +61,13 @@ pub(super) fn finished(
             let ok = *code == Some(0) && tally.finished.as_ref().is_none_or(|(ok, _)| *ok);
             if ok && tally.git_error.is_some() {
                 (RunStatus::Failed, *code, Some(FailureReason::Git))
+            } else if ok && tally.all_refused() && !tally.changed {
+                // Its CLI refused every tool call it tried: it did nothing, whatever its answer says.
+                (
+                    RunStatus::Failed,
+                    *code,
+                    Some(FailureReason::NeedsPermission),
+                )
             } else if ok {
                 (RunStatus::Succeeded, *code, None)
             } else if tally.egress.refusal().is_some()
@@ -101,11 +108,22 @@ pub(super) fn finished(
         Ending::Stopped(Stop::Cancelled, _) => tally.stop_note.clone(),
         _ => tally.summary(),
     };
+    let refusal = tally.first_refusal.as_ref().map(|first| {
+        let more = match tally.refused {
+            0 | 1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        match &tally.permission_mode {
+            Some(mode) => format!("{first}{more}, under the permission mode {mode}"),
+            None => format!("{first}{more}"),
+        }
+    });
     // The decisive error, for a failure that was not of our making (a stop or an unstarted run says why
     // itself in its reason and summary).
     let failure_detail = match ending {
         _ if failure_reason == Some(FailureReason::Git) => tally.git_error.as_deref(),
         _ if failure_reason == Some(FailureReason::EgressRefused) => tally.egress.refusal(),
+        _ if failure_reason == Some(FailureReason::NeedsPermission) => refusal.as_deref(),
         Ending::Exited(_) | Ending::Stopped(Stop::Auth, _) if failure_reason.is_some() => {
             tally.errors.message()
         }

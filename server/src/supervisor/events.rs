@@ -179,6 +179,13 @@ pub(super) struct Tally {
     pub git_error: Option<String>,
     /// Connections the egress proxy or the sandbox refused.
     pub egress: EgressTrack,
+    /// Tool calls the agent made, and those its CLI refused under its permission mode (the first
+    /// refusal in words).
+    pub tool_calls: usize,
+    pub refused: usize,
+    pub first_refusal: Option<String>,
+    /// The agent's permission mode, to say which mode refused.
+    pub permission_mode: Option<String>,
 }
 
 /// What the run's refused connections say about its failure.
@@ -267,6 +274,13 @@ impl Tally {
                 self.turns.add_priced(*u, self.model.as_deref(), rates);
             }
             AgentEvent::Error { .. } => self.errors.add(event),
+            AgentEvent::ToolCall { .. } => self.tool_calls += 1,
+            AgentEvent::Refused { tool, input } => {
+                self.refused += 1;
+                if self.first_refusal.is_none() {
+                    self.first_refusal = Some(format!("{tool} `{input}`"));
+                }
+            }
             AgentEvent::Finished { ok, summary } => self.finished = Some((*ok, summary.clone())),
             _ => {}
         }
@@ -282,6 +296,11 @@ impl Tally {
         let mut all = self.usage;
         all += &self.turns;
         all
+    }
+
+    /// Whether the agent tried tools and its CLI refused every call: the run did nothing it was asked.
+    pub(super) fn all_refused(&self) -> bool {
+        self.refused > 0 && self.refused >= self.tool_calls
     }
 
     /// What the run has cost so far, final reports and turns not yet covered by one.

@@ -454,6 +454,7 @@ async fn run_child(
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
         model: ctx.order.agent.model.clone(),
+        permission_mode: Some(ctx.order.agent.permission_mode.to_string()),
         ..Tally::default()
     };
     if let Some(policy) = &confinement.policy {

@@ -115,6 +115,12 @@ fn identity(v: &AgentFormView, f: &Form<'_>) -> Markup {
     }
 }
 
+/// What each permission mode allows, per CLI (every mode runs inside Muster's sandbox).
+const PERMISSION_HINT: &str = "Read only: look, change nothing. Edit the worktree: Claude Code edits \
+    files but refuses shell commands it cannot vet (nobody can approve them headless: a run whose every \
+    call was refused ends \"needs permission\"); Codex and OpenCode also run commands in the worktree. \
+    Anything: every command, for all CLIs, still confined to the run by Muster's sandbox.";
+
 /// What runs on the server: read-only, with the reason, for anyone but owners and admins.
 fn runtime(v: &AgentFormView, f: &Form<'_>) -> Markup {
     html! {
@@ -124,7 +130,7 @@ fn runtime(v: &AgentFormView, f: &Form<'_>) -> Markup {
         }
         div.field-row {
             (f.field("Kind", "kind", None, f.select("kind", &v.kind)))
-            (f.field("Permission mode", "permission_mode", None, f.select("permission_mode", &v.permission_mode)))
+            (f.field("Permission mode", "permission_mode", Some(PERMISSION_HINT), f.select("permission_mode", &v.permission_mode)))
         }
         div.field-row {
             (f.field("Command", "command", Some("Only for custom agents, or to override the CLI path."),

@@ -51,8 +51,8 @@ pub fn agent_form() -> AgentFormView {
         permission_mode: opts(
             &[
                 ("read_only", "Read only"),
-                ("workspace_write", "Workspace write"),
-                ("full_access", "Full access"),
+                ("workspace_write", "Edit the worktree"),
+                ("bypass", "Anything (inside the sandbox)"),
             ],
             "workspace_write",
         ),

@@ -61,15 +61,32 @@ async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
 fn options<T: Copy + PartialEq>(
     all: &[T],
     name: impl Fn(T) -> &'static str,
+    label: impl Fn(T) -> &'static str,
     selected: &str,
 ) -> Vec<OptionView> {
     all.iter()
         .map(|v| OptionView {
             value: name(*v).into(),
-            label: name(*v).into(),
+            label: label(*v).into(),
             selected: name(*v) == selected,
         })
         .collect()
+}
+
+/// A runtime kind as people name it ("Claude Code", "Local Llama (llama.cpp)").
+fn kind_label(kind: AgentKind) -> &'static str {
+    kind.as_str()
+        .parse::<muster_agents::RuntimeKind>()
+        .map_or(kind.as_str(), crate::runtimes::label)
+}
+
+/// A permission mode in words; what each allows per CLI is the field's hint.
+fn permission_label(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::ReadOnly => "Read only",
+        PermissionMode::WorkspaceWrite => "Edit the worktree",
+        PermissionMode::Bypass => "Anything (inside the sandbox)",
+    }
 }
 
 /// The form filled from a stored profile (secret values never included).
@@ -94,7 +111,12 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
             String::new()
         },
         color: p.color.clone(),
-        kind: options(AgentKind::ALL, AgentKind::as_str, p.kind.as_str()),
+        kind: options(
+            AgentKind::ALL,
+            AgentKind::as_str,
+            kind_label,
+            p.kind.as_str(),
+        ),
         model: opt(p.model.clone()),
         instructions: p.instructions.clone(),
         env: p
@@ -123,6 +145,7 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
         permission_mode: options(
             PermissionMode::ALL,
             PermissionMode::as_str,
+            permission_label,
             p.permission_mode.as_str(),
         ),
         max_concurrent_runs: p.max_concurrent_runs.to_string(),
@@ -273,7 +296,12 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
         view.name = form.get("name").to_owned();
     }
     view.color = form.get("color").to_owned();
-    view.kind = options(AgentKind::ALL, AgentKind::as_str, form.get("kind"));
+    view.kind = options(
+        AgentKind::ALL,
+        AgentKind::as_str,
+        kind_label,
+        form.get("kind"),
+    );
     if form.has("model") {
         view.model = form.get("model").to_owned();
     }
@@ -298,6 +326,7 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
     view.permission_mode = options(
         PermissionMode::ALL,
         PermissionMode::as_str,
+        permission_label,
         form.get("permission_mode"),
     );
     view.max_concurrent_runs = form.get("max_concurrent_runs").to_owned();

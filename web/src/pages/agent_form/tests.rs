@@ -32,7 +32,9 @@ fn posts_every_field_to_action() {
         );
     }
     assert!(html.contains(r#"<option value="codex" selected>Codex</option>"#));
-    assert!(html.contains(r#"<option value="workspace_write" selected>Workspace write</option>"#));
+    assert!(
+        html.contains(r#"<option value="workspace_write" selected>Edit the worktree</option>"#)
+    );
     assert!(html.contains(">--search\n--config=model_reasoning_effort=high</textarea>"));
     assert!(html.contains(r#"name="runners" type="text" value="gpu-box, mac-mini""#));
 }

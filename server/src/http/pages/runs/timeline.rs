@@ -297,6 +297,9 @@ impl Timeline {
                 RunItemKind::Raw { line: detail }
             }
             AgentEvent::Notice { text } => RunItemKind::Raw { line: text },
+            AgentEvent::Refused { tool, input } => RunItemKind::Error {
+                message: format!("Permission refused: {tool} {}", self.relative(&input)),
+            },
             AgentEvent::Raw { line } => RunItemKind::Raw { line },
         })
     }
