@@ -1008,3 +1008,40 @@ async fn a_cancel_on_another_replica_reaches_the_runner_at_once() {
         cancelled_at.elapsed()
     );
 }
+
+/// Issue 27: a runner that goes away is offline at once (not half a minute later, when its heartbeat is
+/// stale), so a queued card says why it waits from the moment its runner is gone; one that comes back is
+/// online at once.
+#[tokio::test]
+async fn a_runner_that_goes_is_offline_at_once() {
+    let Some(world) = World::new(Backend::Sqlite).await else {
+        return;
+    };
+    let (_replica, url) = world.replica("replica").await;
+    let (_, token) = world.runner_token("laptops").await;
+    let online = |name: &'static str| {
+        let world = &world;
+        async move {
+            let now = chrono::Utc::now();
+            world
+                .store
+                .list_runners(world.ws.id)
+                .await
+                .unwrap()
+                .iter()
+                .any(|r| {
+                    r.name == name && muster::service::runners::is_online(r.last_heartbeat_at, now)
+                })
+        }
+    };
+    let mut box_a = world.runner("box-a", &[&url], &token, None);
+    poll("box-a to be online", || async {
+        online("box-a").await.then_some(())
+    })
+    .await;
+    box_a.kill_nine();
+    poll_for(Duration::from_secs(5), "box-a to be offline", || async {
+        (!online("box-a").await).then_some(())
+    })
+    .await;
+}

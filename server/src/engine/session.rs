@@ -86,8 +86,10 @@ pub async fn serve(
         None => return Ok(()),
     };
     let mut session = Session::open(engine, peer, &hello, outgoing).await?;
+    session.announce_waiting().await;
     let result = session.run(&mut incoming, &stop).await;
     session.close();
+    session.gone().await;
     result
 }
 
@@ -377,6 +379,50 @@ impl Session {
             self.engine.runs.session_ended(*token, *n);
         }
         tracing::info!(runner.name = %self.runner.name, held = self.held.len(), "runner disconnected");
+    }
+
+    /// A remote runner went away: it is offline now, not once its last heartbeat grows stale, and the
+    /// board's queued cards say at once why they wait. (Another replica it reconnects to records its
+    /// next heartbeat as usual.)
+    async fn gone(&self) {
+        let Some(ws) = self.runner.workspace_id else {
+            return;
+        };
+        let stale =
+            Utc::now() - crate::service::runners::ONLINE_WITHIN - chrono::TimeDelta::seconds(1);
+        if let Err(e) = self
+            .engine
+            .store
+            .runner_heartbeat(self.runner.id, stale)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot mark the runner offline");
+        }
+        self.announce_queued(ws).await;
+    }
+
+    /// A remote runner came: the queued cards of its workspace stop saying that no runner is online.
+    async fn announce_waiting(&self) {
+        if let Some(ws) = self.runner.workspace_id {
+            self.announce_queued(ws).await;
+        }
+    }
+
+    /// Tells the board of `ws` that each issue with a queued run changed (its waiting reason may have).
+    async fn announce_queued(&self, ws: crate::domain::WorkspaceId) {
+        let queued = match self.engine.store.list_queued_runs(ws).await {
+            Ok(runs) => runs,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the queued runs");
+                return;
+            }
+        };
+        let mut seen = std::collections::HashSet::new();
+        for run in queued.into_iter().filter(|r| seen.insert(r.issue_id)) {
+            if let Ok(issue) = self.engine.store.get_issue_by_id(run.issue_id).await {
+                finish::announce(&self.engine, &issue);
+            }
+        }
     }
 
     /// Claims queued runs while the runner has free slots, and sends each as an order.
