@@ -356,6 +356,12 @@ async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status(backend
     let first = env.finished(env.the_run(&issue).await.id).await;
     env.issue_reaches(&issue, IssueStatus::InReview).await;
 
+    // The comment box knows whom a plain comment wakes.
+    let html = page(&env, &env.token, "/w/runs/issues/RUN-1").await;
+    assert!(
+        html.contains(r#"<p class="hint comment-wakes" data-assignee="coder" aria-live="polite">A comment that mentions nobody continues coder's work"#),
+        "{html}"
+    );
     // Comment handling is done when the API answers: what it queued is there already.
     comment(&env, &env.token, &issue, "@bob can you confirm the spec?").await;
     let runs = env.store.list_runs_for_issue(issue.id).await.unwrap();

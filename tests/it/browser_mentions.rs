@@ -144,6 +144,42 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
         "{s}"
     );
 
+    // The box says whom sending wakes, for the text as typed.
+    let wakes = async |browser: &Browser| {
+        js(
+            browser,
+            "return document.querySelector('#comment-body').parentNode.querySelector('.comment-wakes').textContent",
+        )
+        .await
+    };
+    assert_eq!(wakes(&browser).await, "Sending this wakes reviewer.");
+    browser
+        .fill("#comment-body", "@ada can you confirm the spec?")
+        .await
+        .unwrap();
+    assert_eq!(
+        wakes(&browser).await,
+        "Sending this wakes no agent: it mentions only people."
+    );
+    browser.fill("#comment-body", "A plain note").await.unwrap();
+    assert_eq!(wakes(&browser).await, "Sending this wakes no agent.");
+    // On an issue assigned to coder, a plain note continues coder's work; a note to a person does not.
+    js(
+        &browser,
+        "document.querySelector('#comment-body').parentNode.querySelector('.comment-wakes').setAttribute('data-assignee', 'coder'); return null;",
+    )
+    .await;
+    browser.fill("#comment-body", "A plain note").await.unwrap();
+    assert_eq!(wakes(&browser).await, "Sending this wakes coder.");
+    browser
+        .fill("#comment-body", "@ADA. thoughts?")
+        .await
+        .unwrap();
+    assert_eq!(
+        wakes(&browser).await,
+        "Sending this wakes no agent: it mentions only people."
+    );
+
     // `@co`: two agents, the first active; the arrows move; Enter picks.
     browser.fill("#comment-body", "Thanks. @co").await.unwrap();
     let s = state(&browser).await;

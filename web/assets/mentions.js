@@ -4,7 +4,8 @@
 // the field; ArrowDown/ArrowUp move, Enter or Tab picks, Escape closes, a click picks. A pick replaces
 // `@partial` with `@name `. The textarea gets aria-autocomplete, aria-expanded, aria-controls and
 // aria-activedescendant; the list is role=listbox with role=option items. Without this file the
-// textarea is a plain one and a typed `@name` still mentions.
+// textarea is a plain one and a typed `@name` still mentions. A box's `.comment-wakes` line says whom
+// sending the text as typed wakes.
 (function () {
   "use strict";
 
@@ -126,6 +127,7 @@
     ta.setSelectionRange(caret, caret);
     close();
     ta.focus();
+    sayWakes(ta);
   }
 
   function mentionBox(t) {
@@ -143,10 +145,44 @@
   document.addEventListener("focusout", function (e) {
     if (open && e.target === open.ta) close();
   });
+  // Whom sending wakes, for the text as typed (the server's rule, `domain::woken_by_comment`): a
+  // comment that mentions anybody wakes the agents it mentions; one that mentions nobody wakes the
+  // assigned agent (`data-assignee` of the box's `.comment-wakes` line, empty when none).
+  function mentioned(ta) {
+    var known = names(ta), found = [], re = /(^|[^\p{L}\p{N}._@-])@([\p{L}\p{N}_.-]+)/gu, m;
+    while ((m = re.exec(ta.value))) {
+      var name = m[2].replace(/\.+$/, "").toLowerCase();
+      var hit = known.filter(function (o) { return String(o.name).toLowerCase() === name; })
+        .sort(function (a, b) { return (a.kind === "agent" ? 0 : 1) - (b.kind === "agent" ? 0 : 1); })[0];
+      if (hit && found.indexOf(hit) < 0) found.push(hit);
+    }
+    return found;
+  }
+
+  function sayWakes(ta) {
+    var line = ta.parentNode && ta.parentNode.querySelector(".comment-wakes");
+    if (!line) return;
+    var found = mentioned(ta), assignee = line.getAttribute("data-assignee") || "";
+    var agents = found.length
+      ? found.filter(function (o) { return o.kind === "agent"; }).map(function (o) { return o.name; })
+      : (assignee ? [assignee] : []);
+    line.textContent = agents.length
+      ? "Sending this wakes " + agents.join(", ") + "."
+      : "Sending this wakes no agent" + (found.length ? ": it mentions only people." : ".");
+  }
+
   document.addEventListener("input", function (e) {
     var ta = mentionBox(e.target);
-    if (ta) update(ta);
+    if (ta) {
+      update(ta);
+      sayWakes(ta);
+    }
   });
+  function sayAll(root) {
+    (root || document).querySelectorAll("textarea[data-mentions]").forEach(sayWakes);
+  }
+  document.addEventListener("DOMContentLoaded", function () { sayAll(document); });
+  document.addEventListener("htmx:load", function (e) { sayAll(e.target); });
   document.addEventListener("click", function (e) {
     var ta = mentionBox(e.target);
     if (ta) update(ta);

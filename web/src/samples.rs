@@ -305,6 +305,7 @@ pub fn issue() -> IssuePageView {
         edit_comment: None,
         can_delete: true,
         run_totals: Some(("2 runs · $0.4210 · 31200 tokens".to_owned(), None)),
+        replies_wake: Some("claude-reviewer".into()),
         lines: vec![WorkLineView {
             agent: "claude-reviewer".to_owned(),
             branch: "muster/MUS-24-claude-reviewer".to_owned(),

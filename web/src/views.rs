@@ -309,6 +309,9 @@ pub struct IssuePageView {
     pub run_totals: Option<(String, Option<String>)>,
     /// Each agent's line of work on the issue: its branch and where its last run left it.
     pub lines: Vec<WorkLineView>,
+    /// The agent a comment that mentions nobody sets to work (the assigned agent, while the issue takes
+    /// replies): the comment box says whom a comment wakes before it is sent.
+    pub replies_wake: Option<String>,
 }
 
 /// One agent's line of work on an issue, for its side panel.

@@ -86,6 +86,12 @@ async fn page_view(
         priority: issue.priority.to_string(),
         labels: labels.clone(),
         assignee: people.assignee(issue.assignee),
+        replies_wake: match issue.assignee {
+            Some(crate::domain::Assignee::Agent(_)) if takes_replies(issue.status) => {
+                people.assignee(issue.assignee).map(|a| a.name)
+            }
+            _ => None,
+        },
         created_by: issue
             .created_by
             .map(|u| people.person(crate::domain::Actor::User(u))),

@@ -49,6 +49,13 @@ pub(super) fn comment_box(
     placeholder: &str,
 ) -> Markup {
     let mentions = mentions_json(&v.form.mentions);
+    // Whom sending wakes: said in general here, and for the text as typed by `mentions.js`.
+    let wakes = match &v.replies_wake {
+        Some(agent) => format!(
+            "A comment that mentions nobody continues {agent}'s work; one that mentions only people wakes no agent; @agent brings that agent in."
+        ),
+        None => "A comment wakes no agent unless it mentions one (@name).".to_owned(),
+    };
     html! {
         div.field.has-error[f.invalid("body")] {
             label for=(f.id("body")) { (label) }
@@ -56,10 +63,16 @@ pub(super) fn comment_box(
                 data-mentions=(mentions)
                 aria-invalid=[f.invalid("body").then_some("true")]
                 aria-describedby=[f.invalid("body").then(|| format!("{}-error", f.id("body")))] { (body) }
+            @if label != EDIT_LABEL {
+                p.hint.comment-wakes data-assignee=(v.replies_wake.as_deref().unwrap_or_default()) aria-live="polite" { (wakes) }
+            }
             (f.field_errors("body"))
         }
     }
 }
+
+/// The label of the box that edits a comment: an edit wakes no one, so it says nothing about whom.
+const EDIT_LABEL: &str = "Edit your comment";
 
 /// The entries, oldest first; refreshing itself while a run is live and nothing is being edited.
 fn timeline(v: &IssuePageView) -> Markup {
@@ -206,7 +219,7 @@ fn comment_form(v: &IssuePageView, c: &CommentView, edit: &CommentEditView) -> M
             (csrf(&v.nav.csrf))
             header.comment-head { (PersonChip(&c.author)) (Timestamp(c.at)) }
             (f.form_errors())
-            (comment_box(v, &f, "Edit your comment", &edit.body, "Markdown."))
+            (comment_box(v, &f, EDIT_LABEL, &edit.body, "Markdown."))
             div.form-actions {
                 button.btn.btn-primary type="submit" { "Save" }
                 a.btn href={ (v.url) "#comment-" (c.id) } hx-get=(v.url) hx-select="#issue-page"
