@@ -4,8 +4,9 @@
 //! - a line that is not understood becomes exactly one [`AgentEvent::Raw`] with the line as given;
 //! - known lines that carry nothing worth keeping (turn markers, token estimates) become no event;
 //! - [`AgentEvent::Usage`] values are *increments*: sum them over a run for its totals;
-//! - [`AgentEvent::TurnUsage`] values report one model request each as the run goes, for budgets;
-//!   they are provisional: the next `Usage` covers every turn before it, so totals never add both;
+//! - [`AgentEvent::TurnUsage`] values report model requests as the run goes (one each, or one
+//!   request in parts while it streams), for budgets and live counters; they are provisional: the next
+//!   `Usage` covers every turn before it, so totals never add both;
 //! - a failed turn ends with [`AgentEvent::Error`] (classified when possible) before or instead of a
 //!   successful [`AgentEvent::Finished`]; `Finished { ok: false }` carries the reason as `summary`.
 

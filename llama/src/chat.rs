@@ -235,24 +235,43 @@ struct Reader<'s> {
     malformed: usize,
     done: bool,
     seen_data: bool,
+    /// Deltas received this turn (llama.cpp streams one token per delta), and how many of them were
+    /// reported as provisional usage: the run page counts tokens while the answer streams.
+    streamed: u64,
+    reported: u64,
 }
 
 impl Reader<'_> {
     fn emit_due(&mut self, now: std::time::Instant) {
         if let Some(text) = self.thinking.poll(now) {
-            self.sink.emit(AgentEvent::Thinking { text });
+            self.emit_text(AgentEvent::Thinking { text });
         }
         if let Some(text) = self.text.poll(now) {
-            self.sink.emit(AgentEvent::Text { text });
+            self.emit_text(AgentEvent::Text { text });
         }
     }
 
     fn flush(&mut self) {
         if let Some(text) = self.thinking.flush() {
-            self.sink.emit(AgentEvent::Thinking { text });
+            self.emit_text(AgentEvent::Thinking { text });
         }
         if let Some(text) = self.text.flush() {
-            self.sink.emit(AgentEvent::Text { text });
+            self.emit_text(AgentEvent::Text { text });
+        }
+    }
+
+    /// A coalesced piece of the answer, then the tokens streamed since the last one as provisional
+    /// usage (the turn's final `usage`, when the server sends one, covers them).
+    fn emit_text(&mut self, event: AgentEvent) {
+        self.sink.emit(event);
+        let new = self.streamed - self.reported;
+        if new > 0 {
+            self.reported = self.streamed;
+            self.sink
+                .emit(AgentEvent::TurnUsage(muster_agents::TokenUsage {
+                    output: new,
+                    ..muster_agents::TokenUsage::default()
+                }));
         }
     }
 
@@ -339,15 +358,17 @@ impl Reader<'_> {
             };
             if let Some(reasoning) = delta.reasoning_content.filter(|s| !s.is_empty()) {
                 self.output_chars += reasoning.chars().count();
+                self.streamed += 1;
                 if let Some(text) = self.thinking.push(&reasoning, now) {
-                    self.sink.emit(AgentEvent::Thinking { text });
+                    self.emit_text(AgentEvent::Thinking { text });
                 }
             }
             if let Some(content) = delta.content.filter(|s| !s.is_empty()) {
                 self.output_chars += content.chars().count();
+                self.streamed += 1;
                 self.turn.text.push_str(&content);
                 if let Some(text) = self.text.push(&content, now) {
-                    self.sink.emit(AgentEvent::Text { text });
+                    self.emit_text(AgentEvent::Text { text });
                 }
             }
             for call in delta.tool_calls.unwrap_or_default() {
@@ -497,6 +518,8 @@ pub async fn stream_turn(
         malformed: 0,
         done: false,
         seen_data: false,
+        streamed: 0,
+        reported: 0,
     };
     if content_type.starts_with("application/json") {
         let body = read_capped(response, endpoint.idle_timeout).await;

@@ -103,6 +103,27 @@ async fn a_streamed_answer_becomes_coalesced_text_usage_timings_and_the_summary(
     assert_eq!(usage.len(), 1);
     assert_eq!((usage[0].input, usage[0].output), USAGE);
     assert_eq!(usage[0].cost_usd, Some(0.0));
+    // While it streams, each coalesced piece is followed by the tokens streamed so far (one per delta),
+    // so the run page counts them live; the final usage then covers them.
+    let streamed: Vec<u64> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TurnUsage(u) => Some(u.output),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed.len(), texts.len(), "{:?}", out.events);
+    assert_eq!(streamed.iter().sum::<u64>(), ANSWER_WORDS.len() as u64);
+    let first_piece = out
+        .events
+        .iter()
+        .position(|e| matches!(e, AgentEvent::Text { .. }))
+        .unwrap();
+    assert!(matches!(
+        out.events[first_piece + 1],
+        AgentEvent::TurnUsage(_)
+    ));
     assert!(out.events.iter().any(|e| matches!(
         e,
         AgentEvent::Speed { tokens_per_second, detail }

@@ -77,7 +77,7 @@ async fn show(
     let usage = if run.status.is_terminal() {
         run.usage
     } else {
-        fold.usage
+        fold.live_usage()
     };
     let place = RunPlace::load(&state, &run).await?;
     let mut header = header_view(&slug, &run, &issue, &people, &place);

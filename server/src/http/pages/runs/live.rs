@@ -262,7 +262,7 @@ async fn render(
     let usage = if now.status.is_terminal() {
         now.usage
     } else {
-        fold.usage
+        fold.live_usage()
     };
     let frame = RunLiveFrame {
         run_id: run.id.to_string(),

@@ -56,6 +56,9 @@ pub(super) struct Timeline {
     rates: RateTable,
     /// Token and cost totals of the `usage` events so far.
     pub usage: Usage,
+    /// The requests (`turn_usage`) since the last final report: what the run has spent that no report
+    /// covers yet, shown live (a streaming local model reports each chunk's tokens).
+    turns: Usage,
     /// The unified diff of the last `diff` event.
     pub patch: Option<String>,
     /// The last generation speed a local model server reported.
@@ -92,6 +95,7 @@ impl Timeline {
             model,
             rates: RateTable::default(),
             usage: Usage::default(),
+            turns: Usage::default(),
             patch: None,
             tokens_per_second: None,
             last_seq: 0,
@@ -274,8 +278,12 @@ impl Timeline {
                 self.add_usage(u);
                 return None;
             }
-            // Provisional, for budgets: the final `usage` report covers it.
-            AgentEvent::TurnUsage(_) => return None,
+            // Provisional: shown live until the final `usage` report, which covers it.
+            AgentEvent::TurnUsage(u) => {
+                self.turns.add_priced(u, self.model.as_deref(), &self.rates);
+                self.batch.usage_changed = true;
+                return None;
+            }
             AgentEvent::Error { message, .. } => RunItemKind::Error { message },
             AgentEvent::Finished { ok, summary } => {
                 // The summary usually repeats the last assistant text; show it once.
@@ -337,7 +345,16 @@ impl Timeline {
         out
     }
 
+    /// What the run has spent so far: the final reports, and the requests none covers yet.
+    pub(super) fn live_usage(&self) -> Usage {
+        let mut all = self.usage;
+        all += &self.turns;
+        all
+    }
+
     fn add_usage(&mut self, u: TokenUsage) {
+        // The final report covers every request before it.
+        self.turns = Usage::default();
         self.usage.add_priced(u, self.model.as_deref(), &self.rates);
         self.batch.usage_changed = true;
     }

@@ -329,3 +329,18 @@ fn worktree_paths_read_relative_to_the_repository() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Issue 27: a run's counters move while it works: each request's usage (a streaming local model reports
+/// every chunk's tokens) counts until the final report, which covers them all.
+#[test]
+fn requests_count_live_until_the_final_report_covers_them() {
+    let mut t = Timeline::new("r".into(), None);
+    let usage = |kind: &str, input: u64, output: u64| json!({"kind": kind, "input": input, "output": output, "cache_read": 0, "cache_write": 0, "cost_usd": null});
+    t.push(&ev(1, "turn_usage", usage("turn_usage", 0, 7)));
+    t.push(&ev(2, "turn_usage", usage("turn_usage", 0, 5)));
+    assert_eq!(t.live_usage().output_tokens, 12);
+    assert!(t.take().usage_changed);
+    t.push(&ev(3, "usage", usage("usage", 30, 12)));
+    let live = t.live_usage();
+    assert_eq!((live.input_tokens, live.output_tokens), (30, 12));
+}
