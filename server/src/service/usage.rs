@@ -197,16 +197,22 @@ pub async fn warn_caps(
             now.format("%B %Y"),
             cap.describe(&spent)
         );
-        let item = NewInboxItem {
-            workspace_id: ws,
-            user_id: None,
-            kind: InboxKind::CapWarning,
-            issue_id: None,
-            run_id: None,
-            comment_id: None,
-            message,
-        };
-        state.store.create_inbox_item(&item).await?;
+        // For those who can raise a cap: owners and admins, each in their own inbox.
+        for member in state.store.list_members(ws).await? {
+            if !member.role.can_manage() {
+                continue;
+            }
+            let item = NewInboxItem {
+                workspace_id: ws,
+                user_id: Some(member.user.id),
+                kind: InboxKind::CapWarning,
+                issue_id: None,
+                run_id: None,
+                comment_id: None,
+                message: message.clone(),
+            };
+            state.store.create_inbox_item(&item).await?;
+        }
     }
     Ok(())
 }

@@ -88,9 +88,16 @@ macro_rules! runner_select { () => {
 macro_rules! inbox_cols { () => {
     "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at, resolved_at"
 } }
+/// Which inbox items (aliased `i`) user `$2` sees: their own, and the workspace-wide ones made since they
+/// joined (a new member's inbox does not open full of the past).
+macro_rules! inbox_visible { () => {
+    "(i.user_id = $2 or (i.user_id is null and i.created_at >= \
+     (select m.created_at from member m where m.workspace_id = i.workspace_id and m.user_id = $2)))"
+} }
 pub(super) use {
-    agent_cols, comment_cols, inbox_cols, invitation_select, issue_select, member_select, run_cols,
-    runner_select, runner_token_cols, skill_cols, token_cols, user_cols, ws_cols,
+    agent_cols, comment_cols, inbox_cols, inbox_visible, invitation_select, issue_select,
+    member_select, run_cols, runner_select, runner_token_cols, skill_cols, token_cols, user_cols,
+    ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -1089,8 +1096,8 @@ macro_rules! impl_store {
 
             async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>> {
                 let rows = sqlx::query_as::<$db, InboxRow>(concat!(
-                    "select ", inbox_cols!(), " from inbox_item where workspace_id = $1 and (user_id = $2 or user_id is null) ",
-                    "and resolved_at is null order by created_at desc, inbox_item_id desc"))
+                    "select ", inbox_cols!(), " from inbox_item i where i.workspace_id = $1 and ", inbox_visible!(),
+                    " and i.resolved_at is null order by i.created_at desc, i.inbox_item_id desc"))
                     .bind(ws).bind(user).fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
             }
@@ -1100,17 +1107,17 @@ macro_rules! impl_store {
                     "select i.inbox_item_id, i.workspace_id, i.user_id, i.kind, i.issue_id, i.run_id, i.comment_id, i.message, i.created_at, ",
                     "i.resolved_at, r.read_at from inbox_item i ",
                     "left join inbox_read r on r.inbox_item_id = i.inbox_item_id and r.user_id = $2 ",
-                    "where i.workspace_id = $1 and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null ",
+                    "where i.workspace_id = $1 and ", inbox_visible!(), " and i.resolved_at is null ",
                     "and ($3 = 0 or r.read_at is null) order by i.created_at desc, i.inbox_item_id desc"))
                     .bind(ws).bind(user).bind(i32::from(unread_only)).fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
             async fn mark_inbox_read(&self, ws: WorkspaceId, user: UserId, item: InboxItemId, at: DateTime<Utc>) -> Result<()> {
-                let visible = sqlx::query_scalar::<$db, InboxItemId>(
-                    "select inbox_item_id from inbox_item where inbox_item_id = $1 and workspace_id = $2 \
-                     and (user_id = $3 or user_id is null) and resolved_at is null")
-                    .bind(item).bind(ws).bind(user).fetch_optional(&self.pool).await?;
+                let visible = sqlx::query_scalar::<$db, InboxItemId>(concat!(
+                    "select i.inbox_item_id from inbox_item i where i.workspace_id = $1 and ", inbox_visible!(),
+                    " and i.inbox_item_id = $3 and i.resolved_at is null"))
+                    .bind(ws).bind(user).bind(item).fetch_optional(&self.pool).await?;
                 if visible.is_none() { return Err(Error::NotFound); }
                 sqlx::query::<$db>(
                     "insert into inbox_read (inbox_item_id, user_id, read_at) values ($1, $2, $3) \
@@ -1121,19 +1128,19 @@ macro_rules! impl_store {
 
             async fn mark_all_inbox_read(&self, ws: WorkspaceId, user: UserId, at: DateTime<Utc>) -> Result<u64> {
                 let done = sqlx::query::<$db>(
-                    "insert into inbox_read (inbox_item_id, user_id, read_at) \
-                     select i.inbox_item_id, $2, $3 from inbox_item i where i.workspace_id = $1 \
-                     and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null \
-                     on conflict (inbox_item_id, user_id) do nothing")
+                    concat!("insert into inbox_read (inbox_item_id, user_id, read_at) \
+                     select i.inbox_item_id, $2, $3 from inbox_item i where i.workspace_id = $1 and ",
+                     inbox_visible!(), " and i.resolved_at is null \
+                     on conflict (inbox_item_id, user_id) do nothing"))
                     .bind(ws).bind(user).bind(at).execute(&self.pool).await?;
                 Ok(done.rows_affected())
             }
 
             async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64> {
                 let n = sqlx::query_scalar::<$db, i64>(
-                    "select count(*) from inbox_item i where i.workspace_id = $1 \
-                     and (i.user_id = $2 or i.user_id is null) and i.resolved_at is null \
-                     and not exists (select 1 from inbox_read r where r.inbox_item_id = i.inbox_item_id and r.user_id = $2)")
+                    concat!("select count(*) from inbox_item i where i.workspace_id = $1 and ", inbox_visible!(),
+                     " and i.resolved_at is null \
+                     and not exists (select 1 from inbox_read r where r.inbox_item_id = i.inbox_item_id and r.user_id = $2)"))
                     .bind(ws).bind(user).fetch_one(&self.pool).await?;
                 Ok(n)
             }

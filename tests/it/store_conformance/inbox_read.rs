@@ -10,6 +10,7 @@ use super::{agent, assert_not_found, fixture, issue, store_cases, user};
 
 store_cases!(
     inbox_read_state_is_per_person,
+    a_new_member_sees_workspace_items_made_since_they_joined,
     a_mention_item_links_its_comment_while_it_exists,
     latest_runs_are_one_per_issue
 );
@@ -247,4 +248,49 @@ async fn a_mention_item_links_its_comment_while_it_exists(store: Arc<dyn Store>)
     let listed = store.list_inbox(f.ws.id, f.owner.id).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].comment_id, None);
+}
+
+/// Issue 27: a new member's inbox does not open with the workspace's past (seven unread items, cap
+/// notices among them, from before they joined): workspace-wide items count from their joining; items
+/// addressed to them always.
+async fn a_new_member_sees_workspace_items_made_since_they_joined(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let before = item(&store, f.ws.id, None, "from before").await;
+    // Joined strictly later than the item was made, whatever the clock's resolution.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let grace = user(&store, "grace@team.test").await;
+    store
+        .add_member(f.ws.id, grace.id, Role::Member)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let after = item(&store, f.ws.id, None, "since").await;
+    let hers = item(&store, f.ws.id, Some(grace.id), "for grace").await;
+    let mut seen = unread_ids(&store, f.ws.id, grace.id).await;
+    seen.sort();
+    let mut expected = vec![after.id, hers.id];
+    expected.sort();
+    assert_eq!(seen, expected);
+    assert_eq!(
+        store.count_unread_inbox(f.ws.id, grace.id).await.unwrap(),
+        2
+    );
+    assert_eq!(store.list_inbox(f.ws.id, grace.id).await.unwrap().len(), 2);
+    assert_not_found(
+        store
+            .mark_inbox_read(f.ws.id, grace.id, before.id, Utc::now())
+            .await,
+    );
+    assert_eq!(
+        store
+            .mark_all_inbox_read(f.ws.id, grace.id, Utc::now())
+            .await
+            .unwrap(),
+        2
+    );
+    // The owner, there from the start, sees both workspace items and none of Grace's.
+    assert_eq!(
+        store.list_inbox(f.ws.id, f.owner.id).await.unwrap().len(),
+        2
+    );
 }

@@ -558,6 +558,10 @@ async fn run_events_append_idempotently(store: Arc<dyn Store>) {
 async fn inbox(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "MUS").await;
     let bob = user(&store, "bob@example.com").await;
+    store
+        .add_member(f.ws.id, bob.id, Role::Member)
+        .await
+        .unwrap();
     let i = issue(&store, f.ws.id, "x", IssueStatus::Todo).await;
     let mine = store
         .create_inbox_item(&NewInboxItem {
