@@ -511,12 +511,49 @@ async fn a_backlog_issue_waits_until_it_leaves_the_backlog() {
             .is_empty(),
         "assigning in the backlog queues nothing"
     );
+    // The issue page says why the agent is idle.
+    let html = reqwest::Client::new()
+        .get(format!("http://{}/w/runs/issues/{}", env.addr, issue.key))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("later starts when this issue moves to Todo"),
+        "{html}"
+    );
     let path = format!("/api/v1/issues/{}/move", issue.key);
     env.api(reqwest::Method::POST, &path, json!({ "status": "todo" }))
         .await;
     let run = env.the_run(&issue).await;
-    assert_eq!(env.finished(run.id).await.status, RunStatus::Succeeded);
+    let run = env.finished(run.id).await;
+    assert_eq!(run.status, RunStatus::Succeeded);
     env.issue_reaches(&issue, IssueStatus::InReview).await;
+    // "Updated" counts comments and runs, not only edits of the issue itself: a comment a second later
+    // (the page shows seconds) moves it; the follow-up it queues only moves it further.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let said = env.comment(&issue, "noted").await;
+    let said_at =
+        chrono::DateTime::parse_from_rfc3339(said["created_at"].as_str().unwrap()).unwrap();
+    let html = reqwest::Client::new()
+        .get(format!("http://{}/w/runs/issues/{}", env.addr, issue.key))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let needle = r#"<dt>Updated</dt><dd><time datetime=""#;
+    let at = html.find(needle).map(|i| i + needle.len()).expect(&html);
+    let updated = chrono::DateTime::parse_from_rfc3339(&html[at..at + 20]).unwrap();
+    assert!(
+        updated.timestamp() >= said_at.timestamp(),
+        "{updated} before the comment of {said_at}"
+    );
     env.stop().await;
 }
 

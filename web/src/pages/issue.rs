@@ -127,6 +127,20 @@ fn text_form(v: &IssuePageView) -> Markup {
 }
 
 /// Status, priority, assignee and labels: each saves when changed (a Save button without JavaScript).
+/// Why an assigned agent is not at work: on a backlog issue it waits until the issue moves to Todo.
+fn assignee_hint(v: &IssuePageView) -> Option<String> {
+    let agent = v
+        .assignee
+        .as_ref()
+        .filter(|a| a.kind == crate::views::PersonKind::Agent)?;
+    (v.status == "backlog").then(|| {
+        format!(
+            "{} starts when this issue moves to Todo (the backlog is parked work).",
+            agent.name
+        )
+    })
+}
+
 fn properties(v: &IssuePageView) -> Markup {
     let none = FormErrors::new();
     let f = Form::new("prop", if v.edit_text { &none } else { &v.form.errors });
@@ -139,7 +153,7 @@ fn properties(v: &IssuePageView) -> Markup {
             div.props {
                 (f.field("Status", "status", None, f.select("status", &v.form.status)))
                 (f.field("Priority", "priority", None, f.select("priority", &v.form.priority)))
-                (f.field("Assignee", "assignee", None, f.select("assignee", &v.form.assignee)))
+                (f.field("Assignee", "assignee", assignee_hint(v).as_deref(), f.select("assignee", &v.form.assignee)))
                 (f.field("Labels", "labels", Some("Comma-separated."), f.input("labels", "text", &v.form.labels)))
             }
             noscript { div.form-actions { button.btn.btn-primary type="submit" { "Save" } } }

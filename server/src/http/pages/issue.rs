@@ -96,7 +96,20 @@ async fn page_view(
             .created_by
             .map(|u| people.person(crate::domain::Actor::User(u))),
         created_at: Some(issue.created_at),
-        updated_at: Some(issue.updated_at),
+        // Its last change of any kind: an edit, a comment, a run's start or end.
+        updated_at: thread
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Run(r) => r
+                    .run
+                    .finished_at
+                    .or(r.run.started_at)
+                    .unwrap_or(r.run.created_at),
+                other => other.at(),
+            })
+            .chain([issue.updated_at])
+            .max(),
         form: issue_form(
             &people,
             issue.title.as_str(),
