@@ -84,6 +84,22 @@ async fn real_model_run(backend: Backend) {
     assert_eq!(ours["source"], "MUSTER_LLAMA_URL");
     assert_eq!(ours["models"], json!([MODEL_ALIAS]));
     assert_eq!(ours["context_size"], 2048);
+    // No llama.cpp binary on PATH here, but a server answers: the Runtimes page says ready, not
+    // "Not installed" above a ready server.
+    let page = api(reqwest::Method::GET, &format!("/w/{}/runtimes", ws.slug))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let row = page
+        .split(r#"<tr id="runtime-llama">"#)
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(row.contains("Ready (model server)"), "{row}");
+    assert!(!row.contains("Not installed"), "{row}");
 
     // The agent and the issue.
     let mut new = NewAgent::new(AgentName::parse("local").unwrap(), AgentKind::Llama);

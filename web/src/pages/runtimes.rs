@@ -118,6 +118,7 @@ fn server_row(s: &ModelServerRowView) -> Markup {
 fn status_label(status: &str) -> (&'static str, &'static str) {
     match status {
         "found" => ("Installed", "runtime-ok"),
+        "served" => ("Ready (model server)", "runtime-ok"),
         "too_old" => ("Too old", "runtime-warn"),
         "not_installed" => ("Not installed", "runtime-missing"),
         _ => ("Broken", "runtime-bad"),

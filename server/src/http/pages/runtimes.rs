@@ -6,7 +6,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use muster_agents::{Detection, DetectionStatus};
+use muster_agents::{Detection, DetectionStatus, RuntimeKind};
 use muster_llama::probe::{DEFAULT_PORTS, ModelServer};
 use muster_web::views::{ModelServerRowView, NavItem, RuntimeRowView, RuntimesView};
 
@@ -41,7 +41,10 @@ fn render(
         nav: nav(&member.caller, &member.csrf, NavItem::Runtimes),
         sandboxed: matches!(sandbox, crate::sandbox::Mode::Sandboxed { .. }),
         sandbox: sandbox.describe(),
-        runtimes: found.iter().map(runtime_row).collect(),
+        runtimes: found
+            .iter()
+            .map(|d| served_llama(runtime_row(d), local))
+            .collect(),
         detected_at: Some(at),
         redetect_url: format!("/w/{}/runtimes/detect", member.caller.ws.slug),
         model_servers: local.servers.iter().map(server_row).collect(),
@@ -69,6 +72,28 @@ fn runtime_row(d: &Detection) -> RuntimeRowView {
         .flatten()
         .map(str::to_owned),
     }
+}
+
+/// The local-Llama row when no llama.cpp binary is on PATH but a model server answers: its agents run
+/// (Muster's loop needs a server, not a binary), so the row says ready instead of "Not installed".
+fn served_llama(mut row: RuntimeRowView, local: &LocalModels) -> RuntimeRowView {
+    if row.kind != RuntimeKind::Llama.to_string() || row.status == DetectionStatus::Found.as_str() {
+        return row;
+    }
+    if let Some(ready) = local
+        .servers
+        .iter()
+        .find(|s| s.status == muster_llama::ServerStatus::Ready)
+    {
+        row.status = "served".to_owned();
+        row.reason = Some(format!(
+            "the model server at {} answers (see Local models below); llama-server on PATH is only needed \
+             to start one on this machine",
+            ready.url
+        ));
+        row.install_hint = None;
+    }
+    row
 }
 
 fn server_row(s: &ModelServer) -> ModelServerRowView {
