@@ -416,7 +416,8 @@ pub async fn accepts_connections(url: &str, timeout: Duration) -> Result<(), Str
     let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
         return Ok(());
     };
-    let address = format!("{host}:{port}");
+    // `localhost.` is `localhost` (a fully qualified name the resolver may not take with its dot).
+    let address = format!("{}:{port}", host.trim_end_matches('.'));
     match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address.as_str())).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(format!("{address} ({e})")),

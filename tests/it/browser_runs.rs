@@ -224,13 +224,17 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
         .wait_for_text(".run-log .ev-tool .tool-result", "2 passed", LIVE)
         .await
         .unwrap();
+    // The counters move with each model request, then settle on the final report.
+    browser
+        .wait_for_text(".run-head .run-status", "Succeeded", LIVE)
+        .await
+        .unwrap();
     browser
         .wait_for_text(".counter-input", "1,234", LIVE)
         .await
         .unwrap();
-    assert_eq!(browser.text(".counter-cache").await.unwrap(), "5,000");
     browser
-        .wait_for_text(".run-head .run-status", "Succeeded", LIVE)
+        .wait_for_text(".counter-cache", "5,000", LIVE)
         .await
         .unwrap();
     assert_eq!(
@@ -307,7 +311,9 @@ async fn watch_a_run_live(backend: Backend, screenshots: bool) {
         browser.screenshot("run").await.unwrap();
     }
 
-    // The issue is in review with the agent's summary as a comment.
+    // The issue is in review with the agent's summary as a comment. (The page followed the log's tail:
+    // back to the top, where the link is, out from under the sticky top bar.)
+    js(&browser, "window.scrollTo(0, 0); return true").await;
     browser.click(".run-issue-link").await.unwrap();
     browser
         .wait_for_text(".issue-side", "In review", LIVE)

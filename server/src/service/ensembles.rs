@@ -993,7 +993,7 @@ pub async fn set_workspace_check(
         .await?)
 }
 
-/// Each issue's latest ensemble run and its short state for the board: "ensemble: 2/3 green, $1.40".
+/// Each issue's latest ensemble run and its short state for the board: "ensemble: 2/3 green, $1.4000".
 pub async fn board_badges(
     state: &Engine,
     ws: crate::domain::WorkspaceId,
@@ -1011,14 +1011,11 @@ pub async fn board_badges(
                 green += 1;
             }
         }
-        let spent = total_spent(&runs);
+        // Unpriced work reads "unpriced" (or "$0.0123 + unpriced"), never a $0.00 it did not cost.
+        let (cost, _) = total_spent(&runs).cost_label(None);
         out.insert(
             er.issue_id,
-            format!(
-                "ensemble: {green}/{} green, ${:.2}",
-                cands.len(),
-                spent.cost_usd
-            ),
+            format!("ensemble: {green}/{} green, {cost}", cands.len()),
         );
     }
     Ok(out)

@@ -5,6 +5,7 @@
 //! starts the agent through the sandbox's exec step (`crate::sandbox`) unless the operator allowed
 //! unsandboxed agents on a kernel that cannot sandbox them.
 
+use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
@@ -113,7 +114,16 @@ const PREFLIGHT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5)
 /// URL fails the run in seconds, naming the address, instead of after the CLI's own minutes of retries
 /// (Claude Code: 10) and Muster's retries of a "network" failure. Only a connection is tried: no request,
 /// no key sent, no tokens spent.
-async fn preflight(url: &str) -> Result<(), PrepareError> {
+async fn preflight(url: &str, overrides: &[(String, SocketAddr)]) -> Result<(), PrepareError> {
+    // A name the egress proxy resolves itself (`--egress-resolve`) is checked at the address it stands for.
+    let overridden = reqwest::Url::parse(url).ok().and_then(|u| {
+        let host = u.host_str()?.trim_end_matches('.').to_owned();
+        overrides
+            .iter()
+            .find(|(name, _)| name.trim_end_matches('.') == host)
+            .map(|(_, addr)| format!("http://{addr}"))
+    });
+    let url = overridden.as_deref().unwrap_or(url);
     muster_llama::probe::accepts_connections(url, PREFLIGHT_TIMEOUT)
         .await
         .map_err(|why| PrepareError {
@@ -221,8 +231,9 @@ async fn finish_prepare(
                 .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
                 .flatten()
         });
-    if let Some(url) = &base_url {
-        preflight(url).await?;
+    // A custom command decides itself what its base URL means; the known CLIs and the local loop call it.
+    if let Some(url) = base_url.as_deref().filter(|_| kind != RuntimeKind::Custom) {
+        preflight(url, &host.config.egress_resolve).await?;
     }
     let model_urls = super::egress::model_urls(kind, base_url.as_deref(), &env);
     let api_urls: Vec<String> = api_url.into_iter().chain(host.api_url.clone()).collect();

@@ -206,7 +206,14 @@ impl Timeline {
         e: &RunEvent,
         prev: Option<Prev>,
     ) -> Option<RunItemKind> {
-        if !matches!(event, AgentEvent::Text { .. } | AgentEvent::Thinking { .. }) {
+        // Usage reports add no entry: a streamed answer's pieces around them stay one block.
+        if !matches!(
+            event,
+            AgentEvent::Text { .. }
+                | AgentEvent::Thinking { .. }
+                | AgentEvent::TurnUsage(_)
+                | AgentEvent::Usage(_)
+        ) {
             self.open_text = None;
         }
         Some(match event {
