@@ -206,13 +206,11 @@ impl Timeline {
         e: &RunEvent,
         prev: Option<Prev>,
     ) -> Option<RunItemKind> {
-        // Usage reports add no entry: a streamed answer's pieces around them stay one block.
+        // A request's provisional usage adds no entry: a streamed answer's pieces around it stay one
+        // block (the turn's final `usage` ends the block).
         if !matches!(
             event,
-            AgentEvent::Text { .. }
-                | AgentEvent::Thinking { .. }
-                | AgentEvent::TurnUsage(_)
-                | AgentEvent::Usage(_)
+            AgentEvent::Text { .. } | AgentEvent::Thinking { .. } | AgentEvent::TurnUsage(_)
         ) {
             self.open_text = None;
         }

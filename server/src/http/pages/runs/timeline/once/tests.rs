@@ -293,3 +293,29 @@ fn recorded_codex_and_opencode_runs_show_each_tool_output_and_session_once() {
         Ok(AgentEvent::Started { .. })
     ));
 }
+
+/// A streaming local model reports each piece's tokens (`turn_usage`) between its pieces: they stay one
+/// block; the turn's final `usage` still ends it.
+#[test]
+fn provisional_usage_between_pieces_keeps_one_block() {
+    let mut t = Timeline::new("r".into(), None).with_text_deltas(true);
+    let turn = |seq, output| {
+        ev(
+            seq,
+            json!({"kind": "turn_usage", "input": 0, "output": output, "cache_read": 0, "cache_write": 0, "cost_usd": null}),
+        )
+    };
+    t.push(&text(1, "The"));
+    t.push(&turn(2, 1));
+    t.push(&text(3, " answer"));
+    t.push(&turn(4, 1));
+    let batch = t.take();
+    assert_eq!(batch.items.len(), 1, "{:?}", batch.items);
+    assert!(text_html(&batch.items[0].kind).contains("The answer"));
+    t.push(&ev(
+        5,
+        json!({"kind": "usage", "input": 9, "output": 2, "cache_read": 0, "cache_write": 0, "cost_usd": 0.0}),
+    ));
+    t.push(&text(6, "Next turn."));
+    assert_eq!(t.take().items.len(), 1, "the final usage ended the block");
+}
