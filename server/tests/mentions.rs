@@ -288,6 +288,13 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
         shown.contains(&format!("follows:  run {}\n", first.id)),
         "{shown}"
     );
+    assert!(
+        shown.contains(&format!("runner:   {}\n", runner.name)),
+        "{shown}"
+    );
+    let api = env.get(&format!("/api/v1/runs/{}", follow.id)).await;
+    assert_eq!(api["runner"], runner.name.as_str(), "{api}");
+    assert_eq!(api["runner_id"], runner.id.to_string().as_str(), "{api}");
 
     // An agent's mention carries the chain depth.
     let reviewer = stand_in(

@@ -171,6 +171,9 @@ struct RunRow {
     /// The commit the run's work became; older servers send none.
     #[serde(default)]
     head_commit: Option<String>,
+    /// The runner that took it; older servers send none.
+    #[serde(default)]
+    runner: Option<String>,
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
@@ -358,6 +361,7 @@ async fn show(client: &Client, json: bool, run: &str) -> anyhow::Result<()> {
     );
     println!("branch:   {}", or_dash(&r.branch));
     println!("commit:   {}", or_dash(&r.head_commit));
+    println!("runner:   {}", or_dash(&r.runner));
     println!("created:  {}", short_time(&r.created_at));
     println!(
         "started:  {}",

@@ -157,7 +157,11 @@ pub(super) async fn show(
     AppPath(id): AppPath<String>,
 ) -> Result<Json<RunView>> {
     let run = svc::get(&state, &caller, run_id(&id)?).await?;
-    Ok(Json(view(&state, &caller, &run).await?))
+    let mut one = view(&state, &caller, &run).await?;
+    if let Some(runner) = run.runner_id {
+        one.runner = state.store.get_runner(runner).await.ok().map(|r| r.name);
+    }
+    Ok(Json(one))
 }
 
 /// Where a page of events starts and how long it is.

@@ -372,6 +372,10 @@ pub struct RunView {
     pub base_commit: Option<String>,
     /// The commit the run's work became on its branch: what is compared, pushed and merged.
     pub head_commit: Option<String>,
+    /// The runner that took it (its id; a list leaves its name out).
+    pub runner_id: Option<uuid::Uuid>,
+    /// The runner's name: in a single run's view (`GET /api/v1/runs/{id}`), null in lists.
+    pub runner: Option<String>,
     pub session_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
@@ -418,6 +422,8 @@ impl RunView {
             branch: run.branch.clone(),
             base_commit: run.base_commit.clone(),
             head_commit: run.head_commit.clone(),
+            runner_id: run.runner_id.map(|r| r.0),
+            runner: None,
             session_id: run.session_id.clone(),
             created_at: run.created_at,
             started_at: run.started_at,
