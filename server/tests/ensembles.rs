@@ -436,15 +436,7 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let html = reqwest::Client::new()
-        .get(format!("http://{}/w/runs/issues/{}", env.addr, issue.key))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = env.page(&format!("/w/runs/issues/{}", issue.key)).await;
     let needle = r#"name="reply_to" value=""#;
     let replies: Vec<&str> = html
         .match_indices(needle)

@@ -33,18 +33,6 @@ async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId
     v["id"].as_str().unwrap().parse().unwrap()
 }
 
-/// A page's HTML, fetched with `token`.
-async fn page(env: &Env, token: &str, path: &str) -> String {
-    let resp = reqwest::Client::new()
-        .get(format!("http://{}{path}", env.addr))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "{path}");
-    resp.text().await.unwrap()
-}
-
 /// `muster <args>` with the owner's token; its standard output.
 fn muster(env: &Env, args: &[&str]) -> String {
     let home = env.scripts.path().join("cli-home");
@@ -178,7 +166,7 @@ It is done. Ask @nobody." || exit 3"#,
     );
 
     // Bob's inbox links the comment; the issue page marks the mentions it knows.
-    let inbox = page(&env, &bob_token, "/w/runs/inbox").await;
+    let inbox = env.page_as(&bob_token, "/w/runs/inbox").await;
     assert!(
         inbox.contains(&format!(
             r##"href="/w/runs/issues/RUN-1#comment-{}">Open comment</a>"##,
@@ -186,7 +174,7 @@ It is done. Ask @nobody." || exit 3"#,
         )),
         "{inbox}"
     );
-    let html = page(&env, &bob_token, "/w/runs/issues/RUN-1").await;
+    let html = env.page_as(&bob_token, "/w/runs/issues/RUN-1").await;
     assert!(
         html.contains(r#"<span class="mention mention-person" title="Bob Builder">@BOB</span>"#),
         "{html}"
@@ -240,7 +228,7 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
     assert_eq!(follow.status, RunStatus::Succeeded, "{follow:?}");
     env.inbox_with(InboxKind::AwaitingReview, follow.id).await;
 
-    let html = page(&env, &env.token, &format!("/w/runs/runs/{}", follow.id)).await;
+    let html = env.page(&format!("/w/runs/runs/{}", follow.id)).await;
     let short: String = first.id.to_string().chars().take(8).collect();
     assert!(
         html.contains(&format!(
@@ -269,7 +257,7 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
         html.contains(&format!("on runner <strong>{}</strong>", runner.name)),
         "{html}"
     );
-    let html = page(&env, &env.token, &format!("/w/runs/runs/{}", first.id)).await;
+    let html = env.page(&format!("/w/runs/runs/{}", first.id)).await;
     assert!(
         html.contains(r#"<span class="run-number">Run 1</span>"#),
         "{html}"
@@ -315,7 +303,7 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
         (mentioned.trigger, mentioned.chain_depth),
         (RunTrigger::Mention, 1)
     );
-    let html = page(&env, &env.token, &format!("/w/runs/runs/{}", mentioned.id)).await;
+    let html = env.page(&format!("/w/runs/runs/{}", mentioned.id)).await;
     assert!(
         html.contains("Triggered by <a href=\"/w/runs/issues/RUN-2#comment-"),
         "{html}"
@@ -364,7 +352,7 @@ async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status(backend
     env.issue_reaches(&issue, IssueStatus::InReview).await;
 
     // The comment box knows whom a plain comment wakes.
-    let html = page(&env, &env.token, "/w/runs/issues/RUN-1").await;
+    let html = env.page("/w/runs/issues/RUN-1").await;
     assert!(
         html.contains(r#"<p class="hint comment-wakes" data-assignee="coder" aria-live="polite">A comment that mentions nobody continues coder's work"#),
         "{html}"

@@ -512,15 +512,7 @@ async fn a_backlog_issue_waits_until_it_leaves_the_backlog() {
         "assigning in the backlog queues nothing"
     );
     // The issue page says why the agent is idle.
-    let html = reqwest::Client::new()
-        .get(format!("http://{}/w/runs/issues/{}", env.addr, issue.key))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = env.page(&format!("/w/runs/issues/{}", issue.key)).await;
     assert!(
         html.contains("later starts when this issue moves to Todo"),
         "{html}"
@@ -538,15 +530,7 @@ async fn a_backlog_issue_waits_until_it_leaves_the_backlog() {
     let said = env.comment(&issue, "noted").await;
     let said_at =
         chrono::DateTime::parse_from_rfc3339(said["created_at"].as_str().unwrap()).unwrap();
-    let html = reqwest::Client::new()
-        .get(format!("http://{}/w/runs/issues/{}", env.addr, issue.key))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = env.page(&format!("/w/runs/issues/{}", issue.key)).await;
     let needle = r#"<dt>Updated</dt><dd><time datetime=""#;
     let at = html.find(needle).map(|i| i + needle.len()).expect(&html);
     let updated = chrono::DateTime::parse_from_rfc3339(&html[at..at + 20]).unwrap();

@@ -2,7 +2,7 @@
 //! on request. Re-detecting spawns processes and sends requests, so it is for owners and admins, at most
 //! once per [`crate::runtimes::REDETECT_EVERY`] per workspace; the cache itself is [`crate::runtimes`].
 
-use crate::domain::{AgentKind, WorkspaceId};
+use crate::domain::{Agent, AgentKind, WorkspaceId};
 use crate::engine::Engine;
 use crate::runtimes::{Detected, LocalModels, TooSoon};
 use crate::service::{Caller, Result};
@@ -13,31 +13,36 @@ pub async fn local_model_urls(state: &Engine, ws: WorkspaceId) -> Vec<(String, S
     let mut urls = state.config.llama_urls.clone();
     if let Ok(agents) = state.store.list_agents(ws).await {
         urls.extend(agents.into_iter().filter_map(|a| {
-            // The Base URL field, or the base-URL variable of the agent's env (not a secret one).
-            let from_env = || {
-                let env: Vec<(String, String)> = a
-                    .profile
-                    .env
-                    .iter()
-                    .filter(|v| !v.secret)
-                    .map(|v| (v.key.clone(), v.value.clone()))
-                    .collect();
-                let kind: muster_agents::RuntimeKind = a.profile.kind.as_str().parse().ok()?;
-                kind.base_urls_in(&env)
-                    .first()
-                    .map(|(_, u)| (*u).to_owned())
-            };
-            let url = a
-                .profile
-                .base_url
-                .clone()
-                .filter(|u| !u.trim().is_empty())
-                .or_else(from_env)?;
+            let url = base_url_of(&a)?;
             (a.profile.kind == AgentKind::Llama)
                 .then(|| (format!("agent {}", a.profile.name.as_str()), url))
         }));
     }
     urls
+}
+
+/// The model server an agent's profile points at, as a person can see it: the Base URL field, or the
+/// base-URL variable of its CLI in its env (not a secret one: those stay sealed here).
+pub fn base_url_of(agent: &Agent) -> Option<String> {
+    let from_env = || {
+        let env: Vec<(String, String)> = agent
+            .profile
+            .env
+            .iter()
+            .filter(|v| !v.secret)
+            .map(|v| (v.key.clone(), v.value.clone()))
+            .collect();
+        let kind: muster_agents::RuntimeKind = agent.profile.kind.as_str().parse().ok()?;
+        kind.base_urls_in(&env)
+            .first()
+            .map(|(_, u)| (*u).to_owned())
+    };
+    agent
+        .profile
+        .base_url
+        .clone()
+        .filter(|u| !u.trim().is_empty())
+        .or_else(from_env)
 }
 
 /// What a workspace's member sees: the cached CLI detection and the workspace's cached local-model scan

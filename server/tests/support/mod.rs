@@ -177,6 +177,23 @@ impl Env {
         assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     }
 
+    /// `GET path` (a page) with the owner's token: the HTML, which must come with 200.
+    pub async fn page(&self, path: &str) -> String {
+        self.page_as(&self.token, path).await
+    }
+
+    /// `GET path` (a page) with `token`: the HTML, which must come with 200.
+    pub async fn page_as(&self, token: &str, path: &str) -> String {
+        let resp = reqwest::Client::new()
+            .get(format!("http://{}{path}", self.addr))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        resp.text().await.unwrap()
+    }
+
     /// `GET path` with the owner's token: the JSON body.
     pub async fn get(&self, path: &str) -> serde_json::Value {
         reqwest::Client::new()

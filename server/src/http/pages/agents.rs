@@ -183,7 +183,7 @@ async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> 
     let (_, found) = state.runtimes.get().await;
     let d = found.iter().find(|d| d.kind == kind)?;
     let status = match d.status {
-        muster_agents::DetectionStatus::Found => return unreachable_warning(agent, kind).await,
+        muster_agents::DetectionStatus::Found => return unreachable_warning(agent).await,
         muster_agents::DetectionStatus::NotInstalled => "is not installed",
         muster_agents::DetectionStatus::TooOld => "is too old",
         muster_agents::DetectionStatus::Broken => "does not work",
@@ -204,24 +204,8 @@ const PAGE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis
 
 /// "Nothing accepts connections at …" when the agent's base URL (the field, or its CLI's own variable in
 /// its env) points where nothing listens: its runs would fail at start, so the profile says so now.
-async fn unreachable_warning(agent: &Agent, kind: muster_agents::RuntimeKind) -> Option<String> {
-    let env: Vec<(String, String)> = agent
-        .profile
-        .env
-        .iter()
-        .filter(|v| !v.secret)
-        .map(|v| (v.key.clone(), v.value.clone()))
-        .collect();
-    let url = agent
-        .profile
-        .base_url
-        .clone()
-        .filter(|u| !u.trim().is_empty())
-        .or_else(|| {
-            kind.base_urls_in(&env)
-                .first()
-                .map(|(_, u)| (*u).to_owned())
-        })?;
+async fn unreachable_warning(agent: &Agent) -> Option<String> {
+    let url = crate::service::runtimes::base_url_of(agent)?;
     let why = muster_llama::probe::accepts_connections(&url, PAGE_PROBE_TIMEOUT)
         .await
         .err()?;

@@ -52,6 +52,8 @@ pub(super) struct Batch {
 /// The fold over a run's events.
 pub(super) struct Timeline {
     run_id: String,
+    /// `/<run id>/work`: where the run's worktree shows in the paths the agent reports.
+    worktree: String,
     model: Option<String>,
     rates: RateTable,
     /// Token and cost totals of the `usage` events so far.
@@ -91,6 +93,7 @@ impl Timeline {
     /// An empty fold for run `run_id`; `model` prices usage that carries no cost (as the run engine does).
     pub(super) fn new(run_id: String, model: Option<String>) -> Self {
         Self {
+            worktree: format!("/{run_id}/work"),
             run_id,
             model,
             rates: RateTable::default(),
@@ -320,13 +323,13 @@ impl Timeline {
     /// `text` with the run's worktree paths (`…/<run id>/work/src/x.rs`) relative to the repository
     /// (`src/x.rs`; the worktree itself is `.`): where the runner put the checkout says nothing.
     fn relative(&self, text: &str) -> String {
-        let marker = format!("/{}/work", self.run_id);
-        if !text.contains(&marker) {
+        let marker = self.worktree.as_str();
+        if !text.contains(marker) {
             return text.to_owned();
         }
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
-        while let Some(at) = rest.find(&marker) {
+        while let Some(at) = rest.find(marker) {
             // The path starts after the last separator before it (space, quote, `=`, bracket, newline).
             let start = rest[..at]
                 .rfind(|c: char| c.is_whitespace() || "\"'`=([{,:".contains(c))
