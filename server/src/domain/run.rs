@@ -401,6 +401,15 @@ string_enum!(
     }
 );
 
+impl InboxKind {
+    /// An item of this kind about an issue replaces the earlier open ones of its kind about that issue
+    /// for the same people: only the latest delivery awaits review, however many hops of follow-ups
+    /// (agents answering each other) it took to make.
+    pub fn supersedes_earlier(self) -> bool {
+        matches!(self, Self::AwaitingReview)
+    }
+}
+
 /// Input for an inbox item; `user_id: None` addresses every admin of the workspace.
 #[derive(Debug, Clone)]
 pub struct NewInboxItem {

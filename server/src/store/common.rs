@@ -1085,12 +1085,22 @@ macro_rules! impl_store {
             }
 
             async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem> {
+                let at = now();
+                let mut tx = self.begin_write().await?;
+                if let Some(issue) = new.issue_id.filter(|_| new.kind.supersedes_earlier()) {
+                    sqlx::query::<$db>(
+                        "update inbox_item set resolved_at = $1 where workspace_id = $2 and issue_id = $3 \
+                         and kind = $4 and (user_id = $5 or (user_id is null and $5 is null)) and resolved_at is null")
+                        .bind(at).bind(new.workspace_id).bind(issue).bind(new.kind).bind(new.user_id)
+                        .execute(&mut *tx).await?;
+                }
                 let row = sqlx::query_as::<$db, InboxRow>(concat!(
                     "insert into inbox_item (inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at) ",
                     "values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning ", inbox_cols!()))
                     .bind(InboxItemId::new()).bind(new.workspace_id).bind(new.user_id).bind(new.kind)
-                    .bind(new.issue_id).bind(new.run_id).bind(new.comment_id).bind(&new.message).bind(now())
-                    .fetch_one(&self.pool).await?;
+                    .bind(new.issue_id).bind(new.run_id).bind(new.comment_id).bind(&new.message).bind(at)
+                    .fetch_one(&mut *tx).await?;
+                tx.commit().await?;
                 Ok(row.into())
             }
 

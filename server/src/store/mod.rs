@@ -653,7 +653,9 @@ pub trait Store: Send + Sync + 'static {
     async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>>;
 
     // --- inbox ---
-    /// Records something that needs a person.
+    /// Records something that needs a person; an item whose kind
+    /// [supersedes earlier ones](crate::domain::InboxKind::supersedes_earlier) resolves, in the same
+    /// transaction, the open items of its kind about its issue for the same people.
     async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem>;
     /// Open items for a user (their own and those addressed to everyone), newest first.
     async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>>;

@@ -12,6 +12,7 @@ store_cases!(
     inbox_read_state_is_per_person,
     a_new_member_sees_workspace_items_made_since_they_joined,
     a_mention_item_links_its_comment_while_it_exists,
+    the_latest_delivery_is_the_one_awaiting_review,
     latest_runs_are_one_per_issue
 );
 
@@ -147,6 +148,73 @@ async fn inbox_read_state_is_per_person(store: Arc<dyn Store>) {
             .await
             .unwrap(),
         1
+    );
+}
+
+async fn the_latest_delivery_is_the_one_awaiting_review(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "MUS").await;
+    let bob = user(&store, "bob@team.test").await;
+    store
+        .add_member(f.ws.id, bob.id, Role::Member)
+        .await
+        .unwrap();
+    let a = issue(&store, f.ws.id, "A", IssueStatus::InReview).await;
+    let b = issue(&store, f.ws.id, "B", IssueStatus::InReview).await;
+    let new = |kind: InboxKind, user: Option<UserId>, issue: Option<IssueId>, message: &str| {
+        NewInboxItem {
+            workspace_id: f.ws.id,
+            user_id: user,
+            kind,
+            issue_id: issue,
+            run_id: None,
+            comment_id: None,
+            message: message.into(),
+        }
+    };
+    let create = |item: NewInboxItem| {
+        let store = store.clone();
+        async move { store.create_inbox_item(&item).await.unwrap() }
+    };
+    let review = InboxKind::AwaitingReview;
+    let owner = Some(f.owner.id);
+    create(new(review, owner, Some(a.id), "first hop")).await;
+    let failed = create(new(InboxKind::RunFailed, owner, Some(a.id), "a failure")).await;
+    let bobs = create(new(review, Some(bob.id), Some(a.id), "for bob")).await;
+    let everyone = create(new(review, None, Some(a.id), "for everyone")).await;
+    let other_issue = create(new(review, owner, Some(b.id), "issue B")).await;
+    create(new(review, owner, Some(a.id), "second hop")).await;
+    let latest = create(new(review, owner, Some(a.id), "third hop")).await;
+
+    let messages = |user: UserId| {
+        let store = store.clone();
+        async move {
+            store
+                .list_inbox(f.ws.id, user)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| i.message)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        messages(f.owner.id).await,
+        vec![
+            latest.message.clone(),
+            other_issue.message.clone(),
+            everyone.message.clone(),
+            failed.message.clone()
+        ],
+        "one review item per issue and addressee, the latest; other kinds and issues stay"
+    );
+    assert_eq!(
+        messages(bob.id).await,
+        vec![everyone.message.clone(), bobs.message.clone()],
+        "another addressee's item is not replaced by the owner's"
+    );
+    assert_eq!(
+        store.count_unread_inbox(f.ws.id, f.owner.id).await.unwrap(),
+        4
     );
 }
 
