@@ -20,6 +20,8 @@ pub(super) enum Stop {
     EventCap(crate::domain::Seq),
     /// The CLI failed after the egress proxy or the sandbox refused one of its connections.
     EgressRefused,
+    /// The CLI reported an error and its model server no longer accepted connections.
+    Unreachable,
 }
 
 /// How the supervision of a run ended.
@@ -93,6 +95,7 @@ pub(super) fn finished(
             Stop::Auth => (RunStatus::Failed, *code, Some(FailureReason::Auth)),
             Stop::EventCap(_) => (RunStatus::Failed, *code, Some(FailureReason::EventCap)),
             Stop::EgressRefused => (RunStatus::Failed, *code, Some(FailureReason::EgressRefused)),
+            Stop::Unreachable => (RunStatus::Failed, *code, Some(FailureReason::Unreachable)),
         },
         Ending::LeaseLost | Ending::Orphaned => (
             RunStatus::Interrupted,

@@ -47,6 +47,9 @@ pub(super) struct Prepared {
     /// The run's egress proxy (sandboxed runs): its records become `egress` events; dropping it closes
     /// the listener and the run's connections.
     pub egress: Option<crate::egress::RunProxy>,
+    /// Where the agent's model server should accept connections (its base URL, for the known CLIs and
+    /// the local loop): checked again when the CLI reports an error while it runs.
+    pub model_probe: Option<String>,
 }
 
 /// Why a run could not be prepared; `reason` decides retries (never for config problems).
@@ -107,15 +110,13 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
     secrets
 }
 
-/// How long the runner waits for an agent's model server to accept a connection before the run starts.
-const PREFLIGHT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long the runner waits for an agent's model server to accept a connection (before the run starts,
+/// and when its CLI reports an error while it runs).
+pub(super) const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Checks, before the agent starts, that something accepts connections at its model server: a wrong base
-/// URL fails the run in seconds, naming the address, instead of after the CLI's own minutes of retries
-/// (Claude Code: 10) and Muster's retries of a "network" failure. Only a connection is tried: no request,
-/// no key sent, no tokens spent.
-async fn preflight(url: &str, overrides: &[(String, SocketAddr)]) -> Result<(), PrepareError> {
-    // A name the egress proxy resolves itself (`--egress-resolve`) is checked at the address it stands for.
+/// The URL the runner checks for an agent's model server at `url`: a name the egress proxy resolves itself
+/// (`--egress-resolve`) is checked at the address it stands for.
+fn probe_url(url: &str, overrides: &[(String, SocketAddr)]) -> String {
     let overridden = reqwest::Url::parse(url).ok().and_then(|u| {
         let host = u.host_str()?.trim_end_matches('.').to_owned();
         overrides
@@ -123,8 +124,15 @@ async fn preflight(url: &str, overrides: &[(String, SocketAddr)]) -> Result<(), 
             .find(|(name, _)| name.trim_end_matches('.') == host)
             .map(|(_, addr)| format!("http://{addr}"))
     });
-    let url = overridden.as_deref().unwrap_or(url);
-    muster_llama::probe::accepts_connections(url, PREFLIGHT_TIMEOUT)
+    overridden.unwrap_or_else(|| url.to_owned())
+}
+
+/// Checks, before the agent starts, that something accepts connections at its model server (`probe`, from
+/// [`probe_url`]): a wrong base URL fails the run in seconds, naming the address, instead of after the
+/// CLI's own minutes of retries (Claude Code: 10) and Muster's retries of a "network" failure. Only a
+/// connection is tried: no request, no key sent, no tokens spent.
+async fn preflight(probe: &str) -> Result<(), PrepareError> {
+    muster_llama::probe::accepts_connections(probe, PROBE_TIMEOUT)
         .await
         .map_err(|why| PrepareError {
             reason: FailureReason::Unreachable,
@@ -232,8 +240,12 @@ async fn finish_prepare(
                 .flatten()
         });
     // A custom command decides itself what its base URL means; the known CLIs and the local loop call it.
-    if let Some(url) = base_url.as_deref().filter(|_| kind != RuntimeKind::Custom) {
-        preflight(url, &host.config.egress_resolve).await?;
+    let model_probe = base_url
+        .as_deref()
+        .filter(|_| kind != RuntimeKind::Custom)
+        .map(|url| probe_url(url, &host.config.egress_resolve));
+    if let Some(probe) = &model_probe {
+        preflight(probe).await?;
     }
     let model_urls = super::egress::model_urls(kind, base_url.as_deref(), &env);
     let api_urls: Vec<String> = api_url.into_iter().chain(host.api_url.clone()).collect();
@@ -306,6 +318,7 @@ async fn finish_prepare(
         usage_log,
         confinement,
         egress: egress.proxy.take(),
+        model_probe,
     })
 }
 

@@ -169,6 +169,7 @@ pub(crate) async fn execute(host: &Host, order: Order, link: &Link, signal: &Run
         link,
         adapter: prepared.adapter.as_ref(),
         signal,
+        model_probe: prepared.model_probe.as_deref(),
     };
     let worktree = prepared.worktree;
     let mut egress = prepared.egress;

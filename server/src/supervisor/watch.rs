@@ -7,7 +7,9 @@
 //! counts as it is reported, `TurnUsage`, not only the CLI's final report), with an `error` event saying
 //! what was spent; reaching the event cap stops it; no output for the stall timeout flags the run `stalled`
 //! (the server records it, tells the inbox and the board) and a second timeout stops it; any output
-//! clears the flag.
+//! clears the flag. An error from the CLI that may mean "no connection" (unclassified, network), or a
+//! quiet agent, has the runner check its model server again ([`ModelWatch`]): when nothing accepts
+//! connections there any more, the run ends as unreachable instead of after the CLI's minutes of retries.
 
 use std::time::Duration;
 
@@ -46,6 +48,114 @@ pub(super) struct Watch<'a> {
     pub link: &'a Link,
     pub adapter: &'a dyn Adapter,
     pub signal: &'a RunSignal,
+    /// Where the agent's model server should accept connections ([`super::prepare::Prepared::model_probe`]).
+    pub model_probe: Option<&'a str>,
+}
+
+/// How often, at most, the runner checks the agent's model server while the run goes on.
+const REPROBE_EVERY: Duration = Duration::from_secs(5);
+/// How long an agent may be quiet before the runner checks its model server.
+const QUIET_PROBE_AFTER: Duration = Duration::from_secs(5);
+/// Checks in a row, made while the agent was quiet, that found nothing listening before the run ends (a
+/// CLI that retries silently, as OpenCode does, says nothing; a server restarting for a few seconds is
+/// given that long).
+const QUIET_MISSES: u32 = 3;
+
+/// A check of the model server in flight.
+type Probe = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+
+/// The runner's checks of the agent's model server while the run goes on: after a CLI's error that may
+/// mean "no connection" (one miss ends the run, the CLI has already failed to connect), and while the agent
+/// is quiet ([`QUIET_MISSES`] in a row end it).
+struct ModelWatch<'a> {
+    url: Option<&'a str>,
+    probe: Option<Probe>,
+    /// When the last check started.
+    at: Option<Instant>,
+    /// The check in flight follows an error of the CLI's.
+    after_error: bool,
+    /// Quiet checks in a row that found nothing listening.
+    misses: u32,
+    /// An error blamed a refused connection: the run ends for it once the model server is known up.
+    egress_blamed: bool,
+}
+
+/// What a finished check of the model server means for the run.
+enum Checked {
+    Fine,
+    EgressRefused,
+    /// Nothing accepts connections at this address ("host:port (why)").
+    Unreachable(String),
+}
+
+impl<'a> ModelWatch<'a> {
+    fn new(url: Option<&'a str>) -> Self {
+        ModelWatch {
+            url,
+            probe: None,
+            at: None,
+            after_error: false,
+            misses: 0,
+            egress_blamed: false,
+        }
+    }
+
+    /// Starts a check unless one is in flight or (unless `now`) one started lately.
+    fn start(&mut self, after_error: bool, now: bool) {
+        let Some(url) = self.url else { return };
+        if self.probe.is_some() || (!now && self.at.is_some_and(|at| at.elapsed() < REPROBE_EVERY))
+        {
+            return;
+        }
+        self.at = Some(Instant::now());
+        self.after_error = after_error;
+        let url = url.to_owned();
+        self.probe = Some(Box::pin(async move {
+            muster_llama::probe::accepts_connections(&url, super::prepare::PROBE_TIMEOUT).await
+        }));
+    }
+
+    /// What one line's errors ask for; `Some` when the run must end now (nothing to check first).
+    fn after_line(&mut self, taken: &Taken) -> Option<Ending> {
+        if taken.egress_blamed && self.url.is_none() {
+            return Some(Ending::Stopped(Stop::EgressRefused, None));
+        }
+        self.egress_blamed |= taken.egress_blamed;
+        if taken.egress_blamed || taken.connection_error {
+            self.start(true, taken.egress_blamed);
+        }
+        None
+    }
+
+    async fn next(&mut self) -> Result<(), String> {
+        match self.probe.as_mut() {
+            Some(probe) => probe.await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn finished(&mut self, result: Result<(), String>) -> Checked {
+        self.probe = None;
+        match result {
+            Ok(()) => {
+                self.misses = 0;
+                if self.egress_blamed {
+                    Checked::EgressRefused
+                } else {
+                    Checked::Fine
+                }
+            }
+            Err(why) if self.after_error => Checked::Unreachable(why),
+            Err(why) => {
+                self.misses += 1;
+                if self.misses >= QUIET_MISSES {
+                    Checked::Unreachable(why)
+                } else {
+                    Checked::Fine
+                }
+            }
+        }
+    }
 }
 
 /// Runs until the child exits or a guard, cancel or shutdown says stop. Does not stop the child.
@@ -74,6 +184,7 @@ pub(super) async fn watch(
     if log.ready(*acks.borrow()) {
         flush(ctx, log); // what the run said before its child's first line (its session, …)
     }
+    let mut model = ModelWatch::new(ctx.model_probe);
     loop {
         let due = log.due();
         tokio::select! {
@@ -101,7 +212,11 @@ pub(super) async fn watch(
                     stalled = false;
                     set_stalled(ctx, log, false);
                 }
-                if let Some(end) = take_line(ctx, line, log, tally, &rates, true) {
+                let taken = take_line(ctx, line, log, tally, &rates, true);
+                if let Some(end) = taken.end {
+                    return end;
+                }
+                if let Some(end) = model.after_line(&taken) {
                     return end;
                 }
                 if log.capped() {
@@ -120,6 +235,19 @@ pub(super) async fn watch(
                 // The outbox forgot the run: what is pending goes out at its fallback time.
                 Err(_) => acks_open = false,
             },
+            checked = model.next() => match model.finished(checked) {
+                Checked::Fine => {}
+                Checked::EgressRefused => return Ending::Stopped(Stop::EgressRefused, None),
+                Checked::Unreachable(why) => {
+                    let note = format!(
+                        "nothing accepts a connection at {why} any more, its base URL's address; \
+                         the model server stopped or became unreachable while the agent worked"
+                    );
+                    log.push("error", json!({ "message": note }));
+                    tally.stop_note = Some(note);
+                    return Ending::Stopped(Stop::Unreachable, None);
+                }
+            },
             () = sleep_until(due), if due.is_some() => flush(ctx, log),
             _ = watchdog.tick() => {
                 let quiet = last_output.elapsed();
@@ -129,6 +257,9 @@ pub(super) async fn watch(
                 if !stalled && quiet >= stall {
                     stalled = true;
                     set_stalled(ctx, log, true);
+                }
+                if quiet >= QUIET_PROBE_AFTER {
+                    model.start(false, false);
                 }
             }
         }
@@ -146,7 +277,7 @@ pub(super) async fn drain(
     let deadline = Instant::now() + DRAIN_WAIT;
     while let Ok(Some(line)) = tokio::time::timeout_at(deadline, lines.recv()).await {
         // Guards no longer matter: the child is gone, only the events and the tally do.
-        let _ = take_line(ctx, line, log, tally, &rates, false);
+        take_line(ctx, line, log, tally, &rates, false);
         if log.must_flush() {
             flush(ctx, log);
         }
@@ -166,7 +297,19 @@ fn flush(ctx: &Watch<'_>, log: &mut EventLog) {
     }
 }
 
-/// Turns one line into events; `Some` when a guard (checked when `guard`) says the run must stop.
+/// What one line of the child brought.
+#[derive(Default)]
+struct Taken {
+    /// A guard (checked when asked) says the run must stop.
+    end: Option<Ending>,
+    /// The CLI reported an error that may mean it cannot reach its model server: one the server did not
+    /// answer itself (an HTTP status would say auth, rate limit, configuration or server).
+    connection_error: bool,
+    /// The error follows a connection the egress proxy or the sandbox refused.
+    egress_blamed: bool,
+}
+
+/// Turns one line into events, checking the guards when `guard`.
 fn take_line(
     ctx: &Watch<'_>,
     line: Line,
@@ -174,11 +317,11 @@ fn take_line(
     tally: &mut Tally,
     rates: &RateTable,
     guard: bool,
-) -> Option<Ending> {
+) -> Taken {
     let (out, events) = match line {
         Line::Err(text) => {
             log.push("stderr", json!({ "line": text }));
-            return None;
+            return Taken::default();
         }
         Line::Out(text) => {
             let events = ctx.adapter.parse_line(&text);
@@ -195,10 +338,12 @@ fn take_line(
             let mut payload = serde_json::to_value(&record).unwrap_or_else(|_| json!({}));
             payload["line"] = record.line().into();
             log.push(crate::egress::EVENT_KIND, payload);
-            return None;
+            return Taken::default();
         }
     };
     let mut end = None;
+    let mut connection_error = false;
+    let mut egress_blamed = false;
     for mut event in events {
         // A CLI that quotes the proxy's 403 may call it an auth failure (Claude Code: "Failed to
         // authenticate. API Error: 403 Muster egress proxy refused: …"): it is a refused connection.
@@ -206,6 +351,10 @@ fn take_line(
             && message.contains(crate::egress::REFUSAL_MARK)
         {
             *class = Some(ErrorClass::Network);
+        }
+        if let AgentEvent::Error { class, .. } = &event {
+            connection_error |=
+                matches!(class, None | Some(ErrorClass::Network | ErrorClass::Other));
         }
         tally.add(&event, rates);
         if matches!(event, AgentEvent::Usage(_) | AgentEvent::TurnUsage(_)) {
@@ -221,13 +370,15 @@ fn take_line(
             end = end.or(Some(Ending::Stopped(Stop::Auth, None)));
         }
         // A CLI that reports an error after a refused connection would retry into the same wall for
-        // minutes: the run ends now, saying which host and port and what to change.
+        // minutes: the run ends now, saying which host and port and what to change (once the model
+        // server is known to be up, when there is one to check: a CLI whose model server went away
+        // fails for that, whatever else it was refused before).
         if let AgentEvent::Error { message, class } = &event
             && (*class == Some(ErrorClass::Network)
                 || (class.is_none() && crate::egress::about_connecting(message)))
             && tally.egress.blames(message)
         {
-            end = end.or(Some(Ending::Stopped(Stop::EgressRefused, None)));
+            egress_blamed = true;
         }
     }
     if guard
@@ -241,7 +392,11 @@ fn take_line(
         tally.stop_note = Some(note);
         end = Some(Ending::Stopped(Stop::OverBudget, None));
     }
-    end
+    Taken {
+        end,
+        connection_error,
+        egress_blamed,
+    }
 }
 
 /// How a stop the server asked for ends the run: a person's cancel or an ensemble's early stop ends it

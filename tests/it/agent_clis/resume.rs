@@ -5,7 +5,7 @@
 //! the follow-up starts a fresh session, says so in its log, and its brief carries the thread.
 
 use super::*;
-use muster::domain::{Issue, IssueStatus, IssueTitle, NewIssue, Run, RunEvent, RunStatus};
+use muster::domain::{IssueStatus, IssueTitle, NewIssue, RunEvent, RunStatus};
 use serde_json::{Value, json};
 
 /// What the first run is asked: the scripted model answers `CMD=` with a shell call (`#` ends the
@@ -46,25 +46,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
-}
-
-impl Engine {
-    /// The issue's runs once the one after `count` earlier runs has ended.
-    async fn ended(&self, issue: &Issue, count: usize) -> Run {
-        let started = Instant::now();
-        loop {
-            let mut runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
-            runs.sort_by_key(|r| r.created_at);
-            if let Some(run) = runs.get(count).filter(|r| r.status.is_terminal()) {
-                return run.clone();
-            }
-            assert!(
-                started.elapsed() < RUN_DEADLINE,
-                "run {count} did not end: {runs:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
 }
 
 /// Whether `body` holds a message of `role` whose text contains `needle`, at any depth (Claude's

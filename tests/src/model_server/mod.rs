@@ -259,6 +259,11 @@ impl ModelServer {
         &self.base_url
     }
 
+    /// Stops serving: the port stops accepting connections (those open are closed once idle).
+    pub fn stop(&self) {
+        self.shutdown.cancel();
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.requests
