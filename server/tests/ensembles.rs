@@ -415,10 +415,9 @@ async fn the_review_is_blind_and_an_invalid_verdict_stays_invalid() {
     assert_eq!(c["recommendation"]["by_opinion_only"], true, "{c:#}");
     assert_eq!(c["recommendation"]["decided_by"], "review", "{c:#}");
     assert!(
-        c["recommendation"]["why"]
-            .as_str()
-            .unwrap()
-            .starts_with("all 2 candidates passed the check; the blind review scored it 7/10"),
+        c["recommendation"]["why"].as_str().unwrap().starts_with(
+            "all 2 candidates passed the check; the blind review judged it best (7/10)"
+        ),
         "{c:#}"
     );
     // Chosen without a merge: the reply box sits under the chosen candidate's run, not under the

@@ -139,6 +139,17 @@ async fn compare_and_choose(backend: Backend) {
         recommendation.contains("by opinion only"),
         "{recommendation}"
     );
+    // The review's pick is the recommendation: the page never names two.
+    let review = browser.text("#review-state").await.unwrap();
+    let judged = ["claude-quick", "opencode-slow"]
+        .into_iter()
+        .find(|a| review.contains(&format!("({a})")))
+        .unwrap_or_else(|| panic!("{review}"));
+    assert!(
+        recommendation.contains(&format!("Recommended: {judged}"))
+            && recommendation.contains("judged it best"),
+        "{review} / {recommendation}"
+    );
     let spent = browser.text("#ensemble-spent").await.unwrap();
     assert!(spent.contains("of $0.5000"), "{spent}");
     for agent in ["claude-quick", "codex-wrong", "opencode-slow"] {

@@ -602,16 +602,6 @@ pub async fn compare(
     let review_cost =
         crate::engine::ensemble::review_run(&er, &runs).map_or(0.0, |r| r.usage.cost_usd);
     let green = views.iter().filter(|v| v.green).count();
-    let recommendation = recommend(&views);
-    let estimates = estimate(state, caller, &er.settings)
-        .await
-        .unwrap_or_default();
-    let mut singles: Vec<f64> = estimates
-        .iter()
-        .take(er.settings.members.len())
-        .filter_map(|e| e.median_cost_usd)
-        .collect();
-    singles.sort_by(f64::total_cmp);
     let (review, review_error, review_best) = match &er.review {
         None => ("none".to_owned(), None, None),
         Some(ReviewOutcome::Verdict { verdict }) => (
@@ -624,6 +614,16 @@ pub async fn compare(
         }
         Some(ReviewOutcome::NoAnswer { why }) => ("no_answer".to_owned(), Some(why.clone()), None),
     };
+    let recommendation = recommend(&views, review_best.as_deref());
+    let estimates = estimate(state, caller, &er.settings)
+        .await
+        .unwrap_or_default();
+    let mut singles: Vec<f64> = estimates
+        .iter()
+        .take(er.settings.members.len())
+        .filter_map(|e| e.median_cost_usd)
+        .collect();
+    singles.sort_by(f64::total_cmp);
     let comparison = Comparison {
         issue: issue.key.to_string(),
         ensemble: er.name.clone(),
@@ -685,7 +685,7 @@ fn lines_changed(stat: &str) -> i64 {
 /// The recommendation, one rule everywhere: the check first, then the blind review's score, then the
 /// lower cost (an unpriced candidate's cost is unknown, so it never ranks as the cheaper), then the
 /// smaller diff; only candidates that changed something.
-fn recommend(views: &[CandidateView]) -> Option<Recommendation> {
+fn recommend(views: &[CandidateView], review_best: Option<&str>) -> Option<Recommendation> {
     let pool: Vec<&CandidateView> = views.iter().filter(|v| v.diff_stat.is_some()).collect();
     let cost = |v: &CandidateView| {
         if v.cost_unknown {
@@ -694,9 +694,15 @@ fn recommend(views: &[CandidateView]) -> Option<Recommendation> {
             (v.cost_usd * 1e6) as i64
         }
     };
+    // The candidate the reviewer judged best ranks ahead of its scores (a verdict may score another as
+    // high or higher), so "judged best" and "recommended" never name two different candidates that
+    // both passed.
+    let judged_best =
+        |v: &CandidateView| review_best.is_some() && v.review_label.as_deref() == review_best;
     let key = |v: &CandidateView| {
         (
             !v.green,
+            !judged_best(v),
             -v.review_score.unwrap_or(-1),
             cost(v),
             v.lines_changed.unwrap_or(i64::MAX),
@@ -706,7 +712,7 @@ fn recommend(views: &[CandidateView]) -> Option<Recommendation> {
     let greens = pool.iter().filter(|v| v.green).count();
     let decided_by = if best.green && greens == 1 {
         "check"
-    } else if best.review_score.is_some() {
+    } else if best.review_score.is_some() || judged_best(best) {
         "review"
     } else {
         "cost"
@@ -720,6 +726,10 @@ fn recommend(views: &[CandidateView]) -> Option<Recommendation> {
     }];
     match (decided_by, best.review_score) {
         ("check", _) => {}
+        (_, score) if judged_best(best) => why.push(match score {
+            Some(score) => format!("the blind review judged it best ({score}/10)"),
+            None => "the blind review judged it best".to_owned(),
+        }),
         (_, Some(score)) => why.push(format!("the blind review scored it {score}/10")),
         _ => {
             why.push("no review set them apart".to_owned());
@@ -1133,7 +1143,7 @@ mod tests {
             candidate("priced", true, Some(0.0009), 9),
             candidate("dear", true, Some(0.5), 1),
         ];
-        let r = recommend(&all).unwrap();
+        let r = recommend(&all, None).unwrap();
         assert_eq!(
             (r.agent.as_str(), r.decided_by.as_str()),
             ("priced", "cost")
@@ -1149,7 +1159,7 @@ mod tests {
             candidate("b", true, Some(0.1), 3),
             candidate("c", false, Some(0.0), 3),
         ];
-        let r = recommend(&two).unwrap();
+        let r = recommend(&two, None).unwrap();
         assert_eq!(r.agent, "b");
         assert!(
             r.why
@@ -1162,8 +1172,42 @@ mod tests {
             candidate("a", false, Some(0.0), 3),
             candidate("b", true, Some(1.0), 3),
         ];
-        let r = recommend(&one).unwrap();
+        let r = recommend(&one, None).unwrap();
         assert_eq!((r.agent.as_str(), r.decided_by.as_str()), ("b", "check"));
         assert_eq!(r.why, "the only candidate that passed the check");
+    }
+
+    /// Issue 27: "judged best: A (opencode-slow)" beside "Recommended: claude-quick" when the verdict
+    /// scored the other one higher.
+    #[test]
+    fn the_reviewers_pick_is_the_recommendation_among_those_that_passed() {
+        let reviewed = |agent: &str, green: bool, label: &str, score: i64| {
+            let mut c = candidate(agent, green, Some(0.1), 3);
+            c.review_label = Some(label.to_owned());
+            c.review_score = Some(score);
+            c
+        };
+        let views = [
+            reviewed("claude-quick", true, "B", 7),
+            reviewed("opencode-slow", true, "A", 6),
+            reviewed("codex-wrong", false, "C", 9),
+        ];
+        let r = recommend(&views, Some("A")).unwrap();
+        assert_eq!(
+            (r.agent.as_str(), r.decided_by.as_str()),
+            ("opencode-slow", "review")
+        );
+        assert_eq!(
+            r.why,
+            "passed the check, as 1 other candidate did; the blind review judged it best (6/10)"
+        );
+        assert!(r.by_opinion_only);
+        // A pick that failed the check does not outrank one that passed.
+        let r = recommend(&views, Some("C")).unwrap();
+        assert_eq!(r.agent, "claude-quick");
+        assert_eq!(
+            r.why,
+            "passed the check, as 1 other candidate did; the blind review scored it 7/10"
+        );
     }
 }
