@@ -14,7 +14,7 @@ mod mentions;
 use std::sync::LazyLock;
 
 pub use mentions::MentionLink;
-use pulldown_cmark::{Options, Parser, html};
+use pulldown_cmark::{Event, Options, Parser, html};
 
 /// The `rel` of every link in rendered text.
 const LINK_REL: &str = "noopener noreferrer nofollow";
@@ -37,7 +37,7 @@ fn sanitiser(inline_images_only: bool) -> ammonia::Builder<'static> {
     // Task lists (`- [ ]`, `- [x]`) render as `<input type="checkbox" disabled>`: an `input` is kept only
     // as that, whatever its author wrote, so no text field or button can be slipped into an issue.
     b.add_tags(["input"])
-        .add_tag_attributes("input", ["checked"])
+        .add_tag_attributes("input", ["checked", "data-task"])
         .set_tag_attribute_value("input", "type", "checkbox")
         .set_tag_attribute_value("input", "disabled", "");
     // Mentions (see `mentions`): the only classes kept.
@@ -51,7 +51,9 @@ fn sanitiser(inline_images_only: bool) -> ammonia::Builder<'static> {
                 .get(..5)
                 .is_some_and(|p| p.eq_ignore_ascii_case("data:"));
             let image_src = element == "img" && attribute == "src";
-            let keep = if image_src {
+            let keep = if attribute == "data-task" {
+                value.bytes().all(|b| b.is_ascii_digit()) && !value.is_empty()
+            } else if image_src {
                 is_inline_image(value) || !(is_data || inline_images_only)
             } else {
                 !(is_data && matches!(attribute, "href" | "src"))
@@ -72,6 +74,51 @@ fn is_inline_image(src: &str) -> bool {
     })
 }
 
+/// The markdown dialect: GitHub-style tables, strikethrough and task lists.
+fn options() -> Options {
+    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
+}
+
+/// Numbers the task-list boxes in source order (`data-task="N"`, the `N` [`toggle_task`] takes), so a page
+/// can tick them. Raw HTML that names `data-task` itself is shown as text: an author cannot forge a box
+/// that would tick another.
+fn number_tasks<'a>(events: impl Iterator<Item = Event<'a>>) -> impl Iterator<Item = Event<'a>> {
+    let mut next = 0usize;
+    events.map(move |event| match event {
+        Event::TaskListMarker(checked) => {
+            let n = next;
+            next += 1;
+            let checked = if checked { " checked" } else { "" };
+            Event::InlineHtml(
+                format!(r#"<input type="checkbox" disabled data-task="{n}"{checked}>"#).into(),
+            )
+        }
+        Event::Html(raw) | Event::InlineHtml(raw)
+            if raw.to_ascii_lowercase().contains("data-task") =>
+        {
+            Event::Text(raw)
+        }
+        other => other,
+    })
+}
+
+/// `markdown` with its task-list box number `index` (in source order, as [`to_safe_html`] numbers them)
+/// ticked or cleared; `None` when it has no such box. Only the box's character changes.
+pub fn toggle_task(markdown: &str, index: usize, checked: bool) -> Option<String> {
+    let (_, range) = Parser::new_ext(markdown, options())
+        .into_offset_iter()
+        .filter(|(e, _)| matches!(e, Event::TaskListMarker(_)))
+        .nth(index)?;
+    let open = range.start + markdown.get(range)?.find('[')?;
+    let mark = open + 1;
+    markdown.get(mark..=mark)?;
+    let mut out = String::with_capacity(markdown.len());
+    out.push_str(&markdown[..mark]);
+    out.push(if checked { 'x' } else { ' ' });
+    out.push_str(&markdown[mark + 1..]);
+    Some(out)
+}
+
 /// Renders markdown (GitHub-style tables, strikethrough, task lists) and sanitises the result.
 pub fn to_safe_html(markdown: &str) -> String {
     to_safe_html_with_mentions(markdown, &|_| None)
@@ -83,10 +130,8 @@ pub fn to_safe_html_with_mentions(
     markdown: &str,
     resolve: &dyn Fn(&str) -> Option<MentionLink>,
 ) -> String {
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut raw = String::with_capacity(markdown.len() * 2);
-    let events = mentions::mark(Parser::new_ext(markdown, options), resolve);
+    let events = mentions::mark(number_tasks(Parser::new_ext(markdown, options())), resolve);
     html::push_html(&mut raw, events.into_iter());
     let clean = SANITISER.clean(&raw).to_string();
     if !clean.contains("<img") {

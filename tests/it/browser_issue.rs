@@ -1,6 +1,6 @@
 //! The issue page in real headless Chromium on a 390 px wide phone: nothing sticks out sideways, the
 //! title wraps, and status, assignee and Edit are on screen; then it is edited in place (side panel,
-//! title and description, one's own comment) without a page load, and task lists show as checkboxes.
+//! title and description, one's own comment) without a page load, and task-list boxes are ticked.
 //! Screenshots: `issue-390`, `issue-390-editing`, `board-390`, `run-390` in `target/screenshots/`.
 
 use std::time::Duration;
@@ -170,14 +170,81 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     )
     .await;
     assert!(title_lines.as_i64().unwrap() > 1, "the long title wraps");
-    // Task lists are checkboxes, the done one ticked; none can be toggled.
+    // Task lists are checkboxes, the done one ticked, and ticking one saves the description.
     let boxes = js(
         &browser,
         "return Array.from(document.querySelectorAll('.issue-body input[type=checkbox]'))\
          .map(b => [b.checked, b.disabled])",
     )
     .await;
-    assert_eq!(boxes, serde_json::json!([[true, true], [false, true]]));
+    assert_eq!(boxes, serde_json::json!([[true, false], [false, false]]));
+    let body_now = async || app.store.get_issue(ws.id, &issue.key).await.unwrap().body;
+    let tick = async |n: usize| {
+        // Centred: the sticky top bar would cover a box scrolled to the window's top.
+        js(
+            &browser,
+            &format!(
+                "document.querySelector(\".issue-body input[data-task='{n}']\").scrollIntoView({{block: 'center'}})"
+            ),
+        )
+        .await;
+        browser
+            .click(&format!(".issue-body input[data-task='{n}']"))
+            .await
+            .unwrap();
+    };
+    tick(1).await;
+    let started = std::time::Instant::now();
+    while !body_now().await.contains("- [x] resync after a lag") {
+        assert!(started.elapsed() < LIVE, "the tick was not saved");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        body_now()
+            .await
+            .contains("- [x] subscribe before replaying")
+    );
+    // Unticking the first box works from the new description (the page took its new digest).
+    tick(0).await;
+    while !body_now()
+        .await
+        .contains("- [ ] subscribe before replaying")
+    {
+        assert!(started.elapsed() < LIVE, "the second tick was not saved");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Someone else changes the description meanwhile: a tick made on the old one is refused, undone
+    // and said, and the new description stays as it is.
+    let changed = "Steps:\n\n- [ ] resync after a lag\n- [ ] subscribe before replaying\n";
+    app.store
+        .update_issue(
+            ws.id,
+            &issue.key,
+            &muster::domain::IssuePatch {
+                body: Some(changed.into()),
+                ..Default::default()
+            },
+            muster::domain::Actor::User(ada.id),
+        )
+        .await
+        .unwrap();
+    let stale = js(
+        &browser,
+        "var b = document.querySelector(\".issue-body input[data-task='0']\"); return b.checked",
+    )
+    .await;
+    tick(0).await;
+    browser
+        .wait_for_text("#toasts", "changed since this page showed it", LIVE)
+        .await
+        .unwrap();
+    let after = js(
+        &browser,
+        "var b = document.querySelector(\".issue-body input[data-task='0']\"); return b.checked",
+    )
+    .await;
+    assert_eq!(after, stale, "the refused tick is undone on the page");
+    assert_eq!(body_now().await, changed);
     // The description and conversation come before the side panel.
     let order = js(
         &browser,

@@ -151,6 +151,115 @@ async fn setup_link_and_first_agent(backend: Backend) {
         html.contains("refuses shell commands it cannot vet"),
         "{html}"
     );
+
+    // A secret typed into a form that comes back with errors is kept (sealed, never shown), so it
+    // needs no typing again; a sealed value made for anything else opens to nothing.
+    let secret = "sk-typed-before-the-error-4242";
+    let post = async |name: &str, fields: &[(&str, &str)]| {
+        let mut form = vec![
+            ("_csrf", csrf.as_str()),
+            ("name", name),
+            ("kind", "claude"),
+            ("stall_timeout_secs", "600"),
+            ("max_retries", "2"),
+            ("env_key", "ANTHROPIC_API_KEY"),
+            ("env_secret", "0"),
+        ];
+        form.extend_from_slice(fields);
+        let res = client()
+            .post(app.url("/w/acme/agents"))
+            .header("cookie", &cookie)
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        (res.status(), res.text().await.unwrap())
+    };
+    let kept_of = |html: &str| {
+        let at = html
+            .find(r#"name="env_kept" value=""#)
+            .expect("a kept field")
+            + 23;
+        html[at..at + html[at..].find('"').unwrap()].to_owned()
+    };
+    let (status, html) = post(
+        "keeper",
+        &[
+            ("max_concurrent_runs", "many"),
+            ("env_value", secret),
+            ("env_kept", ""),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{html}");
+    assert!(!html.contains(secret), "the secret is never shown: {html}");
+    assert!(
+        html.contains("as you typed it; leave empty to keep"),
+        "{html}"
+    );
+    let kept = kept_of(&html);
+    assert!(!kept.is_empty() && !kept.contains(secret), "{kept}");
+    // Another error: still kept, from the sealed copy alone.
+    let (status, html) = post(
+        "keeper",
+        &[
+            ("max_concurrent_runs", "many"),
+            ("env_value", ""),
+            ("env_kept", &kept),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(!html.contains(secret));
+    let kept = kept_of(&html);
+    let (status, html) = post(
+        "keeper",
+        &[
+            ("max_concurrent_runs", "1"),
+            ("env_value", ""),
+            ("env_kept", &kept),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{html}");
+    let secrets = muster::secrets::SecretBox::load_or_create(&app.data_dir).unwrap();
+    let ws = app
+        .store
+        .get_workspace_by_slug(&muster::domain::Slug::parse("acme").unwrap())
+        .await
+        .unwrap();
+    let stored_secret = async |name: &str| {
+        let agent = app
+            .store
+            .get_agent_by_name(ws.id, &muster::domain::AgentName::parse(name).unwrap())
+            .await
+            .ok()?;
+        let var = agent
+            .profile
+            .env
+            .iter()
+            .find(|v| v.key == "ANTHROPIC_API_KEY")
+            .cloned()?;
+        Some(secrets.open(&var.value).unwrap_or_default())
+    };
+    assert_eq!(stored_secret("keeper").await.as_deref(), Some(secret));
+    // A sealed value of the server's that is not this form's (an agent's stored secret, say) is no key
+    // to anything: it opens to nothing.
+    let foreign = secrets.seal("sk-someone-elses").unwrap();
+    let (_, html) = post(
+        "stranger",
+        &[
+            ("max_concurrent_runs", "1"),
+            ("env_value", ""),
+            ("env_kept", &foreign),
+        ],
+    )
+    .await;
+    assert!(!html.contains("sk-someone-elses"));
+    assert_ne!(
+        stored_secret("stranger").await.as_deref(),
+        Some("sk-someone-elses")
+    );
     app.shutdown.cancel();
     app.handle.await.unwrap().unwrap();
 }

@@ -6,6 +6,8 @@
 // - `form[data-confirm]` asks before submitting, and an empty `_csrf` input is filled from the meta tag;
 // - Ctrl/Cmd+Enter in a form field sends the form in this tab (not the browser's new-tab submit);
 // - `<time datetime>` is shown in the reader's local time;
+// - task-list boxes of an issue's description (`[data-tasks-url] input[data-task]`) can be ticked: each
+//   change POSTs `task`, `done`, the description's `digest` and `_csrf`; a refusal undoes it, with a toast;
 // - the run page's elapsed clock ticks, its live socket resumes from the page's last seq, and its log
 //   follows the tail while the reader is at the bottom.
 (function () {
@@ -223,6 +225,46 @@
     else form.submit();
   });
 
+  // ---- task-list boxes ------------------------------------------------------------------------
+  function enableTasks(root) {
+    (root || document).querySelectorAll("[data-tasks-url] input[data-task]").forEach(function (box) {
+      box.disabled = false;
+    });
+  }
+
+  document.addEventListener("change", function (e) {
+    var box = e.target;
+    if (!box || !box.matches || !box.matches("input[data-task]")) return;
+    var holder = box.closest("[data-tasks-url]");
+    if (!holder) return;
+    var body = new URLSearchParams();
+    body.set("task", box.getAttribute("data-task"));
+    body.set("done", box.checked ? "true" : "false");
+    body.set("digest", holder.getAttribute("data-digest") || "");
+    body.set("_csrf", csrfToken());
+    box.disabled = true;
+    fetch(holder.getAttribute("data-tasks-url"), {
+      method: "POST",
+      headers: { "x-csrf-token": csrfToken(), "Accept": "application/json" },
+      body: body,
+      credentials: "same-origin"
+    }).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (answer) {
+        if (r.ok && answer.digest) {
+          holder.setAttribute("data-digest", answer.digest);
+          return;
+        }
+        box.checked = !box.checked;
+        var errors = (answer && answer.errors) || {};
+        var first = Object.keys(errors).map(function (k) { return errors[k][0]; })[0];
+        toast(first || ("The box could not be saved (" + r.status + ")"));
+      });
+    }, function () {
+      box.checked = !box.checked;
+      toast("The box could not be saved: the server did not answer");
+    }).then(function () { box.disabled = false; });
+  });
+
   function localTimes(root) {
     if (!window.Intl) return;
     var fmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
@@ -282,8 +324,8 @@
     }).observe(log, { childList: true, subtree: true });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { localTimes(document); tickElapsed(); followTail(); });
-  document.addEventListener("htmx:load", function (e) { localTimes(e.target); });
+  document.addEventListener("DOMContentLoaded", function () { localTimes(document); tickElapsed(); followTail(); enableTasks(document); });
+  document.addEventListener("htmx:load", function (e) { localTimes(e.target); enableTasks(e.target); });
 })();
 
 // == 17-board: shortcuts, command palette, card menu, instant filters ==

@@ -239,6 +239,7 @@ pub fn issue() -> IssuePageView {
         url: "/w/acme/issues/MUS-24".into(),
         title: "Stream run logs over the board WebSocket".into(),
         body_html: BODY_HTML.into(),
+        body_digest: "0123456789abcdef01234567".into(),
         status: "in_progress".into(),
         status_label: "In progress".into(),
         priority: "urgent".into(),

@@ -279,6 +279,9 @@ pub struct IssuePageView {
     pub url: String,
     pub title: String,
     pub body_html: String,
+    /// The description's digest: sent back when a task-list box is ticked, so a description changed
+    /// since is noticed.
+    pub body_digest: String,
     pub status: String,
     pub status_label: String,
     pub priority: String,
@@ -371,6 +374,9 @@ pub struct EnvVarView {
     pub value: String,
     pub secret: bool,
     pub has_value: bool,
+    /// A secret typed before the form came back with errors, sealed by the server for this person (never
+    /// the secret itself): sent back as `env_kept`, so an empty field keeps it.
+    pub kept: String,
 }
 
 /// `GET /w/{slug}/agents/new` and `GET /w/{slug}/agents/{name}`: the profile form (POST to `action`).
@@ -1063,8 +1069,8 @@ pub struct BudgetPartView {
     /// The share of the bar (0–1) this candidate's spend takes.
     pub fraction: f64,
     pub label: String,
-    /// A colour index (0–7), the same as the candidate's column.
-    pub hue: usize,
+    /// `#rrggbb`, the same as the candidate's column (its agent's avatar colour where it can).
+    pub color: String,
 }
 
 /// How the blind review went.
@@ -1091,7 +1097,8 @@ pub struct RecommendationView {
 pub struct CandidateColumnView {
     pub agent: String,
     pub runtime: String,
-    pub hue: usize,
+    /// `#rrggbb`: its agent's avatar colour, parted from a look-alike beside it.
+    pub color: String,
     pub status: String,
     pub failure: Option<String>,
     pub run_url: String,

@@ -1,4 +1,4 @@
-use super::{MentionLink, to_safe_html, to_safe_html_with_mentions};
+use super::{MentionLink, to_safe_html, to_safe_html_with_mentions, toggle_task};
 
 #[test]
 fn renders_markdown_and_strips_scripts() {
@@ -83,13 +83,18 @@ fn inputs(html: &str) -> Vec<Vec<&str>> {
 }
 
 #[test]
-fn task_lists_render_as_disabled_checkboxes() {
+fn task_lists_render_as_numbered_disabled_checkboxes() {
     let html = to_safe_html("- [ ] write the test\n- [x] see it fail\n- plain item");
     assert_eq!(
         inputs(&html),
         [
-            vec![r#"disabled="""#, r#"type="checkbox""#],
-            vec![r#"checked="""#, r#"disabled="""#, r#"type="checkbox""#],
+            vec![r#"data-task="0""#, r#"disabled="""#, r#"type="checkbox""#],
+            vec![
+                r#"checked="""#,
+                r#"data-task="1""#,
+                r#"disabled="""#,
+                r#"type="checkbox""#
+            ],
         ],
         "{html}"
     );
@@ -98,6 +103,51 @@ fn task_lists_render_as_disabled_checkboxes() {
         "the ticked box is the second item's: {html}"
     );
     assert!(html.contains("<li>plain item</li>"), "{html}");
+}
+
+#[test]
+fn a_task_box_ticks_and_clears_by_its_number_and_nothing_else_changes() {
+    let md = "Steps:\n\n- [ ] one `[ ]`\n- [X] two\n  * [ ] nested\n\n```\n- [ ] in code\n```\n1. [ ] three\n";
+    let ticked = toggle_task(md, 0, true).unwrap();
+    assert_eq!(ticked, md.replacen("- [ ] one", "- [x] one", 1));
+    assert_eq!(
+        toggle_task(md, 1, false).unwrap(),
+        md.replacen("[X] two", "[ ] two", 1)
+    );
+    assert_eq!(
+        toggle_task(md, 2, true).unwrap(),
+        md.replacen("* [ ] nested", "* [x] nested", 1)
+    );
+    // The box in a code block is not one; the ordered list's is the fourth.
+    assert_eq!(
+        toggle_task(md, 3, true).unwrap(),
+        md.replacen("1. [ ] three", "1. [x] three", 1)
+    );
+    assert_eq!(toggle_task(md, 4, true), None);
+    assert_eq!(toggle_task("no boxes", 0, true), None);
+    // The numbers the page shows are the ones it takes.
+    let html = to_safe_html(md);
+    assert_eq!(inputs(&html).len(), 4, "{html}");
+    assert!(html.contains(r#"data-task="3""#), "{html}");
+}
+
+#[test]
+fn an_author_cannot_forge_a_numbered_box() {
+    // Raw HTML that names the attribute is shown as text: no element of it, so no box.
+    let html = to_safe_html(r#"<input type="checkbox" data-task="0"> and <p data-task="1">x</p>"#);
+    assert!(inputs(&html).is_empty(), "{html}");
+    assert!(!html.contains("<p data-task"), "{html}");
+    let html = to_safe_html("- [ ] real\n\n<span data-task=0>fake</span>");
+    assert_eq!(
+        inputs(&html),
+        [vec![
+            r#"data-task="0""#,
+            r#"disabled="""#,
+            r#"type="checkbox""#
+        ]],
+        "{html}"
+    );
+    assert!(!html.contains("<span data-task"), "{html}");
 }
 
 #[test]

@@ -147,6 +147,46 @@ pub async fn update(
     Ok(issue)
 }
 
+/// A short digest of an issue's description: what a page that shows it sends back with a change made on
+/// it, so a description changed since is noticed ([`set_task`]).
+pub fn body_digest(body: &str) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(body.as_bytes());
+    hash.iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Ticks (`done`) or clears task-list box `index` (0-based, in the description's order) of the issue's
+/// description, as an edit of it by the caller. `seen` is the [`body_digest`] of the description the caller
+/// saw: when it changed since, nothing is written and the answer is a conflict (the box the caller meant
+/// may be another one now).
+pub async fn set_task(
+    state: &Engine,
+    caller: &Caller,
+    key: &IssueKey,
+    index: usize,
+    done: bool,
+    seen: &str,
+) -> Result<Issue> {
+    let current = state.store.get_issue(caller.ws.id, key).await?;
+    if body_digest(&current.body) != seen.trim() {
+        return Err(Error::conflict(
+            "body",
+            "the description changed since this page showed it; reload the page and tick the box again",
+        ));
+    }
+    let Some(body) = crate::markdown::toggle_task(&current.body, index, done) else {
+        return Err(Error::invalid([(
+            "task",
+            format!("the description has no task-list box number {}", index + 1),
+        )]));
+    };
+    let input = IssueInput {
+        body: Some(body),
+        ..IssueInput::default()
+    };
+    update(state, caller, key, &input).await
+}
+
 /// Moves an issue to `status` at `index` in that column.
 pub async fn move_to(
     state: &Engine,

@@ -20,6 +20,8 @@ const LIMITS_LOCKED: &str = "Only owners and admins may change the name, model a
 
 /// Placeholder of a secret whose value is stored.
 const STORED_SECRET: &str = "•••••• (stored; leave empty to keep)";
+/// The placeholder of a secret typed before the form came back with errors (kept sealed, never shown).
+const KEPT_SECRET: &str = "•••••• (as you typed it; leave empty to keep)";
 
 /// The agent form: POST `action` with every profile field; env rows as repeated `env_key`,
 /// `env_value` and `env_secret` (checkbox whose value is the row index). Read-only when `!can_edit`; the
@@ -200,11 +202,12 @@ fn env_row(i: usize, row: &EnvVarView) -> Markup {
                     aria-label={ "Variable " (i + 1) " name" } autocomplete="off" spellcheck="false";
             }
             td {
+                input type="hidden" name="env_kept" value=(row.kept);
                 @if row.secret {
                     // Never echo a secret, even if the view carries one by mistake.
                     input.mono type="password" name="env_value" value="" autocomplete="new-password"
                         aria-label={ "Variable " (i + 1) " value" }
-                        placeholder=[row.has_value.then_some(STORED_SECRET)];
+                        placeholder=[if !row.kept.is_empty() { Some(KEPT_SECRET) } else { row.has_value.then_some(STORED_SECRET) }];
                 } @else {
                     input.mono type="text" name="env_value" value=(row.value)
                         aria-label={ "Variable " (i + 1) " value" } autocomplete="off" spellcheck="false";

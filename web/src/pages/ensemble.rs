@@ -9,6 +9,7 @@ use maud::{Markup, html};
 
 use crate::layout::page;
 use crate::partials::form::csrf;
+use crate::partials::widgets::safe_color;
 use crate::views::{CandidateColumnView, EnsemblePageView};
 
 /// The ensemble page.
@@ -62,13 +63,13 @@ fn inner(v: &EnsemblePageView) -> Markup {
             @if !v.budget_parts.is_empty() {
                 div.budget-bar role="img" aria-label={ "Spend by candidate: " (v.spent_label) } {
                     @for p in &v.budget_parts {
-                        span.budget-part.(format!("hue-{}", p.hue)) style={ "width:" (format!("{:.1}", p.fraction * 100.0)) "%" }
+                        span.budget-part style={ "--hue:" (safe_color(&p.color)) ";width:" (format!("{:.1}", p.fraction * 100.0)) "%" }
                             title={ (p.agent) ": " (p.label) } {}
                     }
                 }
                 ul.budget-legend {
                     @for p in &v.budget_parts {
-                        li { span.swatch.(format!("hue-{}", p.hue)) aria-hidden="true" {} (p.agent) ": " (p.label) }
+                        li { span.swatch style={ "--hue:" (safe_color(&p.color)) } aria-hidden="true" {} (p.agent) ": " (p.label) }
                     }
                 }
             }
@@ -114,7 +115,7 @@ fn inner(v: &EnsemblePageView) -> Markup {
 
 fn column(v: &EnsemblePageView, c: &CandidateColumnView) -> Markup {
     html! {
-        article.candidate.(format!("hue-{}", c.hue)) data-agent=(c.agent) data-gate=(c.gate)
+        article.candidate style={ "--hue:" (safe_color(&c.color)) } data-agent=(c.agent) data-gate=(c.gate)
             aria-labelledby={ "cand-" (c.agent) } {
             header {
                 h3 #{ "cand-" (c.agent) } { (c.agent) " " span.muted { (c.runtime) } }

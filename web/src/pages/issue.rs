@@ -90,7 +90,7 @@ fn head(v: &IssuePageView) -> Markup {
 
 fn body(v: &IssuePageView) -> Markup {
     html! {
-        div.prose.issue-body {
+        div.prose.issue-body data-tasks-url={ (v.url) "/tasks" } data-digest=(v.body_digest) {
             @if v.body_html.is_empty() {
                 p.muted { "No description." }
             } @else {

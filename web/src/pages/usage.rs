@@ -6,6 +6,7 @@ use maud::{Markup, html};
 
 use crate::layout::{page, page_head, workspace_url};
 use crate::partials::form::csrf;
+use crate::partials::widgets::safe_color;
 use crate::views::{FormErrors, Nav};
 
 /// A link among alternatives (a period, a grouping).
@@ -16,12 +17,12 @@ pub struct ChoiceView {
     pub active: bool,
 }
 
-/// One stacked series of the charts (an agent, a model, a runtime), with its legend colour index.
+/// One stacked series of the charts (an agent, a model, a runtime), with its colour.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeriesView {
     pub label: String,
-    /// 0..8: the `series-N` colour.
-    pub color: usize,
+    /// `#rrggbb`: an agent's avatar colour (the same on every page), else its name's.
+    pub color: String,
 }
 
 /// One day's bar: the value of each series (index into the chart's series) with its label.
@@ -52,8 +53,8 @@ pub struct UsageRowView {
     pub label: String,
     /// The agent's page, for agent lines.
     pub href: Option<String>,
-    /// The chart colour of this group.
-    pub color: Option<usize>,
+    /// The chart colour of this group (`#rrggbb`).
+    pub color: Option<String>,
     pub runs: String,
     pub succeeded: String,
     pub failed: String,
@@ -144,7 +145,7 @@ fn chart(c: &ChartView, series: &[SeriesView]) -> Markup {
                             @let h = if max > 0.0 { value / max * plot_h } else { 0.0 };
                             @let top = { y -= h; y };
                             @let name = series.get(*s).map_or("", |v| v.label.as_str());
-                            rect class={ "series-" (series.get(*s).map_or(0, |v| v.color)) }
+                            rect style={ "--hue:" (safe_color(series.get(*s).map_or("", |v| v.color.as_str()))) }
                                 x=(format!("{x:.1}")) y=(format!("{top:.1}")) width=(format!("{bar_w:.1}"))
                                 height=(format!("{h:.1}")) {
                                 title { (bar.label) " · " (name) ": " (label) }
@@ -289,7 +290,7 @@ pub fn usage(v: &UsagePageView) -> Markup {
             h2 #chart-h { "Per day" }
             ul.legend {
                 @for s in &v.series {
-                    li { span class={ "swatch series-" (s.color) } aria-hidden="true" {} (s.label) }
+                    li { span.swatch style={ "--hue:" (safe_color(&s.color)) } aria-hidden="true" {} (s.label) }
                 }
             }
             @for c in &v.charts { (chart(c, &v.series)) }
@@ -315,7 +316,7 @@ pub fn usage(v: &UsagePageView) -> Markup {
                             @for r in &v.rows {
                                 tr {
                                     th scope="row" {
-                                        @if let Some(c) = r.color { span class={ "swatch series-" (c) } aria-hidden="true" {} }
+                                        @if let Some(c) = &r.color { span.swatch style={ "--hue:" (safe_color(c)) } aria-hidden="true" {} }
                                         @match &r.href {
                                             Some(href) => a href=(href) { (r.label) },
                                             None => (r.label),
@@ -348,7 +349,7 @@ mod tests {
         let v = UsagePageView {
             series: vec![SeriesView {
                 label: "coder".into(),
-                color: 0,
+                color: "#0e7490".into(),
             }],
             charts: vec![ChartView {
                 title: "Cost per day (USD)".into(),
@@ -380,7 +381,7 @@ mod tests {
             html.contains("<title>Dec 3 · coder: $0.5000</title>"),
             "{html}"
         );
-        assert!(html.contains("class=\"series-0\""), "{html}");
+        assert!(html.contains("<rect style=\"--hue:#0e7490\""), "{html}");
         assert!(
             html.contains("<th scope=\"row\">Dec 3</th><td class=\"num\">$0.5000</td>"),
             "{html}"

@@ -111,6 +111,35 @@ pub fn distinct_colors(names: &[&str]) -> Vec<&'static str> {
     out
 }
 
+/// Colours for things shown side by side (chart series, ensemble candidates), in the order of `names`:
+/// each its `preferred` colour (an agent's avatar colour, else [`avatar_color`] of its name), unless a name
+/// before it in sorted order took that colour; then the next free colour of [`AVATAR_COLORS`] from its own.
+/// So a name keeps the colour it has everywhere else (its avatar's), whatever else is shown or in which
+/// order, and no two look alike while the palette lasts.
+pub fn side_by_side_colors(names: &[&str], preferred: &[String]) -> Vec<String> {
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| (names[i].to_lowercase(), names[i]));
+    let mut out = vec![String::new(); names.len()];
+    let mut taken: Vec<String> = Vec::new();
+    for i in order {
+        let own = preferred
+            .get(i)
+            .map_or_else(|| avatar_color(names[i]).to_owned(), Clone::clone);
+        let color = if taken.iter().any(|t| t.eq_ignore_ascii_case(&own)) {
+            let start = name_hash(names[i]) as usize % AVATAR_COLORS.len();
+            (0..AVATAR_COLORS.len())
+                .map(|n| AVATAR_COLORS[(start + n * COLOR_STEP) % AVATAR_COLORS.len()])
+                .find(|c| !taken.iter().any(|t| t.eq_ignore_ascii_case(c)))
+                .map_or(own, str::to_owned)
+        } else {
+            own
+        };
+        taken.push(color.clone());
+        out[i] = color;
+    }
+    out
+}
+
 /// The display name of an agent runtime kind, or `None` for an unknown one.
 pub fn runtime_label(kind: &str) -> Option<&'static str> {
     Some(match kind {

@@ -131,6 +131,7 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
                 },
                 secret: v.secret,
                 has_value: !v.value.is_empty(),
+                kept: String::new(),
             })
             .collect(),
         extra_args: p.extra_args.join("\n"),
@@ -271,8 +272,47 @@ async fn llama_warning(
     ))
 }
 
-/// The form as submitted, for re-rendering with errors (secret values dropped).
-fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> AgentFormView {
+/// Keeps a secret typed into a form that came back with errors, without ever showing it: the page gets
+/// it sealed (the server's key; bound to this workspace and person, so a sealed value from anywhere else
+/// opens to nothing) in a hidden field, and the next submission opens it where the field is left empty.
+struct Keeper<'a> {
+    secrets: &'a crate::secrets::SecretBox,
+    context: String,
+}
+
+impl<'a> Keeper<'a> {
+    fn new(state: &'a AppState, member: &WsMember) -> Self {
+        Keeper {
+            secrets: &state.secrets,
+            context: format!(
+                "agent-form-kept:{}:{}:",
+                member.caller.ws.id, member.caller.user.id
+            ),
+        }
+    }
+
+    /// `value` sealed for this form; "" if it cannot be (it is then typed again).
+    fn keep(&self, value: &str) -> String {
+        self.secrets
+            .seal(&format!("{}{value}", self.context))
+            .unwrap_or_default()
+    }
+
+    /// What [`Keeper::keep`] sealed for this workspace and person, if `sealed` is that.
+    fn open(&self, sealed: &str) -> Option<String> {
+        let plain = self.secrets.open(sealed.trim()).ok()?;
+        plain.strip_prefix(&self.context).map(str::to_owned)
+    }
+}
+
+/// The form as submitted, for re-rendering with errors: secret values never shown, those typed kept
+/// sealed ([`Keeper`]).
+fn form_from_input(
+    member: &WsMember,
+    agent: Option<&Agent>,
+    form: &UiForm,
+    keeper: &Keeper<'_>,
+) -> AgentFormView {
     let defaults = NewAgent::default();
     let mut view = form_from_profile(member, agent, agent.map_or(&defaults, |a| &a.profile));
     // A field the form did not send (disabled for a member) shows what is stored.
@@ -290,17 +330,24 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
         view.model = form.get("model").to_owned();
     }
     view.instructions = form.get("instructions").to_owned();
-    view.env = env_rows(form)
+    view.env = env_rows(form, keeper)
         .into_iter()
-        .map(|e| EnvVarView {
-            has_value: e.secret && agent.is_some(),
-            value: if e.secret {
-                String::new()
-            } else {
-                e.value.unwrap_or_default()
-            },
-            key: e.key,
-            secret: e.secret,
+        .map(|e| {
+            let typed = e.value.filter(|v| !v.is_empty());
+            EnvVarView {
+                has_value: e.secret && agent.is_some(),
+                kept: match &typed {
+                    Some(v) if e.secret => keeper.keep(v),
+                    _ => String::new(),
+                },
+                value: if e.secret {
+                    String::new()
+                } else {
+                    typed.unwrap_or_default()
+                },
+                key: e.key,
+                secret: e.secret,
+            }
         })
         .collect();
     view.extra_args = form.get("extra_args").to_owned();
@@ -325,24 +372,36 @@ fn form_from_input(member: &WsMember, agent: Option<&Agent>, form: &UiForm) -> A
     view
 }
 
-fn env_rows(form: &UiForm) -> Vec<EnvInput> {
+/// The environment rows sent; a secret row left empty takes the value kept from the last try, if any.
+fn env_rows(form: &UiForm, keeper: &Keeper<'_>) -> Vec<EnvInput> {
     let keys = form.all("env_key");
     let values = form.all("env_value");
+    let kept = form.all("env_kept");
     let secret_rows = form.all("env_secret");
     keys.iter()
         .enumerate()
         .filter(|(_, k)| !k.trim().is_empty())
-        .map(|(i, k)| EnvInput {
-            key: k.trim().to_owned(),
-            value: values.get(i).map(|v| (*v).to_owned()),
-            secret: secret_rows.contains(&i.to_string().as_str()),
+        .map(|(i, k)| {
+            let secret = secret_rows.contains(&i.to_string().as_str());
+            let typed = values.get(i).map(|v| (*v).to_owned());
+            let value = match (&typed, kept.get(i)) {
+                (Some(v), Some(sealed)) if secret && v.is_empty() && !sealed.is_empty() => {
+                    keeper.open(sealed).or(typed)
+                }
+                _ => typed,
+            };
+            EnvInput {
+                key: k.trim().to_owned(),
+                value,
+                secret,
+            }
         })
         .collect()
 }
 
 /// Parses the form into agent input; numbers that do not parse are field errors, returned beside the
 /// input (their fields left unset) so the service reports them with every other problem in one 422.
-fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
+fn agent_input(form: &UiForm, keeper: &Keeper<'_>) -> (AgentInput, Problems) {
     let mut bad = Vec::new();
     let mut int = |field: &'static str| -> Option<i64> {
         let raw = form.get(field).trim();
@@ -380,7 +439,7 @@ fn agent_input(form: &UiForm) -> (AgentInput, Problems) {
         kind: filled(form, "kind"),
         model: sent("model"),
         instructions: Some(form.get("instructions").to_owned()),
-        env: form.has("env_key").then(|| env_rows(form)),
+        env: form.has("env_key").then(|| env_rows(form, keeper)),
         extra_args: sent("extra_args").map(|a| a.lines().map(str::to_owned).collect()),
         permission_mode: filled(form, "permission_mode"),
         max_concurrent_runs,
@@ -431,7 +490,8 @@ async fn new(member: WsMember) -> PageResult {
 }
 
 async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    let (input, problems) = agent_input(&form);
+    let keeper = Keeper::new(&state, &member);
+    let (input, problems) = agent_input(&form, &keeper);
     let result = svc::create_checked(&state, &member.caller, &input, problems).await;
     match result {
         Ok(agent) => Ok(see_other(&format!(
@@ -440,7 +500,7 @@ async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -
             agent.profile.name.as_str()
         ))),
         Err(e) => {
-            let mut view = form_from_input(&member, None, &form);
+            let mut view = form_from_input(&member, None, &form, &keeper);
             view.errors = form_errors(e)?;
             Ok(invalid(muster_web::pages::agent_form(&view)))
         }
@@ -465,7 +525,8 @@ async fn update(
     form: UiForm,
 ) -> PageResult {
     let agent = svc::by_name(&state, &member.caller, &name).await?;
-    let (mut input, problems) = agent_input(&form);
+    let keeper = Keeper::new(&state, &member);
+    let (mut input, problems) = agent_input(&form, &keeper);
     keep_hidden_credentials(&member, &agent, &mut input);
     let result = svc::update_checked(&state, &member.caller, &name, &input, problems).await;
     match result {
@@ -475,7 +536,7 @@ async fn update(
             updated.profile.name.as_str()
         ))),
         Err(e) => {
-            let mut view = form_from_input(&member, Some(&agent), &form);
+            let mut view = form_from_input(&member, Some(&agent), &form, &keeper);
             view.errors = form_errors(e)?;
             Ok(invalid(muster_web::pages::agent_form(&view)))
         }

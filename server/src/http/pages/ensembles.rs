@@ -60,10 +60,13 @@ async fn page_view(
             )
         })
         .collect();
+    let people = super::views::People::load(state, caller).await?;
+    let names: Vec<&str> = c.candidates.iter().map(|v| v.agent.as_str()).collect();
+    let colors = people.side_by_side(&names);
     let mut candidates = Vec::with_capacity(c.candidates.len());
-    for (hue, v) in c.candidates.iter().enumerate() {
+    for (v, color) in c.candidates.iter().zip(&colors) {
         let details = svc::candidate_details(state, crate::domain::RunId(v.run_id)).await?;
-        candidates.push(column(&slug, hue, v, &c, details));
+        candidates.push(column(&slug, color.clone(), v, &c, details));
     }
     let all_ended = c.candidates.iter().all(|v| {
         v.status
@@ -93,7 +96,7 @@ async fn page_view(
             _ => None,
         },
         spent_label: spent_label(&c),
-        budget_parts: budget_parts(&c),
+        budget_parts: budget_parts(&c, &colors),
         stop_reason: c.stop_reason.clone(),
         single_agent: c.single_agent_estimate_usd.map(money),
         review: review_state(&er, &c, review_run_url),
@@ -133,7 +136,7 @@ fn spent_label(c: &Comparison) -> String {
 }
 
 /// The bar: each candidate's share of the budget (of the spend when there is no budget).
-fn budget_parts(c: &Comparison) -> Vec<BudgetPartView> {
+fn budget_parts(c: &Comparison, colors: &[String]) -> Vec<BudgetPartView> {
     let by_usd = c.budget_usd.is_some() || c.budget_tokens.is_none();
     let whole = match (c.budget_usd, c.budget_tokens) {
         (Some(b), _) => b.max(c.spent_usd),
@@ -143,8 +146,8 @@ fn budget_parts(c: &Comparison) -> Vec<BudgetPartView> {
     };
     c.candidates
         .iter()
-        .enumerate()
-        .map(|(hue, v)| BudgetPartView {
+        .zip(colors)
+        .map(|(v, color)| BudgetPartView {
             agent: v.agent.clone(),
             fraction: if whole > 0.0 {
                 (if by_usd { v.cost_usd } else { v.tokens as f64 }) / whole
@@ -156,7 +159,7 @@ fn budget_parts(c: &Comparison) -> Vec<BudgetPartView> {
             } else {
                 format!("{} tokens", thousands(v.tokens))
             },
-            hue: hue % 8,
+            color: color.clone(),
         })
         .collect()
 }
@@ -191,7 +194,7 @@ fn review_state(
 
 fn column(
     slug: &str,
-    hue: usize,
+    color: String,
     v: &svc::CandidateView,
     c: &Comparison,
     details: svc::CandidateDetails,
@@ -226,7 +229,7 @@ fn column(
     CandidateColumnView {
         agent: v.agent.clone(),
         runtime: v.runtime.clone(),
-        hue: hue % 8,
+        color,
         status: v.status.clone(),
         failure: v.failure_reason.as_ref().map(|r| {
             format!(

@@ -29,6 +29,7 @@ pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/w/{slug}/issues/{key}", get(show).post(update))
         .route("/w/{slug}/issues/{key}/comments", post(comment))
+        .route("/w/{slug}/issues/{key}/tasks", post(set_task))
         .route("/w/{slug}/issues/{key}/comments/{id}", post(edit_comment))
         .route(
             "/w/{slug}/issues/{key}/comments/{id}/delete",
@@ -81,6 +82,7 @@ async fn page_view(
         key,
         title: issue.title.as_str().to_owned(),
         body_html: markdown(&issue.body),
+        body_digest: svc::body_digest(&issue.body),
         status: issue.status.to_string(),
         status_label: status_label(issue.status).to_owned(),
         priority: issue.priority.to_string(),
@@ -371,6 +373,36 @@ fn sent_input(form: &UiForm) -> svc::IssueInput {
         assignee: all.assignee.filter(|_| sent(form, "assignee")),
         labels: all.labels.filter(|_| sent(form, "labels")),
     }
+}
+
+/// Ticks or clears a task-list box of the description (the page's script sends `task`, `done` and the
+/// `digest` of the description it shows): the new digest, or the refusal's words.
+async fn set_task(
+    State(state): State<AppState>,
+    member: WsMember,
+    Path((_, key)): Path<(String, String)>,
+    form: UiForm,
+) -> crate::http::Result<axum::Json<serde_json::Value>> {
+    let key = svc::parse_key(&key)?;
+    let Ok(index) = form.get("task").trim().parse::<usize>() else {
+        return Err(crate::http::Error::invalid([(
+            "task",
+            format!("{:?} is not a task-list box number", form.get("task")),
+        )]));
+    };
+    let done = matches!(form.get("done"), "true" | "on" | "1");
+    let issue = svc::set_task(
+        &state,
+        &member.caller,
+        &key,
+        index,
+        done,
+        form.get("digest"),
+    )
+    .await?;
+    Ok(axum::Json(
+        serde_json::json!({ "digest": svc::body_digest(&issue.body) }),
+    ))
 }
 
 async fn update(

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use muster_web::pages::{
     BarView, CapRowView, ChartView, ChoiceView, SeriesView, UsagePageView, UsageRowView,
 };
+use muster_web::partials::widgets;
 use muster_web::views::NavItem;
 
 use super::runs::thousands;
@@ -36,8 +37,6 @@ struct PageQuery {
     by: Option<String>,
     saved: Option<String>,
 }
-
-const SERIES_COLORS: usize = 8;
 
 fn usd(v: f64) -> String {
     format!("${v:.4}")
@@ -128,7 +127,7 @@ fn row(
     slug: &str,
     report: &UsageReport,
     g: &crate::domain::usage::GroupUsage,
-    color: usize,
+    color: String,
 ) -> UsageRowView {
     let t = &g.totals;
     let (cost, title) = t.usage().cost_label(g.kind);
@@ -182,13 +181,21 @@ async fn view(
     };
     let report = svc::report(state, caller, &query, now).await?;
     let keys: Vec<String> = report.groups.iter().map(|g| g.key.clone()).collect();
+    // Agents keep their avatar colours; models and runtimes their names'; never two alike side by side.
+    let people = super::views::People::load(state, caller).await?;
+    let labels: Vec<&str> = report.groups.iter().map(|g| g.label.as_str()).collect();
+    let colors = if report.by == GroupBy::Agent {
+        people.side_by_side(&labels)
+    } else {
+        widgets::side_by_side_colors(&labels, &[])
+    };
     let series = report
         .groups
         .iter()
-        .enumerate()
-        .map(|(i, g)| SeriesView {
+        .zip(&colors)
+        .map(|(g, color)| SeriesView {
             label: g.label.clone(),
-            color: i % SERIES_COLORS,
+            color: color.clone(),
         })
         .collect();
     let since = q.since.as_deref().unwrap_or(svc::DEFAULT_SINCE);
@@ -253,8 +260,8 @@ async fn view(
         rows: report
             .groups
             .iter()
-            .enumerate()
-            .map(|(i, g)| row(&slug, &report, g, i % SERIES_COLORS))
+            .zip(&colors)
+            .map(|(g, color)| row(&slug, &report, g, color.clone()))
             .collect(),
         month: now.format("%B %Y").to_string(),
         caps: cap_rows(state, caller, now).await?,

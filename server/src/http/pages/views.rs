@@ -116,6 +116,29 @@ impl People {
         }
     }
 
+    /// The avatar colour of the agent called `name`, if there is one.
+    pub fn agent_color(&self, name: &str) -> Option<String> {
+        let a = self
+            .agents
+            .iter()
+            .find(|a| a.profile.name.as_str() == name)?;
+        self.agent_colors.get(&a.id).cloned()
+    }
+
+    /// Colours for agents' names shown side by side (chart series, ensemble candidates): each agent's
+    /// avatar colour (another name's own), parted where two would look alike
+    /// (`muster_web::partials::widgets::side_by_side_colors`).
+    pub fn side_by_side(&self, names: &[&str]) -> Vec<String> {
+        let preferred: Vec<String> = names
+            .iter()
+            .map(|n| {
+                self.agent_color(n)
+                    .unwrap_or_else(|| widgets::avatar_color(n).to_owned())
+            })
+            .collect();
+        widgets::side_by_side_colors(names, &preferred)
+    }
+
     /// The avatar of an assignee.
     pub fn assignee(&self, a: Option<Assignee>) -> Option<PersonView> {
         a.map(|a| match a {

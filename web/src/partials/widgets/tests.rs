@@ -72,6 +72,34 @@ fn look_alike_agents_get_different_colours_in_any_order() {
 }
 
 #[test]
+fn side_by_side_colours_keep_each_name_its_own_and_never_repeat() {
+    // Each keeps the colour it has elsewhere (its avatar's), whatever else is shown beside it.
+    let own = |n: &str| avatar_color(n).to_owned();
+    let pair = side_by_side_colors(&["alpha", "beta"], &[own("alpha"), "#123456".into()]);
+    assert_eq!(pair, vec![own("alpha"), "#123456".to_owned()]);
+    let alone = side_by_side_colors(&["alpha"], &[own("alpha")]);
+    assert_eq!(
+        alone[0], pair[0],
+        "the same colour alone and beside another"
+    );
+    // Two that would look alike are parted, the same way in any order.
+    let same = "#b91c1c".to_owned();
+    let parted = side_by_side_colors(&["one", "two"], &[same.clone(), same.clone()]);
+    assert_eq!(parted[0], same, "the first in name order keeps it");
+    assert_ne!(parted[0], parted[1]);
+    let mut reversed = side_by_side_colors(&["two", "one"], &[same.clone(), same]);
+    reversed.reverse();
+    assert_eq!(parted, reversed, "independent of the listing order");
+    // Names without a preferred colour get their name's; as many as the palette has, all different.
+    let names: Vec<String> = (0..AVATAR_COLORS.len()).map(|i| format!("m{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut picked = side_by_side_colors(&names, &[]);
+    picked.sort_unstable();
+    picked.dedup();
+    assert_eq!(picked.len(), AVATAR_COLORS.len());
+}
+
+#[test]
 fn agent_avatar_carries_its_runtime_badge() {
     let mut codex = agent("codex-coder", "#0e7490");
     codex.runtime = Some("codex".into());
