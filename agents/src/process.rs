@@ -14,6 +14,8 @@ use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -113,12 +115,12 @@ pub async fn stop_group_with(
     let Some(pgid) = child.id() else {
         return child.wait().await; // Already reaped: `wait` returns the cached status.
     };
-    for (signal, grace) in [("INT", int_grace), ("TERM", term_grace)] {
-        if !signal_group(pgid, signal).await {
+    for (signal, grace) in [(Signal::SIGINT, int_grace), (Signal::SIGTERM, term_grace)] {
+        if !signal_group(pgid, signal) {
             break; // ESRCH: the group is gone; just reap.
         }
         if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
-            signal_group(pgid, "KILL").await;
+            signal_group(pgid, Signal::SIGKILL);
             return status;
         }
     }
@@ -128,29 +130,27 @@ pub async fn stop_group_with(
 /// Kills `child`'s process group at once with SIGKILL and reaps the child.
 pub async fn kill_group(child: &mut Child) -> io::Result<ExitStatus> {
     if let Some(pgid) = child.id() {
-        signal_group(pgid, "KILL").await;
+        signal_group(pgid, Signal::SIGKILL);
     }
     // The leader may sit in another group if it changed its own; kill it directly as well.
     let _ = child.start_kill();
     child.wait().await
 }
 
-/// Sends `signal` to process group `pgid` with `kill -s SIGNAL -- -PGID`; false when nothing
-/// received it (the group is gone) or `kill` could not run.
-async fn signal_group(pgid: u32, signal: &str) -> bool {
-    let mut kill = new_command("kill");
-    kill.args(["-s", signal, "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    kill.status().await.is_ok_and(|status| status.success())
+/// Sends `signal` to process group `pgid` (`killpg`, no `kill` process spawned); false when nothing
+/// received it (the group is gone). Never signals groups 0 and 1 (ours, and everything's).
+fn signal_group(pgid: u32, signal: Signal) -> bool {
+    match i32::try_from(pgid) {
+        Ok(pgid) if pgid > 1 => killpg(Pid::from_raw(pgid), signal).is_ok(),
+        _ => false,
+    }
 }
 
 /// Kills whatever is left of process group `pgid` with SIGKILL (e.g. background children of a leader
 /// that already exited and was reaped); false when nothing was left. Orphans are reparented to init,
 /// which reaps them.
-pub async fn kill_leftovers(pgid: u32) -> bool {
-    signal_group(pgid, "KILL").await
+pub fn kill_leftovers(pgid: u32) -> bool {
+    signal_group(pgid, Signal::SIGKILL)
 }
 
 /// The live (not zombie) members of process group `pgid`, read from `/proc` (Linux; empty elsewhere).
@@ -214,7 +214,7 @@ pub async fn run_captured(
         Ok(output) => output,
         Err(_) => {
             if let Some(pgid) = pgid {
-                signal_group(pgid, "KILL").await;
+                signal_group(pgid, Signal::SIGKILL);
             }
             Err(io::Error::new(
                 io::ErrorKind::TimedOut,

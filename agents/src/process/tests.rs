@@ -237,7 +237,7 @@ async fn leftovers_of_a_group_are_found_by_env_and_killed() {
         !group_has_env(pgid, "MUSTER_RUN_ID", "run-43"),
         "another run's group is left alone"
     );
-    assert!(kill_leftovers(pgid).await);
+    assert!(kill_leftovers(pgid));
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !group_members(pgid).is_empty() {
         assert!(

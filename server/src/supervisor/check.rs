@@ -160,7 +160,7 @@ pub(super) async fn run(
     let exit_code = match end {
         End::Exited(code) => {
             if let Some(pgid) = pgid
-                && process::kill_leftovers(pgid).await
+                && process::kill_leftovers(pgid)
             {
                 tracing::info!(pgid, "stopped what the check left running");
             }

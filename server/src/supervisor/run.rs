@@ -208,7 +208,7 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
         && process::group_has_env(pgid, "MUSTER_RUN_ID", &run_id.to_string())
     {
         tracing::warn!(run.id = %run_id, pgid, "stopping the orphaned agent");
-        process::kill_leftovers(pgid).await;
+        process::kill_leftovers(pgid);
     }
     let redactor = Redactor::new(&orphan.secrets);
     let next_seq = orphan.next_seq.max(link.kept_seq(run_id) + 1);
@@ -468,7 +468,7 @@ async fn run_child(
         let code = status.ok().and_then(|s| s.code());
         ending = ending.with_exit_code(code);
     } else if let Some(pgid) = pid.and_then(|p| u32::try_from(p).ok())
-        && process::kill_leftovers(pgid).await
+        && process::kill_leftovers(pgid)
     {
         // The leader exited by itself, leaving background children behind: no survivors.
         tracing::info!(pgid, "stopped what the agent left running");
