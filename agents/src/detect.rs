@@ -74,14 +74,19 @@ impl fmt::Display for Version {
     }
 }
 
-/// The oldest version Muster supports for `kind`: the versions its parsers were recorded
-/// against (AGENT-CLIS.md; event fields change between minors). `None`: no minimum.
+/// The oldest version Muster supports for `kind`: the pinned build its parsers were recorded against
+/// ([`crate::pins`]; event fields change between minors). `None`: no minimum.
 pub fn min_version(kind: RuntimeKind) -> Option<Version> {
+    crate::pins::pin(kind).map(|p| p.version)
+}
+
+/// How to install the build of `kind` Muster is tested with; `None` for a custom command.
+pub fn install_hint(kind: RuntimeKind) -> Option<String> {
     match kind {
-        RuntimeKind::Claude => Some(Version(2, 1, 197)),
-        RuntimeKind::Codex => Some(Version(0, 171, 0)),
-        RuntimeKind::Opencode => Some(Version(1, 18, 33)),
-        RuntimeKind::Llama | RuntimeKind::Custom => None,
+        RuntimeKind::Llama => {
+            Some("install llama.cpp (llama-server) or Ollama, or: pip install xllamacpp".to_owned())
+        }
+        _ => crate::pins::pin(kind).map(crate::pins::Pin::install_command),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod detect;
 pub mod event;
 pub mod llama;
 pub mod opencode;
+pub mod pins;
 pub mod pricing;
 pub mod process;
 pub mod session;

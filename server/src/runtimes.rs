@@ -194,16 +194,3 @@ pub fn label(kind: RuntimeKind) -> &'static str {
         RuntimeKind::Custom => "Custom command",
     }
 }
-
-/// How to install the version Muster is tested with.
-pub fn install_hint(kind: RuntimeKind) -> Option<&'static str> {
-    match kind {
-        RuntimeKind::Claude => Some("npm install -g @anthropic-ai/claude-code@2.1.197"),
-        RuntimeKind::Codex => Some("npm install -g @openai/codex@0.171.0"),
-        RuntimeKind::Opencode => Some("npm install -g opencode-ai@1.18.33"),
-        RuntimeKind::Llama => {
-            Some("install llama.cpp (llama-server) or Ollama, or: pip install xllamacpp")
-        }
-        RuntimeKind::Custom => None,
-    }
-}

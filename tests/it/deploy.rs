@@ -224,17 +224,17 @@ fn the_runner_image_installs_the_pinned_agent_clis_the_install_hints_name() {
             .split_once(' ')
             .unwrap_or_else(|| panic!("not `BINARY PACKAGE@VERSION`: {line}"));
         let kind: RuntimeKind = binary.parse().unwrap_or_else(|e| panic!("{line}: {e}"));
-        let hint = muster::runtimes::install_hint(kind);
+        let hint = muster_agents::detect::install_hint(kind);
         assert_eq!(
             hint,
-            Some(format!("npm install -g {package}")).as_deref(),
+            Some(format!("npm install -g {package}")),
             "the install hint of {binary}"
         );
         pinned.insert(kind.as_str());
     }
     let npm_kinds: BTreeSet<&str> = RuntimeKind::ALL
         .into_iter()
-        .filter(|k| muster::runtimes::install_hint(*k).is_some_and(|h| h.starts_with("npm ")))
+        .filter(|k| muster_agents::detect::install_hint(*k).is_some_and(|h| h.starts_with("npm ")))
         .map(RuntimeKind::as_str)
         .collect();
     assert_eq!(

@@ -9,7 +9,8 @@ use std::io::Read as _;
 
 use super::output::{clean, print_json, table};
 use crate::cli::LlamaLoopArgs;
-use crate::runtimes::{LocalModels, RuntimeCache, install_hint, label, scan_local};
+use crate::runtimes::{LocalModels, RuntimeCache, label, scan_local};
+use muster_agents::detect::install_hint;
 
 /// What to do with runtimes.
 #[derive(Debug, Subcommand)]

@@ -12,8 +12,9 @@ use super::ErrorBody;
 use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::ApiCaller;
-use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, install_hint, label};
+use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, label};
 use crate::service::runtimes as svc;
+use muster_agents::detect::install_hint;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -108,10 +109,7 @@ fn runtime_view(d: &muster_agents::Detection) -> RuntimeView {
         path: d.path.as_ref().map(|p| p.display().to_string()),
         version: d.version.clone(),
         reason: d.reason.clone(),
-        install_hint: (!usable)
-            .then(|| install_hint(d.kind))
-            .flatten()
-            .map(str::to_owned),
+        install_hint: (!usable).then(|| install_hint(d.kind)).flatten(),
     }
 }
 

@@ -14,8 +14,9 @@ use super::views::nav;
 use super::{PageResult, see_other};
 use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
-use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, install_hint, label};
+use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, label};
 use crate::service::runtimes as svc;
+use muster_agents::detect::install_hint;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -69,8 +70,7 @@ fn runtime_row(d: &Detection) -> RuntimeRowView {
             DetectionStatus::NotInstalled | DetectionStatus::TooOld
         )
         .then(|| install_hint(d.kind))
-        .flatten()
-        .map(str::to_owned),
+        .flatten(),
     }
 }
 
