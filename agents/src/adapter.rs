@@ -279,8 +279,9 @@ pub trait Adapter: fmt::Debug + Send + Sync {
     /// How to launch a run. Fails only for kinds without a child process (llama).
     fn command(&self, spec: &RunSpec) -> Result<LaunchSpec, Error>;
 
-    /// Where this CLI looks for `<skill>/SKILL.md` folders, relative to the working directory.
-    fn skills_dir(&self) -> &'static Path;
+    /// Where this CLI discovers `<skill>/SKILL.md` folders for a run (where Muster writes an agent's
+    /// skills), or that it has none and reads them from the brief.
+    fn skills_place(&self) -> SkillsPlace;
 
     /// A folder where the CLI keeps a log of the run (one JSON object per line, appended as it goes)
     /// that reports each model request's usage, for a CLI whose stdout reports usage only at the end
@@ -321,6 +322,17 @@ pub trait Adapter: fmt::Debug + Send + Sync {
 
 /// The adapter for `kind`; custom commands get the stream-json reader (use
 /// [`CustomAdapter::new`] to choose another [`CustomFormat`]).
+/// Where a CLI discovers skill folders for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillsPlace {
+    /// This folder of the run's working directory.
+    Workdir(&'static str),
+    /// This folder of the run's home (Codex: `<home>/.codex` is its `CODEX_HOME`, which the adapter sets).
+    Home(&'static str),
+    /// None: the skills are appended to the brief.
+    Brief,
+}
+
 pub fn adapter_for(kind: RuntimeKind) -> Box<dyn Adapter> {
     match kind {
         RuntimeKind::Claude => Box::new(claude::ClaudeAdapter),

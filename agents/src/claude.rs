@@ -21,7 +21,6 @@
 //! an `error` field) repeats the result's text and yields nothing.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -59,8 +58,8 @@ impl Adapter for ClaudeAdapter {
         Ok(command(spec))
     }
 
-    fn skills_dir(&self) -> &'static Path {
-        Path::new(".claude/skills")
+    fn skills_place(&self) -> crate::adapter::SkillsPlace {
+        crate::adapter::SkillsPlace::Workdir(".claude/skills")
     }
 
     fn carry_session(

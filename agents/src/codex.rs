@@ -13,8 +13,6 @@
 //! `env_key` names the variable that holds the key ([`KEY_VARS`], or [`PROVIDER_KEY_ENV`] for
 //! [`RunSpec::api_key`]), so the key is sent as `Authorization: Bearer …` and never written to disk.
 
-use std::path::Path;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -57,8 +55,8 @@ impl Adapter for CodexAdapter {
         Ok(command(spec))
     }
 
-    fn skills_dir(&self) -> &'static Path {
-        Path::new(".agents/skills")
+    fn skills_place(&self) -> crate::adapter::SkillsPlace {
+        crate::adapter::SkillsPlace::Home(".codex/skills")
     }
 
     fn carry_session(

@@ -6,7 +6,6 @@
 //! arguments.
 
 use std::fmt;
-use std::path::Path;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -117,8 +116,8 @@ impl Adapter for CustomAdapter {
         })
     }
 
-    fn skills_dir(&self) -> &'static Path {
-        Path::new(".agents/skills")
+    fn skills_place(&self) -> crate::adapter::SkillsPlace {
+        crate::adapter::SkillsPlace::Brief
     }
 
     /// A custom command keeps whatever it likes in its `HOME`: the earlier run's `HOME` is copied whole,

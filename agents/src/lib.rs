@@ -6,7 +6,7 @@
 //!   prompt for stdin and config files to write, as plain data;
 //! - **parse** each stdout line into normalized [`AgentEvent`]s ([`Adapter::parse_line`]), a pure
 //!   function that never panics: what it does not understand comes back as [`AgentEvent::Raw`];
-//! - say where that CLI looks for skills ([`Adapter::skills_dir`]).
+//! - say where that CLI looks for skills ([`Adapter::skills_place`]).
 //!
 //! [`process`] is the only module that creates child processes: it turns a [`LaunchSpec`] into a
 //! `tokio::process::Command`, stops a process group gracefully and reads output lines with a cap.
@@ -31,7 +31,8 @@ pub mod session;
 mod json;
 
 pub use adapter::{
-    API_KEY_VARS, Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, adapter_for,
+    API_KEY_VARS, Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, SkillsPlace,
+    adapter_for,
 };
 pub use custom::{CustomAdapter, CustomFormat};
 pub use detect::{Detection, DetectionStatus, detect, detect_with_timeout};

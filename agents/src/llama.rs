@@ -8,8 +8,6 @@
 //!
 //! Detection of the server binaries ([`BINARIES`], [`detect_binaries`]) reuses [`crate::detect`].
 
-use std::path::Path;
-
 use crate::adapter::{
     Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, base_env, finish_env,
 };
@@ -45,14 +43,18 @@ impl Adapter for LlamaAdapter {
         Ok(command(spec))
     }
 
-    fn skills_dir(&self) -> &'static Path {
-        Path::new(".agents/skills")
+    fn skills_place(&self) -> crate::adapter::SkillsPlace {
+        crate::adapter::SkillsPlace::Brief
     }
 }
 
 /// The variable the loop reads its model server's URL from: never an argument, because a URL may carry
 /// credentials (`http://user:password@host`) and every process's command line is public on the machine.
 pub const BASE_URL_ENV: &str = "MUSTER_LLAMA_BASE_URL";
+
+/// The repository's own skills folder, which the local loop reads (Muster's skills for the agent reach it
+/// through the brief).
+pub const REPO_SKILLS_DIR: &str = ".agents/skills";
 
 /// `<muster> llama-loop --system-file <workdir>/AGENTS.md --skills-dir … --workdir … [--model]
 /// [--read-only] <extra args>`, the prompt on stdin, the base URL in [`BASE_URL_ENV`]. Sampling settings
@@ -64,7 +66,7 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
         "--system-file".into(),
         dir.join(BRIEF_FILE).display().to_string(),
         "--skills-dir".into(),
-        dir.join(LlamaAdapter.skills_dir()).display().to_string(),
+        dir.join(REPO_SKILLS_DIR).display().to_string(),
         "--workdir".into(),
         dir.display().to_string(),
     ];
@@ -191,6 +193,9 @@ mod tests {
             LlamaAdapter.parse_line("not json"),
             vec![AgentEvent::raw("not json")]
         );
-        assert_eq!(LlamaAdapter.skills_dir(), Path::new(".agents/skills"));
+        assert_eq!(
+            LlamaAdapter.skills_place(),
+            crate::adapter::SkillsPlace::Brief
+        );
     }
 }

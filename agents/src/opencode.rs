@@ -16,8 +16,6 @@
 //! sent as `Authorization: Bearer …` and appears in no config. Without a base URL, `api_key` is not
 //! used: pass the vendor's key variable in [`RunSpec::env`].
 
-use std::path::Path;
-
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -56,8 +54,8 @@ impl Adapter for OpencodeAdapter {
         Ok(command(spec))
     }
 
-    fn skills_dir(&self) -> &'static Path {
-        Path::new(".opencode/skills")
+    fn skills_place(&self) -> crate::adapter::SkillsPlace {
+        crate::adapter::SkillsPlace::Workdir(".opencode/skills")
     }
 
     fn carry_session(

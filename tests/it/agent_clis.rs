@@ -1010,6 +1010,80 @@ async fn an_unreachable_base_url_fails_at_once_with_the_address() {
     }
 }
 
+/// Issue 28: each CLI finds the agent's skills where Muster writes them (Claude Code and OpenCode in the
+/// worktree's `.claude/skills` and `.opencode/skills`, Codex in the run's `$CODEX_HOME/skills`): the skill's
+/// description reaches the model in the CLI's own request.
+#[tokio::test]
+#[ignore = "needs the agent CLIs (MUSTER_AGENT_CLIS_DIR, installed by .ci/run); run with --include-ignored"]
+async fn each_cli_reads_the_skills_where_muster_writes_them() {
+    for cli in [&CLAUDE, &CODEX, &OPENCODE] {
+        let Some(binary) = locate(cli) else { return };
+        let engine = Engine::start(muster_tests::Backend::Sqlite, cli, &binary)
+            .await
+            .unwrap();
+        let server = ModelServer::start().await.unwrap();
+        let key = match cli.kind {
+            RuntimeKind::Claude => "ANTHROPIC_API_KEY",
+            _ => "OPENAI_API_KEY",
+        };
+        let agent = engine
+            .agent(cli, &server, &[(key, FAKE_KEY, true)], |_| {})
+            .await;
+        let marker = "zebra-crossing-4242";
+        let body = format!(
+            "---\nname: crossings\ndescription: Use when the task mentions {marker}; it says how to cross.\n---\n\nLook both ways.\n"
+        );
+        let skill = engine
+            .store
+            .create_skill(
+                engine.ws.id,
+                &muster::domain::NewSkill {
+                    slug: muster::domain::Slug::parse("crossings").unwrap(),
+                    name: "crossings".to_owned(),
+                    description: format!(
+                        "Use when the task mentions {marker}; it says how to cross."
+                    ),
+                    content_hash: muster::skills::parse::content_hash(&body, &[]),
+                    body,
+                    files: Vec::new(),
+                    source: muster::domain::SkillSource::Written,
+                },
+            )
+            .await
+            .unwrap();
+        engine
+            .store
+            .attach_skill(agent.id, skill.id, true)
+            .await
+            .unwrap();
+        let run = engine.run(&agent, "Say hello").await;
+        assert_eq!(
+            run.status,
+            muster::domain::RunStatus::Succeeded,
+            "{}: {run:?}",
+            cli.binary
+        );
+        let told: Vec<String> = server
+            .requests()
+            .iter()
+            .filter(|r| r.body.to_string().contains(marker))
+            .map(|r| r.path.clone())
+            .collect();
+        eprintln!("{}: the skill reached {told:?}", cli.binary);
+        assert!(
+            !told.is_empty(),
+            "{}: no request mentions the skill; paths: {:?}",
+            cli.binary,
+            server
+                .requests()
+                .iter()
+                .map(|r| r.path.clone())
+                .collect::<Vec<_>>()
+        );
+        engine.shutdown.cancel();
+    }
+}
+
 /// Issue 27: a model server that goes away while the agent works is noticed at the CLI's first retry (the
 /// runner checks it again) or, for a CLI that retries silently (OpenCode), after a few quiet checks, not
 /// after the CLI's minutes of retries; the run fails as unreachable, naming the address, not retried.

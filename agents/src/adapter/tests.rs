@@ -81,19 +81,24 @@ fn debug_output_redacts_secrets() {
 }
 
 #[test]
-fn adapters_report_their_kind_and_skills_dir() {
+fn adapters_report_their_kind_and_skills_place() {
     let expected = [
-        (RuntimeKind::Claude, ".claude/skills"),
-        (RuntimeKind::Codex, ".agents/skills"),
-        (RuntimeKind::Opencode, ".opencode/skills"),
-        (RuntimeKind::Llama, ".agents/skills"),
-        (RuntimeKind::Custom, ".agents/skills"),
+        (RuntimeKind::Claude, SkillsPlace::Workdir(".claude/skills")),
+        (RuntimeKind::Codex, SkillsPlace::Home(".codex/skills")),
+        (
+            RuntimeKind::Opencode,
+            SkillsPlace::Workdir(".opencode/skills"),
+        ),
+        (RuntimeKind::Llama, SkillsPlace::Brief),
+        (RuntimeKind::Custom, SkillsPlace::Brief),
     ];
-    for (kind, dir) in expected {
+    for (kind, place) in expected {
         let adapter = adapter_for(kind);
         assert_eq!(adapter.kind(), kind);
-        assert_eq!(adapter.skills_dir(), Path::new(dir));
-        assert!(adapter.skills_dir().is_relative());
+        assert_eq!(adapter.skills_place(), place);
+        if let SkillsPlace::Workdir(dir) | SkillsPlace::Home(dir) = place {
+            assert!(Path::new(dir).is_relative(), "{dir}");
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 use super::*;
 use crate::adapter::tests::sample_spec;
 use serde_json::json;
+use std::path::Path;
 
 fn args_of(spec: &RunSpec) -> Vec<String> {
     command(spec).args

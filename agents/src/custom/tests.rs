@@ -1,6 +1,7 @@
 use super::*;
 use crate::ErrorClass;
 use crate::adapter::tests::sample_spec;
+use std::path::Path;
 
 #[test]
 fn formats_parse_by_name_and_reject_unknown() {

@@ -43,6 +43,21 @@ string_enum!(
     }
 );
 
+impl AgentKind {
+    /// The runtime the agents crate knows this kind as: the one place an agent's kind becomes the CLI
+    /// facts (binaries, flags, skills folder, labels) that crate owns.
+    pub fn runtime(self) -> muster_agents::RuntimeKind {
+        use muster_agents::RuntimeKind;
+        match self {
+            AgentKind::Claude => RuntimeKind::Claude,
+            AgentKind::Codex => RuntimeKind::Codex,
+            AgentKind::OpenCode => RuntimeKind::Opencode,
+            AgentKind::Llama => RuntimeKind::Llama,
+            AgentKind::Custom => RuntimeKind::Custom,
+        }
+    }
+}
+
 string_enum!(
     /// How much an agent may do without asking: read only, write inside its worktree, or anything.
     PermissionMode, "permission_mode" {

@@ -32,7 +32,7 @@ pub fn base_url_of(agent: &Agent) -> Option<String> {
             .filter(|v| !v.secret)
             .map(|v| (v.key.clone(), v.value.clone()))
             .collect();
-        let kind: muster_agents::RuntimeKind = agent.profile.kind.as_str().parse().ok()?;
+        let kind = agent.profile.kind.runtime();
         kind.base_urls_in(&env)
             .first()
             .map(|(_, u)| (*u).to_owned())

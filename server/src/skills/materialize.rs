@@ -19,6 +19,7 @@ use super::parse::{self, SKILL_MD};
 use crate::confined;
 use crate::domain::AgentKind;
 use crate::runner::protocol::SkillBundle;
+use muster_agents::SkillsPlace;
 
 /// What was written for one run. Dropping it removes what was written, deepest first.
 #[derive(Debug, Default)]
@@ -94,11 +95,10 @@ impl SkillsRoot {
 /// Where `kind` discovers skills for a run with this working directory and home; `None` for kinds that
 /// read skills from the brief. Only the run's own folders decide: nothing in the agent's env does.
 pub fn skills_root(kind: AgentKind, workdir: &Path, home: &Path) -> Option<SkillsRoot> {
-    let (base, rel) = match kind {
-        AgentKind::Claude => (workdir, ".claude/skills"),
-        AgentKind::OpenCode => (workdir, ".opencode/skills"),
-        AgentKind::Codex => (home, ".codex/skills"),
-        AgentKind::Llama | AgentKind::Custom => return None,
+    let (base, rel) = match muster_agents::adapter_for(kind.runtime()).skills_place() {
+        SkillsPlace::Workdir(rel) => (workdir, rel),
+        SkillsPlace::Home(rel) => (home, rel),
+        SkillsPlace::Brief => return None,
     };
     Some(SkillsRoot {
         base: base.to_path_buf(),

@@ -96,16 +96,14 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
         order.agent.base_url.as_deref(),
     ));
     // A base URL set through the CLI's own variable is a base URL too (its credentials are hidden).
-    if let Ok(kind) = order.agent.kind.as_str().parse::<RuntimeKind>() {
-        let env: Vec<(String, String)> = order
-            .agent
-            .env
-            .iter()
-            .map(|v| (v.key.clone(), v.value.clone()))
-            .collect();
-        for (_, url) in kind.base_urls_in(&env) {
-            secrets.extend(crate::redact::url_credentials(Some(url)));
-        }
+    let env: Vec<(String, String)> = order
+        .agent
+        .env
+        .iter()
+        .map(|v| (v.key.clone(), v.value.clone()))
+        .collect();
+    for (_, url) in order.agent.kind.runtime().base_urls_in(&env) {
+        secrets.extend(crate::redact::url_credentials(Some(url)));
     }
     secrets
 }
@@ -179,11 +177,7 @@ async fn finish_prepare(
     let dir = run_dir(&host.config, order.run_id);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &order.agent;
-    let kind: RuntimeKind = p
-        .kind
-        .as_str()
-        .parse()
-        .map_err(|e| PrepareError::config(format!("{e}")))?;
+    let kind = p.kind.runtime();
     // Before the skills are written: a custom command's whole earlier HOME is copied.
     let (resume_session, continuity) =
         continue_session(host, order, kind, &home, &workdir, from_branch).await;

@@ -75,9 +75,7 @@ fn options<T: Copy + PartialEq>(
 
 /// A runtime kind as people name it ("Claude Code", "Local Llama (llama.cpp)").
 fn kind_label(kind: AgentKind) -> &'static str {
-    kind.as_str()
-        .parse::<muster_agents::RuntimeKind>()
-        .map_or(kind.as_str(), crate::runtimes::label)
+    crate::runtimes::label(kind.runtime())
 }
 
 /// A permission mode in words; what each allows per CLI is the field's hint.
@@ -180,7 +178,7 @@ async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> 
     if agent.profile.kind == AgentKind::Llama {
         return llama_warning(state, member, agent.profile.base_url.as_deref()).await;
     }
-    let kind: muster_agents::RuntimeKind = agent.profile.kind.as_str().parse().ok()?;
+    let kind = agent.profile.kind.runtime();
     let (_, found) = state.runtimes.get().await;
     let d = found.iter().find(|d| d.kind == kind)?;
     let status = match d.status {
