@@ -97,14 +97,15 @@ fn agent_name(agents: &[Agent], id: crate::domain::AgentId) -> String {
 }
 
 /// Builds the settings from `input` over `base` (an edit) or from nothing (a create), every problem
-/// reported at once.
+/// reported at once: `earlier` (what the caller found in its raw input) and this function's own.
 async fn build(
     state: &Engine,
     caller: &Caller,
     base: Option<&Ensemble>,
     input: &EnsembleInput,
+    earlier: Problems,
 ) -> Result<(EnsembleName, EnsembleSettings)> {
-    let mut problems = Problems::default();
+    let mut problems = earlier;
     let name = match (&input.name, base) {
         (Some(raw), _) => problems.take(EnsembleName::parse(raw)),
         (None, Some(e)) => Some(e.name.clone()),
@@ -201,8 +202,19 @@ async fn build(
 
 /// Creates an ensemble: owners and admins only (its check command and members decide what runs).
 pub async fn create(state: &Engine, caller: &Caller, input: &EnsembleInput) -> Result<Ensemble> {
+    create_checked(state, caller, input, Problems::default()).await
+}
+
+/// [`create`], with problems the caller already found in its raw input (a number that did not parse)
+/// reported in the same 422 as the rest.
+pub async fn create_checked(
+    state: &Engine,
+    caller: &Caller,
+    input: &EnsembleInput,
+    earlier: Problems,
+) -> Result<Ensemble> {
     caller.require_manager()?;
-    let (name, settings) = build(state, caller, None, input).await?;
+    let (name, settings) = build(state, caller, None, input, earlier).await?;
     match state
         .store
         .create_ensemble(caller.ws.id, &name, &settings)
@@ -241,9 +253,20 @@ pub async fn update(
     name: &str,
     input: &EnsembleInput,
 ) -> Result<Ensemble> {
+    update_checked(state, caller, name, input, Problems::default()).await
+}
+
+/// [`update`], with problems the caller already found in its raw input reported in the same 422.
+pub async fn update_checked(
+    state: &Engine,
+    caller: &Caller,
+    name: &str,
+    input: &EnsembleInput,
+    earlier: Problems,
+) -> Result<Ensemble> {
     caller.require_manager()?;
     let found = by_name(state, caller, name).await?;
-    let (new_name, settings) = build(state, caller, Some(&found), input).await?;
+    let (new_name, settings) = build(state, caller, Some(&found), input, earlier).await?;
     match state
         .store
         .update_ensemble(caller.ws.id, found.id, &new_name, &settings)
