@@ -44,7 +44,7 @@ pub fn agent_form(v: &AgentFormView) -> Markup {
         form.stack.agent-form method="post" action=(v.action) {
             (csrf(&v.nav.csrf))
             (f.form_errors())
-            (error_summary(v))
+            (f.error_summary())
             @if !v.can_edit { p.alert { "Only owners and admins can change agents." } }
             @if let Some(warning) = &v.runtime_warning { p.alert.alert-error.runtime-warning role="status" { (warning) } }
             fieldset.panel disabled[!v.can_edit] {
@@ -79,22 +79,6 @@ pub fn agent_form(v: &AgentFormView) -> Markup {
         }
     };
     page(&title, Some(&v.nav), body)
-}
-
-/// How many fields need fixing, said once at the top (each message is next to its own field).
-fn error_summary(v: &AgentFormView) -> Markup {
-    let n = v
-        .errors
-        .iter()
-        .filter(|(field, msgs)| field.as_str() != "form" && !msgs.is_empty())
-        .count();
-    html! {
-        @if n > 0 && !v.errors.contains_key("form") {
-            div.alert.alert-error.error-summary role="alert" {
-                p { @if n == 1 { "Fix the highlighted field below." } @else { "Fix the " (n) " highlighted fields below." } }
-            }
-        }
-    }
 }
 
 /// Whether the owners' fields outside the runtime fieldset (name, model, stall timeout) are read-only.

@@ -61,6 +61,23 @@ impl<'a> Form<'a> {
         }
     }
 
+    /// How many fields need fixing, said once at the top (each message is next to its own field);
+    /// nothing when there are none or when a whole-form message already says what is wrong.
+    pub fn error_summary(&self) -> Markup {
+        let n = self
+            .errors
+            .iter()
+            .filter(|(field, msgs)| field.as_str() != "form" && !msgs.is_empty())
+            .count();
+        html! {
+            @if n > 0 && !self.errors.contains_key("form") {
+                div.alert.alert-error.error-summary role="alert" {
+                    p { @if n == 1 { "Fix the highlighted field below." } @else { "Fix the " (n) " highlighted fields below." } }
+                }
+            }
+        }
+    }
+
     /// The messages for one field, or nothing.
     pub fn field_errors(&self, name: &str) -> Markup {
         html! {
