@@ -71,6 +71,7 @@ fn top_bar(nav: &Nav) -> Markup {
         (NavItem::Board, "Board", base.clone()),
         (NavItem::Agents, "Agents", format!("{base}/agents")),
         (NavItem::Skills, "Skills", format!("{base}/skills")),
+        (NavItem::Ensembles, "Ensembles", format!("{base}/ensembles")),
         (NavItem::Members, "Members", format!("{base}/members")),
         (NavItem::Runtimes, "Runtimes", format!("{base}/runtimes")),
         (NavItem::Runners, "Runners", format!("{base}/runners")),
@@ -191,6 +192,12 @@ mod tests {
         assert!(html.contains(r#"<a href="/w/acme">Board</a>"#));
         assert!(html.contains(r#"href="/w/acme/members""#));
         assert!(html.contains(r#"href="/w/acme/tokens""#));
+        assert_eq!(
+            html.matches(r#"<a href="/w/acme/ensembles">Ensembles</a>"#)
+                .count(),
+            2,
+            "in the main nav and the phone menu"
+        );
         assert!(html.contains(r#"<form class="logout" method="post" action="/logout">"#));
         assert!(html.contains(r#"<input type="hidden" name="_csrf" value="csrf-123">"#));
         assert!(html.contains(&assets::url("htmx.min.js")));

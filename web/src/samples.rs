@@ -320,8 +320,10 @@ pub fn issue() -> IssuePageView {
 }
 
 mod admin;
+mod ensembles;
 mod runs;
 mod write;
 
 pub use admin::{agent_form, agents, members, tokens};
+pub use ensembles::{ensemble_form, ensembles};
 pub use runs::{failed_run_page, inbox, run_page, thread_runs};

@@ -40,6 +40,8 @@ pub enum NavItem {
     Runners,
     Inbox,
     Skills,
+    /// The workspace's ensembles (teams of agents), not one ensemble run's comparison.
+    Ensembles,
     Settings,
     /// What runs cost (the Usage page).
     Usage,
@@ -416,6 +418,74 @@ pub struct AgentFormView {
     pub errors: FormErrors,
     /// Set when this agent's runtime is not usable on the server's machine ("Codex is not installed: …").
     pub runtime_warning: Option<String>,
+}
+
+/// One ensemble on the Ensembles page, every figure already written out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnsembleRowView {
+    pub name: String,
+    /// The member agents' avatars, in the ensemble's order (a deleted one as "Deleted agent").
+    pub members: Vec<PersonView>,
+    /// The check command; `None`: the workspace's check.
+    pub check: Option<String>,
+    /// "stopped after 600 s", with a check command.
+    pub check_timeout: Option<String>,
+    /// "all finish", "first green" or "quorum 2".
+    pub early_stop: String,
+    pub reviewer: Option<PersonView>,
+    /// "$3.00 · 200,000 tokens"; `None`: no budget.
+    pub budget: Option<String>,
+    /// What one candidate may spend, "$1.00 · 66,667 tokens", when there is a budget.
+    pub per_candidate: Option<String>,
+    /// Why that much: "equal share" or "50% share".
+    pub share: String,
+    /// The edit form; `None` for a member, who only reads.
+    pub edit_url: Option<String>,
+}
+
+/// `GET /w/{slug}/ensembles`: the workspace's ensembles; "New ensemble" for owners and admins.
+#[derive(Debug, Clone, Default)]
+pub struct EnsembleListView {
+    pub nav: Nav,
+    pub ensembles: Vec<EnsembleRowView>,
+    pub can_manage: bool,
+}
+
+/// One agent offered as a member of an ensemble: a checkbox (field `members`, value `name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberChoiceView {
+    pub name: String,
+    pub avatar: PersonView,
+    pub checked: bool,
+}
+
+/// `GET /w/{slug}/ensembles/new` and `…/{name}/edit`: the ensemble form (POST to `action`, fields
+/// `name`, repeated `members`, `check`, `check_timeout`, `early_stop` with `quorum`, `reviewer`,
+/// `budget_usd`, `budget_tokens`, `share`), every value as typed so an error keeps it.
+#[derive(Debug, Clone, Default)]
+pub struct EnsembleFormView {
+    pub nav: Nav,
+    pub is_new: bool,
+    /// "New ensemble", or the stored name (`name` is what was typed).
+    pub title: String,
+    pub action: String,
+    /// POST here to delete; `None` on the new form.
+    pub delete_url: Option<String>,
+    pub name: String,
+    /// Every agent of the workspace, the members checked.
+    pub agents: Vec<MemberChoiceView>,
+    pub check: String,
+    pub check_timeout: String,
+    /// `all`, `first_green`, `quorum`.
+    pub early_stop: Vec<OptionView>,
+    /// K of "quorum K".
+    pub quorum: String,
+    /// None, then every agent.
+    pub reviewer: Vec<OptionView>,
+    pub budget_usd: String,
+    pub budget_tokens: String,
+    pub share: String,
+    pub errors: FormErrors,
 }
 
 /// A member row.

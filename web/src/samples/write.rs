@@ -51,6 +51,14 @@ fn pages() -> Vec<(&'static str, String)> {
             "agent-form",
             pages::agent_form(&super::agent_form()).into_string(),
         ),
+        (
+            "ensembles",
+            pages::ensembles(&super::ensembles()).into_string(),
+        ),
+        (
+            "ensemble-form",
+            pages::ensemble_form(&super::ensemble_form()).into_string(),
+        ),
         ("members", pages::members(&super::members()).into_string()),
         ("tokens", pages::tokens(&super::tokens()).into_string()),
         ("run", pages::run(&super::run_page()).into_string()),

@@ -6,6 +6,7 @@ mod account;
 pub(crate) use account::client_ip;
 mod agents;
 mod board;
+mod ensemble_defs;
 mod ensembles;
 mod inbox;
 mod invitations;
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
         .merge(board::router())
         .merge(issue::router())
         .merge(ensembles::router())
+        .merge(ensemble_defs::router())
         .merge(agents::router())
         .merge(members::router())
         .merge(runtimes::router())
