@@ -8,10 +8,10 @@ use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
 /// A signed-in browser-like client: session cookie and the page's CSRF token.
-struct Session {
+pub(crate) struct Session {
     http: reqwest::Client,
     cookie: String,
-    csrf: String,
+    pub(crate) csrf: String,
 }
 
 async fn app_with_people() -> Option<(TestDb, TestApp)> {
@@ -45,7 +45,7 @@ async fn app_with_people() -> Option<(TestDb, TestApp)> {
     Some((db, app))
 }
 
-async fn sign_in(app: &TestApp, email: &str) -> Session {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Session {
     let http = reqwest::Client::builder()
         .redirect(Policy::none())
         .build()
@@ -92,7 +92,12 @@ async fn sign_in(app: &TestApp, email: &str) -> Session {
 }
 
 impl Session {
-    async fn post(&self, app: &TestApp, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    pub(crate) async fn post(
+        &self,
+        app: &TestApp,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
         self.http
             .post(app.url(path))
             .header("cookie", &self.cookie)
@@ -102,7 +107,7 @@ impl Session {
             .unwrap()
     }
 
-    async fn get(&self, app: &TestApp, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, app: &TestApp, path: &str) -> reqwest::Response {
         self.http
             .get(app.url(path))
             .header("cookie", &self.cookie)
