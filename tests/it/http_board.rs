@@ -162,6 +162,7 @@ async fn search_by_key(backend: Backend) {
     assert_eq!(agent["name"], "codex-coder");
     assert!(agent["avatar"].as_str().unwrap().contains("rt-codex"));
     assert!(palette["pages"].to_string().contains("/w/acme/settings"));
+    assert!(palette["pages"].to_string().contains("/w/acme/ensembles"));
     let bob = sign_in(&app, "bob@acme.test").await;
     let theirs: serde_json::Value = bob
         .get(&app, "/w/acme/palette", false)

@@ -116,6 +116,7 @@ pub(super) async fn show(
         ("Inbox", format!("{base}/inbox")),
         ("Agents", format!("{base}/agents")),
         ("Skills", format!("{base}/skills")),
+        ("Ensembles", format!("{base}/ensembles")),
         ("Members", format!("{base}/members")),
         ("Runtimes", format!("{base}/runtimes")),
         ("API tokens", format!("{base}/tokens")),
