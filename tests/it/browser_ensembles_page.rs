@@ -122,6 +122,33 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
     };
     sign_in(&browser, &app, "ada@acme.test").await;
 
+    // Every nav link is whole on screen wherever the strip shows (from 1321 px); narrower, the ☰ menu.
+    for width in [1321, 1400] {
+        viewport(&browser, width).await;
+        let cut = js(
+            &browser,
+            "var nav = document.querySelector('.mainnav').getBoundingClientRect(); \
+             return Array.from(document.querySelectorAll('.mainnav a')) \
+               .filter(a => a.getBoundingClientRect().right > nav.right + 0.5 \
+                 || a.getBoundingClientRect().right > window.innerWidth) \
+               .map(a => a.textContent)",
+        )
+        .await;
+        assert_eq!(cut, serde_json::json!([]), "links cut at {width} px");
+    }
+    viewport(&browser, 1100).await;
+    let shown = js(
+        &browser,
+        "return [getComputedStyle(document.querySelector('.mainnav')).display, \
+                 getComputedStyle(document.querySelector('.navmenu')).display]",
+    )
+    .await;
+    assert_eq!(shown, serde_json::json!(["none", "block"]), "at 1100 px");
+    browser.click(".navmenu summary").await.unwrap();
+    browser.screenshot("nav-1100-open").await.unwrap();
+    browser.click(".navmenu summary").await.unwrap();
+    viewport(&browser, 1400).await;
+
     // From the nav to the empty page, which says what an ensemble is and how to use one.
     browser
         .click(".mainnav a[href='/w/acme/ensembles']")

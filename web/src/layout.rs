@@ -88,7 +88,7 @@ fn top_bar(nav: &Nav) -> Markup {
                 span.brand-mark aria-hidden="true" {}
                 span.brand-name { "Muster" }
             }
-            span.workspace-name { (nav.workspace_name) }
+            span.workspace-name title=(nav.workspace_name) { (nav.workspace_name) }
             nav.mainnav aria-label="Main" {
                 @for (item, label, href) in &links {
                     a href=(href) aria-current=[(nav.active == *item).then_some("page")] { (label) }
