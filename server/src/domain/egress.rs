@@ -166,6 +166,43 @@ fn valid_name(name: &str) -> bool {
         })
 }
 
+/// One connection through the proxy, as its run's log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    pub host: String,
+    pub port: u16,
+    /// `CONNECT`, or the method of a plain HTTP request.
+    pub method: String,
+    pub allowed: bool,
+    /// Why it was refused or failed, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Bytes from the agent to the host, and back.
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+}
+
+impl Record {
+    /// The line the run page and `muster run logs` show.
+    pub fn line(&self) -> String {
+        let verdict = if self.allowed { "allowed" } else { "refused" };
+        let mut line = format!(
+            "{verdict} {} {}:{} (↑{} B ↓{} B)",
+            self.method, self.host, self.port, self.bytes_up, self.bytes_down
+        );
+        if let Some(why) = &self.why {
+            line.push_str(": ");
+            line.push_str(why);
+        }
+        line
+    }
+
+    /// Whether the proxy refused the connection by its list (not a failed connect).
+    pub fn refused(&self) -> bool {
+        !self.allowed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

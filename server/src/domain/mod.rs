@@ -12,6 +12,7 @@ mod issue;
 mod mention;
 pub mod review;
 mod run;
+mod run_event;
 mod runner;
 pub mod serde_util;
 mod skill;
@@ -41,6 +42,10 @@ pub use mention::{Mentionable, Mentioned, handle, mention_spans, woken_by_commen
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
     RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, continuity_text, work_lines,
+};
+pub use run_event::{
+    DiffNote, EGRESS_EVENT, EgressNote, RunEventBody, SandboxEgress, SandboxNote, SandboxPath,
+    SessionNote,
 };
 pub use runner::{NewRunnerToken, RunnerName, RunnerToken};
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};

@@ -27,11 +27,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::HostPattern;
+pub use crate::domain::egress::Record;
 
 /// How the body of the proxy's `403` starts (a CLI that quotes it names the refusal).
 pub const REFUSAL_MARK: &str = "Muster egress proxy refused:";
 /// The run event kind of a [`Record`].
-pub const EVENT_KIND: &str = "egress";
+pub const EVENT_KIND: &str = crate::domain::EGRESS_EVENT;
 /// The most bytes of a request head (request line and headers).
 pub const MAX_HEAD: usize = 16 * 1024;
 /// How long a client has to send its request head.
@@ -111,43 +112,6 @@ impl AllowList {
         } else {
             format!("{allowed}; always {}", endpoints.join(", "))
         }
-    }
-}
-
-/// One connection through the proxy, as its run's log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    pub host: String,
-    pub port: u16,
-    /// `CONNECT`, or the method of a plain HTTP request.
-    pub method: String,
-    pub allowed: bool,
-    /// Why it was refused or failed, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-    /// Bytes from the agent to the host, and back.
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-}
-
-impl Record {
-    /// The line the run page and `muster run logs` show.
-    pub fn line(&self) -> String {
-        let verdict = if self.allowed { "allowed" } else { "refused" };
-        let mut line = format!(
-            "{verdict} {} {}:{} (↑{} B ↓{} B)",
-            self.method, self.host, self.port, self.bytes_up, self.bytes_down
-        );
-        if let Some(why) = &self.why {
-            line.push_str(": ");
-            line.push_str(why);
-        }
-        line
-    }
-
-    /// Whether the proxy refused the connection by its list (not a failed connect).
-    pub fn refused(&self) -> bool {
-        !self.allowed
     }
 }
 
