@@ -5,7 +5,8 @@
 //! recolour the terminal; the only escapes printed are the styles below.
 
 use anstyle::{AnsiColor, Style};
-use serde_json::Value;
+
+use crate::domain::DiffNote;
 
 /// Whether to colour: `--color always|never`, or on `auto` only when stdout is a terminal and `NO_COLOR`
 /// is unset or empty (<https://no-color.org>).
@@ -39,23 +40,22 @@ const REMOVED: Style = AnsiColor::Red.on_default();
 const NOTE: Style = Style::new().dimmed();
 
 /// `#12 diff: muster/MUS-1-r1 against 1a2b3c4d5e6f`, the `--stat` summary, then the unified patch.
-pub fn diff_block(seq: i64, payload: &Value, color: bool) -> String {
-    let s = |field: &str| payload[field].as_str().unwrap_or_default();
-    let base: String = s("base").chars().take(12).collect();
+pub fn diff_block(seq: i64, diff: &DiffNote, color: bool) -> String {
+    let base: String = diff.base.chars().take(12).collect();
     let mut head = format!("#{seq} diff:");
-    if !s("branch").is_empty() {
-        head.push_str(&format!(" {}", clean_line(s("branch"))));
+    if !diff.branch.is_empty() {
+        head.push_str(&format!(" {}", clean_line(&diff.branch)));
     }
     if !base.is_empty() {
         head.push_str(&format!(" against {}", clean_line(&base)));
     }
     let mut out = vec![paint(HEADER, &head, color)];
-    let patch = s("patch");
+    let patch = diff.patch.as_str();
     if patch.trim().is_empty() {
         out.push("    (no changes)".to_owned());
         return out.join("\n");
     }
-    out.extend(s("stat").lines().map(clean_line));
+    out.extend(diff.stat.lines().map(clean_line));
     out.push(String::new());
     out.extend(patch_lines(patch, color));
     out.join("\n")
@@ -124,10 +124,13 @@ mod tests {
 
     #[test]
     fn a_diff_reads_as_a_unified_diff_coloured_only_when_asked() {
-        let payload = serde_json::json!({
-            "base": "0123456789abcdef0123", "branch": "muster/MUS-1-r1",
-            "stat": " a.txt | 2 +-\n 1 file changed", "patch": PATCH, "truncated": false,
-        });
+        let payload = DiffNote {
+            base: "0123456789abcdef0123".into(),
+            branch: "muster/MUS-1-r1".into(),
+            stat: " a.txt | 2 +-\n 1 file changed".into(),
+            patch: PATCH.into(),
+            ..DiffNote::default()
+        };
         let plain = diff_block(7, &payload, false);
         assert_eq!(
             plain,
@@ -146,7 +149,10 @@ mod tests {
             "{coloured:?}"
         );
         assert!(coloured.contains("\n keep\n"), "context lines stay plain");
-        let empty = serde_json::json!({"base": "", "branch": "b", "stat": "", "patch": ""});
+        let empty = DiffNote {
+            branch: "b".into(),
+            ..DiffNote::default()
+        };
         assert_eq!(diff_block(2, &empty, false), "#2 diff: b\n    (no changes)");
     }
 

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use muster_agents::AgentEvent;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::events;
 use super::output::{self, clean, print_json};
 use super::{ApiError, Client, Remote, not_found_as, segment, shape};
+use crate::domain::RunEventBody;
 
 /// Events asked for per page by `muster run logs` without `--follow`.
 const PAGE: u32 = 1000;
@@ -440,79 +442,34 @@ fn print_event(event: &Value, style: Style) -> anyhow::Result<()> {
         return Ok(());
     }
     let row: EventRow = shape(event)?;
-    if row.kind == "diff" {
-        println!("{}", events::diff_block(row.seq, &row.payload, style.color));
-    } else {
-        println!("{}", event_line(row.seq, &row.kind, &row.payload));
+    match RunEventBody::decode(&row.kind, &row.payload) {
+        RunEventBody::Diff(diff) => println!("{}", events::diff_block(row.seq, &diff, style.color)),
+        _ => println!("{}", event_line(row.seq, &row.kind, &row.payload)),
     }
     Ok(())
 }
 
 /// `#12 text: Looking at the tests` — the seq, the kind and what the event says, on one line.
 fn event_line(seq: i64, kind: &str, p: &Value) -> String {
-    if kind == "sandbox" {
-        // One block: the mode, then one indented line per rule and the ports.
-        let lines: Vec<String> = crate::sandbox::event_lines(p)
-            .iter()
-            .map(|l| clean(l))
-            .collect();
-        return format!("#{seq} sandbox: {}", lines.join("\n    "));
-    }
-    let s = |field: &str| p[field].as_str().unwrap_or_default().to_owned();
-    let content = match kind {
-        crate::domain::CHECK_EVENT => check_line(p),
-        crate::egress::EVENT_KIND => s("line"),
-        "session" => crate::domain::continuity_text(p),
-        "text" | "thinking" => s("text"),
-        "started" => match p["model"].as_str() {
-            Some(model) => format!("session {} ({model})", s("session_id")),
-            None => format!("session {}", s("session_id")),
-        },
-        "tool_call" => format!("{} {}", s("name"), tool_input(&p["input"])),
-        "tool_result" if p["is_error"].as_bool() == Some(true) => {
-            format!("[error] {}", s("output"))
+    let content = match RunEventBody::decode(kind, p) {
+        RunEventBody::Sandbox(note) => {
+            // One block: the mode, then one indented line per rule and the ports.
+            let lines: Vec<String> = crate::sandbox::event_lines(&note)
+                .iter()
+                .map(|l| clean(l))
+                .collect();
+            return format!("#{seq} sandbox: {}", lines.join("\n    "));
         }
-        "tool_result" => s("output"),
-        "command" => match p["exit_code"].as_i64() {
-            Some(code) => format!("$ {} (exit {code}) {}", s("cmd"), s("output")),
-            None => format!("$ {} {}", s("cmd"), s("output")),
-        },
-        "file_change" => format!("{} {}", compact(&p["change"]), s("path")),
-        "usage" => format!(
-            "{} in, {} out{}",
-            p["input"].as_i64().unwrap_or(0),
-            p["output"].as_i64().unwrap_or(0),
-            p["cost_usd"]
-                .as_f64()
-                .map_or_else(String::new, |c| format!(", ${c:.4}"))
-        ),
-        "error" => match p["class"].as_str() {
-            Some(class) => format!("[{class}] {}", s("message")),
-            None => s("message"),
-        },
-        "speed" => match p["detail"].as_str().filter(|d| !d.trim().is_empty()) {
-            Some(detail) => detail.to_owned(),
-            None => format!(
-                "{:.1} tokens/s",
-                p["tokens_per_second"].as_f64().unwrap_or(0.0)
-            ),
-        },
-        "finished" => {
-            let ok = if p["ok"].as_bool() == Some(true) {
-                "ok"
-            } else {
-                "failed"
-            };
-            match p["summary"].as_str() {
-                Some(summary) => format!("{ok}: {summary}"),
-                None => ok.to_owned(),
-            }
+        RunEventBody::Agent(event) => agent_text(event, p),
+        RunEventBody::Check(c) => c.one_line(),
+        RunEventBody::Egress(note) => note.line,
+        RunEventBody::Session(note) => note.text(),
+        RunEventBody::Stderr { line } => line,
+        RunEventBody::Status { status, .. } => status,
+        RunEventBody::Error { message } => message,
+        RunEventBody::Diff(_) | RunEventBody::Push { .. } | RunEventBody::Unknown { .. } => {
+            compact(p)
         }
-        "notice" => s("text"),
-        "refused" => format!("permission refused: {} {}", s("tool"), s("input")),
-        "stderr" | "raw" => s("line"),
-        "status" => s("status"),
-        _ => compact(p),
     };
     let mut line = format!("#{seq} {kind}: {}", clean(content.trim()));
     if line.chars().count() > TEXT_CAP {
@@ -521,11 +478,79 @@ fn event_line(seq: i64, kind: &str, p: &Value) -> String {
     line
 }
 
+/// What an agent event says, in one line's words (`p`, its payload, for the ones shown as stored).
+fn agent_text(event: AgentEvent, p: &Value) -> String {
+    match event {
+        AgentEvent::Text { text } | AgentEvent::Thinking { text } | AgentEvent::Notice { text } => {
+            text
+        }
+        AgentEvent::Started {
+            session_id, model, ..
+        } => match model {
+            Some(model) => format!("session {session_id} ({model})"),
+            None => format!("session {session_id}"),
+        },
+        AgentEvent::ToolCall { name, input, .. } => format!("{name} {}", tool_input(&input)),
+        AgentEvent::ToolResult {
+            output, is_error, ..
+        } => {
+            if is_error {
+                format!("[error] {output}")
+            } else {
+                output
+            }
+        }
+        AgentEvent::Command {
+            cmd,
+            exit_code,
+            output,
+        } => match exit_code {
+            Some(code) => format!("$ {cmd} (exit {code}) {output}"),
+            None => format!("$ {cmd} {output}"),
+        },
+        AgentEvent::FileChange { path, change } => format!("{} {path}", tag(&change)),
+        AgentEvent::Usage(u) => format!(
+            "{} in, {} out{}",
+            u.input,
+            u.output,
+            u.cost_usd
+                .map_or_else(String::new, |c| format!(", ${c:.4}"))
+        ),
+        // Shown as stored, as any event this list does not name.
+        AgentEvent::TurnUsage(_) => compact(p),
+        AgentEvent::Error { message, class } => match class {
+            Some(class) => format!("[{}] {message}", tag(&class)),
+            None => message,
+        },
+        AgentEvent::Speed {
+            tokens_per_second,
+            detail,
+        } => {
+            if detail.trim().is_empty() {
+                format!("{tokens_per_second:.1} tokens/s")
+            } else {
+                detail
+            }
+        }
+        AgentEvent::Finished { ok, summary } => {
+            let ok = if ok { "ok" } else { "failed" };
+            match summary {
+                Some(summary) => format!("{ok}: {summary}"),
+                None => ok.to_owned(),
+            }
+        }
+        AgentEvent::Refused { tool, input } => format!("permission refused: {tool} {input}"),
+        AgentEvent::Raw { line } => line,
+    }
+}
+
 /// A check event in one line (`passed · 12/12 passed · exit 0 · 4.2 s · cargo test`), or its JSON
 /// when it is not a check result.
 fn check_line(p: &Value) -> String {
-    serde_json::from_value::<crate::domain::CheckResult>(p.clone())
-        .map_or_else(|_| compact(p), |c| c.one_line())
+    match RunEventBody::decode(crate::domain::CHECK_EVENT, p) {
+        RunEventBody::Check(c) => c.one_line(),
+        _ => compact(p),
+    }
 }
 
 /// A tool's input: the one argument that says what it does (a command, a path, a pattern) when there is
@@ -544,6 +569,11 @@ fn tool_input(input: &Value) -> String {
         Some(main) => main.to_owned(),
         None => compact(input),
     }
+}
+
+/// A serde enum's tag (`auth`, `update`).
+fn tag(v: &impl serde::Serialize) -> String {
+    serde_json::to_value(v).map_or_else(|_| String::new(), |v| compact(&v))
 }
 
 fn compact(v: &Value) -> String {
@@ -809,13 +839,13 @@ mod tests {
         let line = event_line(
             5,
             "tool_call",
-            &serde_json::json!({"name": "Bash", "input": {"command": "ls"}}),
+            &serde_json::json!({"id": "t1", "name": "Bash", "input": {"command": "ls"}}),
         );
         assert_eq!(line, "#5 tool_call: Bash ls");
         let line = event_line(
             5,
             "tool_call",
-            &serde_json::json!({"name": "Todo", "input": {"items": [1]}}),
+            &serde_json::json!({"id": "t2", "name": "Todo", "input": {"items": [1]}}),
         );
         assert_eq!(line, "#5 tool_call: Todo {\"items\":[1]}");
         let line = event_line(

@@ -41,7 +41,7 @@ pub use issue::{
 pub use mention::{Mentionable, Mentioned, handle, mention_spans, woken_by_comment};
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
-    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, continuity_text, work_lines,
+    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, work_lines,
 };
 pub use run_event::{
     DiffNote, EGRESS_EVENT, EgressNote, RunEventBody, SandboxEgress, SandboxNote, SandboxPath,

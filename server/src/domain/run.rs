@@ -353,7 +353,8 @@ pub fn work_lines(runs: &[Run]) -> Vec<WorkLine> {
 pub struct NewRunEvent {
     pub seq: Seq,
     pub at: DateTime<Utc>,
-    /// The `AgentEvent` kind (`text`, `tool_call`, …) or a run-engine kind (`stderr`, `status`).
+    /// The `AgentEvent` kind (`text`, `tool_call`, …) or a run-engine kind (`stderr`, `status`); with
+    /// `payload`, a [`RunEventBody`](super::RunEventBody) as stored.
     pub kind: String,
     pub payload: serde_json::Value,
 }
@@ -436,30 +437,4 @@ pub struct InboxItem {
     pub message: String,
     pub created_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,
-}
-
-/// What a `session` event says, for people: whether a follow-up resumed the previous run's session (and
-/// where its work starts), or started a fresh one whose brief carries the thread, and why.
-pub fn continuity_text(p: &serde_json::Value) -> String {
-    let s = |field: &str| p[field].as_str().unwrap_or_default();
-    let previous: String = s("previous_run_id").chars().take(8).collect();
-    let mut text = if p["resumed"].as_bool() == Some(true) {
-        format!("Resumed session {} of run {previous}.", s("session_id"))
-    } else {
-        format!(
-            "Started a fresh session ({}); the brief carries the thread so far.",
-            match s("reason") {
-                "" => "the previous session could not be resumed",
-                why => why,
-            }
-        )
-    };
-    match (p["from_branch"].as_str(), p["branch_missing"].as_str()) {
-        (Some(branch), _) => text.push_str(&format!(" The work continues from branch {branch}.")),
-        (None, Some(branch)) => text.push_str(&format!(
-            " Branch {branch} is not on this runner: the work starts from the repository's HEAD."
-        )),
-        (None, None) => {}
-    }
-    text
 }

@@ -26,6 +26,8 @@ use landlock::{
 };
 use serde::Serialize;
 
+use crate::domain::{SandboxNote, SandboxPath};
+
 pub use policy::{Access, PathRule, Policy, ProcessView};
 
 /// The Landlock ABI the sandbox relies on: file-system rights including `refer`, `truncate` and device
@@ -180,71 +182,75 @@ pub fn wrap(
     Ok(launch)
 }
 
-/// The `sandbox` event's payload: the mode, and the rules and ports when sandboxed, for the run page and
+/// The `sandbox` event: the mode, and the rules and ports when sandboxed, for the run page and
 /// `muster run logs`.
-pub fn event_payload(mode: &Mode, policy: Option<&Policy>) -> serde_json::Value {
-    let mut payload = serde_json::json!({ "mode": mode.describe() });
+pub fn event_note(mode: &Mode, policy: Option<&Policy>) -> SandboxNote {
+    let mut note = SandboxNote {
+        mode: mode.describe(),
+        ..SandboxNote::default()
+    };
     if let Some(policy) = policy {
-        payload["abi"] = policy.abi.into();
-        payload["paths"] = policy
-            .paths
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "path": r.path.display().to_string(),
-                    "access": r.access.label(),
+        note.abi = Some(policy.abi.into());
+        note.paths = Some(
+            policy
+                .paths
+                .iter()
+                .map(|r| SandboxPath {
+                    path: r.path.display().to_string(),
+                    access: r.access.label().to_owned(),
                 })
-            })
-            .collect();
-        payload["connect_ports"] = policy.connect_ports.clone().into();
+                .collect(),
+        );
+        note.connect_ports = Some(policy.connect_ports.clone());
         // The exec step's seccomp filter, applied to every sandboxed agent.
-        payload["unix_sockets"] = "refused".into();
-        payload["udp_netlink"] = "refused".into();
-        payload["process_view"] = serde_json::to_value(policy.process_view).unwrap_or_default();
+        note.unix_sockets = Some("refused".to_owned());
+        note.udp_netlink = Some("refused".to_owned());
+        note.process_view = Some(serde_json::to_value(policy.process_view).unwrap_or_default());
     }
-    payload
+    note
 }
 
-/// The `sandbox` event's payload as readable lines (one per rule, then the ports).
-pub fn event_lines(payload: &serde_json::Value) -> Vec<String> {
+/// The `sandbox` event as readable lines (one per rule, then the ports).
+pub fn event_lines(note: &SandboxNote) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(mode) = payload["mode"].as_str() {
-        lines.push(mode.to_owned());
+    if !note.mode.is_empty() {
+        lines.push(note.mode.clone());
     }
-    if let Some(abi) = payload["abi"].as_u64() {
+    if let Some(abi) = note.abi {
         lines.push(format!("Landlock ABI {abi}; no capabilities; no_new_privs"));
     }
-    if payload["unix_sockets"] == "refused" {
+    if note.unix_sockets.as_deref() == Some("refused") {
         lines.push(
             "unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)"
                 .to_owned(),
         );
     }
-    if payload["udp_netlink"] == "refused" {
+    if note.udp_netlink.as_deref() == Some("refused") {
         lines.push(
             "UDP and netlink: refused (seccomp: socket(AF_INET/AF_INET6, SOCK_DGRAM) and socket(AF_NETLINK) fail with EACCES)"
                 .to_owned(),
         );
     }
-    if let Ok(view) = serde_json::from_value::<ProcessView>(payload["process_view"].clone()) {
+    if let Some(view) = note
+        .process_view
+        .clone()
+        .and_then(|v| serde_json::from_value::<ProcessView>(v).ok())
+    {
         lines.push(view.describe().to_owned());
     }
-    for rule in payload["paths"].as_array().into_iter().flatten() {
-        lines.push(format!(
-            "{:<22} {}",
-            rule["access"].as_str().unwrap_or_default(),
-            rule["path"].as_str().unwrap_or_default()
-        ));
+    for rule in note.paths.iter().flatten() {
+        lines.push(format!("{:<22} {}", rule.access, rule.path));
     }
-    if let Some(ports) = payload["connect_ports"].as_array() {
+    if let Some(ports) = &note.connect_ports {
         let ports: Vec<String> = ports.iter().map(ToString::to_string).collect();
         lines.push(format!("TCP connect only to ports {}", ports.join(", ")));
     }
-    if let Some(summary) = payload["egress"]["summary"].as_str() {
-        let proxy = payload["egress"]["proxy"]
-            .as_str()
+    if let Some(egress) = &note.egress {
+        let proxy = egress
+            .proxy
+            .as_deref()
             .map_or_else(String::new, |p| format!(" (through the egress proxy {p})"));
-        lines.push(format!("egress: {summary}{proxy}"));
+        lines.push(format!("egress: {}{proxy}", egress.summary));
     }
     lines
 }

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use muster_agents::RuntimeKind;
-use serde_json::json;
 
 use crate::egress::{self, AllowList, RunProxy};
 use crate::runner::protocol::AgentSpec;
@@ -99,14 +98,19 @@ impl Egress {
             .unwrap_or_default()
     }
 
-    /// What the `sandbox` event says about the network: the list, the proxy, the direct ports.
-    pub(super) fn payload(&self) -> serde_json::Value {
-        json!({
-            "summary": self.allow.describe(),
-            "hosts": self.allow.hosts,
-            "always": self.allow.endpoints.iter().map(|(h, p)| format!("{h}:{p}")).collect::<Vec<_>>(),
-            "no_network": self.allow.no_network,
-            "proxy": self.proxy.as_ref().map(RunProxy::url),
-        })
+    /// What the `sandbox` event says about the network: the list, the proxy.
+    pub(super) fn note(&self) -> crate::domain::SandboxEgress {
+        crate::domain::SandboxEgress {
+            summary: self.allow.describe(),
+            hosts: self.allow.hosts.clone(),
+            always: self
+                .allow
+                .endpoints
+                .iter()
+                .map(|(h, p)| format!("{h}:{p}"))
+                .collect(),
+            no_network: self.allow.no_network,
+            proxy: self.proxy.as_ref().map(RunProxy::url),
+        }
     }
 }

@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use muster_agents::{AgentEvent, RateTable};
-use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::domain::failure::ErrorTrack;
-use crate::domain::{NewRunEvent, Seq, Usage};
+use crate::domain::{NewRunEvent, RunEventBody, Seq, Usage};
 use crate::redact::Redactor;
 use crate::runner::core::Link;
 use crate::runner::protocol::{Held, ToServer};
@@ -61,12 +60,13 @@ impl EventLog {
     }
 
     /// Queues one event; the caller flushes when [`EventLog::must_flush`] says so or at [`EventLog::due`].
-    pub(super) fn push(&mut self, kind: &str, mut payload: Value) {
+    pub(super) fn push(&mut self, body: impl Into<RunEventBody>) {
+        let (kind, mut payload) = body.into().into_parts();
         self.redactor.json(&mut payload);
         self.pending.push(NewRunEvent {
             seq: self.next_seq,
             at: Utc::now(),
-            kind: kind.to_owned(),
+            kind,
             payload,
         });
         self.next_seq += 1;
@@ -134,8 +134,7 @@ impl EventLog {
         let cap = self.cap;
         self.pending.retain(|e| e.seq <= cap);
         if let Some(last) = self.pending.last_mut().filter(|e| e.seq == cap) {
-            last.kind = "error".to_owned();
-            last.payload = serde_json::json!({ "message": cap_message(cap) });
+            (last.kind, last.payload) = RunEventBody::error(cap_message(cap)).into_parts();
         }
         if self.pending.is_empty() {
             self.first_pending = None;

@@ -36,10 +36,10 @@ pub(super) struct Prepared {
         reason = "held until the run ends for its Drop, which removes the skills"
     )]
     pub skills: crate::skills::Materialized,
-    /// The `sandbox` event's payload (the mode, and the rules and ports when sandboxed).
-    pub sandbox: serde_json::Value,
-    /// The `session` event's payload for a run that continues another: resumed or fresh, and why.
-    pub continuity: Option<serde_json::Value>,
+    /// The `sandbox` event (the mode, and the rules and ports when sandboxed).
+    pub sandbox: crate::domain::SandboxNote,
+    /// The `session` event for a run that continues another: resumed or fresh, and why.
+    pub continuity: Option<crate::domain::SessionNote>,
     /// Where the CLI logs each model request's usage, when its stdout does not (Codex).
     pub usage_log: Option<super::usage_log::UsageLog>,
     /// What an ensemble candidate's check runs inside: the agent's sandbox policy and the run's folders.
@@ -291,7 +291,7 @@ async fn finish_prepare(
         &egress.direct_ports,
     )?;
     if sandboxed {
-        sandbox["egress"] = egress.payload();
+        sandbox.egress = Some(egress.note());
     }
     let confinement = super::check::Confinement {
         policy,
@@ -387,7 +387,7 @@ async fn continue_session(
     home: &Path,
     workdir: &Path,
     from_branch: Option<String>,
-) -> (Option<String>, Option<serde_json::Value>) {
+) -> (Option<String>, Option<crate::domain::SessionNote>) {
     let Some(resume) = &order.resume else {
         return (None, None);
     };
@@ -404,19 +404,15 @@ async fn continue_session(
         .branch
         .as_ref()
         .filter(|_| from_branch.is_none() && order.repo.is_some());
-    let mut payload = serde_json::json!({
-        "previous_run_id": resume.previous_run_id,
-        "resumed": carried.is_ok(),
-        "from_branch": from_branch,
-    });
-    match &carried {
-        Ok(session) => payload["session_id"] = session.clone().into(),
-        Err(why) => payload["reason"] = why.clone().into(),
-    }
-    if let Some(branch) = branch_missing {
-        payload["branch_missing"] = branch.clone().into();
-    }
-    (carried.ok(), Some(payload))
+    let note = crate::domain::SessionNote {
+        previous_run_id: resume.previous_run_id.to_string(),
+        resumed: carried.is_ok(),
+        from_branch,
+        session_id: carried.as_ref().ok().cloned(),
+        reason: carried.as_ref().err().cloned(),
+        branch_missing: branch_missing.cloned(),
+    };
+    (carried.ok(), Some(note))
 }
 
 /// Puts the launch inside the sandbox (when the mode says so) and returns it with the `sandbox` event's
@@ -432,14 +428,14 @@ fn confine(
 ) -> Result<
     (
         LaunchSpec,
-        serde_json::Value,
+        crate::domain::SandboxNote,
         Option<crate::sandbox::Policy>,
     ),
     PrepareError,
 > {
     use crate::sandbox::{self, Mode};
     let Mode::Sandboxed { abi } = mode else {
-        return Ok((launch, sandbox::event_payload(mode, None), None));
+        return Ok((launch, sandbox::event_note(mode, None), None));
     };
     let search_path = muster_agents::process::inherited_path();
     let cwd = launch.cwd.clone();
@@ -477,7 +473,7 @@ fn confine(
     };
     let policy = sandbox::policy::for_run(&facts)
         .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
-    let payload = sandbox::event_payload(mode, Some(&policy));
+    let payload = sandbox::event_note(mode, Some(&policy));
     let launch = sandbox::wrap(launch, &policy, &host.config.self_exe, &home, &tmp)
         .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
     Ok((launch, payload, Some(policy)))

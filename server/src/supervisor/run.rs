@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use muster_agents::process::{self, CappedLines};
-use serde_json::json;
 use tokio::io::BufReader;
 use tokio::process::Child;
 use tokio::sync::mpsc;
@@ -25,7 +24,7 @@ use super::prepare::{self, Prepared};
 use super::usage_log::UsageLog;
 use super::watch::{self, Line, Watch};
 use crate::config::Config;
-use crate::domain::{CHECK_EVENT, FailureReason, RunId};
+use crate::domain::{DiffNote, FailureReason, RunEventBody, RunId, SandboxNote, SessionNote};
 use crate::redact::Redactor;
 use crate::runner::core::Link;
 use crate::runner::protocol::{Held, Order, Orphan, Started, ToServer};
@@ -268,8 +267,8 @@ pub(super) struct WrappedUp {
 /// logs the diff (kind `diff`, with the commit), pushes that commit to the repository's remote when it
 /// is a git URL, the run changed something and `push` allows it (kind `push`, or `error`: a refused push
 /// never fails the run), runs the ensemble candidate's `check` in the worktree and logs its result (kind
-/// [`CHECK_EVENT`]), and removes the worktree and the private repository. A git failure counts as
-/// changed, and then both are kept so nothing is lost.
+/// [`CHECK_EVENT`](crate::domain::CHECK_EVENT)), and removes the worktree and the private repository.
+/// A git failure counts as changed, and then both are kept so nothing is lost.
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue_key: &str,
@@ -283,17 +282,14 @@ pub(super) async fn wrap_up_worktree(
     let author = format!("{agent_name} (muster)");
     match git::commit_work(tree, &message, &author).await {
         Ok(git::Committed { commit, diff }) => {
-            log.push(
-                "diff",
-                json!({
-                    "base": tree.base,
-                    "commit": commit,
-                    "branch": tree.branch,
-                    "stat": diff.stat,
-                    "patch": diff.patch,
-                    "truncated": diff.truncated,
-                }),
-            );
+            log.push(RunEventBody::Diff(DiffNote {
+                base: tree.base.clone(),
+                commit: commit.clone(),
+                branch: tree.branch.clone(),
+                stat: diff.stat.clone(),
+                patch: diff.patch.clone(),
+                truncated: diff.truncated,
+            }));
             if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
                 push_work(tree, &commit, url, log).await;
             }
@@ -320,13 +316,13 @@ pub(super) async fn wrap_up_worktree(
                 tree.branch,
                 tree.path.display()
             );
-            log.push("error", json!({ "message": message }));
+            log.push(RunEventBody::error(message.clone()));
             if let Some(c) = check {
                 let result = check::not_run(
                     c.spec,
                     "the work could not be committed, so it was not checked",
                 );
-                log.push(CHECK_EVENT, check_payload(&result));
+                log.push(RunEventBody::Check(result));
             }
             WrappedUp {
                 stat: None,
@@ -366,43 +362,32 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
         "check finished"
     );
     if !c.signal.is_lost() {
-        log.push(CHECK_EVENT, check_payload(&result));
+        log.push(RunEventBody::Check(result));
     }
     stopped
-}
-
-/// A check event's payload.
-fn check_payload(result: &crate::domain::CheckResult) -> serde_json::Value {
-    serde_json::to_value(result).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
 /// Pushes the run's commit to its branch at `url` and logs the outcome (the remote shown without
 /// credentials).
 async fn push_work(tree: &Worktree, commit: &str, url: &str, log: &mut EventLog) {
     match git::push_branch(tree, commit, url).await {
-        Ok(()) => log.push(
-            "push",
-            json!({
-                "remote": crate::redact::without_credentials(url),
-                "branch": tree.branch,
-                "commit": commit,
-            }),
-        ),
+        Ok(()) => log.push(RunEventBody::Push {
+            remote: crate::redact::without_credentials(url),
+            branch: tree.branch.clone(),
+            commit: commit.to_owned(),
+        }),
         Err(e) => {
             tracing::warn!(error = %e, "cannot push the run's branch");
-            log.push("error", json!({ "message": e }));
+            log.push(RunEventBody::error(e));
         }
     }
 }
 
 /// The events a run's log opens with: what the agent may reach (`sandbox`, shown as one block on the run
 /// page), and for a follow-up whether it resumed its session (`session`).
-fn first_events(
-    sandbox: serde_json::Value,
-    continuity: Option<serde_json::Value>,
-) -> Vec<(&'static str, serde_json::Value)> {
-    let mut first = vec![("sandbox", sandbox)];
-    first.extend(continuity.map(|c| ("session", c)));
+fn first_events(sandbox: SandboxNote, continuity: Option<SessionNote>) -> Vec<RunEventBody> {
+    let mut first = vec![RunEventBody::Sandbox(sandbox)];
+    first.extend(continuity.map(RunEventBody::Session));
     first
 }
 
@@ -428,7 +413,7 @@ async fn run_child(
     pid: Option<i32>,
     redactor: Redactor,
     work: Work<'_>,
-    first: Vec<(&'static str, serde_json::Value)>,
+    first: Vec<RunEventBody>,
     sources: Sources<'_>,
 ) -> (Ending, Tally, crate::domain::Seq) {
     let Work {
@@ -449,8 +434,8 @@ async fn run_child(
         epoch: ctx.order.epoch,
     };
     let mut log = EventLog::new(held, ctx.order.next_seq, redactor);
-    for (kind, payload) in first {
-        log.push(kind, payload);
+    for body in first {
+        log.push(body);
     }
     // Codex reports no model in its events: price its usage by the profile's model.
     let mut tally = Tally {
@@ -534,7 +519,7 @@ async fn run_child(
             spec,
             "the run has no worktree (the workspace has no repository), so there is nothing to check",
         );
-        log.push(CHECK_EVENT, check_payload(&result));
+        log.push(RunEventBody::Check(result));
     }
     log.flush(ctx.link);
     (ending, tally, log.last_seq())

@@ -14,7 +14,6 @@
 use std::time::Duration;
 
 use muster_agents::{Adapter, AgentEvent, ErrorClass, RateTable};
-use serde_json::json;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -22,7 +21,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::ending::{Ending, Stop};
 use super::events::{EventLog, Tally};
 use super::run::{Host, RunSignal};
-use crate::domain::{Budget, StopWhy};
+use crate::domain::{Budget, RunEventBody, StopWhy};
 use crate::runner::core::Link;
 use crate::runner::protocol::{Order, ToServer};
 
@@ -243,7 +242,7 @@ pub(super) async fn watch(
                         "nothing accepts a connection at {why} any more, its base URL's address; \
                          the model server stopped or became unreachable while the agent worked"
                     );
-                    log.push("error", json!({ "message": note }));
+                    log.push(RunEventBody::error(note.clone()));
                     tally.stop_note = Some(note);
                     return Ending::Stopped(Stop::Unreachable, None);
                 }
@@ -318,26 +317,18 @@ fn take_line(
     rates: &RateTable,
     guard: bool,
 ) -> Taken {
-    let (out, events) = match line {
+    let events = match line {
         Line::Err(text) => {
-            log.push("stderr", json!({ "line": text }));
+            log.push(RunEventBody::Stderr { line: text });
             return Taken::default();
         }
-        Line::Out(text) => {
-            let events = ctx.adapter.parse_line(&text);
-            (text, events)
-        }
-        Line::UsageLog(text) => {
-            let events = ctx.adapter.parse_usage_log_line(&text);
-            (text, events)
-        }
+        Line::Out(text) => ctx.adapter.parse_line(&text),
+        Line::UsageLog(text) => ctx.adapter.parse_usage_log_line(&text),
         Line::Egress(record) => {
             if record.refused() {
                 tally.egress.proxy_refused(&record);
             }
-            let mut payload = serde_json::to_value(&record).unwrap_or_else(|_| json!({}));
-            payload["line"] = record.line().into();
-            log.push(crate::egress::EVENT_KIND, payload);
+            log.push(RunEventBody::Egress(record.into()));
             return Taken::default();
         }
     };
@@ -360,8 +351,6 @@ fn take_line(
         if matches!(event, AgentEvent::Usage(_) | AgentEvent::TurnUsage(_)) {
             log.note_spent(tally.spent());
         }
-        let payload = serde_json::to_value(&event).unwrap_or_else(|_| json!({ "line": out }));
-        log.push(event.kind(), payload);
         if let AgentEvent::Error {
             class: Some(ErrorClass::Auth),
             ..
@@ -380,6 +369,7 @@ fn take_line(
         {
             egress_blamed = true;
         }
+        log.push(event);
     }
     if guard
         && end.is_none()
@@ -388,7 +378,7 @@ fn take_line(
     {
         // Checked after every line, so after every turn's usage: the run stops after the turn that
         // crossed its budget.
-        log.push("error", json!({ "message": note }));
+        log.push(RunEventBody::error(note.clone()));
         tally.stop_note = Some(note);
         end = Some(Ending::Stopped(Stop::OverBudget, None));
     }
@@ -408,7 +398,7 @@ fn server_stop(ctx: &Watch<'_>, log: &mut EventLog, tally: &mut Tally) -> Stop {
     };
     match note.why {
         StopWhy::OverBudget | StopWhy::OverCap => {
-            log.push("error", json!({ "message": note.note }));
+            log.push(RunEventBody::error(note.note.clone()));
             tally.stop_note = Some(note.note);
             if note.why == StopWhy::OverCap {
                 Stop::OverCap
@@ -417,10 +407,10 @@ fn server_stop(ctx: &Watch<'_>, log: &mut EventLog, tally: &mut Tally) -> Stop {
             }
         }
         StopWhy::EarlyStop | StopWhy::Person => {
-            log.push(
-                "status",
-                json!({ "status": "cancelled", "reason": note.note }),
-            );
+            log.push(RunEventBody::Status {
+                status: "cancelled".to_owned(),
+                reason: Some(note.note.clone()),
+            });
             tally.stop_note = Some(note.note);
             Stop::Cancelled
         }
@@ -449,7 +439,10 @@ fn over_budget(budget: Budget, tally: &Tally) -> Option<String> {
 /// the board).
 fn set_stalled(ctx: &Watch<'_>, log: &mut EventLog, stalled: bool) {
     let status = if stalled { "stalled" } else { "running" };
-    log.push("status", json!({ "status": status }));
+    log.push(RunEventBody::Status {
+        status: status.to_owned(),
+        reason: None,
+    });
     flush(ctx, log);
     if stalled {
         tracing::warn!("run stalled: no output for the stall timeout");

@@ -305,7 +305,10 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
     let mut expected = vec![u64::from(w.addr.port()), proxy_port];
     expected.sort_unstable();
     assert_eq!(sandbox.payload["connect_ports"], json!(expected));
-    let lines = muster::sandbox::event_lines(&sandbox.payload);
+    let muster::domain::RunEventBody::Sandbox(note) = sandbox.body() else {
+        panic!("not a sandbox note: {sandbox:?}");
+    };
+    let lines = muster::sandbox::event_lines(&note);
     assert!(
         lines.contains(&format!(
             "egress: allowed allowed.test; always 127.0.0.1:{} (through the egress proxy \

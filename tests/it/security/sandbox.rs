@@ -624,8 +624,11 @@ async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{events:#?}");
     assert_eq!(events[0].kind, "sandbox", "{events:#?}");
     assert_eq!(events[0].payload["unix_sockets"], "refused");
+    let muster::domain::RunEventBody::Sandbox(note) = events[0].body() else {
+        panic!("not a sandbox note: {events:#?}");
+    };
     assert!(
-        muster::sandbox::event_lines(&events[0].payload).contains(
+        muster::sandbox::event_lines(&note).contains(
             &"unix sockets: refused (seccomp: socket(AF_UNIX) fails with EACCES; stream socketpairs allowed)"
                 .to_owned()
         ),

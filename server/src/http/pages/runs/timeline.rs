@@ -20,10 +20,9 @@ use muster_agents::{AgentEvent, RateTable, TokenUsage};
 use muster_web::views::{
     DiffLineView, LongTextView, RunDiffView, RunItemKind, RunItemView, ToolResultView,
 };
-use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::domain::{RunEvent, Seq, Usage};
+use crate::domain::{RunEvent, RunEventBody, Seq, Usage};
 use crate::markdown::to_safe_html;
 use once::{OpenText, Prev};
 
@@ -140,53 +139,44 @@ impl Timeline {
     pub(super) fn push(&mut self, e: &RunEvent) {
         self.last_seq = self.last_seq.max(e.seq);
         let prev = self.prev.take();
-        let line = |key: &str| e.payload[key].as_str().unwrap_or_default().to_owned();
-        let kind = match e.kind.as_str() {
-            "stderr" => RunItemKind::Stderr { line: line("line") },
-            "status" => {
+        let kind = match e.body() {
+            RunEventBody::Stderr { line } => RunItemKind::Stderr { line },
+            RunEventBody::Status { status, .. } => {
                 self.batch.status_changed = true;
-                RunItemKind::Status {
-                    status: line("status"),
-                }
+                RunItemKind::Status { status }
             }
-            "diff" => {
-                self.patch = Some(line("patch"));
+            RunEventBody::Diff(diff) => {
+                self.patch = Some(diff.patch);
                 return;
             }
-            "sandbox" => RunItemKind::Sandbox {
-                lines: crate::sandbox::event_lines(&e.payload),
+            RunEventBody::Sandbox(note) => RunItemKind::Sandbox {
+                lines: crate::sandbox::event_lines(&note),
             },
-            crate::egress::EVENT_KIND => RunItemKind::Egress {
-                allowed: e.payload["allowed"].as_bool() == Some(true),
-                line: line("line"),
+            RunEventBody::Egress(note) => RunItemKind::Egress {
+                allowed: note.record.allowed,
+                line: note.line,
             },
-            crate::domain::CHECK_EVENT => {
-                match crate::domain::CheckResult::deserialize(&e.payload) {
-                    Ok(c) => RunItemKind::Check {
-                        ok: c.passed_check(),
-                        ending: c.ending_text(),
-                        duration: c.error.is_none().then(|| c.duration_text()),
-                        counts: c.counts_text(),
-                        command: c.command,
-                        tail: c.tail,
-                    },
-                    Err(_) => RunItemKind::Raw {
-                        line: format!("{}: {}", e.kind, e.payload),
-                    },
-                }
-            }
-            "session" => RunItemKind::Session {
-                resumed: e.payload["resumed"].as_bool() == Some(true),
-                text: crate::domain::continuity_text(&e.payload),
+            RunEventBody::Check(c) => RunItemKind::Check {
+                ok: c.passed_check(),
+                ending: c.ending_text(),
+                duration: c.error.is_none().then(|| c.duration_text()),
+                counts: c.counts_text(),
+                command: c.command,
+                tail: c.tail,
             },
-            _ => match AgentEvent::deserialize(&e.payload) {
-                Ok(event) => match self.agent_event(event, e, prev) {
-                    Some(kind) => kind,
-                    None => return,
-                },
-                Err(_) => RunItemKind::Raw {
-                    line: format!("{}: {}", e.kind, e.payload),
-                },
+            RunEventBody::Session(note) => RunItemKind::Session {
+                resumed: note.resumed,
+                text: note.text(),
+            },
+            RunEventBody::Agent(event) => match self.agent_event(event, e, prev) {
+                Some(kind) => kind,
+                None => return,
+            },
+            // The runner's own errors and pushes have always shown as their stored JSON.
+            RunEventBody::Error { .. }
+            | RunEventBody::Push { .. }
+            | RunEventBody::Unknown { .. } => RunItemKind::Raw {
+                line: format!("{}: {}", e.kind, e.payload),
             },
         };
         if !matches!(

@@ -203,7 +203,9 @@ fn the_sandbox_event_is_one_block_of_readable_lines() {
     t.push(&ev(
         1,
         "sandbox",
-        crate::sandbox::event_payload(&mode, Some(&policy)),
+        RunEventBody::Sandbox(crate::sandbox::event_note(&mode, Some(&policy)))
+            .into_parts()
+            .1,
     ));
     let batch = t.take();
     assert_eq!(
