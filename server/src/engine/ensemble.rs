@@ -11,7 +11,8 @@ use crate::domain::review::ReviewCandidate;
 use crate::domain::{
     AgentId, Budget, CHECK_EVENT, CheckResult, CommentAuthor, EarlyStop, EnsembleRun,
     EnsembleRunId, EnsembleStatus, FailureReason, InboxKind, Issue, IssueStatus, NewInboxItem,
-    NewRun, ReviewOutcome, Run, RunId, RunOutcome, RunStatus, StopNote, StopWhy, Usage,
+    NewRun, ReviewOutcome, Run, RunEventBody, RunId, RunOutcome, RunStatus, StopNote, StopWhy,
+    Usage,
 };
 use crate::engine::Engine;
 use crate::hub::Relayed;
@@ -118,7 +119,10 @@ pub async fn check_of(engine: &Engine, run: RunId) -> store::Result<Option<Check
         .store
         .last_run_event_of_kind(run, CHECK_EVENT)
         .await?
-        .and_then(|e| serde_json::from_value(e.payload).ok()))
+        .and_then(|e| match e.body() {
+            RunEventBody::Check(c) => Some(c),
+            _ => None,
+        }))
 }
 
 /// A candidate's diff (the patch its `diff` event carries) and whether it was truncated.
@@ -127,11 +131,9 @@ pub async fn diff_of(engine: &Engine, run: RunId) -> store::Result<Option<(Strin
         .store
         .last_run_event_of_kind(run, "diff")
         .await?
-        .map(|e| {
-            (
-                e.payload["patch"].as_str().unwrap_or_default().to_owned(),
-                e.payload["truncated"].as_bool().unwrap_or(false),
-            )
+        .map(|e| match e.body() {
+            RunEventBody::Diff(d) => (d.patch, d.truncated),
+            _ => (String::new(), false),
         }))
 }
 

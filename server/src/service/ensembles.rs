@@ -5,13 +5,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use muster_agents::AgentEvent;
 use serde::{Deserialize, Serialize};
 
 use super::{Caller, Error, Problems, Result};
 use crate::domain::{
     Agent, AgentName, Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckResult, CheckSpec, CommentAuthor,
     EarlyStop, Ensemble, EnsembleName, EnsembleRun, EnsembleSettings, EnsembleStatus, IssueKey,
-    IssueStatus, NewComment, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunStatus,
+    IssueStatus, NewComment, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunEventBody, RunStatus,
 };
 use crate::engine::Engine;
 use crate::engine::ensemble::{candidates, check_of, total_spent};
@@ -1097,14 +1098,22 @@ pub async fn candidate_details(
     }
     let mut log_tail: Vec<String> = Vec::new();
     for e in state.store.run_events_tail(run, LOG_TAIL_EVENTS).await? {
-        let p = &e.payload;
-        let text = match e.kind.as_str() {
-            "text" => p["text"].as_str().map(str::to_owned),
-            "stderr" | "raw" => p["line"].as_str().map(str::to_owned),
-            "tool_call" => p["name"].as_str().map(|n| format!("→ {n}")),
-            "command" => p["cmd"].as_str().map(|c| format!("$ {c}")),
-            "error" => p["message"].as_str().map(|m| format!("error: {m}")),
-            "check" => Some(format!("check: exit {}", p["exit_code"])),
+        let text = match e.body() {
+            RunEventBody::Agent(AgentEvent::Text { text }) => Some(text),
+            RunEventBody::Stderr { line } | RunEventBody::Agent(AgentEvent::Raw { line }) => {
+                Some(line)
+            }
+            RunEventBody::Agent(AgentEvent::ToolCall { name, .. }) => Some(format!("→ {name}")),
+            RunEventBody::Agent(AgentEvent::Command { cmd, .. }) => Some(format!("$ {cmd}")),
+            RunEventBody::Error { message }
+            | RunEventBody::Agent(AgentEvent::Error { message, .. }) => {
+                Some(format!("error: {message}"))
+            }
+            RunEventBody::Check(c) => Some(format!(
+                "check: exit {}",
+                c.exit_code
+                    .map_or_else(|| "null".to_owned(), |code| code.to_string())
+            )),
             _ => None,
         };
         if let Some(text) = text {
