@@ -172,10 +172,19 @@ impl Timeline {
                 Some(kind) => kind,
                 None => return,
             },
-            // The runner's own errors and pushes have always shown as their stored JSON.
-            RunEventBody::Error { .. }
-            | RunEventBody::Push { .. }
-            | RunEventBody::Unknown { .. } => RunItemKind::Raw {
+            // The runner's own errors (over budget, unreachable, the event cap) read as errors.
+            RunEventBody::Error { message } => RunItemKind::Error { message },
+            RunEventBody::Push {
+                remote,
+                branch,
+                commit,
+            } => RunItemKind::Raw {
+                line: format!(
+                    "pushed {branch} ({}) to {remote}",
+                    &commit[..commit.len().min(10)]
+                ),
+            },
+            RunEventBody::Unknown { .. } => RunItemKind::Raw {
                 line: format!("{}: {}", e.kind, e.payload),
             },
         };

@@ -99,6 +99,16 @@ fn usage_is_summed_and_priced_text_is_sanitised_and_engine_kinds_render() {
         json!({"kind": "finished", "ok": true, "summary": "**hi** <script>x()</script>"}),
     ));
     t.push(&ev(8, "mystery", json!({"what": 1})));
+    t.push(&ev(
+        9,
+        "error",
+        json!({"message": "nothing accepts a connection at 127.0.0.1:9 any more"}),
+    ));
+    t.push(&ev(
+        10,
+        "push",
+        json!({"remote": "origin", "branch": "muster/ACM-1-coder", "commit": "0123456789abcdef"}),
+    ));
     let b = t.take();
     assert!(b.usage_changed && b.status_changed);
     assert_eq!(
@@ -131,6 +141,15 @@ fn usage_is_summed_and_priced_text_is_sanitised_and_engine_kinds_render() {
         "a summary repeating the text is shown once"
     );
     assert!(matches!(kinds[4], RunItemKind::Raw { line } if line.starts_with("mystery: ")));
+    // The runner's own error reads as an error, its push as a sentence: no stored JSON on the page.
+    assert!(
+        matches!(kinds[5], RunItemKind::Error { message } if message.starts_with("nothing accepts"))
+    );
+    assert!(
+        matches!(kinds[6], RunItemKind::Raw { line } if line == "pushed muster/ACM-1-coder (0123456789) to origin"),
+        "{:?}",
+        kinds[6]
+    );
 }
 
 #[test]
