@@ -2,6 +2,10 @@
 //! and JavaScript. They are served under `/assets/{VERSION}/{name}`; `VERSION` is a hash of every file's
 //! bytes computed at compile time, so the server can send `Cache-Control: immutable` and a changed file
 //! always gets a new URL.
+//!
+//! Our CSS is written in parts, one per thing it styles (`assets/css/*.css`), and joined at compile time
+//! into the one `app.css` that every page loads. The parts' order is the cascade's (a later rule wins a
+//! tie), so a new part goes where its rules belong, not just at the end.
 
 /// One embedded file and the `Content-Type` to serve it with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +17,36 @@ pub struct Asset {
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
+
+/// Declares `$parts`, the part names in order, and `$joined`, those files of `assets/$dir/` concatenated.
+macro_rules! joined {
+    ($joined:ident, $parts:ident, $dir:literal, $ext:literal, [$($part:literal),+ $(,)?]) => {
+        const $parts: &[&str] = &[$($part),+];
+        const $joined: &str =
+            concat!($(include_str!(concat!("../assets/", $dir, "/", $part, ".", $ext))),+);
+    };
+}
+
+joined!(APP_CSS, CSS_PARTS, "css", "css", [
+    "base",     // custom properties (light, dark, the theme switch's pick), element defaults, utilities
+    "layout",   // top bar, phone menu, main column, page heads
+    "forms",    // buttons, fields, alerts
+    "widgets",  // panels, tables, pills, status, priority, run state, avatars, banners, toasts
+    "board",    // columns, cards, card menu, new-issue popover
+    "palette",  // command palette, shortcut overlay
+    "issue",    // issue page, prose, comments, in-place editing
+    "agents",   // agents list, agent form, attached skills
+    "tokens",   // secrets shown once, inline create forms
+    "auth",     // signed-out pages, error pages, account page
+    "runtimes", // Runtimes and Runners pages
+    "run",      // run page, log, diff, failure texts, run origin
+    "inbox",    // inbox page
+    "mentions", // @name and its autocompletion
+    "thread",   // the issue's conversation timeline
+    "ensemble", // ensemble compare page
+    "usage",     // usage page, an agent's spend
+    "ensembles", // Ensembles page: the list of teams and their form
+]);
 
 /// Every asset by name. Names are flat (no directories), so a request path can be matched exactly.
 const FILES: &[(&str, Asset)] = &[
@@ -54,7 +88,7 @@ const FILES: &[(&str, Asset)] = &[
     (
         "app.css",
         Asset {
-            bytes: include_bytes!("../assets/app.css"),
+            bytes: APP_CSS.as_bytes(),
             content_type: "text/css; charset=utf-8",
         },
     ),
@@ -153,6 +187,30 @@ mod tests {
         assert!(VERSION.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(url("htmx.min.js"), format!("/assets/{VERSION}/htmx.min.js"));
         assert!(url("app.js").starts_with(&prefix()));
+    }
+
+    #[test]
+    fn every_part_is_joined_once() {
+        let (dir, ext, parts) = ("css", "css", CSS_PARTS);
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join(dir);
+        let mut on_disk: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
+        listed.sort();
+        assert_eq!(listed, on_disk, "every file of assets/{dir}/ is listed once in assets.rs");
+        for part in parts {
+            let text = std::fs::read_to_string(folder.join(format!("{part}.{ext}"))).unwrap();
+            // A part that ended mid-line would run into the next one.
+            assert!(text.ends_with('\n'), "assets/{dir}/{part}.{ext} ends with a newline");
+        }
+        let css = std::str::from_utf8(get("app.css").unwrap().bytes).unwrap();
+        assert!(css.starts_with("/* Muster's stylesheet"));
+        assert!(css.contains(".usage-rates {"));
     }
 
     #[test]
