@@ -3,9 +3,10 @@
 //! bytes computed at compile time, so the server can send `Cache-Control: immutable` and a changed file
 //! always gets a new URL.
 //!
-//! Our CSS is written in parts, one per thing it styles (`assets/css/*.css`), and joined at compile time
-//! into the one `app.css` that every page loads. The parts' order is the cascade's (a later rule wins a
-//! tie), so a new part goes where its rules belong, not just at the end.
+//! Our CSS and JavaScript are written in parts, one per thing they style or drive (`assets/css/*.css`,
+//! `assets/js/*.js`), and joined at compile time into the one `app.css` and the one `app.js` that every
+//! page loads. The parts' order is the cascade's (a later CSS rule wins a tie) and the order the scripts'
+//! listeners run in, so a new part goes where its rules and listeners belong, not just at the end.
 
 /// One embedded file and the `Content-Type` to serve it with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,14 @@ joined!(APP_CSS, CSS_PARTS, "css", "css", [
     "ensembles", // Ensembles page: the list of teams and their form
 ]);
 
+joined!(APP_JS, JS_PARTS, "js", "js", [
+    "core",    // CSRF, toasts, `window.Muster`, copy, confirm, Ctrl+Enter, local times
+    "board",   // drag and drop, card menu, instant filters
+    "run",     // elapsed clocks, the live log's cursor and tail
+    "issue",   // task-list boxes, in-place forms answered 422
+    "palette", // command palette, keyboard shortcuts
+]);
+
 /// Every asset by name. Names are flat (no directories), so a request path can be matched exactly.
 const FILES: &[(&str, Asset)] = &[
     (
@@ -67,7 +76,7 @@ const FILES: &[(&str, Asset)] = &[
     (
         "app.js",
         Asset {
-            bytes: include_bytes!("../assets/app.js"),
+            bytes: APP_JS.as_bytes(),
             content_type: JS,
         },
     ),
@@ -191,26 +200,29 @@ mod tests {
 
     #[test]
     fn every_part_is_joined_once() {
-        let (dir, ext, parts) = ("css", "css", CSS_PARTS);
-        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join(dir);
-        let mut on_disk: Vec<String> = std::fs::read_dir(&folder)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == ext))
-            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
-        on_disk.sort();
-        let mut listed: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
-        listed.sort();
-        assert_eq!(listed, on_disk, "every file of assets/{dir}/ is listed once in assets.rs");
-        for part in parts {
-            let text = std::fs::read_to_string(folder.join(format!("{part}.{ext}"))).unwrap();
-            // A part that ended mid-line would run into the next one.
-            assert!(text.ends_with('\n'), "assets/{dir}/{part}.{ext} ends with a newline");
+        for (dir, ext, parts) in [("css", "css", CSS_PARTS), ("js", "js", JS_PARTS)] {
+            let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join(dir);
+            let mut on_disk: Vec<String> = std::fs::read_dir(&folder)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == ext))
+                .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+                .collect();
+            on_disk.sort();
+            let mut listed: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
+            listed.sort();
+            assert_eq!(listed, on_disk, "every file of assets/{dir}/ is listed once in assets.rs");
+            for part in parts {
+                let text = std::fs::read_to_string(folder.join(format!("{part}.{ext}"))).unwrap();
+                // A part that ended mid-line would run into the next one (`})()(function …`).
+                assert!(text.ends_with('\n'), "assets/{dir}/{part}.{ext} ends with a newline");
+            }
         }
         let css = std::str::from_utf8(get("app.css").unwrap().bytes).unwrap();
         assert!(css.starts_with("/* Muster's stylesheet"));
         assert!(css.contains(".usage-rates {"));
+        let js = std::str::from_utf8(get("app.js").unwrap().bytes).unwrap();
+        assert!(js.find("window.Muster = {").unwrap() < js.find("window.Muster.csrfToken").unwrap());
     }
 
     #[test]
