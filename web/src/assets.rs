@@ -22,40 +22,54 @@ const JS: &str = "text/javascript; charset=utf-8";
 /// Declares `$parts`, the part names in order, and `$joined`, those files of `assets/$dir/` concatenated.
 macro_rules! joined {
     ($joined:ident, $parts:ident, $dir:literal, $ext:literal, [$($part:literal),+ $(,)?]) => {
+        /// The part names, in order (the test that every file is listed reads them).
+        #[cfg(test)]
         const $parts: &[&str] = &[$($part),+];
         const $joined: &str =
             concat!($(include_str!(concat!("../assets/", $dir, "/", $part, ".", $ext))),+);
     };
 }
 
-joined!(APP_CSS, CSS_PARTS, "css", "css", [
-    "base",     // custom properties (light, dark, the theme switch's pick), element defaults, utilities
-    "layout",   // top bar, phone menu, main column, page heads
-    "forms",    // buttons, fields, alerts
-    "widgets",  // panels, tables, pills, status, priority, run state, avatars, banners, toasts
-    "board",    // columns, cards, card menu, new-issue popover
-    "palette",  // command palette, shortcut overlay
-    "issue",    // issue page, prose, comments, in-place editing
-    "agents",   // agents list, agent form, attached skills
-    "tokens",   // secrets shown once, inline create forms
-    "auth",     // signed-out pages, error pages, account page
-    "runtimes", // Runtimes and Runners pages
-    "run",      // run page, log, diff, failure texts, run origin
-    "inbox",    // inbox page
-    "mentions", // @name and its autocompletion
-    "thread",   // the issue's conversation timeline
-    "ensemble", // ensemble compare page
-    "usage",     // usage page, an agent's spend
-    "ensembles", // Ensembles page: the list of teams and their form
-]);
+joined!(
+    APP_CSS,
+    CSS_PARTS,
+    "css",
+    "css",
+    [
+        "base", // custom properties (light, dark, the theme switch's pick), element defaults, utilities
+        "layout", // top bar, phone menu, main column, page heads
+        "forms", // buttons, fields, alerts
+        "widgets", // panels, tables, pills, status, priority, run state, avatars, banners, toasts
+        "board", // columns, cards, card menu, new-issue popover
+        "palette", // command palette, shortcut overlay
+        "issue", // issue page, prose, comments, in-place editing
+        "agents", // agents list, agent form, attached skills
+        "tokens", // secrets shown once, inline create forms
+        "auth", // signed-out pages, error pages, account page
+        "runtimes", // Runtimes and Runners pages
+        "run",  // run page, log, diff, failure texts, run origin
+        "inbox", // inbox page
+        "mentions", // @name and its autocompletion
+        "thread", // the issue's conversation timeline
+        "ensemble", // ensemble compare page
+        "usage", // usage page, an agent's spend
+        "ensembles", // Ensembles page: the list of teams and their form
+    ]
+);
 
-joined!(APP_JS, JS_PARTS, "js", "js", [
-    "core",    // CSRF, toasts, `window.Muster`, copy, confirm, Ctrl+Enter, local times
-    "board",   // drag and drop, card menu, instant filters
-    "run",     // elapsed clocks, the live log's cursor and tail
-    "issue",   // task-list boxes, in-place forms answered 422
-    "palette", // command palette, keyboard shortcuts
-]);
+joined!(
+    APP_JS,
+    JS_PARTS,
+    "js",
+    "js",
+    [
+        "core",    // CSRF, toasts, `window.Muster`, copy, confirm, Ctrl+Enter, local times
+        "board",   // drag and drop, card menu, instant filters
+        "run",     // elapsed clocks, the live log's cursor and tail
+        "issue",   // task-list boxes, in-place forms answered 422
+        "palette", // command palette, keyboard shortcuts
+    ]
+);
 
 /// Every asset by name. Names are flat (no directories), so a request path can be matched exactly.
 const FILES: &[(&str, Asset)] = &[
@@ -201,7 +215,9 @@ mod tests {
     #[test]
     fn every_part_is_joined_once() {
         for (dir, ext, parts) in [("css", "css", CSS_PARTS), ("js", "js", JS_PARTS)] {
-            let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join(dir);
+            let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("assets")
+                .join(dir);
             let mut on_disk: Vec<String> = std::fs::read_dir(&folder)
                 .unwrap()
                 .map(|e| e.unwrap().path())
@@ -211,18 +227,26 @@ mod tests {
             on_disk.sort();
             let mut listed: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
             listed.sort();
-            assert_eq!(listed, on_disk, "every file of assets/{dir}/ is listed once in assets.rs");
+            assert_eq!(
+                listed, on_disk,
+                "every file of assets/{dir}/ is listed once in assets.rs"
+            );
             for part in parts {
                 let text = std::fs::read_to_string(folder.join(format!("{part}.{ext}"))).unwrap();
                 // A part that ended mid-line would run into the next one (`})()(function …`).
-                assert!(text.ends_with('\n'), "assets/{dir}/{part}.{ext} ends with a newline");
+                assert!(
+                    text.ends_with('\n'),
+                    "assets/{dir}/{part}.{ext} ends with a newline"
+                );
             }
         }
         let css = std::str::from_utf8(get("app.css").unwrap().bytes).unwrap();
         assert!(css.starts_with("/* Muster's stylesheet"));
         assert!(css.contains(".usage-rates {"));
         let js = std::str::from_utf8(get("app.js").unwrap().bytes).unwrap();
-        assert!(js.find("window.Muster = {").unwrap() < js.find("window.Muster.csrfToken").unwrap());
+        assert!(
+            js.find("window.Muster = {").unwrap() < js.find("window.Muster.csrfToken").unwrap()
+        );
     }
 
     #[test]
