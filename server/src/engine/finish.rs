@@ -261,11 +261,7 @@ pub(crate) async fn after_interruption(
          (attempt {}).",
         issue.key, queued.attempt
     );
-    if let Ok(mut note) = NewComment::parse(CommentAuthor::System, &note) {
-        note.run_id = Some(run.id);
-        state.store.add_comment(issue.id, &note).await?;
-    }
-    Ok(())
+    state.note_on_issue(issue.id, Some(run.id), &note).await
 }
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
@@ -330,10 +326,9 @@ async fn inbox(
     message: String,
 ) -> store::Result<()> {
     // Also on the issue itself, as Muster's comment: a person sees what went wrong where they look.
-    if let Ok(mut note) = NewComment::parse(CommentAuthor::System, &message) {
-        note.run_id = Some(run.id);
-        state.store.add_comment(issue.id, &note).await?;
-    }
+    state
+        .note_on_issue(issue.id, Some(run.id), &message)
+        .await?;
     let item = NewInboxItem {
         workspace_id: run.workspace_id,
         user_id: None,

@@ -242,6 +242,23 @@ impl Runs {
 }
 
 impl Engine {
+    /// Muster's own comment on an issue (about `run` when given): what happened to a run, said where
+    /// people look. A text no comment may hold (empty, too long) is left out, not an error.
+    pub(crate) async fn note_on_issue(
+        &self,
+        issue: crate::domain::IssueId,
+        run: Option<RunId>,
+        text: &str,
+    ) -> crate::store::Result<()> {
+        let Ok(mut note) =
+            crate::domain::NewComment::parse(crate::domain::CommentAuthor::System, text)
+        else {
+            return Ok(());
+        };
+        note.run_id = run;
+        self.store.add_comment(issue, &note).await.map(drop)
+    }
+
     /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent
     /// already has a live run on the issue (`run_one_active_key`).
     /// It continues the agent's last run on the issue, if any (an issue moved back to it).

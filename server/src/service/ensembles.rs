@@ -12,7 +12,7 @@ use super::{Caller, Error, Problems, Result};
 use crate::domain::{
     Agent, AgentName, Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckResult, CheckSpec, CommentAuthor,
     EarlyStop, Ensemble, EnsembleName, EnsembleRun, EnsembleSettings, EnsembleStatus, IssueKey,
-    IssueStatus, NewComment, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunEventBody, RunStatus,
+    IssueStatus, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunEventBody, RunStatus,
 };
 use crate::engine::Engine;
 use crate::engine::ensemble::{candidates, check_of, total_spent};
@@ -923,10 +923,9 @@ pub async fn choose(
         )),
         None => text.push('.'),
     }
-    if let Ok(mut note) = NewComment::parse(CommentAuthor::System, &text) {
-        note.run_id = Some(run.id);
-        state.store.add_comment(er.issue_id, &note).await?;
-    }
+    state
+        .note_on_issue(er.issue_id, Some(run.id), &text)
+        .await?;
     let mut issue = state.store.get_issue(caller.ws.id, key).await?;
     if merged.is_some() && !matches!(issue.status, IssueStatus::Done | IssueStatus::Cancelled) {
         issue = state

@@ -24,9 +24,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Caller, Error, Problems, Result, announce};
-use crate::domain::{
-    AgentName, CommentAuthor, IssueKey, NewComment, Run, RunId, RunStatus, Seq, ValidationError,
-};
+use crate::domain::{AgentName, IssueKey, Run, RunId, RunStatus, Seq, ValidationError};
 use crate::engine::Engine;
 use crate::hub::{LiveEvent, SharedEvent, Subscription, Topic};
 use crate::store::{self, RunFilter};
@@ -205,11 +203,7 @@ async fn note_cancel(state: &Engine, caller: &Caller, run: &Run) {
         None => caller.user.display_name.clone(),
     };
     let text = format!("Cancelled by {who}: {agent}'s run.");
-    let Ok(mut note) = NewComment::parse(CommentAuthor::System, &text) else {
-        return;
-    };
-    note.run_id = Some(run.id);
-    if let Err(e) = state.store.add_comment(run.issue_id, &note).await {
+    if let Err(e) = state.note_on_issue(run.issue_id, Some(run.id), &text).await {
         tracing::warn!(error = %e, run.id = %run.id, "cannot note who cancelled the run");
     }
 }

@@ -19,8 +19,8 @@ use chrono::Utc;
 use super::Caller;
 use crate::domain::{
     AgentId, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
-    Mentionable, Mentioned, NewComment, NewInboxItem, NewRun, Run, RunStatus, RunTrigger,
-    WorkspaceId, woken_by_comment,
+    Mentionable, Mentioned, NewInboxItem, NewRun, Run, RunStatus, RunTrigger, WorkspaceId,
+    woken_by_comment,
 };
 use crate::engine::Engine;
 use crate::store;
@@ -403,9 +403,7 @@ async fn refuse(state: &Engine, issue: &Issue, agent: AgentId, why: &str) -> sto
         issue.key
     );
     tracing::warn!(issue = %issue.key, agent = %name, "{message}");
-    if let Ok(note) = NewComment::parse(CommentAuthor::System, &message) {
-        state.store.add_comment(issue.id, &note).await?;
-    }
+    state.note_on_issue(issue.id, None, &message).await?;
     let item = NewInboxItem {
         workspace_id: issue.workspace_id,
         user_id: issue.created_by,
