@@ -52,6 +52,8 @@ struct Cli {
     model_route: &'static str,
     /// Extra run variables for the error scenario.
     error_env: &'static [(&'static str, &'static str)],
+    /// The variable the CLI reads its provider key from.
+    key_var: &'static str,
 }
 
 const CLAUDE: Cli = Cli {
@@ -63,6 +65,7 @@ const CLAUDE: Cli = Cli {
     model_route: "/v1/messages",
     // Claude retries even a 401 ten times with backoff (over two minutes); one attempt is enough.
     error_env: &[("CLAUDE_CODE_MAX_RETRIES", "0")],
+    key_var: "ANTHROPIC_API_KEY",
 };
 const CODEX: Cli = Cli {
     kind: RuntimeKind::Codex,
@@ -72,6 +75,7 @@ const CODEX: Cli = Cli {
     base_path: "/v1",
     model_route: "/v1/responses",
     error_env: &[],
+    key_var: "OPENAI_API_KEY",
 };
 const OPENCODE: Cli = Cli {
     kind: RuntimeKind::Opencode,
@@ -81,6 +85,7 @@ const OPENCODE: Cli = Cli {
     base_path: "/v1",
     model_route: "/v1/chat/completions",
     error_env: &[],
+    key_var: "OPENAI_API_KEY",
 };
 
 /// The CLI's binary, or `None` after a loud skip message; panics when the CLIs are required.
@@ -821,10 +826,7 @@ async fn key_scenario(cli: &Cli, binary: &Path, backend: muster_tests::Backend) 
     };
     let server = ModelServer::start().await.unwrap();
     const KEY: &str = "sk-agent-secret-4711";
-    let var = match cli.kind {
-        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
-        _ => "OPENAI_API_KEY",
-    };
+    let var = cli.key_var;
     let agent = engine
         .agent(cli, &server, &[(var, KEY, true)], |_| {})
         .await;
@@ -1022,10 +1024,7 @@ async fn each_cli_reads_the_skills_where_muster_writes_them() {
             .await
             .unwrap();
         let server = ModelServer::start().await.unwrap();
-        let key = match cli.kind {
-            RuntimeKind::Claude => "ANTHROPIC_API_KEY",
-            _ => "OPENAI_API_KEY",
-        };
+        let key = cli.key_var;
         let agent = engine
             .agent(cli, &server, &[(key, FAKE_KEY, true)], |_| {})
             .await;
@@ -1097,10 +1096,7 @@ async fn a_model_server_gone_mid_run_fails_the_run_at_once_with_the_address() {
             .unwrap();
         let server = ModelServer::start().await.unwrap();
         let address = server.base_url().trim_start_matches("http://").to_owned();
-        let key = match cli.kind {
-            RuntimeKind::Claude => "ANTHROPIC_API_KEY",
-            _ => "OPENAI_API_KEY",
-        };
+        let key = cli.key_var;
         let agent = engine
             .agent(cli, &server, &[(key, FAKE_KEY, true)], |a| {
                 a.max_retries = 3;
@@ -1328,10 +1324,7 @@ async fn budget_scenario(cli: &Cli, binary: &Path, per_turn: i64, in_flight: usi
     let server = ModelServer::start().await.unwrap();
     // Crossed on the third turn: 2 turns fit, 3 do not.
     let budget = per_turn * 5 / 2;
-    let key = match cli.kind {
-        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
-        _ => "OPENAI_API_KEY",
-    };
+    let key = cli.key_var;
     let agent = engine
         .agent(cli, &server, &[(key, FAKE_KEY, true)], |a| {
             a.budget.tokens = Some(budget);

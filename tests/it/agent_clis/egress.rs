@@ -41,10 +41,7 @@ async fn through_the_proxy(cli: &Cli) {
         return;
     };
     let base = format!("http://{MODEL_HOST}:{}{}", addr.port(), cli.base_path);
-    let key = match cli.kind {
-        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
-        _ => "OPENAI_API_KEY",
-    };
+    let key = cli.key_var;
     let agent = engine
         .agent(cli, &server, &[(key, FAKE_KEY, true)], |new| {
             new.base_url = Some(base.clone());

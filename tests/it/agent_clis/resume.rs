@@ -84,10 +84,7 @@ async fn resume_scenario(cli: &Cli, binary: &Path, backend: muster_tests::Backen
             json!({ "repo_path": repo.path().display().to_string() }),
         )
         .await;
-    let var = match cli.kind {
-        RuntimeKind::Claude => "ANTHROPIC_API_KEY",
-        _ => "OPENAI_API_KEY",
-    };
+    let var = cli.key_var;
     let agent = engine
         .agent(cli, &server, &[(var, FAKE_KEY, true)], |_| {})
         .await;
