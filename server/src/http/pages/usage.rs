@@ -182,10 +182,11 @@ async fn view(
     let report = svc::report(state, caller, &query, now).await?;
     let keys: Vec<String> = report.groups.iter().map(|g| g.key.clone()).collect();
     // Agents keep their avatar colours; models and runtimes their names'; never two alike side by side.
-    let people = super::views::People::load(state, caller).await?;
     let labels: Vec<&str> = report.groups.iter().map(|g| g.label.as_str()).collect();
     let colors = if report.by == GroupBy::Agent {
-        people.side_by_side(&labels)
+        super::views::People::load(state, caller)
+            .await?
+            .side_by_side(&labels)
     } else {
         widgets::side_by_side_colors(&labels, &[])
     };

@@ -181,7 +181,7 @@ impl Timeline {
             } => RunItemKind::Raw {
                 line: format!(
                     "pushed {branch} ({}) to {remote}",
-                    &commit[..commit.len().min(10)]
+                    commit.get(..10).unwrap_or(&commit)
                 ),
             },
             RunEventBody::Unknown { .. } => RunItemKind::Raw {
