@@ -38,6 +38,9 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// server, and what the adapter sets from the agent's Base URL field.
 pub const BASE_URL_VARS: [&str; 1] = ["ANTHROPIC_BASE_URL"];
 
+/// The variable Claude Code reads its provider key from.
+pub const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+
 /// Where Claude Code sends its model requests without a base URL.
 pub const DEFAULT_API_URL: &str = "https://api.anthropic.com";
 
@@ -120,7 +123,7 @@ pub fn command(spec: &RunSpec) -> LaunchSpec {
         env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
     }
     if let Some(key) = &spec.api_key {
-        env.push(("ANTHROPIC_API_KEY".into(), key.clone()));
+        env.push((KEY_VAR.into(), key.clone()));
     }
     if spec.running_as_root && spec.permission_mode == PermissionMode::Bypass {
         env.push(("IS_SANDBOX".into(), "1".into()));

@@ -21,6 +21,7 @@ pub mod codex;
 pub mod custom;
 pub mod detect;
 pub mod event;
+pub mod kind;
 pub mod llama;
 pub mod opencode;
 pub mod pins;
@@ -30,13 +31,11 @@ pub mod session;
 
 mod json;
 
-pub use adapter::{
-    API_KEY_VARS, Adapter, LaunchSpec, PermissionMode, RunSpec, RuntimeKind, SkillsPlace,
-    adapter_for,
-};
+pub use adapter::{API_KEY_VARS, Adapter, LaunchSpec, RunSpec, SkillsPlace, adapter_for};
 pub use custom::{CustomAdapter, CustomFormat};
 pub use detect::{Detection, DetectionStatus, detect, detect_with_timeout};
 pub use event::{AgentEvent, ErrorClass, FileChangeKind, TokenUsage};
+pub use kind::{PermissionMode, RuntimeKind, UnknownChoice};
 pub use pricing::{ModelRate, RateTable};
 
 /// Longest input excerpt kept in an [`Error::Parse`], so errors stay readable in logs.

@@ -1,80 +1,14 @@
-//! Building and running the server: data directory, store (migrated before the listener binds), router,
-//! graceful shutdown with a deadline.
-
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+//! The composition root: builds the server from its parts (store migrated before the listener binds,
+//! [`AppState`], router, embedded runners) and runs it with a graceful shutdown deadline. Nothing else
+//! imports this module but the CLI's `serve` and the tests that start a server.
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::engine::Engine;
-use crate::store::{self, Store};
-
-/// What every handler can reach: the run engine, and what only the web side needs. Cheap to clone;
-/// derefs to the [`Engine`], so `state.store` and friends read as before.
-#[derive(Clone)]
-pub struct AppState {
-    /// The run engine's context (store, hub, config, secrets, runtimes, live runs).
-    pub engine: Engine,
-    /// The one-time first-run setup token, while no account exists.
-    pub setup_token: Arc<Mutex<Option<String>>>,
-    /// Cancelled when the server shuts down, so long-lived connections (WebSockets) end.
-    pub shutdown: CancellationToken,
-    /// Sign-in rate limits (per client address, per account).
-    pub login_throttle: Arc<crate::throttle::LoginThrottle>,
-    /// Open live connections: capped per person, ended at sign-out and removal from a workspace.
-    pub live: crate::live::LiveConnections,
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Engine;
-
-    fn deref(&self) -> &Engine {
-        &self.engine
-    }
-}
-
-impl AppState {
-    /// Builds the state around a store; creates the first-run setup token when there is no account yet.
-    pub async fn new(store: Arc<dyn Store>, config: Config) -> anyhow::Result<Self> {
-        let setup_token = if store.count_users().await? == 0 {
-            Some(crate::auth::new_secret("setup").secret)
-        } else {
-            None
-        };
-        crate::auth::warm_up().await;
-        let engine = Engine::new(store, config)?;
-        Ok(AppState {
-            login_throttle: Arc::new(crate::throttle::LoginThrottle::new(
-                engine.config.login_limits,
-            )),
-            live: engine.live.clone(),
-            engine,
-            setup_token: Arc::new(Mutex::new(setup_token)),
-            shutdown: CancellationToken::new(),
-        })
-    }
-
-    /// The first-run setup link, while setup is pending.
-    pub fn setup_url(&self, addr: std::net::SocketAddr) -> Option<String> {
-        let token = self
-            .setup_token
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()?;
-        let base = self
-            .config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{addr}"));
-        Some(format!(
-            "{}/setup?token={token}",
-            base.trim_end_matches('/')
-        ))
-    }
-}
+pub use crate::state::AppState;
+use crate::store;
 
 /// A server that is ready to accept connections: the store is migrated and the listener is bound.
 pub struct Application {
@@ -143,7 +77,7 @@ impl Application {
 
 /// Prepares the data directory, connects and migrates the store, then binds the listener, in that order.
 pub async fn build(config: Config) -> anyhow::Result<Application> {
-    prepare_data_dir(&config.data_dir)?;
+    crate::host::prepare_data_dir(&config.data_dir)?;
     let store = store::connect(&config.database_url, config.pool).await?;
     let listener = TcpListener::bind(config.addr).await.map_err(|e| {
         let hint = match e.kind() {
@@ -172,46 +106,6 @@ pub async fn build(config: Config) -> anyhow::Result<Application> {
     Ok(Application { listener, state })
 }
 
-/// Creates the data directory if needed (mode 0700: it holds the key and, on SQLite, the database),
-/// tightens an existing one that others may read, and checks that it is writable.
-pub fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
-    let fix = "choose a writable one with --data-dir or MUSTER_DATA_DIR";
-    let cannot_create = |e: std::io::Error| {
-        anyhow::anyhow!("cannot create data directory {}: {e}; {fix}", dir.display())
-    };
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(cannot_create)?;
-    }
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        other => other.map_err(cannot_create)?,
-    }
-    let mode = std::fs::metadata(dir)
-        .map_err(cannot_create)?
-        .permissions()
-        .mode()
-        & 0o777;
-    if mode & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot make data directory {} private (0700): {e}",
-                dir.display()
-            )
-        })?;
-        tracing::warn!(dir = %dir.display(), was = format!("{mode:o}"), "data directory was open to other users; now 0700");
-    }
-    let probe = dir.join(".muster-write-check");
-    std::fs::write(&probe, b"ok").map_err(|e| {
-        anyhow::anyhow!(
-            "data directory {} is not writable: {e}; {fix}",
-            dir.display()
-        )
-    })?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
-}
-
 /// Runs `muster serve`: builds the app, serves, and on SIGINT/SIGTERM stops accepting, gives in-flight
 /// requests `shutdown_timeout` to finish, and returns.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
@@ -229,7 +123,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     tokio::pin!(server);
     tokio::select! {
         finished = &mut server => return finished.context("the server task panicked")?,
-        signal = shutdown_signal() => tracing::info!(signal, "shutting down"),
+        signal = crate::host::shutdown_signal() => tracing::info!(signal, "shutting down"),
     }
     shutdown.cancel();
     match tokio::time::timeout(deadline, &mut server).await {
@@ -242,26 +136,5 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             server.abort();
             Ok(())
         }
-    }
-}
-
-pub(crate) async fn shutdown_signal() -> &'static str {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => "SIGINT",
-        () = terminate => "SIGTERM",
     }
 }

@@ -144,6 +144,12 @@ pub struct NewSecret {
     pub prefix: String,
 }
 
+/// Prefix of every API token (a person's, a run's), so a leaked one is recognisable.
+pub const API_TOKEN_KIND: &str = "mst";
+
+/// Prefix of every runner token, so a leaked one is recognisable (and told apart from an API token).
+pub const RUNNER_TOKEN_KIND: &str = "mrt";
+
 /// Generates `<kind>_<64 hex chars>` from 32 random bytes.
 pub fn new_secret(kind: &str) -> NewSecret {
     let mut bytes = [0_u8; 32];

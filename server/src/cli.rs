@@ -811,7 +811,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => crate::app::serve(args.config()?).await,
         Command::Migrate(args) => {
             let (data_dir, url, pool) = args.resolve()?;
-            crate::app::prepare_data_dir(&data_dir)?;
+            crate::host::prepare_data_dir(&data_dir)?;
             let store = store::connect(&url, pool).await?;
             store.close().await;
             tracing::info!(database = %url.redacted(), "migrations applied");
@@ -868,7 +868,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             command: AdminCommand::Bootstrap(args),
         }) => {
             let (data_dir, url, pool) = args.db.resolve()?;
-            crate::app::prepare_data_dir(&data_dir)?;
+            crate::host::prepare_data_dir(&data_dir)?;
             client::admin::bootstrap(&url, pool, &args.input()).await
         }
     }

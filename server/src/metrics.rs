@@ -17,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::domain::{AgentKind, RunStatus};
+use crate::domain::{RunStatus, RuntimeKind};
 
 /// A label set: (name, value) pairs.
 type Labels = Vec<(String, String)>;
@@ -50,7 +50,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts a run that ended.
-    pub fn run_finished(&self, status: RunStatus, kind: Option<AgentKind>) {
+    pub fn run_finished(&self, status: RunStatus, kind: Option<RuntimeKind>) {
         self.runs_finished
             .get_or_create(&vec![
                 ("status".to_owned(), status.to_string()),
@@ -79,7 +79,7 @@ impl Metrics {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// (status, runtime, count) of every run.
-    pub runs: Vec<(RunStatus, AgentKind, i64)>,
+    pub runs: Vec<(RunStatus, RuntimeKind, i64)>,
     /// Queued runs whose backoff is over, and when the oldest of them became claimable.
     pub queued: i64,
     pub oldest_queued: Option<DateTime<Utc>>,

@@ -26,14 +26,6 @@ use tokio::sync::RwLock;
 
 use crate::domain::WorkspaceId;
 
-/// The kinds probed: the three CLIs and local llama.cpp binaries (custom commands are per agent).
-pub const PROBED: [RuntimeKind; 4] = [
-    RuntimeKind::Claude,
-    RuntimeKind::Codex,
-    RuntimeKind::Opencode,
-    RuntimeKind::Llama,
-];
-
 /// The shortest time between two re-detections of one workspace (and between two probes of the CLIs).
 pub const REDETECT_EVERY: Duration = Duration::from_secs(10);
 
@@ -136,17 +128,18 @@ impl RuntimeCache {
 
     /// Probes every kind concurrently and stores the result.
     pub async fn detect(&self) -> Detected {
-        let probes = PROBED.map(|kind| {
-            let path = self
-                .overrides
-                .iter()
-                .find(|(k, _)| *k == kind)
-                .map(|(_, p)| p.clone());
-            async move { muster_agents::detect(kind, path.as_deref()).await }
-        });
-        let [a, b, c, d] = probes;
-        let (a, b, c, d) = tokio::join!(a, b, c, d);
-        let found = (Utc::now(), vec![a, b, c, d]);
+        let probes = RuntimeKind::ALL
+            .into_iter()
+            .filter(|kind| kind.is_detected())
+            .map(|kind| {
+                let path = self
+                    .overrides
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, p)| p.clone());
+                async move { muster_agents::detect(kind, path.as_deref()).await }
+            });
+        let found = (Utc::now(), futures_util::future::join_all(probes).await);
         *self.last.write().await = Some(found.clone());
         found
     }
@@ -181,16 +174,5 @@ impl RuntimeCache {
         let found = scan_local(explicit).await;
         self.local.write().await.insert(ws, found.clone());
         found
-    }
-}
-
-/// The human name of a runtime kind.
-pub fn label(kind: RuntimeKind) -> &'static str {
-    match kind {
-        RuntimeKind::Claude => "Claude Code",
-        RuntimeKind::Codex => "Codex",
-        RuntimeKind::Opencode => "OpenCode",
-        RuntimeKind::Llama => "Local Llama (llama.cpp)",
-        RuntimeKind::Custom => "Custom command",
     }
 }

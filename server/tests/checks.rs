@@ -38,7 +38,7 @@ impl World {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
         let (_, ws) = seed_workspace(&store).await;
-        let mut new = NewAgent::new(AgentName::parse("checker").unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse("checker").unwrap(), RuntimeKind::Custom);
         new.command = Some("true".to_owned());
         let agent = store.create_agent(ws.id, &new).await.unwrap();
         let scratch = tempfile::tempdir().unwrap();
@@ -82,7 +82,7 @@ impl World {
             branch: format!("muster/{}-r1", issue.key),
             agent: AgentSpec {
                 name: "checker".to_owned(),
-                kind: AgentKind::Custom,
+                kind: RuntimeKind::Custom,
                 model: None,
                 instructions: String::new(),
                 env: vec![SpecEnv {

@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use muster::app::AppState;
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
+use muster::state::AppState;
 use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -126,7 +126,7 @@ impl Harness {
         {
             Ok(a) => a,
             Err(_) => {
-                let new = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude);
+                let new = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude);
                 store.create_agent(self.ws.id, &new).await.unwrap()
             }
         };

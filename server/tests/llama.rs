@@ -102,7 +102,7 @@ async fn real_model_run(backend: Backend) {
     assert!(!row.contains("Not installed"), "{row}");
 
     // The agent and the issue.
-    let mut new = NewAgent::new(AgentName::parse("local").unwrap(), AgentKind::Llama);
+    let mut new = NewAgent::new(AgentName::parse("local").unwrap(), RuntimeKind::Llama);
     new.base_url = Some(format!("{}/v1", model.base_url));
     new.model = Some(MODEL_ALIAS.to_owned());
     new.max_retries = 0;

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A second replica on `env`'s database, without a runner.
-async fn replica(db: &TestDb) -> (muster::app::AppState, String, CancellationToken) {
+async fn replica(db: &TestDb) -> (muster::state::AppState, String, CancellationToken) {
     let mut config = db.config();
     config.embedded_runner = false;
     let mut app = muster::app::build(config).await.unwrap();

@@ -206,7 +206,7 @@ impl World {
         std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let secrets = SecretBox::load_or_create(&self.data_dir()).unwrap();
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         new.command = Some(script.display().to_string());
         new.max_retries = 1;
         new.runners = runners.iter().map(|r| (*r).to_owned()).collect();
@@ -810,7 +810,7 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
     .await;
     const KEY: &str = "sk-ant-remote-4711";
     let secrets = SecretBox::load_or_create(&world.data_dir()).unwrap();
-    let mut new = NewAgent::new(AgentName::parse("claude").unwrap(), AgentKind::Claude);
+    let mut new = NewAgent::new(AgentName::parse("claude").unwrap(), RuntimeKind::Claude);
     new.base_url = Some(server.base_url().to_owned());
     new.permission_mode = PermissionMode::Bypass;
     new.max_retries = 0;
@@ -1029,9 +1029,7 @@ async fn a_runner_that_goes_is_offline_at_once() {
                 .await
                 .unwrap()
                 .iter()
-                .any(|r| {
-                    r.name == name && muster::service::runners::is_online(r.last_heartbeat_at, now)
-                })
+                .any(|r| r.name == name && r.online_at(now))
         }
     };
     let mut box_a = world.runner("box-a", &[&url], &token, None);

@@ -297,7 +297,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
     ] {
         // One agent each: an agent runs one run at a time by default.
         let name = format!("ghost-{}", left.len());
-        let mut new = NewAgent::new(AgentName::parse(&name).unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(&name).unwrap(), RuntimeKind::Custom);
         new.command = Some("true".to_owned());
         let agent = store.create_agent(ws.id, &new).await.unwrap();
         let issue = store

@@ -130,7 +130,7 @@ async fn kill_nine_mid_run(backend: Backend) {
     .unwrap();
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut new = NewAgent::new(AgentName::parse("counter").unwrap(), AgentKind::Custom);
+    let mut new = NewAgent::new(AgentName::parse("counter").unwrap(), RuntimeKind::Custom);
     new.command = Some(script.display().to_string());
     new.max_retries = 2;
     store.create_agent(ws.id, &new).await.unwrap();

@@ -50,7 +50,10 @@ async fn a_real_claude_code_run_gets_its_enabled_skill_and_lands_in_review() {
         )
         .await;
 
-        let mut new = NewAgent::new(AgentName::parse("claude-coder").unwrap(), AgentKind::Claude);
+        let mut new = NewAgent::new(
+            AgentName::parse("claude-coder").unwrap(),
+            RuntimeKind::Claude,
+        );
         new.base_url = Some(model.base_url().to_owned());
         new.permission_mode = PermissionMode::Bypass;
         new.max_retries = 0;

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use muster::domain::{AgentKind, Skill, SkillFile, SkillId, SkillSource, Slug, WorkspaceId};
+use muster::domain::{RuntimeKind, Skill, SkillFile, SkillId, SkillSource, Slug, WorkspaceId};
 use muster::runner::protocol::SkillBundle;
 use muster::skills::archive::{self, MAX_ENTRIES, MAX_RATIO};
 use muster::skills::materialize::{brief_section, skills_root, write_skills};
@@ -171,7 +171,7 @@ fn materialization_never_touches_repository_skills_and_removes_only_its_own() {
     std::fs::create_dir_all(work.path().join(".claude/skills/theirs")).unwrap();
     let before = tree(work.path());
 
-    let root = skills_root(AgentKind::Claude, work.path(), home.path()).unwrap();
+    let root = skills_root(RuntimeKind::Claude, work.path(), home.path()).unwrap();
     let demo = skill("demo", &[("scripts/run.sh", "echo hi\n")]);
     let other = skill("other", &[]);
     let mut written =
@@ -211,7 +211,11 @@ fn materialization_never_touches_repository_skills_and_removes_only_its_own() {
 fn folders_muster_created_are_removed_when_the_manifest_drops() {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    for kind in [AgentKind::Claude, AgentKind::OpenCode, AgentKind::Codex] {
+    for kind in [
+        RuntimeKind::Claude,
+        RuntimeKind::Opencode,
+        RuntimeKind::Codex,
+    ] {
         let root = skills_root(kind, work.path(), home.path()).unwrap();
         let s = skill("demo", &[]);
         {
@@ -226,10 +230,10 @@ fn folders_muster_created_are_removed_when_the_manifest_drops() {
         );
     }
     // Codex's folder is always the run's own home: nothing in the agent's env picks it.
-    let codex = skills_root(AgentKind::Codex, work.path(), home.path()).unwrap();
+    let codex = skills_root(RuntimeKind::Codex, work.path(), home.path()).unwrap();
     assert_eq!(codex.path(), home.path().join(".codex/skills"));
     assert_eq!(
-        skills_root(AgentKind::Llama, work.path(), home.path()),
+        skills_root(RuntimeKind::Llama, work.path(), home.path()),
         None
     );
 }

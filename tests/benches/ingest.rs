@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
 use muster::domain::{
-    AgentKind, AgentName, IssueTitle, NewAgent, NewIssue, NewRun, NewRunEvent, RunId,
+    AgentName, IssueTitle, NewAgent, NewIssue, NewRun, NewRunEvent, RunId, RuntimeKind,
 };
 use muster::store::testing;
 use muster_tests::Backend;
@@ -122,7 +122,7 @@ async fn bare_run(backend: Backend) -> anyhow::Result<(Prepared, RunId)> {
     let agent = store
         .create_agent(
             prepared.workspace,
-            &NewAgent::new(AgentName::parse("bare")?, AgentKind::Custom),
+            &NewAgent::new(AgentName::parse("bare")?, RuntimeKind::Custom),
         )
         .await?;
     let issue = store

@@ -663,11 +663,11 @@ impl Engine {
         env: &[(&str, &str, bool)],
         change: impl FnOnce(&mut muster::domain::NewAgent),
     ) -> muster::domain::Agent {
-        use muster::domain::{AgentKind, AgentName, EnvVar, NewAgent, PermissionMode};
+        use muster::domain::{AgentName, EnvVar, NewAgent, PermissionMode, RuntimeKind};
         let kind = match cli.kind {
-            RuntimeKind::Claude => AgentKind::Claude,
-            RuntimeKind::Codex => AgentKind::Codex,
-            _ => AgentKind::OpenCode,
+            RuntimeKind::Claude => RuntimeKind::Claude,
+            RuntimeKind::Codex => RuntimeKind::Codex,
+            _ => RuntimeKind::Opencode,
         };
         let mut new = NewAgent::new(
             AgentName::parse(&format!("{}-agent", cli.binary)).unwrap(),

@@ -9,8 +9,8 @@ use std::time::Duration;
 use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use muster::domain::{
-    AgentKind, AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue,
-    NewUser, NewWorkspace, Role, UserId,
+    AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
+    NewWorkspace, Role, RuntimeKind, UserId,
 };
 use muster::store::Store;
 use muster_tests::browser::Browser;
@@ -151,14 +151,17 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     let claude = store
         .create_agent(
             ws.id,
-            &NewAgent::new(AgentName::parse("claude-coder").unwrap(), AgentKind::Claude),
+            &NewAgent::new(
+                AgentName::parse("claude-coder").unwrap(),
+                RuntimeKind::Claude,
+            ),
         )
         .await
         .unwrap();
     let codex = store
         .create_agent(
             ws.id,
-            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), AgentKind::Codex),
+            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), RuntimeKind::Codex),
         )
         .await
         .unwrap();

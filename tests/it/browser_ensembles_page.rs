@@ -43,10 +43,10 @@ async fn server() -> Option<(TestDb, TestApp, Workspace)> {
         .await
         .unwrap();
     for (name, kind) in [
-        ("claude-a", AgentKind::Claude),
-        ("codex-b", AgentKind::Codex),
-        ("opencode-c", AgentKind::OpenCode),
-        ("judge", AgentKind::Claude),
+        ("claude-a", RuntimeKind::Claude),
+        ("codex-b", RuntimeKind::Codex),
+        ("opencode-c", RuntimeKind::Opencode),
+        ("judge", RuntimeKind::Claude),
     ] {
         let new = NewAgent::new(AgentName::parse(name).unwrap(), kind);
         app.store.create_agent(ws.id, &new).await.unwrap();
@@ -82,19 +82,7 @@ async fn agent_id(app: &TestApp, ws: &Workspace, name: &str) -> AgentId {
 
 /// Sizes the window so that the page's viewport is `width` px wide.
 async fn viewport(browser: &Browser, width: u32) {
-    browser.client().set_window_size(width, 900).await.unwrap();
-    let inner = js(browser, "return window.innerWidth")
-        .await
-        .as_i64()
-        .unwrap();
-    let chrome = i64::from(width) - inner;
-    if chrome != 0 {
-        browser
-            .client()
-            .set_window_size((i64::from(width) + chrome) as u32, 900)
-            .await
-            .unwrap();
-    }
+    browser.set_viewport_width(width, 900).await.unwrap();
 }
 
 /// Nothing sticks out sideways.

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use muster::domain::{
-    AgentKind, AgentName, CommentAuthor, Email, IssueStatus, IssueTitle, NewAgent, NewComment,
-    NewIssue, NewRun, NewUser, NewWorkspace,
+    AgentName, CommentAuthor, Email, IssueStatus, IssueTitle, NewAgent, NewComment, NewIssue,
+    NewRun, NewUser, NewWorkspace, RuntimeKind,
 };
 use muster_tests::browser::Browser;
 use muster_tests::{Backend, TestDb, spawn_app};
@@ -73,7 +73,10 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .store
         .create_agent(
             ws.id,
-            &NewAgent::new(AgentName::parse("claude-coder").unwrap(), AgentKind::Custom),
+            &NewAgent::new(
+                AgentName::parse("claude-coder").unwrap(),
+                RuntimeKind::Custom,
+            ),
         )
         .await
         .unwrap();
@@ -131,16 +134,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
     browser.find_within(".board", LIVE).await.unwrap();
 
     // A phone: the window is sized so that the page's viewport is 390 px wide.
-    browser.client().set_window_size(PHONE, 844).await.unwrap();
-    let (_, inner) = widths(&browser).await;
-    let chrome = i64::from(PHONE) - inner;
-    if chrome != 0 {
-        browser
-            .client()
-            .set_window_size(PHONE + chrome as u32, 844)
-            .await
-            .unwrap();
-    }
+    browser.set_viewport_width(PHONE, 844).await.unwrap();
     let page = app.url(&format!("/w/acme/issues/{}", issue.key));
     browser.goto(&page).await.unwrap();
     browser.find_within(".issue-title", LIVE).await.unwrap();

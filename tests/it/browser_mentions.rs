@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use muster::domain::{
-    AgentKind, AgentName, Email, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
-    NewWorkspace, Role, RunStatus, RunTrigger,
+    AgentName, Email, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser, NewWorkspace, Role,
+    RunStatus, RunTrigger, RuntimeKind,
 };
 use muster_tests::browser::Browser;
 use muster_tests::{Backend, TestDb, spawn_app};
@@ -71,7 +71,7 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
         .unwrap();
     let mut agents = Vec::new();
     for name in ["coder", "codex-helper", "reviewer"] {
-        let new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        let new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         agents.push(app.store.create_agent(ws.id, &new).await.unwrap());
     }
     let coder = agents[0].id;

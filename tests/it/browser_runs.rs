@@ -101,7 +101,7 @@ impl Server {
 
     /// A `custom` agent running `script`.
     pub(crate) async fn agent(&self, name: &str, script: &Path) -> Agent {
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         new.command = Some(script.display().to_string());
         new.max_retries = 0;
         new.color = "#d97706".into();
@@ -428,7 +428,7 @@ async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
     .await
     .unwrap();
     let llama = |name: &str, url: String| {
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Llama);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Llama);
         new.base_url = Some(url);
         new.max_retries = 0;
         new
@@ -602,7 +602,7 @@ async fn a_real_local_model_answer_reads_as_one_block() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let mut new = NewAgent::new(AgentName::parse("smol").unwrap(), AgentKind::Llama);
+    let mut new = NewAgent::new(AgentName::parse("smol").unwrap(), RuntimeKind::Llama);
     new.base_url = Some(format!("{}/v1", model.base_url));
     new.model = Some(MODEL_ALIAS.to_owned());
     new.max_retries = 0;

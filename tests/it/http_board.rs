@@ -3,8 +3,8 @@
 //! the same use-case as the issue page.
 
 use muster::domain::{
-    AgentKind, AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue,
-    NewUser, NewWorkspace, Role, Workspace,
+    AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
+    NewWorkspace, Role, RuntimeKind, Workspace,
 };
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
@@ -110,7 +110,7 @@ pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestA
     app.store
         .create_agent(
             ws.id,
-            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), AgentKind::Codex),
+            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), RuntimeKind::Codex),
         )
         .await
         .unwrap();

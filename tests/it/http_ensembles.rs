@@ -3,7 +3,7 @@
 //! is refused (403) everything else.
 
 use muster::domain::{
-    AgentKind, AgentName, Email, NewAgent, NewUser, NewWorkspace, Role, Workspace,
+    AgentName, Email, NewAgent, NewUser, NewWorkspace, Role, RuntimeKind, Workspace,
 };
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
@@ -32,7 +32,7 @@ async fn app(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
         .await
         .unwrap();
     for name in ["coder", "tester", "judge"] {
-        let new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Claude);
+        let new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Claude);
         app.store.create_agent(ws.id, &new).await.unwrap();
     }
     Some((db, app, ws))

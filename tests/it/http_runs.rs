@@ -46,7 +46,7 @@ async fn world(backend: Backend) -> Option<World> {
         .store
         .create_agent(
             ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude),
+            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude),
         )
         .await
         .unwrap();

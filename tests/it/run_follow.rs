@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use futures_util::StreamExt as _;
-use muster::app::AppState;
 use muster::client::run::SseParser;
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::service::runs::{FollowItem, follow};
+use muster::state::AppState;
 use muster_tests::{Backend, TestDb};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -117,7 +117,7 @@ impl Server {
             .await
             .unwrap();
         let token = muster_tests::mint_token(state.store.as_ref(), ws.id, user.id, "follow").await;
-        let mut new = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude);
+        let mut new = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude);
         new.max_concurrent_runs = 64;
         let agent = state.store.create_agent(ws.id, &new).await.unwrap();
         Some(Server {

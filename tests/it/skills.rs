@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use muster::domain::{AgentKind, AgentName, NewAgent, NewSkill, SkillSource};
+use muster::domain::{AgentName, NewAgent, NewSkill, RuntimeKind, SkillSource};
 use muster::skills::parse;
 use muster_agents::process::{self, CappedLines};
-use muster_agents::{PermissionMode, RunSpec, RuntimeKind, adapter_for};
+use muster_agents::{PermissionMode, RunSpec, adapter_for};
 use muster_tests::model_server::ModelServer;
 use muster_tests::{Backend, TestDb, spawn_app};
 use tokio::io::BufReader;
@@ -147,7 +147,7 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     };
     let db = TestDb::new(Backend::Sqlite).await.unwrap();
     let config = db.config();
-    muster::app::prepare_data_dir(&config.data_dir).unwrap();
+    muster::host::prepare_data_dir(&config.data_dir).unwrap();
     let store = db.store().await;
     let owner = store
         .create_user(&muster::domain::NewUser {
@@ -180,10 +180,10 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
         )
         .await
         .unwrap();
-    let profile = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude);
+    let profile = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude);
     let agent = store.create_agent(ws.id, &profile).await.unwrap();
     store.attach_skill(agent.id, skill.id, true).await.unwrap();
-    let state = muster::app::AppState::new(store.clone(), config)
+    let state = muster::state::AppState::new(store.clone(), config)
         .await
         .unwrap();
     let server = ModelServer::start().await.unwrap();
@@ -196,7 +196,7 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
         .await
         .unwrap();
     let written = muster::skills::materialize(
-        AgentKind::Claude,
+        RuntimeKind::Claude,
         &bundles,
         work.path(),
         home.path(),
@@ -227,7 +227,7 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
         .await
         .unwrap();
     let off = muster::skills::materialize(
-        AgentKind::Claude,
+        RuntimeKind::Claude,
         &bundles,
         work2.path(),
         home2.path(),
@@ -241,7 +241,7 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
         .await
         .unwrap();
     let none = muster::skills::materialize(
-        AgentKind::Claude,
+        RuntimeKind::Claude,
         &bundles,
         work2.path(),
         home2.path(),

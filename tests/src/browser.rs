@@ -284,6 +284,34 @@ impl Browser {
             .await
     }
 
+    /// Sizes the window so that the page's viewport is `width` CSS pixels wide (the window's own frame
+    /// added), `height` tall as a window. A resize lands asynchronously, so this waits until the page
+    /// reports the same width twice in a row before it measures the frame, and fails if the width is
+    /// not reached.
+    pub async fn set_viewport_width(&self, width: u32, height: u32) -> Result<()> {
+        let mut window = i64::from(width);
+        for _ in 0..5 {
+            let size =
+                u32::try_from(window).context("the window's frame is wider than the window")?;
+            self.client().set_window_size(size, height).await?;
+            let mut last = None;
+            let inner = loop {
+                let now = self.execute("return window.innerWidth", vec![]).await?;
+                let now = now.as_i64().context("window.innerWidth is not a number")?;
+                if last == Some(now) {
+                    break now;
+                }
+                last = Some(now);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            if inner == i64::from(width) {
+                return Ok(());
+            }
+            window += i64::from(width) - inner;
+        }
+        bail!("the page's viewport did not become {width} px wide")
+    }
+
     /// Saves a PNG of the viewport as `<workspace>/target/screenshots/<name>.png` and returns its path.
     pub async fn screenshot(&self, name: &str) -> Result<PathBuf> {
         let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);

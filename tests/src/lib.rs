@@ -372,7 +372,7 @@ pub async fn mint_token(
     user: muster::domain::UserId,
     name: &str,
 ) -> String {
-    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
+    let secret = muster::auth::new_secret(muster::auth::API_TOKEN_KIND);
     store
         .create_api_token(&muster::domain::NewApiToken {
             workspace_id: ws,

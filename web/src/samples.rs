@@ -46,7 +46,15 @@ pub fn agent(name: &str, color: &str) -> PersonView {
         initials: crate::partials::widgets::initials(name),
         color: color.into(),
         kind: PersonKind::Agent,
-        runtime: Some("claude".into()),
+        runtime: Some(runtime("claude", "Claude Code")),
+    }
+}
+
+/// A runtime as the server describes it.
+pub fn runtime(name: &str, label: &str) -> RuntimeView {
+    RuntimeView {
+        name: name.into(),
+        label: label.into(),
     }
 }
 

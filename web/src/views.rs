@@ -58,8 +58,16 @@ pub struct PersonView {
     /// `#rrggbb` avatar colour.
     pub color: String,
     pub kind: PersonKind,
-    /// An agent's runtime kind (`claude`, `codex`, `opencode`, `llama`, `custom`), shown as a badge.
-    pub runtime: Option<String>,
+    /// An agent's runtime, shown as a badge.
+    pub runtime: Option<RuntimeView>,
+}
+
+/// An agent's runtime: its stored name (`claude`, `codex`, …: the badge's text and CSS class) and how
+/// people call it ("Claude Code"), both the agents crate's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeView {
+    pub name: String,
+    pub label: String,
 }
 
 /// People and agents look different everywhere (agents: square avatar with a robot mark).
@@ -350,8 +358,8 @@ pub struct AgentRowView {
     pub name: String,
     /// The agent's avatar (the same widget as on cards and run pages).
     pub avatar: PersonView,
-    /// `claude`, `codex`, `opencode`, `llama`, `custom`.
-    pub kind: String,
+    /// The runtime as people call it ("Claude Code").
+    pub kind_label: String,
     pub model: Option<String>,
     pub url: String,
     pub max_concurrent_runs: i32,

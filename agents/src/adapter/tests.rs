@@ -35,7 +35,12 @@ fn unknown_runtime_kind_names_the_valid_ones() {
     let err = "gemini".parse::<RuntimeKind>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"cannot parse "gemini": unknown runtime kind "gemini"; expected one of: claude, codex, opencode, llama, custom"#
+        r#"unknown kind "gemini"; expected one of: claude, codex, opencode, llama, custom"#
+    );
+    let err = serde_json::from_str::<RuntimeKind>(r#""gemini""#).unwrap_err();
+    assert!(
+        err.to_string().contains(r#"unknown kind "gemini""#),
+        "{err}"
     );
     assert!(
         "Claude".parse::<RuntimeKind>().is_err(),

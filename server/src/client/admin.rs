@@ -185,7 +185,7 @@ fn slug_taken(e: store::Error, ws: &NewWorkspace) -> anyhow::Error {
 
 /// Mints a token exactly as `service::tokens::create` does: only its hash and prefix are stored.
 async fn mint(store: &dyn Store, outcome: &Outcome, name: &str) -> anyhow::Result<Secret> {
-    let secret = crate::auth::new_secret(crate::service::tokens::TOKEN_KIND);
+    let secret = crate::auth::new_secret(crate::auth::API_TOKEN_KIND);
     let new = NewApiToken {
         workspace_id: outcome.workspace.id,
         user_id: outcome.user.id,

@@ -9,7 +9,7 @@ use std::io::Read as _;
 
 use super::output::{clean, print_json, table};
 use crate::cli::LlamaLoopArgs;
-use crate::runtimes::{LocalModels, RuntimeCache, label, scan_local};
+use crate::runtimes::{LocalModels, RuntimeCache, scan_local};
 use muster_agents::detect::install_hint;
 
 /// What to do with runtimes.
@@ -57,7 +57,7 @@ pub async fn run(
                 (None, _) => String::new(),
             };
             vec![
-                label(d.kind).to_owned(),
+                d.kind.label().to_owned(),
                 status,
                 d.version.clone().unwrap_or_else(|| "-".into()),
                 d.path

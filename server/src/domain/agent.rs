@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{AgentId, ValidationError, WorkspaceId, bounded_text, string_enum};
+use super::{AgentId, ValidationError, WorkspaceId, bounded_text};
 
 /// An agent's name, unique in its workspace: 1–64 of `A-Z a-z 0-9 - _ .`, so it can be typed on a
 /// command line (`muster issue assign MUS-1 reviewer`).
@@ -32,40 +32,47 @@ impl AgentName {
     }
 }
 
-string_enum!(
-    /// Which runtime an agent runs on.
-    AgentKind, "kind" {
-        Claude => "claude",
-        Codex => "codex",
-        OpenCode => "opencode",
-        Llama => "llama",
-        Custom => "custom",
-    }
-);
+// The runtime kinds and permission modes are the agents crate's: it is the one place that knows a CLI.
+pub use muster_agents::{PermissionMode, RuntimeKind};
 
-impl AgentKind {
-    /// The runtime the agents crate knows this kind as: the one place an agent's kind becomes the CLI
-    /// facts (binaries, flags, skills folder, labels) that crate owns.
-    pub fn runtime(self) -> muster_agents::RuntimeKind {
-        use muster_agents::RuntimeKind;
-        match self {
-            AgentKind::Claude => RuntimeKind::Claude,
-            AgentKind::Codex => RuntimeKind::Codex,
-            AgentKind::OpenCode => RuntimeKind::Opencode,
-            AgentKind::Llama => RuntimeKind::Llama,
-            AgentKind::Custom => RuntimeKind::Custom,
-        }
+/// The OpenAPI schema of [`RuntimeKind`]: one of its stored names (the agents crate knows no OpenAPI).
+pub struct RuntimeKindSchema;
+
+impl utoipa::PartialSchema for RuntimeKindSchema {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        names_schema(RuntimeKind::ALL.map(RuntimeKind::as_str))
     }
 }
 
-string_enum!(
-    /// How much an agent may do without asking: read only, write inside its worktree, or anything.
-    PermissionMode, "permission_mode" {
-        ReadOnly => "read_only",
-        WorkspaceWrite => "workspace_write",
-        Bypass => "bypass",
+impl utoipa::ToSchema for RuntimeKindSchema {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "AgentKind".into()
     }
-);
+}
+
+/// The OpenAPI schema of [`PermissionMode`]: one of its stored names.
+pub struct PermissionModeSchema;
+
+impl utoipa::PartialSchema for PermissionModeSchema {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        names_schema(PermissionMode::ALL.map(PermissionMode::as_str))
+    }
+}
+
+impl utoipa::ToSchema for PermissionModeSchema {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "PermissionMode".into()
+    }
+}
+
+fn names_schema<const N: usize>(
+    names: [&'static str; N],
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(names))
+        .into()
+}
 
 /// One environment variable handed to the agent's process.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -112,7 +119,7 @@ pub struct NewAgent {
     pub name: AgentName,
     /// `#rrggbb`.
     pub color: String,
-    pub kind: AgentKind,
+    pub kind: RuntimeKind,
     pub model: Option<String>,
     pub instructions: String,
     pub env: Vec<EnvVar>,
@@ -137,8 +144,27 @@ pub struct NewAgent {
 }
 
 impl NewAgent {
+    /// Why the profile's model will not do, if it will not: a CLI that needs a model named when it is
+    /// pointed at another server (Codex) has a base URL, in the field or its env, and no model. Muster
+    /// cannot guess the names the server at the URL serves, so it asks. Checked when the agent is saved
+    /// and again when a run starts (for agents saved before this rule).
+    pub fn model_problem(&self) -> Option<String> {
+        let why = self.kind.model_needed_with_base_url()?;
+        // A base URL set through the CLI's variable in the env (`OPENAI_BASE_URL`) is a base URL too.
+        let in_env = self.env.iter().any(|v| {
+            self.kind.base_url_vars().contains(&v.key.as_str()) && !v.value.trim().is_empty()
+        });
+        let no_model = self.model.as_deref().is_none_or(|m| m.trim().is_empty());
+        ((self.base_url.is_some() || in_env) && no_model).then(|| {
+            format!(
+                "a {} agent with a base URL needs a model: {why}",
+                self.kind.label()
+            )
+        })
+    }
+
     /// A profile with defaults: one run at a time, 10 minutes of silence before a stall, no budget.
-    pub fn new(name: AgentName, kind: AgentKind) -> Self {
+    pub fn new(name: AgentName, kind: RuntimeKind) -> Self {
         Self {
             name,
             color: AUTO_AGENT_COLOR.to_owned(),
@@ -200,9 +226,7 @@ impl NewAgent {
                 "must be a positive number",
             ));
         }
-        if self.kind == AgentKind::Custom
-            && self.command.as_deref().is_none_or(|c| c.trim().is_empty())
-        {
+        if self.kind.is_custom() && self.command.as_deref().is_none_or(|c| c.trim().is_empty()) {
             errors.push(ValidationError::new(
                 "command",
                 "a custom agent needs a command",
@@ -245,7 +269,7 @@ impl NewAgent {
 impl Default for NewAgent {
     /// The defaults a new-agent form starts from (a Claude Code agent called `new-agent`).
     fn default() -> Self {
-        Self::new(AgentName("new-agent".to_owned()), AgentKind::Claude)
+        Self::new(AgentName("new-agent".to_owned()), RuntimeKind::Claude)
     }
 }
 

@@ -9,14 +9,14 @@
 
 use muster_agents::{AgentEvent, ErrorClass};
 
-use super::{AgentKind, FailureReason, Run};
+use super::{FailureReason, Run, RuntimeKind};
 
 /// The facts a failure text is made from.
 #[derive(Debug, Clone, Copy)]
 pub struct FailureFacts<'a> {
     pub reason: FailureReason,
     /// The agent's runtime (which CLI ran, which key it reads).
-    pub kind: AgentKind,
+    pub kind: RuntimeKind,
     pub exit_code: Option<i32>,
     /// The decisive error message the CLI reported (redacted), when there was one.
     pub detail: Option<&'a str>,
@@ -29,7 +29,7 @@ pub struct FailureFacts<'a> {
 impl<'a> FailureFacts<'a> {
     /// The facts of `run` (of an agent of `kind` configured with `model`); `None` when it has no failure
     /// reason (it succeeded, was cancelled, or is not over).
-    pub fn of(run: &'a Run, kind: AgentKind, model: Option<&'a str>) -> Option<Self> {
+    pub fn of(run: &'a Run, kind: RuntimeKind, model: Option<&'a str>) -> Option<Self> {
         Some(Self {
             reason: run.failure_reason?,
             kind,
@@ -63,27 +63,6 @@ impl std::fmt::Display for FailureText {
     }
 }
 
-/// The CLI's name as people know it.
-pub fn cli_name(kind: AgentKind) -> &'static str {
-    match kind {
-        AgentKind::Claude => "Claude Code",
-        AgentKind::Codex => "Codex",
-        AgentKind::OpenCode => "OpenCode",
-        AgentKind::Llama => "The local model agent",
-        AgentKind::Custom => "The agent's command",
-    }
-}
-
-/// The secret a CLI reads its provider key from.
-fn key_setting(kind: AgentKind) -> &'static str {
-    match kind {
-        AgentKind::Claude => "check the agent's ANTHROPIC_API_KEY secret",
-        AgentKind::Codex | AgentKind::OpenCode => "check the agent's OPENAI_API_KEY secret",
-        AgentKind::Llama => "check the agent's base URL and the key its model server expects",
-        AgentKind::Custom => "check the key in the agent's environment",
-    }
-}
-
 /// The first HTTP error status (400–599) standing alone in `text`: "API Error: 401 …",
 /// "(authentication_failed, status 401)", "unexpected status 429 Too Many Requests".
 pub fn http_status(text: &str) -> Option<u16> {
@@ -104,19 +83,19 @@ fn model_missing(detail: &str, status: Option<u16>) -> bool {
 
 /// Explains a failure from its facts.
 pub fn explain(f: &FailureFacts<'_>) -> FailureText {
-    let cli = cli_name(f.kind);
+    let cli = f.kind.subject();
     let detail = f.detail.unwrap_or_default();
     let status = f.detail.and_then(http_status);
     let code = |default: &str| status.map_or_else(|| default.to_owned(), |s| format!(" ({s})"));
     let (what, to_do, settings) = match f.reason {
         FailureReason::Auth => (
-            match f.kind {
-                AgentKind::Custom | AgentKind::Llama => {
+            match f.kind.key_var() {
+                None => {
                     format!("The provider refused the agent's API key{}", code(""))
                 }
                 _ => format!("{cli}'s API key was refused by the provider{}", code("")),
             },
-            key_setting(f.kind).to_owned(),
+            f.kind.key_hint(),
             true,
         ),
         FailureReason::RateLimit => (

@@ -62,6 +62,12 @@ string_enum!(
 );
 
 impl IssueStatus {
+    /// Whether a person's reply on an issue assigned to an agent sets it to work: not when the issue is
+    /// parked (backlog) or closed (done, cancelled).
+    pub fn takes_replies(self) -> bool {
+        !matches!(self, Self::Backlog | Self::Done | Self::Cancelled)
+    }
+
     /// The status of a new issue when none is given, the same for the board's form, the API and
     /// `muster issue create`: todo, so that an issue created with an agent assigned starts a run at once
     /// (a backlog issue waits until it leaves the backlog).

@@ -20,8 +20,8 @@ pub mod usage;
 mod workspace;
 
 pub use agent::{
-    AUTO_AGENT_COLOR, Agent, AgentKind, AgentName, Budget, EnvVar, NewAgent, PermissionMode,
-    reserved_env,
+    AUTO_AGENT_COLOR, Agent, AgentName, Budget, EnvVar, NewAgent, PermissionMode,
+    PermissionModeSchema, RuntimeKind, RuntimeKindSchema, reserved_env,
 };
 pub use egress::{HostPattern, parse_host_list};
 pub use ensemble::{
@@ -40,8 +40,8 @@ pub use issue::{
 };
 pub use mention::{Mentionable, Mentioned, handle, mention_spans, woken_by_comment};
 pub use run::{
-    FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, Run, RunEvent,
-    RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, work_lines,
+    FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, ONLINE_WITHIN, Run,
+    RunEvent, RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, work_lines,
 };
 pub use run_event::{
     DiffNote, EGRESS_EVENT, EgressNote, RunEventBody, SandboxEgress, SandboxNote, SandboxPath,
@@ -63,6 +63,13 @@ pub struct ValidationError {
     pub field: &'static str,
     /// What is wrong and, where it helps, what is accepted.
     pub message: String,
+}
+
+/// A runtime kind or permission mode that is none of the agents crate's names.
+impl From<muster_agents::UnknownChoice> for ValidationError {
+    fn from(e: muster_agents::UnknownChoice) -> Self {
+        Self::new(e.field, e.to_string())
+    }
 }
 
 impl ValidationError {

@@ -178,8 +178,8 @@ impl Usage {
     /// a plain amount: "$0.0421"; "$0.0421 · estimated" when Muster priced the tokens from its rate table
     /// (Codex reports none); "unpriced" when some tokens had no price; "$0 · local" for a local model
     /// that cost nothing.
-    pub fn cost_label(&self, kind: Option<super::AgentKind>) -> (String, Option<&'static str>) {
-        if kind == Some(super::AgentKind::Llama) && self.cost_usd == 0.0 {
+    pub fn cost_label(&self, kind: Option<super::RuntimeKind>) -> (String, Option<&'static str>) {
+        if kind.is_some_and(super::RuntimeKind::is_local_model) && self.cost_usd == 0.0 {
             ("$0 · local".to_owned(), Some(LOCAL_TITLE))
         } else if self.cost_estimated && !self.cost_unknown && self.cost_usd > 0.0 {
             (
@@ -386,6 +386,16 @@ pub struct Runner {
     pub token_id: Option<RunnerTokenId>,
     /// Its token was revoked: it can no longer connect.
     pub revoked: bool,
+}
+
+/// How old a runner's last heartbeat may be for it to count as online: six missed 5-second beats.
+pub const ONLINE_WITHIN: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
+
+impl Runner {
+    /// Whether its last heartbeat means online at `now` (at most [`ONLINE_WITHIN`] old).
+    pub fn online_at(&self, now: DateTime<Utc>) -> bool {
+        now - self.last_heartbeat_at <= ONLINE_WITHIN
+    }
 }
 
 string_enum!(

@@ -73,7 +73,7 @@ fn emails_need_one_at_sign() {
 
 #[test]
 fn agent_profiles_report_every_bad_field() {
-    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Custom);
+    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Custom);
     a.color = "red".into();
     a.max_concurrent_runs = 0;
     a.budget.usd = Some(-1.0);
@@ -95,7 +95,7 @@ fn agent_profiles_report_every_bad_field() {
     );
     assert!(AgentName::parse("has space").is_err());
     assert!(
-        NewAgent::new(AgentName::parse("ok").unwrap(), AgentKind::Claude)
+        NewAgent::new(AgentName::parse("ok").unwrap(), RuntimeKind::Claude)
             .validate()
             .is_ok()
     );
@@ -103,7 +103,7 @@ fn agent_profiles_report_every_bad_field() {
 
 #[test]
 fn agent_env_may_not_choose_the_runs_folders() {
-    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Codex);
+    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Codex);
     for key in [
         "CODEX_HOME",
         "HOME",
@@ -172,7 +172,7 @@ fn runner_names_are_checked_with_precise_messages() {
 
 #[test]
 fn an_agents_runner_binding_lists_valid_names_once() {
-    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Codex);
+    let mut a = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Codex);
     assert!(a.runners.is_empty(), "any runner by default");
     a.runners = vec!["gpu".into(), "bad/name".into(), "gpu".into(), "mac".into()];
     let errors: Vec<String> = a

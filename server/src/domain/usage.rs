@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Datelike, NaiveDate, TimeDelta, TimeZone, Utc};
 
-use super::{AgentId, AgentKind, FailureReason, IssueId, RunId, RunStatus, Usage, string_enum};
+use super::{AgentId, FailureReason, IssueId, RunId, RunStatus, RuntimeKind, Usage, string_enum};
 
 /// Which runs [`crate::store::Store::usage_runs`] returns: those queued in `[from, to)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +28,7 @@ pub struct RunUsage {
     pub run_id: RunId,
     pub agent_id: AgentId,
     pub agent_name: String,
-    pub kind: AgentKind,
+    pub kind: RuntimeKind,
     /// The model the run was queued with (its agent's then), else its agent's now; `None`: the CLI's
     /// default.
     pub model: Option<String>,
@@ -181,7 +181,7 @@ pub struct GroupUsage {
     /// What people read (the agent's name, …).
     pub label: String,
     /// The runtime kind, when the whole group has one (always for agent and runtime groups).
-    pub kind: Option<AgentKind>,
+    pub kind: Option<RuntimeKind>,
     #[serde(flatten)]
     pub totals: Totals,
     pub succeeded: i64,
@@ -253,7 +253,7 @@ pub struct UsageReport {
 }
 
 /// The group a run falls in: (key, label, kind).
-fn group_of(run: &RunUsage, by: GroupBy) -> (String, String, Option<AgentKind>) {
+fn group_of(run: &RunUsage, by: GroupBy) -> (String, String, Option<RuntimeKind>) {
     match by {
         GroupBy::Agent => (
             run.agent_id.to_string(),
@@ -285,7 +285,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 struct Acc {
     label: String,
     kinds: BTreeSet<&'static str>,
-    kind: Option<AgentKind>,
+    kind: Option<RuntimeKind>,
     totals: Totals,
     succeeded: i64,
     failed: i64,
@@ -320,7 +320,7 @@ impl Acc {
         if let Some(d) = run.duration() {
             let secs = d.num_milliseconds() as f64 / 1000.0;
             self.durations.push(secs);
-            if run.kind == AgentKind::Llama {
+            if run.kind.is_local_model() {
                 self.local_secs += secs;
                 self.local_output += run.usage.output_tokens;
             }

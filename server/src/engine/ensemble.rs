@@ -294,7 +294,7 @@ pub(crate) async fn spent(engine: Engine, run: RunId, epoch: i64, usage: Usage) 
     };
     // A monthly cap (the agent's or the workspace's) crossed mid-run stops the run after that turn,
     // like its own budget would.
-    match crate::service::usage::cap_breach(
+    match crate::engine::caps::cap_breach(
         engine.store.as_ref(),
         found.workspace_id,
         found.agent_id,

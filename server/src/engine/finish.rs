@@ -52,7 +52,7 @@ pub(crate) async fn conclude(
     if finished.usage.tokens() > 0 || finished.usage.cost_usd > 0.0 {
         let now = chrono::Utc::now();
         if let Err(e) =
-            crate::service::usage::warn_caps(state, run.workspace_id, run.agent_id, now).await
+            crate::engine::caps::warn_caps(state, run.workspace_id, run.agent_id, now).await
         {
             tracing::warn!(error = %e, "cannot check the monthly caps");
         }
@@ -103,7 +103,7 @@ pub(crate) async fn conclude(
         tracing::warn!(error = %e, "cannot update the issue after the run");
     }
     // Comments that arrived while the run was live are answered by a follow-up continuing it.
-    crate::service::triggers::run_ended(state, &finished).await;
+    super::triggers::run_ended(state, &finished).await;
     announce(state, &issue);
     state.runs.wake();
     Ok(())

@@ -8,12 +8,14 @@
 //! ([`finish`]), the sweep of runs whose runner vanished ([`sweep`]) and the wake-ups between replicas
 //! ([`relay`]). Executing a run is the runner's (`crate::supervisor`, `crate::runner`).
 
+pub mod caps;
 pub(crate) mod ensemble;
 pub(crate) mod finish;
 pub mod order;
 pub mod relay;
 pub mod session;
 pub(crate) mod sweep;
+pub mod triggers;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -272,7 +274,7 @@ impl Engine {
         self.enqueue_with(&new, &[]).await
     }
 
-    /// Queues `new` (a follow-up or a mention, built by `service::triggers`) answering `comments`
+    /// Queues `new` (a follow-up or a mention, built by `engine::triggers`) answering `comments`
     /// besides its trigger comment, and wakes the runners. `Ok(None)` when that agent already has a live
     /// run on the issue.
     pub async fn queue_run(
@@ -318,7 +320,7 @@ impl Engine {
                     self.store.add_run_comment(run.id, *comment).await?;
                 }
                 // Over a monthly cap: refused at once, with the reason, rather than left to wait.
-                let breach = crate::service::usage::cap_breach(
+                let breach = crate::engine::caps::cap_breach(
                     self.store.as_ref(),
                     run.workspace_id,
                     run.agent_id,

@@ -76,14 +76,14 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         .get_agent(run.workspace_id, run.agent_id)
         .await
         .map_err(|e| config(format!("cannot read the run's agent: {e}")))?;
-    if let Some(problem) = crate::service::agents::model_problem(&agent.profile) {
+    if let Some(problem) = agent.profile.model_problem() {
         // Saved before the rule: refuse to start rather than run an agent that can do nothing.
         return Err(config(format!(
             "the agent's model is not set: {problem}; set it on the agent's page"
         )));
     }
     // A monthly cap reached since the run was queued: it does not start.
-    let breach = crate::service::usage::cap_breach(
+    let breach = crate::engine::caps::cap_breach(
         store.as_ref(),
         run.workspace_id,
         agent.id,
@@ -203,7 +203,7 @@ async fn continued(engine: &Engine, run: &Run, answered: &str) -> Result<Option<
 }
 
 /// The prompt's part for a follow-up: "New comments since your last run:" and each comment the run
-/// answers (its set, see `service::triggers`), oldest first, with its author's name; empty when the run
+/// answers (its set, see `engine::triggers`), oldest first, with its author's name; empty when the run
 /// answers none (an assignment). Deleted comments are left out.
 async fn new_comments(
     engine: &Engine,
@@ -352,7 +352,7 @@ async fn run_token(engine: &Engine, run: &Run) -> Result<String, Refusal> {
         .iter()
         .find(|m| m.role == Role::Owner)
         .ok_or_else(|| config("the workspace has no owner to hold the run's token"))?;
-    let secret = crate::auth::new_secret(crate::service::tokens::TOKEN_KIND);
+    let secret = crate::auth::new_secret(crate::auth::API_TOKEN_KIND);
     let new = NewApiToken {
         workspace_id: run.workspace_id,
         user_id: owner.user.id,

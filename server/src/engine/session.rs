@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Engine, finish, order};
 use crate::domain::{
-    AgentKind, CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run, RunId, RunOutcome,
-    RunStatus, Runner, Usage,
+    CommentAuthor, InboxKind, IssueStatus, NewInboxItem, Run, RunId, RunOutcome, RunStatus, Runner,
+    RuntimeKind, Usage,
 };
 use crate::redact::Redactor;
 use crate::runner::protocol::{
@@ -166,14 +166,10 @@ impl Session {
                     .register_remote_runner(&token, &runner_name, &hello.version, &detected, now)
                     .await
                     .map_err(|e| internal(&e))?;
-                let mut kinds: Vec<AgentKind> = hello.runtimes.iter().map(|r| r.kind).collect();
-                // A custom agent's command runs through `sh`, which every runner has.
-                kinds.push(AgentKind::Custom);
-                if !hello.local_models.is_empty() {
-                    kinds.push(AgentKind::Llama);
-                }
-                kinds.sort_by_key(|k| k.as_str());
-                kinds.dedup();
+                let kinds = RuntimeKind::offered_by_runner(
+                    hello.runtimes.iter().map(|r| r.kind),
+                    !hello.local_models.is_empty(),
+                );
                 let scope = ClaimScope {
                     workspace: Some(token.workspace_id),
                     kinds: Some(kinds),
@@ -388,8 +384,7 @@ impl Session {
         let Some(ws) = self.runner.workspace_id else {
             return;
         };
-        let stale =
-            Utc::now() - crate::service::runners::ONLINE_WITHIN - chrono::TimeDelta::seconds(1);
+        let stale = Utc::now() - crate::domain::ONLINE_WITHIN - chrono::TimeDelta::seconds(1);
         if let Err(e) = self
             .engine
             .store

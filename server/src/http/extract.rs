@@ -8,10 +8,10 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 
 use super::{Error, Result};
-use crate::app::AppState;
 use crate::auth;
 use crate::domain::{ApiToken, RunStatus, Slug, User};
 use crate::service::{Caller, RunScope, RunSecret};
+use crate::state::AppState;
 
 /// Input structs of the API name it here; it lives with the domain so the service can use it too.
 pub use crate::domain::serde_util::whole_number;

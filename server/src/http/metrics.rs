@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use chrono::Utc;
 
-use crate::app::AppState;
 use crate::metrics::{Snapshot, render};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/metrics", get(scrape))

@@ -17,7 +17,7 @@ use tower_http::trace::TraceLayer;
 
 pub use error::{Error, Result};
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// The request id header, set on every request and echoed in every response.
 pub const REQUEST_ID: &str = "x-request-id";

@@ -32,9 +32,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use self::gate::{Gated, Pending, Slot, TooMuchBeforeHello};
-use crate::app::AppState;
 use crate::engine::session::{self, Closed, Peer};
 use crate::runner::protocol::{CloseReason, ToRunner, ToServer};
+use crate::state::AppState;
 
 /// The largest message a welcomed runner may send (a batch of events with a large diff).
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;

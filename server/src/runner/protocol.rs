@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{
-    AgentKind, Budget, NewRunEvent, PermissionMode, RunId, RunOutcome, Seq, WorkspaceId,
+    Budget, NewRunEvent, PermissionMode, RunId, RunOutcome, RuntimeKind, Seq, WorkspaceId,
 };
 
 /// The protocol version this build speaks.
@@ -80,7 +80,7 @@ pub struct Hello {
 /// One detected agent runtime.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeInfo {
-    pub kind: AgentKind,
+    pub kind: RuntimeKind,
     pub version: Option<String>,
     pub path: Option<String>,
 }
@@ -283,7 +283,7 @@ pub struct Resume {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentSpec {
     pub name: String,
-    pub kind: AgentKind,
+    pub kind: RuntimeKind,
     pub model: Option<String>,
     pub instructions: String,
     pub env: Vec<SpecEnv>,

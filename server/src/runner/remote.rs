@@ -149,7 +149,7 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let signalled = stop.clone();
     tokio::spawn(async move {
-        let signal = crate::app::shutdown_signal().await;
+        let signal = crate::host::shutdown_signal().await;
         tracing::info!(signal, "stopping the runner; its runs end interrupted");
         signalled.cancel();
     });
@@ -162,7 +162,7 @@ pub async fn serve(
     timing: RunTiming,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    crate::app::prepare_data_dir(&settings.state_dir)?;
+    crate::host::prepare_data_dir(&settings.state_dir)?;
     let outbox = Outbox::durable(&settings.state_dir.join("outbox"))?;
     let runtimes = RuntimeCache::new(settings.config.runtime_paths.clone());
     runtimes.detect().await;

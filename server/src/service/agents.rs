@@ -36,7 +36,7 @@ pub struct AgentInput {
     #[schema(pattern = r"^\s*#[0-9A-Fa-f]{6}\s*$")]
     pub color: Option<String>,
     /// claude, codex, opencode, llama, custom (owners and admins).
-    #[schema(value_type = Option<crate::domain::AgentKind>)]
+    #[schema(value_type = Option<crate::domain::RuntimeKindSchema>)]
     pub kind: Option<String>,
     /// The model the CLI is asked for (owners and admins).
     pub model: Option<String>,
@@ -46,7 +46,7 @@ pub struct AgentInput {
     /// Extra CLI arguments (owners and admins).
     pub extra_args: Option<Vec<String>>,
     /// read_only, workspace_write, bypass (owners and admins).
-    #[schema(value_type = Option<crate::domain::PermissionMode>)]
+    #[schema(value_type = Option<crate::domain::PermissionModeSchema>)]
     pub permission_mode: Option<String>,
     /// Runs of this agent at once.
     #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
@@ -105,7 +105,7 @@ pub fn build_profile(
         (None, None) => p.take(Err(ValidationError::new("name", "must not be empty"))),
     };
     let kind = match (&input.kind, base) {
-        (Some(k), _) => p.take(k.parse()),
+        (Some(k), _) => p.take(k.parse().map_err(ValidationError::from)),
         (None, Some(b)) => Some(b.kind),
         (None, None) => p.take(Err(ValidationError::new(
             "kind",
@@ -131,7 +131,9 @@ pub fn build_profile(
         out.instructions = i.clone();
     }
     if let Some(mode) = &input.permission_mode {
-        out.permission_mode = p.take(mode.parse()).unwrap_or(out.permission_mode);
+        out.permission_mode = p
+            .take(mode.parse().map_err(ValidationError::from))
+            .unwrap_or(out.permission_mode);
     }
     out.max_concurrent_runs = input.max_concurrent_runs.unwrap_or(out.max_concurrent_runs);
     out.stall_timeout_secs = input.stall_timeout_secs.unwrap_or(out.stall_timeout_secs);
@@ -204,35 +206,11 @@ pub fn build_profile(
             }
         }
     }
-    if let Some(problem) = model_problem(&out) {
+    if let Some(problem) = out.model_problem() {
         p.add("model", problem);
     }
     p.finish()?;
     Ok(out)
-}
-
-/// Why the profile's model will not do, if it will not: a Codex agent pointed at a base URL needs one.
-/// Left empty, Codex picks its own default model, whose requests (tools in a "responses lite" item,
-/// JavaScript code mode) only OpenAI's own API understands: any other server sees `tools: []`, answers
-/// in text, and the run "succeeds" having done nothing. Muster cannot guess the names the server at
-/// the URL serves, so it asks. Checked when the agent is saved and again when a run starts (for agents
-/// saved before this rule).
-pub fn model_problem(profile: &NewAgent) -> Option<&'static str> {
-    // A base URL set through `OPENAI_BASE_URL` in the env is a base URL too (the run uses it).
-    let in_env = profile.env.iter().any(|v| {
-        muster_agents::RuntimeKind::Codex
-            .base_url_vars()
-            .contains(&v.key.as_str())
-            && !v.value.trim().is_empty()
-    });
-    let needs_one = profile.kind == crate::domain::AgentKind::Codex
-        && (profile.base_url.is_some() || in_env)
-        && profile.model.as_deref().is_none_or(|m| m.trim().is_empty());
-    needs_one.then_some(
-        "a Codex agent with a base URL needs a model: name one the server at that URL serves \
-         (for example gpt-5.5); Codex's own default model works only with OpenAI's API, and \
-         elsewhere its runs get no tools and do nothing",
-    )
 }
 
 fn env_vars(state: &Engine, old: &[EnvVar], input: &[EnvInput], p: &mut Problems) -> Vec<EnvVar> {

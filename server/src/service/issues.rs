@@ -76,7 +76,7 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
     };
     let issue = state.store.create_issue(caller.ws.id, &new).await?;
     queue_run_if_due(state, None, &issue).await;
-    super::triggers::issue_created(state, caller, &issue).await;
+    crate::engine::triggers::issue_created(state, caller.writer(), &issue).await;
     announce(state, caller, &issue.key);
     Ok(issue)
 }
@@ -371,7 +371,7 @@ pub async fn comment(
     let mut new = NewComment::parse(caller.actor(), &body)?;
     new.run_id = caller.run.as_ref().map(|scope| scope.run_id);
     let comment = state.store.add_comment(issue.id, &new).await?;
-    super::triggers::comment_added(state, caller, &issue, &comment).await;
+    crate::engine::triggers::comment_added(state, caller.writer(), &issue, &comment).await;
     announce(state, caller, key);
     Ok(comment)
 }

@@ -14,7 +14,6 @@ pub mod runtimes;
 pub mod skills;
 pub mod thread;
 pub mod tokens;
-pub mod triggers;
 pub mod usage;
 pub mod workspace;
 
@@ -76,6 +75,14 @@ impl RunScope {
 }
 
 impl Caller {
+    /// The caller as the writer of a comment or an issue, for what it triggers.
+    pub fn writer(&self) -> crate::engine::triggers::Writer {
+        crate::engine::triggers::Writer {
+            user: self.user.id,
+            run: self.run.as_ref().map(|r| (r.run_id, r.agent_id)),
+        }
+    }
+
     /// Who the caller's writes are recorded as: the run's agent for a run token, else the person.
     pub fn actor(&self) -> crate::domain::Actor {
         match &self.run {

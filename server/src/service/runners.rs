@@ -1,24 +1,18 @@
 //! Runners for people: runner tokens (owners and admins create, list and revoke them; the secret is
 //! shown once), the runners a workspace can use with what they reported, and why a queued run waits.
 //!
-//! Invariants: a runner is online while its last heartbeat is at most [`ONLINE_WITHIN`] old; a revoked
+//! Invariants: a runner is online while its last heartbeat is at most [`crate::domain::ONLINE_WITHIN`] old; a revoked
 //! runner takes nothing; a remote runner serves only its token's workspace; the decision of who could
 //! take a run ([`can_take`]) is the same one the claim scope makes, said in words by [`waiting_reason`].
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{Caller, Error, Result};
 use crate::domain::{
-    Agent, AgentKind, NewRunnerToken, Run, Runner, RunnerToken, RunnerTokenId, WorkspaceId,
+    Agent, NewRunnerToken, Run, Runner, RunnerToken, RunnerTokenId, RuntimeKind, WorkspaceId,
 };
 use crate::engine::Engine;
-
-/// Prefix of every runner token, so a leaked one is recognisable (and told apart from an API token).
-pub const TOKEN_KIND: &str = "mrt";
-
-/// How old a runner's last heartbeat may be for it to count as online: six missed 5-second beats.
-pub const ONLINE_WITHIN: TimeDelta = TimeDelta::seconds(30);
 
 /// A runner token just created: the secret is in here and nowhere else.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -44,7 +38,7 @@ pub async fn create_token(
             format!("must be 1 to 64 characters (got {len})"),
         )]));
     }
-    let secret = crate::auth::new_secret(TOKEN_KIND);
+    let secret = crate::auth::new_secret(crate::auth::RUNNER_TOKEN_KIND);
     let new = NewRunnerToken {
         workspace_id: caller.ws.id,
         name: name.to_owned(),
@@ -122,7 +116,7 @@ impl Reported {
 pub struct RunnerStatus {
     pub runner: Runner,
     pub reported: Reported,
-    /// Its last heartbeat is at most [`ONLINE_WITHIN`] old.
+    /// Its last heartbeat is at most [`crate::domain::ONLINE_WITHIN`] old.
     pub online: bool,
     /// The runs it holds (claimed or running), oldest first.
     pub live_runs: Vec<Run>,
@@ -133,11 +127,6 @@ impl RunnerStatus {
     pub fn embedded(&self) -> bool {
         self.runner.token_id.is_none()
     }
-}
-
-/// Whether a heartbeat at `last` means online at `now`.
-pub fn is_online(last: DateTime<Utc>, now: DateTime<Utc>) -> bool {
-    now - last <= ONLINE_WITHIN
 }
 
 /// The runners the caller's workspace can use (its remote ones and every embedded one), with their
@@ -157,7 +146,7 @@ pub async fn list(state: &Engine, caller: &Caller) -> Result<Vec<RunnerStatus>> 
             .collect();
         out.push(RunnerStatus {
             reported: Reported::from_json(&runner.detected),
-            online: is_online(runner.last_heartbeat_at, now) && !runner.revoked,
+            online: runner.online_at(now) && !runner.revoked,
             runner,
             live_runs,
         });
@@ -172,7 +161,7 @@ pub struct Candidate {
     pub online: bool,
     pub revoked: bool,
     /// `None` for an embedded runner: any kind.
-    pub kinds: Option<Vec<AgentKind>>,
+    pub kinds: Option<Vec<RuntimeKind>>,
 }
 
 impl Candidate {
@@ -181,33 +170,27 @@ impl Candidate {
     pub fn of(runner: &Runner, now: DateTime<Utc>) -> Self {
         let kinds = runner.token_id.is_some().then(|| {
             let reported = Reported::from_json(&runner.detected);
-            let mut kinds: Vec<AgentKind> = reported
-                .runtimes
-                .iter()
-                .filter_map(|r| r.kind.parse().ok())
-                .collect();
-            kinds.push(AgentKind::Custom);
-            if !reported.local_models.is_empty() {
-                kinds.push(AgentKind::Llama);
-            }
-            kinds
+            RuntimeKind::offered_by_runner(
+                reported.runtimes.iter().filter_map(|r| r.kind.parse().ok()),
+                !reported.local_models.is_empty(),
+            )
         });
         Candidate {
             name: runner.name.clone(),
-            online: is_online(runner.last_heartbeat_at, now),
+            online: runner.online_at(now),
             revoked: runner.revoked,
             kinds,
         }
     }
 
-    fn has(&self, kind: AgentKind) -> bool {
+    fn has(&self, kind: RuntimeKind) -> bool {
         self.kinds.as_ref().is_none_or(|k| k.contains(&kind))
     }
 }
 
 /// Whether `c` could take a run of an agent of `kind` bound to `bound` (empty: any runner). The
 /// candidates are already the run's workspace's (see [`list`]).
-pub fn can_take(c: &Candidate, kind: AgentKind, bound: &[String]) -> bool {
+pub fn can_take(c: &Candidate, kind: RuntimeKind, bound: &[String]) -> bool {
     c.online && !c.revoked && c.has(kind) && (bound.is_empty() || bound.contains(&c.name))
 }
 
@@ -215,7 +198,7 @@ pub fn can_take(c: &Candidate, kind: AgentKind, bound: &[String]) -> bool {
 /// when one of them could take it now.
 pub fn waiting_reason(
     candidates: &[Candidate],
-    kind: AgentKind,
+    kind: RuntimeKind,
     bound: &[String],
 ) -> Option<String> {
     if candidates.iter().any(|c| can_take(c, kind, bound)) {
@@ -224,7 +207,7 @@ pub fn waiting_reason(
     if bound.is_empty() {
         let online = candidates.iter().any(|c| c.online && !c.revoked);
         return Some(if online {
-            format!("waiting for a runner with {}", kind_name(kind))
+            format!("waiting for a runner with {}", kind.runner_needs())
         } else {
             "waiting for a runner: none is online".to_owned()
         });
@@ -236,7 +219,7 @@ pub fn waiting_reason(
                 None => "never connected".to_owned(),
                 Some(c) if c.revoked => "its token is revoked".to_owned(),
                 Some(c) if !c.online => "offline".to_owned(),
-                Some(_) => format!("it has no {}", kind_name(kind)),
+                Some(_) => format!("it has no {}", kind.runner_needs()),
             };
             (name, state)
         })
@@ -256,17 +239,6 @@ pub fn waiting_reason(
             why.join("; ")
         ),
     })
-}
-
-/// What a run needs, as the waiting sentence names it.
-fn kind_name(kind: AgentKind) -> &'static str {
-    match kind {
-        AgentKind::Claude => "Claude Code",
-        AgentKind::Codex => "Codex",
-        AgentKind::OpenCode => "OpenCode",
-        AgentKind::Llama => "a local model server",
-        AgentKind::Custom => "the agent's command",
-    }
 }
 
 /// The waiting sentence for `run` of `agent` against the workspace's runners, computed once by the

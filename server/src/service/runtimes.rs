@@ -2,7 +2,7 @@
 //! on request. Re-detecting spawns processes and sends requests, so it is for owners and admins, at most
 //! once per [`crate::runtimes::REDETECT_EVERY`] per workspace; the cache itself is [`crate::runtimes`].
 
-use crate::domain::{Agent, AgentKind, WorkspaceId};
+use crate::domain::{Agent, WorkspaceId};
 use crate::engine::Engine;
 use crate::runtimes::{Detected, LocalModels, TooSoon};
 use crate::service::{Caller, Result};
@@ -14,7 +14,7 @@ pub async fn local_model_urls(state: &Engine, ws: WorkspaceId) -> Vec<(String, S
     if let Ok(agents) = state.store.list_agents(ws).await {
         urls.extend(agents.into_iter().filter_map(|a| {
             let url = base_url_of(&a)?;
-            (a.profile.kind == AgentKind::Llama)
+            (a.profile.kind.is_local_model())
                 .then(|| (format!("agent {}", a.profile.name.as_str()), url))
         }));
     }
@@ -32,7 +32,7 @@ pub fn base_url_of(agent: &Agent) -> Option<String> {
             .filter(|v| !v.secret)
             .map(|v| (v.key.clone(), v.value.clone()))
             .collect();
-        let kind = agent.profile.kind.runtime();
+        let kind = agent.profile.kind;
         kind.base_urls_in(&env)
             .first()
             .map(|(_, u)| (*u).to_owned())

@@ -6,9 +6,6 @@ use super::{Caller, Error, Result};
 use crate::domain::{ApiToken, NewApiToken, TokenId};
 use crate::engine::Engine;
 
-/// Prefix of every API token, so leaked tokens are recognisable.
-pub const TOKEN_KIND: &str = "mst";
-
 /// A token just created: the secret is in here and nowhere else.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CreatedToken {
@@ -27,7 +24,7 @@ pub async fn create(state: &Engine, caller: &Caller, name: &str) -> Result<Creat
             "must be 1 to 100 characters".to_owned(),
         )]));
     }
-    let secret = crate::auth::new_secret(TOKEN_KIND);
+    let secret = crate::auth::new_secret(crate::auth::API_TOKEN_KIND);
     let new = NewApiToken {
         workspace_id: caller.ws.id,
         user_id: caller.user.id,

@@ -1,5 +1,5 @@
 //! Workspace settings: the git repository runs get worktrees of (a folder on the server or a git URL),
-//! and the loop guard's limits on runs that comments set off (see `service::triggers`).
+//! and the loop guard's limits on runs that comments set off (see `engine::triggers`).
 
 use serde::Deserialize;
 

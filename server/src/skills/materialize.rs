@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::parse::{self, SKILL_MD};
 use crate::confined;
-use crate::domain::AgentKind;
+use crate::domain::RuntimeKind;
 use crate::runner::protocol::SkillBundle;
 use muster_agents::SkillsPlace;
 
@@ -94,8 +94,8 @@ impl SkillsRoot {
 
 /// Where `kind` discovers skills for a run with this working directory and home; `None` for kinds that
 /// read skills from the brief. Only the run's own folders decide: nothing in the agent's env does.
-pub fn skills_root(kind: AgentKind, workdir: &Path, home: &Path) -> Option<SkillsRoot> {
-    let (base, rel) = match muster_agents::adapter_for(kind.runtime()).skills_place() {
+pub fn skills_root(kind: RuntimeKind, workdir: &Path, home: &Path) -> Option<SkillsRoot> {
+    let (base, rel) = match muster_agents::adapter_for(kind).skills_place() {
         SkillsPlace::Workdir(rel) => (workdir, rel),
         SkillsPlace::Home(rel) => (home, rel),
         SkillsPlace::Brief => return None,

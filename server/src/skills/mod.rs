@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 pub use materialize::Materialized;
 pub use parse::{ParsedSkill, Problem};
 
-use crate::domain::AgentKind;
+use crate::domain::RuntimeKind;
 use crate::runner::protocol::SkillBundle;
 
 /// Writes a run's skills (the agent's enabled ones, as its order carries them): into the CLI's skills
 /// folder (see [`materialize`]), or appended to the brief at `brief` for custom and Llama agents. The
 /// returned manifest removes what it wrote when dropped, so keep it alive until the run has ended.
 pub async fn materialize(
-    kind: AgentKind,
+    kind: RuntimeKind,
     bundles: &[SkillBundle],
     workdir: &Path,
     home: &Path,

@@ -11,10 +11,10 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use crate::domain::{
-    ActivityId, ActivityKind, AgentId, AgentKind, AgentName, CommentId, Email, EnsembleId,
-    EnsembleRunId, EnsembleStatus, FailureReason, InboxItemId, InboxKind, InvitationId, IssueId,
-    IssuePrefix, IssueStatus, IssueTitle, PermissionMode, Priority, Role, RunId, RunStatus,
-    RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId, SkillSource, Slug, TokenId, UserId,
+    ActivityId, ActivityKind, AgentId, AgentName, CommentId, Email, EnsembleId, EnsembleRunId,
+    EnsembleStatus, FailureReason, InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix,
+    IssueStatus, IssueTitle, PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger,
+    RunnerId, RunnerTokenId, RuntimeKind, SessionId, SkillId, SkillSource, Slug, TokenId, UserId,
     WorkspaceId,
 };
 
@@ -101,8 +101,6 @@ text_codec!(
     IssueStatus => |v: &IssueStatus| v.as_str(), str::parse::<IssueStatus>;
     Priority => |v: &Priority| v.as_str(), str::parse::<Priority>;
     Role => |v: &Role| v.as_str(), str::parse::<Role>;
-    AgentKind => |v: &AgentKind| v.as_str(), str::parse::<AgentKind>;
-    PermissionMode => |v: &PermissionMode| v.as_str(), str::parse::<PermissionMode>;
     RunStatus => |v: &RunStatus| v.as_str(), str::parse::<RunStatus>;
     FailureReason => |v: &FailureReason| v.as_str(), str::parse::<FailureReason>;
     InboxKind => |v: &InboxKind| v.as_str(), str::parse::<InboxKind>;
@@ -116,3 +114,54 @@ text_codec!(
     Email => Email::as_str, Email::parse;
     AgentName => AgentName::as_str, AgentName::parse;
 );
+
+/// A name from the agents crate's fixed sets (runtime kind, permission mode), stored as its text like the
+/// enums above. The orphan rule keeps sqlx's traits off those types, so rows and binds wrap them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Named<T>(pub T);
+
+/// The agents crate's types stored as [`Named`].
+pub(super) trait StoredName: Sized + Send + Sync {
+    fn name(&self) -> &'static str;
+    fn from_name(text: &str) -> Result<Self, muster_agents::UnknownChoice>;
+}
+
+impl StoredName for RuntimeKind {
+    fn name(&self) -> &'static str {
+        self.as_str()
+    }
+    fn from_name(text: &str) -> Result<Self, muster_agents::UnknownChoice> {
+        text.parse()
+    }
+}
+
+impl StoredName for PermissionMode {
+    fn name(&self) -> &'static str {
+        self.as_str()
+    }
+    fn from_name(text: &str) -> Result<Self, muster_agents::UnknownChoice> {
+        text.parse()
+    }
+}
+
+macro_rules! named_codec_for {
+    ($($db:ty),+) => {$(
+        impl<T: StoredName> Type<$db> for Named<T> {
+            fn type_info() -> <$db as Database>::TypeInfo { <str as Type<$db>>::type_info() }
+            fn compatible(ty: &<$db as Database>::TypeInfo) -> bool { <String as Type<$db>>::compatible(ty) }
+        }
+        impl<T: StoredName> Encode<'_, $db> for Named<T> {
+            fn encode_by_ref(&self, buf: &mut <$db as Database>::ArgumentBuffer) -> Result<IsNull, BoxDynError> {
+                <String as Encode<$db>>::encode(self.0.name().to_owned(), buf)
+            }
+        }
+        impl<'r, T: StoredName> Decode<'r, $db> for Named<T> {
+            fn decode(v: <$db as Database>::ValueRef<'r>) -> Result<Self, BoxDynError> {
+                let text = <String as Decode<$db>>::decode(v)?;
+                Ok(Named(T::from_name(&text)?))
+            }
+        }
+    )+};
+}
+
+named_codec_for!(Postgres, Sqlite);

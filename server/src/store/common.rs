@@ -1425,12 +1425,12 @@ macro_rules! impl_store {
                 Ok(())
             }
 
-            async fn run_counts(&self) -> Result<Vec<(RunStatus, AgentKind, i64)>> {
-                let rows = sqlx::query_as::<$db, (RunStatus, AgentKind, i64)>(
+            async fn run_counts(&self) -> Result<Vec<(RunStatus, RuntimeKind, i64)>> {
+                let rows = sqlx::query_as::<$db, (RunStatus, $crate::store::codec::Named<RuntimeKind>, i64)>(
                     "select r.status, a.kind, count(*) from run r join agent a on a.agent_id = r.agent_id \
                      group by r.status, a.kind order by r.status, a.kind")
                     .fetch_all(&self.pool).await?;
-                Ok(rows)
+                Ok(rows.into_iter().map(|(status, kind, n)| (status, kind.0, n)).collect())
             }
 
             async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)> {
@@ -1524,12 +1524,12 @@ macro_rules! bind_agent {
         $query
             .bind(&new.name)
             .bind(&new.color)
-            .bind(new.kind)
+            .bind($crate::store::codec::Named(new.kind))
             .bind(new.model.as_deref())
             .bind(&new.instructions)
             .bind(sqlx::types::Json(&new.env))
             .bind(sqlx::types::Json(&new.extra_args))
-            .bind(new.permission_mode)
+            .bind($crate::store::codec::Named(new.permission_mode))
             .bind(new.max_concurrent_runs)
             .bind(new.stall_timeout_secs)
             .bind(new.max_retries)
@@ -1725,7 +1725,7 @@ macro_rules! push_claim_scope {
                 $qb.push(" and a.kind in (");
                 let mut list = $qb.separated(", ");
                 for kind in kinds {
-                    list.push_bind(*kind);
+                    list.push_bind($crate::store::codec::Named(*kind));
                 }
                 list.push_unseparated(")");
             }

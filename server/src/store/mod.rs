@@ -150,7 +150,7 @@ pub struct ClaimScope {
     /// Only runs of this workspace (a remote runner serves its token's workspace); any when `None`.
     pub workspace: Option<WorkspaceId>,
     /// Only runs of agents of these kinds (the CLIs the runner has); any when `None`, none when empty.
-    pub kinds: Option<Vec<crate::domain::AgentKind>>,
+    pub kinds: Option<Vec<crate::domain::RuntimeKind>>,
     /// The claiming runner's name: an agent bound to named runners (`NewAgent::runners`) goes only to
     /// one of them; an unbound agent goes to any runner.
     pub runner_name: String,
@@ -810,7 +810,7 @@ pub trait Store: Send + Sync + 'static {
     /// How many runs there are, by status and by their agent's runtime, across workspaces.
     async fn run_counts(
         &self,
-    ) -> Result<Vec<(crate::domain::RunStatus, crate::domain::AgentKind, i64)>>;
+    ) -> Result<Vec<(crate::domain::RunStatus, crate::domain::RuntimeKind, i64)>>;
     /// How many queued runs a runner may claim at `now` (their backoff is over), and since when the oldest
     /// of them has been claimable.
     async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)>;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use crate::domain::{
-    AgentId, AgentKind, FailureReason, IssueId, RunId, RunStatus, RunUsage, Usage,
+    AgentId, FailureReason, IssueId, RunId, RunStatus, RunUsage, RuntimeKind, Usage,
 };
 
 /// One run of [`super::Store::usage_runs`].
@@ -33,7 +33,7 @@ pub(super) struct UsageRow {
     run_id: RunId,
     agent_id: AgentId,
     agent_name: String,
-    kind: AgentKind,
+    kind: super::codec::Named<RuntimeKind>,
     model: Option<String>,
     issue_id: IssueId,
     issue_prefix: String,
@@ -57,7 +57,7 @@ impl From<UsageRow> for RunUsage {
             run_id: r.run_id,
             agent_id: r.agent_id,
             agent_name: r.agent_name,
-            kind: r.kind,
+            kind: r.kind.0,
             model: r.model.filter(|m| !m.trim().is_empty()),
             issue_id: r.issue_id,
             issue_key: format!("{}-{}", r.issue_prefix, r.issue_number),

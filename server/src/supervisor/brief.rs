@@ -9,15 +9,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::domain::{Agent, AgentKind, Comment, CommentAuthor, Issue};
-
-/// The context file a CLI reads from its working directory.
-pub(super) fn file_name(kind: AgentKind) -> &'static str {
-    match kind {
-        AgentKind::Claude => "CLAUDE.md",
-        _ => "AGENTS.md",
-    }
-}
+use crate::domain::{Agent, Comment, CommentAuthor, Issue, RuntimeKind};
 
 /// The brief as Markdown.
 pub(crate) fn render(issue: &Issue, comments: &[Comment], agent: &Agent) -> String {
@@ -60,13 +52,13 @@ pub(crate) fn render(issue: &Issue, comments: &[Comment], agent: &Agent) -> Stri
 }
 
 /// The prompt given on stdin: short, pointing at the brief.
-pub(crate) fn prompt(issue: &Issue, kind: AgentKind) -> String {
+pub(crate) fn prompt(issue: &Issue, kind: RuntimeKind) -> String {
     format!(
         "Work on issue {}: {}. The full brief is in {} in the current directory. Finish with a short \
          summary of what you did.",
         issue.key,
         issue.title.as_str(),
-        file_name(kind)
+        kind.brief_file()
     )
 }
 
@@ -77,12 +69,12 @@ const MAX_OWN_BYTES: u64 = 1024 * 1024;
 /// repository `tracked` a file of that name) and returns its path.
 pub(super) async fn write(
     workdir: &Path,
-    kind: AgentKind,
+    kind: RuntimeKind,
     brief: String,
     tracked: bool,
 ) -> Result<PathBuf, String> {
     let workdir = workdir.to_path_buf();
-    let name = file_name(kind);
+    let name = kind.brief_file();
     tokio::task::spawn_blocking(move || {
         let text = if tracked {
             format!(

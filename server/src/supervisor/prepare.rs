@@ -17,7 +17,7 @@ use super::brief;
 use super::git::{self, Worktree};
 use super::run::Host;
 use crate::config::Config;
-use crate::domain::{AgentKind, FailureReason, RunId};
+use crate::domain::{FailureReason, RunId};
 use crate::runner::protocol::{AgentSpec, Order};
 
 /// A run ready to spawn.
@@ -102,7 +102,7 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
         .iter()
         .map(|v| (v.key.clone(), v.value.clone()))
         .collect();
-    for (_, url) in order.agent.kind.runtime().base_urls_in(&env) {
+    for (_, url) in order.agent.kind.base_urls_in(&env) {
         secrets.extend(crate::redact::url_credentials(Some(url)));
     }
     secrets
@@ -177,7 +177,7 @@ async fn finish_prepare(
     let dir = run_dir(&host.config, order.run_id);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &order.agent;
-    let kind = p.kind.runtime();
+    let kind = p.kind;
     // Before the skills are written: a custom command's whole earlier HOME is copied.
     let (resume_session, continuity) =
         continue_session(host, order, kind, &home, &workdir, from_branch).await;
@@ -229,14 +229,15 @@ async fn finish_prepare(
                 .map(|(_, u)| (*u).to_owned())
         })
         .or_else(|| {
-            (p.kind == AgentKind::Llama)
+            p.kind
+                .is_local_model()
                 .then(|| host.config.llama_urls.first().map(|(_, url)| url.clone()))
                 .flatten()
         });
     // A custom command decides itself what its base URL means; the known CLIs and the local loop call it.
     let model_probe = base_url
         .as_deref()
-        .filter(|_| kind != RuntimeKind::Custom)
+        .filter(|_| !kind.is_custom())
         .map(|url| probe_url(url, &host.config.egress_resolve));
     if let Some(probe) = &model_probe {
         preflight(probe).await?;
@@ -260,10 +261,8 @@ async fn finish_prepare(
         // adapters point their CLI's provider at it by name (Codex `env_key`, OpenCode `{env:…}`).
         api_key: None,
         extra_args,
-        // Codex's own sandbox (bubblewrap) cannot run inside Landlock; ours confines it instead (a
-        // read-only profile gets a read-only worktree there).
-        permission_mode: if sandboxed && kind == RuntimeKind::Codex {
-            PermissionMode::Bypass
+        permission_mode: if sandboxed {
+            kind.mode_inside_sandbox(permission_mode)
         } else {
             permission_mode
         },
@@ -452,7 +451,7 @@ fn confine(
     let (home, tmp) = (dir.join("home"), dir.join("tmp"));
     let runs_dir = &host.config.runs_dir;
     let protected = [host.config.data_dir.as_path(), runs_dir.as_path()];
-    let custom = (agent.kind == AgentKind::Custom)
+    let custom = (agent.kind.is_custom())
         .then_some(agent.command.as_deref())
         .flatten();
     let facts = sandbox::policy::RunFacts {
@@ -492,7 +491,7 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
         })?;
         return Ok(None);
     };
-    let brief = brief::file_name(order.agent.kind);
+    let brief = order.agent.kind.brief_file();
     let source = git::RepoSource::parse(repo).map_err(|e| {
         PrepareError::config(format!(
             "the workspace's repository setting is invalid: {e}"
@@ -554,7 +553,7 @@ async fn program(
     p: &AgentSpec,
     kind: RuntimeKind,
 ) -> Result<(PathBuf, Vec<String>, Box<dyn Adapter>), PrepareError> {
-    if p.kind == AgentKind::Custom {
+    if p.kind.is_custom() {
         let command = p
             .command
             .clone()
@@ -565,7 +564,7 @@ async fn program(
         let adapter = Box::new(CustomAdapter::new(CustomFormat::StreamJson));
         return Ok((PathBuf::from("sh"), args, adapter));
     }
-    if p.kind == AgentKind::Llama {
+    if p.kind.is_local_model() {
         // Muster runs the local-model agent loop itself, as `muster llama-loop` in a child process, so
         // every guard (stall, budget, signals to the group) applies as for any CLI.
         return Ok((

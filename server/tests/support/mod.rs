@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use muster::app::AppState;
 use muster::domain::*;
+use muster::state::AppState;
 use muster::store::Store;
 use muster::supervisor::RunTiming;
 use muster_tests::{Backend, TestDb};
@@ -123,7 +123,7 @@ impl Env {
 
     /// A custom agent running `script`, with one secret variable.
     pub async fn agent(&self, name: &str, script: &Path) -> Agent {
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         new.command = Some(script.display().to_string());
         new.max_retries = 0;
         new.instructions = "Be brief.".to_owned();

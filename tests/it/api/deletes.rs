@@ -1,7 +1,7 @@
 //! Deleting issues and editing or deleting comments over `/api/v1`: who may, and what each refusal says.
 
 use chrono::{TimeDelta, Utc};
-use muster::domain::{AgentKind, AgentName, IssueKey, NewAgent, NewApiToken, NewRun, RunStatus};
+use muster::domain::{AgentName, IssueKey, NewAgent, NewApiToken, NewRun, RunStatus, RuntimeKind};
 use serde_json::{Value, json};
 
 use super::{Env, api_cases, field};
@@ -157,7 +157,7 @@ pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
     let agent = store
         .create_agent(
             t.ws.id,
-            &NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom),
+            &NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom),
         )
         .await
         .unwrap();
@@ -192,7 +192,7 @@ pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
         .unwrap()
         .unwrap();
     assert_eq!((claimed.id, claimed.status), (run.id, RunStatus::Claimed));
-    let secret = muster::auth::new_secret(muster::service::tokens::TOKEN_KIND);
+    let secret = muster::auth::new_secret(muster::auth::API_TOKEN_KIND);
     store
         .create_api_token(&NewApiToken {
             workspace_id: t.ws.id,
@@ -286,7 +286,7 @@ async fn issue_deletes(t: &Env) {
         .store
         .create_agent(
             t.ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Custom),
+            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Custom),
         )
         .await
         .unwrap();

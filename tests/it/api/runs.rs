@@ -19,7 +19,7 @@ api_cases!(
 
 /// An agent of the `alpha` workspace.
 async fn agent(t: &Env, name: &str) -> Agent {
-    let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Claude);
+    let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Claude);
     new.max_concurrent_runs = 8;
     t.app.store.create_agent(t.ws.id, &new).await.unwrap()
 }

@@ -88,7 +88,7 @@ async fn issue_thread(t: &Env) {
     let coder = store
         .create_agent(
             t.ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Custom),
+            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Custom),
         )
         .await
         .unwrap();

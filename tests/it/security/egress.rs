@@ -106,7 +106,7 @@ impl World {
         let script = self.scripts.path().join(format!("{name}.sh"));
         std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         new.command = Some(script.display().to_string());
         new.max_retries = retries;
         new.egress_hosts = hosts
@@ -359,7 +359,7 @@ sleep 120"#;
         "{detail}"
     );
     let text = muster::domain::failure::explain(
-        &muster::domain::failure::FailureFacts::of(&run, AgentKind::Custom, None).unwrap(),
+        &muster::domain::failure::FailureFacts::of(&run, RuntimeKind::Custom, None).unwrap(),
     );
     assert!(text.what.contains("denied.test:8443"), "{text}");
     assert!(text.to_do.contains("egress allow-list"), "{text}");

@@ -262,7 +262,7 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     )
     .unwrap();
     std::fs::set_permissions(&ticker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut new = NewAgent::new(AgentName::parse("ticker").unwrap(), AgentKind::Custom);
+    let mut new = NewAgent::new(AgentName::parse("ticker").unwrap(), RuntimeKind::Custom);
     new.command = Some(ticker.display().to_string());
     new.color = "#d97706".into();
     let agent = state.store.create_agent(ws.id, &new).await.unwrap();

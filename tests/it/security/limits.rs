@@ -370,14 +370,19 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 }
 
 /// A `custom` agent running `command`, never retried.
-async fn agent(state: &muster::app::AppState, ws: WorkspaceId, name: &str, command: &str) -> Agent {
-    let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+async fn agent(
+    state: &muster::state::AppState,
+    ws: WorkspaceId,
+    name: &str,
+    command: &str,
+) -> Agent {
+    let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
     new.command = Some(command.to_owned());
     new.max_retries = 0;
     state.store.create_agent(ws, &new).await.unwrap()
 }
 
-async fn todo(state: &muster::app::AppState, ws: WorkspaceId, title: &str) -> Issue {
+async fn todo(state: &muster::state::AppState, ws: WorkspaceId, title: &str) -> Issue {
     let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
     new.status = IssueStatus::Todo;
     state.store.create_issue(ws, &new).await.unwrap()
@@ -399,7 +404,7 @@ async fn poll<T, F: std::future::Future<Output = Option<T>>>(
 }
 
 /// The run once it is final.
-async fn finished(state: &muster::app::AppState, run: RunId) -> Run {
+async fn finished(state: &muster::state::AppState, run: RunId) -> Run {
     poll("the run to finish", || async {
         let found = state.store.get_run(run).await.unwrap();
         found.status.is_terminal().then_some(found)

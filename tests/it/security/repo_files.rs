@@ -117,10 +117,10 @@ impl World {
 
     /// An agent of `kind` (a custom one runs the stand-in), stored as is: no validation, as an agent
     /// saved before today's rules would be.
-    async fn agent(&self, name: &str, kind: AgentKind, env: &[(&str, &str)]) -> Agent {
+    async fn agent(&self, name: &str, kind: RuntimeKind, env: &[(&str, &str)]) -> Agent {
         let mut new = NewAgent::new(AgentName::parse(name).unwrap(), kind);
         new.max_retries = 0;
-        if kind == AgentKind::Custom {
+        if kind == RuntimeKind::Custom {
             new.command = Some(self.tmp.path().join("agent.sh").display().to_string());
         }
         new.env = env
@@ -273,7 +273,7 @@ async fn a_linked_brief_is_never_written_through(backend: Backend) {
             symlink(&target, r.join("AGENTS.md")).unwrap()
         })
         .await;
-    let agent = w.agent("linker", AgentKind::Custom, &[]).await;
+    let agent = w.agent("linker", RuntimeKind::Custom, &[]).await;
     let (_, run) = w
         .assign("Rotate", "Please rotate-the-keys-now.", &agent)
         .await;
@@ -357,7 +357,7 @@ async fn skills_never_go_through_a_linked_skills_folder(backend: Backend) {
     })
     .await;
     let agent = w
-        .agent("skilled", AgentKind::Claude, &[("PAUSE", "1")])
+        .agent("skilled", RuntimeKind::Claude, &[("PAUSE", "1")])
         .await;
     w.attach_demo_skill(&agent).await;
     let (_, run) = w.assign("Use skills", "Use the demo skill.", &agent).await;
@@ -385,7 +385,7 @@ async fn skills_never_go_through_a_linked_skills_folder(backend: Backend) {
 
     // Honest: a plain repository.
     w.repo("plain", |_| {}).await;
-    let honest = w.agent("plain", AgentKind::Claude, &[]).await;
+    let honest = w.agent("plain", RuntimeKind::Claude, &[]).await;
     w.attach_demo_skill(&honest).await;
     let (_, run) = w.assign("Plain", "Use the demo skill.", &honest).await;
     let run = w.finished(&run).await;
@@ -423,7 +423,7 @@ async fn skill_cleanup_never_follows_a_planted_link(backend: Backend) {
     let before = snapshot(&outside);
     let swap = outside.display().to_string();
     let agent = w
-        .agent("swapper", AgentKind::Claude, &[("SWAP", &swap)])
+        .agent("swapper", RuntimeKind::Claude, &[("SWAP", &swap)])
         .await;
     w.attach_demo_skill(&agent).await;
     let (_, run) = w.assign("Swap", "Swap the folder.", &agent).await;
@@ -498,7 +498,7 @@ async fn an_agents_env_cannot_choose_where_the_server_writes(backend: Backend) {
     std::fs::create_dir_all(&chosen).unwrap();
     let value = chosen.display().to_string();
     let agent = w
-        .agent("old-codex", AgentKind::Codex, &[("CODEX_HOME", &value)])
+        .agent("old-codex", RuntimeKind::Codex, &[("CODEX_HOME", &value)])
         .await;
     w.attach_demo_skill(&agent).await;
     let (_, run) = w.assign("Codex", "Use the demo skill.", &agent).await;

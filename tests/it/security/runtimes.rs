@@ -288,7 +288,7 @@ impl World {
 
     /// A llama agent with `base_url`, straight in the store (as its owner would make it).
     async fn llama_agent(&self, ws: &Workspace, name: &str, base_url: &str) -> Agent {
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Llama);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Llama);
         new.base_url = Some(base_url.to_owned());
         new.model = Some("m".to_owned());
         new.max_retries = 0;

@@ -123,7 +123,7 @@ impl World {
         let script = self.scripts.path().join(format!("{name}.sh"));
         std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Custom);
+        let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         new.extra_args = extra_args.iter().map(|a| (*a).to_owned()).collect();
         new.command = Some(script.display().to_string());
         new.base_url = Some(base_url.to_owned());

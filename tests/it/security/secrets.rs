@@ -78,7 +78,7 @@ fn assert_clean(what: &str, text: &str) {
         );
     }
     // Run tokens are `mst_` and 64 hex digits; none may show (the owner's own token never does either).
-    let kind = format!("{}_", muster::service::tokens::TOKEN_KIND);
+    let kind = format!("{}_", muster::auth::API_TOKEN_KIND);
     for (i, _) in text.match_indices(&kind) {
         let rest = &text[i + kind.len()..];
         let hex = rest.chars().take_while(char::is_ascii_hexdigit).count();

@@ -79,7 +79,7 @@ impl Team {
         let agent = s
             .create_agent(
                 acme.id,
-                &NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Claude),
+                &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude),
             )
             .await
             .unwrap();

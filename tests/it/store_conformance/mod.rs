@@ -87,7 +87,7 @@ pub async fn agent(
     name: &str,
     max_concurrent: i32,
 ) -> Agent {
-    let mut new = NewAgent::new(AgentName::parse(name).unwrap(), AgentKind::Claude);
+    let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Claude);
     new.max_concurrent_runs = max_concurrent;
     store.create_agent(ws, &new).await.unwrap()
 }

@@ -352,10 +352,13 @@ async fn claims_stay_within_their_scope(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "MUS").await;
     let other = fixture(&store, "other", "OTH").await;
     let claude = agent(&store, f.ws.id, "claude-any", 4).await;
-    let mut codex = NewAgent::new(AgentName::parse("codex-any").unwrap(), AgentKind::Codex);
+    let mut codex = NewAgent::new(AgentName::parse("codex-any").unwrap(), RuntimeKind::Codex);
     codex.max_concurrent_runs = 4;
     let codex = store.create_agent(f.ws.id, &codex).await.unwrap();
-    let mut bound = NewAgent::new(AgentName::parse("claude-bound").unwrap(), AgentKind::Claude);
+    let mut bound = NewAgent::new(
+        AgentName::parse("claude-bound").unwrap(),
+        RuntimeKind::Claude,
+    );
     bound.max_concurrent_runs = 4;
     bound.runners = vec!["gpu".into(), "big-box".into()];
     let bound = store.create_agent(f.ws.id, &bound).await.unwrap();
@@ -385,7 +388,7 @@ async fn claims_stay_within_their_scope(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let (rid, now, lease) = (r.id, Utc::now(), Utc::now() + TimeDelta::seconds(20));
-    let scope = |kinds: Option<Vec<AgentKind>>, name: &str| ClaimScope {
+    let scope = |kinds: Option<Vec<RuntimeKind>>, name: &str| ClaimScope {
         workspace: Some(f.ws.id),
         kinds,
         runner_name: name.to_owned(),
@@ -402,22 +405,26 @@ async fn claims_stay_within_their_scope(store: Arc<dyn Store>) {
     };
     assert_eq!(claim(scope(Some(vec![]), "gpu")).await, None, "no CLIs");
     assert_eq!(
-        claim(scope(Some(vec![AgentKind::OpenCode]), "gpu")).await,
+        claim(scope(Some(vec![RuntimeKind::Opencode]), "gpu")).await,
         None
     );
     assert_eq!(
-        claim(scope(Some(vec![AgentKind::Codex, AgentKind::Llama]), "mac")).await,
+        claim(scope(
+            Some(vec![RuntimeKind::Codex, RuntimeKind::Llama]),
+            "mac"
+        ))
+        .await,
         Some(codex_run.id),
         "only its kinds, and not the older run bound elsewhere"
     );
     assert_eq!(
-        claim(scope(Some(vec![AgentKind::Claude]), "mac")).await,
+        claim(scope(Some(vec![RuntimeKind::Claude]), "mac")).await,
         Some(claude_run.id),
         "an unbound agent goes to any runner; a bound one only to its own"
     );
     assert_eq!(claim(scope(None, "mac")).await, None);
     assert_eq!(
-        claim(scope(Some(vec![AgentKind::Claude]), "big-box")).await,
+        claim(scope(Some(vec![RuntimeKind::Claude]), "big-box")).await,
         Some(bound_run.id),
         "a runner the agent lists"
     );
@@ -842,7 +849,7 @@ async fn agents_keep_their_runner_binding(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "MUS").await;
     let plain = agent(&store, f.ws.id, "plain", 1).await;
     assert!(plain.profile.runners.is_empty(), "any runner by default");
-    let mut new = NewAgent::new(AgentName::parse("bound").unwrap(), AgentKind::Codex);
+    let mut new = NewAgent::new(AgentName::parse("bound").unwrap(), RuntimeKind::Codex);
     new.runners = vec!["gpu".into(), "mac.local".into()];
     let bound = store.create_agent(f.ws.id, &new).await.unwrap();
     assert_eq!(bound.profile, new);

@@ -16,7 +16,7 @@ store_cases!(
 
 async fn agents_crud(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "MUS").await;
-    let mut new = NewAgent::new(AgentName::parse("reviewer").unwrap(), AgentKind::Codex);
+    let mut new = NewAgent::new(AgentName::parse("reviewer").unwrap(), RuntimeKind::Codex);
     new.model = Some("gpt-5-codex".into());
     new.instructions = "Review diffs.".into();
     new.env = vec![EnvVar {
@@ -63,7 +63,7 @@ async fn agents_crud(store: Arc<dyn Store>) {
     assert_eq!(names, ["alpha", "reviewer"]);
 
     let mut changed = new.clone();
-    changed.kind = AgentKind::Llama;
+    changed.kind = RuntimeKind::Llama;
     changed.budget = Budget::default();
     changed.model = None;
     let updated = store
@@ -238,7 +238,7 @@ async fn egress_allow_lists(store: Arc<dyn Store>) {
             .map(|h| HostPattern::parse_field("egress_hosts", h).unwrap())
             .collect()
     };
-    let mut new = NewAgent::new(AgentName::parse("fetcher").unwrap(), AgentKind::Claude);
+    let mut new = NewAgent::new(AgentName::parse("fetcher").unwrap(), RuntimeKind::Claude);
     new.egress_hosts = hosts(&["github.com", "*.npmjs.org", "10.0.0.7:8443"]);
     let created = store.create_agent(f.ws.id, &new).await.unwrap();
     assert_eq!(created.profile, new);

@@ -42,7 +42,7 @@ fn outcome(status: RunStatus, input: i64, output: i64, cost: f64, unknown: bool)
 async fn usage_runs_and_spend_sum_exactly(store: Arc<dyn Store>) {
     let f = fixture(&store, "spend", "SPD").await;
     let other = fixture(&store, "elsewhere", "ELS").await;
-    let mut new = NewAgent::new(AgentName::parse("coder").unwrap(), AgentKind::Codex);
+    let mut new = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Codex);
     new.model = Some("gpt-5".into());
     let coder = store.create_agent(f.ws.id, &new).await.unwrap();
     let helper = agent(&store, f.ws.id, "helper", 3).await;
@@ -109,7 +109,7 @@ async fn usage_runs_and_spend_sum_exactly(store: Arc<dyn Store>) {
     assert_eq!(ids, vec![a.id, b.id, c.id, live.id]);
     let first = &runs[0];
     assert_eq!(first.agent_name, "coder");
-    assert_eq!(first.kind, AgentKind::Codex);
+    assert_eq!(first.kind, RuntimeKind::Codex);
     assert_eq!(first.model.as_deref(), Some("gpt-5"));
     assert_eq!(first.issue_key, i.key.to_string());
     assert_eq!(first.status, RunStatus::Succeeded);
@@ -293,7 +293,7 @@ async fn metrics_read_runs_queue_and_runners(store: Arc<dyn Store>) {
     let f = fixture(&store, "metrics", "MET").await;
     let other = fixture(&store, "metrics-b", "MEB").await;
     let coder = agent(&store, f.ws.id, "coder", 1).await;
-    let mut new = NewAgent::new(AgentName::parse("local").unwrap(), AgentKind::Llama);
+    let mut new = NewAgent::new(AgentName::parse("local").unwrap(), RuntimeKind::Llama);
     new.max_concurrent_runs = 1;
     let local = store.create_agent(other.ws.id, &new).await.unwrap();
     let i = issue(&store, f.ws.id, "One", IssueStatus::Todo).await;
@@ -325,8 +325,8 @@ async fn metrics_read_runs_queue_and_runners(store: Arc<dyn Store>) {
     assert_eq!(
         counts,
         vec![
-            (RunStatus::Queued, AgentKind::Claude, 2),
-            (RunStatus::Succeeded, AgentKind::Llama, 1),
+            (RunStatus::Queued, RuntimeKind::Claude, 2),
+            (RunStatus::Succeeded, RuntimeKind::Llama, 1),
         ]
     );
     let runners_before = store.all_runners().await.unwrap().len();

@@ -28,17 +28,6 @@ pub fn agents(v: &AgentListView) -> Markup {
     page("Agents", Some(&v.nav), body)
 }
 
-fn kind_label(kind: &str) -> &str {
-    match kind {
-        "claude" => "Claude Code",
-        "codex" => "Codex",
-        "opencode" => "OpenCode",
-        "llama" => "Local Llama",
-        "custom" => "Custom command",
-        other => other,
-    }
-}
-
 fn agent_card(a: &AgentRowView) -> Markup {
     html! {
         a.agent-card href=(a.url) {
@@ -46,7 +35,7 @@ fn agent_card(a: &AgentRowView) -> Markup {
             div.agent-info {
                 div.agent-name { (a.name) span.tag-agent { "agent" } }
                 div.agent-meta {
-                    span { (kind_label(&a.kind)) }
+                    span { (a.kind_label) }
                     @if let Some(m) = &a.model { span.mono { (m) } }
                 }
                 div.agent-meta {
@@ -68,7 +57,7 @@ mod tests {
         AgentRowView {
             name: name.into(),
             avatar: crate::samples::agent(name, "#d97706"),
-            kind: "claude".into(),
+            kind_label: "Claude Code".into(),
             model: Some("claude-sonnet-4".into()),
             url: format!("/w/acme/agents/{name}"),
             max_concurrent_runs: 2,

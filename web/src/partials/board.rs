@@ -3,7 +3,7 @@
 
 use maud::{Markup, html};
 
-use super::widgets::{Avatar, LabelChip, PriorityIcon, RunPill, runtime_label, status_class};
+use super::widgets::{Avatar, LabelChip, PriorityIcon, RunPill, status_class};
 use crate::views::{BoardColumnView, IssueCardView, PersonKind};
 
 /// One issue card: key, priority, title (linking to the issue), labels, run state and assignee. It is
@@ -40,7 +40,7 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
                                 "Assigned to " (a.name)
                                 @if a.kind == PersonKind::Agent {
                                     " (agent"
-                                    @if let Some(rt) = a.runtime.as_deref().and_then(runtime_label) { ", " (rt) }
+                                    @if let Some(rt) = &a.runtime { ", " (rt.label) }
                                     ")"
                                 }
                             }

@@ -140,30 +140,10 @@ pub fn side_by_side_colors(names: &[&str], preferred: &[String]) -> Vec<String> 
     out
 }
 
-/// The display name of an agent runtime kind, or `None` for an unknown one.
-pub fn runtime_label(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "claude" => "Claude Code",
-        "codex" => "Codex",
-        "opencode" => "OpenCode",
-        "llama" => "local model",
-        "custom" => "custom command",
-        _ => return None,
-    })
-}
-
-/// An agent's runtime (`claude`, `codex`, `opencode`, `llama`, `custom`) as a small badge; an unknown
-/// kind renders nothing (it also names a CSS class).
-pub struct RuntimeBadge<'a>(pub &'a str);
-
-impl Render for RuntimeBadge<'_> {
-    fn render(&self) -> Markup {
-        html! {
-            @if let Some(label) = runtime_label(self.0) {
-                span class={ "avatar-rt rt-" (self.0) } title=(label) { (self.0) }
-            }
-        }
-    }
+/// Whether a runtime's name may become a CSS class: lowercase letters only, so a malformed name never
+/// reaches the markup as anything but text.
+fn class_safe(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase())
 }
 
 /// The one avatar of a person or agent, used on cards, the issue and run pages, the agents list and the
@@ -179,9 +159,9 @@ impl Render for Avatar<'_> {
             PersonKind::Agent => ("avatar avatar-agent", "Agent"),
             PersonKind::System => ("avatar avatar-system", "System"),
         };
-        let runtime = p.runtime.as_deref().filter(|r| runtime_label(r).is_some());
-        let title = match runtime.and_then(runtime_label) {
-            Some(rt) => format!("{} ({label}, {rt})", p.name),
+        let runtime = p.runtime.as_ref().filter(|r| class_safe(&r.name));
+        let title = match runtime {
+            Some(rt) => format!("{} ({label}, {})", p.name, rt.label),
             None => format!("{} ({label})", p.name),
         };
         let face = |title: Option<&str>| {
@@ -196,7 +176,7 @@ impl Render for Avatar<'_> {
             @match runtime {
                 Some(rt) => span.avatar-group title=(title) aria-hidden="true" {
                     (face(None))
-                    span class={ "avatar-rt rt-" (rt) } { (rt) }
+                    span class={ "avatar-rt rt-" (rt.name) } { (rt.name) }
                 },
                 None => (face(Some(&title))),
             }

@@ -72,28 +72,32 @@ pub fn agent_form() -> AgentFormView {
 
 /// The agents list.
 pub fn agents() -> AgentListView {
-    let row =
-        |name: &str, color: &str, kind: &str, model: Option<&str>, runs: i32, budget: &str| {
-            AgentRowView {
-                name: name.into(),
-                avatar: PersonView {
-                    runtime: Some(kind.into()),
-                    ..super::agent(name, color)
-                },
-                kind: kind.into(),
-                model: model.map(str::to_string),
-                url: format!("/w/acme/agents/{name}"),
-                max_concurrent_runs: runs,
-                budget: budget.into(),
-            }
-        };
+    let row = |name: &str,
+               color: &str,
+               kind: (&str, &str),
+               model: Option<&str>,
+               runs: i32,
+               budget: &str| {
+        AgentRowView {
+            name: name.into(),
+            avatar: PersonView {
+                runtime: Some(super::runtime(kind.0, kind.1)),
+                ..super::agent(name, color)
+            },
+            kind_label: kind.1.into(),
+            model: model.map(str::to_string),
+            url: format!("/w/acme/agents/{name}"),
+            max_concurrent_runs: runs,
+            budget: budget.into(),
+        }
+    };
     AgentListView {
         nav: nav(NavItem::Agents),
         agents: vec![
             row(
                 "claude-reviewer",
                 "#d97706",
-                "claude",
+                ("claude", "Claude Code"),
                 Some("claude-sonnet-4-5"),
                 2,
                 "$2.00 / 100k tokens",
@@ -101,7 +105,7 @@ pub fn agents() -> AgentListView {
             row(
                 "codex",
                 "#0891b2",
-                "codex",
+                ("codex", "Codex"),
                 Some("gpt-5-codex"),
                 1,
                 "$1.50 per run",
@@ -109,7 +113,7 @@ pub fn agents() -> AgentListView {
             row(
                 "local-llama",
                 "#16a34a",
-                "llama",
+                ("llama", "Local Llama"),
                 Some("qwen2.5-coder-7b"),
                 1,
                 "no budget",

@@ -1,6 +1,8 @@
 //! The flags of `muster agent …` (clap derive; none reads the environment).
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+use clap::{Args, Subcommand};
+use muster_agents::RuntimeKind;
 
 /// What to do with agents.
 #[derive(Debug, Subcommand)]
@@ -24,31 +26,10 @@ pub enum AgentCommand {
     },
 }
 
-/// Which runtime an agent runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Kind {
-    /// Claude Code.
-    Claude,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// OpenCode.
-    Opencode,
-    /// A local Llama server.
-    Llama,
-    /// Any command line (see --command).
-    Custom,
-}
-
-impl Kind {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Claude => "claude",
-            Kind::Codex => "codex",
-            Kind::Opencode => "opencode",
-            Kind::Llama => "llama",
-            Kind::Custom => "custom",
-        }
-    }
+/// `--kind`: one of the agents crate's runtime kinds, each listed in `--help` with its label.
+fn kind_parser() -> impl clap::builder::TypedValueParser<Value = RuntimeKind> {
+    let values = RuntimeKind::ALL.map(|k| PossibleValue::new(k.as_str()).help(k.label()));
+    PossibleValuesParser::new(values).try_map(|name| name.parse::<RuntimeKind>())
 }
 
 /// A `KEY=VALUE` pair from `--env` or `--secret`.
@@ -155,8 +136,8 @@ pub struct CreateArgs {
     #[arg(long)]
     pub name: String,
     /// Which runtime the agent runs on.
-    #[arg(long, value_enum)]
-    pub kind: Kind,
+    #[arg(long, value_parser = kind_parser())]
+    pub kind: RuntimeKind,
     #[command(flatten)]
     pub profile: ProfileArgs,
 }
@@ -170,8 +151,8 @@ pub struct EditArgs {
     #[arg(long, value_name = "NAME")]
     pub rename: Option<String>,
     /// A new runtime.
-    #[arg(long, value_enum)]
-    pub kind: Option<Kind>,
+    #[arg(long, value_parser = kind_parser())]
+    pub kind: Option<RuntimeKind>,
     /// Removes an environment variable (plain or secret); repeat for several.
     #[arg(long, value_name = "KEY")]
     pub unset_env: Vec<String>,

@@ -7,10 +7,11 @@
 
 mod args;
 
+use muster_agents::RuntimeKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use args::{AgentCommand, CreateArgs, EditArgs, EnvPair, Kind, ProfileArgs, parse_env_pair};
+pub use args::{AgentCommand, CreateArgs, EditArgs, EnvPair, ProfileArgs, parse_env_pair};
 
 use super::output::{clean, indent, print_json, table};
 use super::{Client, Remote, not_found_as, segment, shape, text_arg};
@@ -335,7 +336,7 @@ async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()>
     if args.any_runner {
         body.runners = Some(Vec::new());
     }
-    body.kind = args.kind.map(Kind::as_str);
+    body.kind = args.kind.map(RuntimeKind::as_str);
     let p = &args.profile;
     if !(p.env.is_empty() && p.secret.is_empty() && args.unset_env.is_empty()) {
         let current: Agent = shape(&fetch(client, &args.name).await?)?;

@@ -13,7 +13,7 @@ fn track(kind: RuntimeKind, stream: &str) -> ErrorTrack {
     track
 }
 
-fn facts<'a>(track: &'a ErrorTrack, kind: AgentKind, exit_code: Option<i32>) -> FailureFacts<'a> {
+fn facts<'a>(track: &'a ErrorTrack, kind: RuntimeKind, exit_code: Option<i32>) -> FailureFacts<'a> {
     FailureFacts {
         reason: track.reason(),
         kind,
@@ -24,7 +24,7 @@ fn facts<'a>(track: &'a ErrorTrack, kind: AgentKind, exit_code: Option<i32>) -> 
     }
 }
 
-fn only(reason: FailureReason, kind: AgentKind, detail: Option<&str>) -> FailureText {
+fn only(reason: FailureReason, kind: RuntimeKind, detail: Option<&str>) -> FailureText {
     explain(&FailureFacts {
         reason,
         kind,
@@ -40,21 +40,21 @@ fn a_refused_key_names_the_cli_the_status_and_the_secret() {
     let cases = [
         (
             RuntimeKind::Claude,
-            AgentKind::Claude,
+            RuntimeKind::Claude,
             include_str!("../../../../agents/tests/fixtures/claude/api-error.jsonl"),
             "Claude Code's API key was refused by the provider (401)",
             "check the agent's ANTHROPIC_API_KEY secret",
         ),
         (
             RuntimeKind::Codex,
-            AgentKind::Codex,
+            RuntimeKind::Codex,
             include_str!("../../../../agents/tests/fixtures/codex/api-error.jsonl"),
             "Codex's API key was refused by the provider (401)",
             "check the agent's OPENAI_API_KEY secret",
         ),
         (
             RuntimeKind::Opencode,
-            AgentKind::OpenCode,
+            RuntimeKind::Opencode,
             include_str!("../../../../agents/tests/fixtures/opencode/api-error.jsonl"),
             "OpenCode's API key was refused by the provider (401)",
             "check the agent's OPENAI_API_KEY secret",
@@ -91,7 +91,7 @@ fn claudes_closing_diagnostic_does_not_hide_the_refusal() {
     assert_eq!(track.reason(), FailureReason::Auth);
     let detail = track.message().unwrap();
     assert!(detail.contains("401"), "{detail}");
-    let text = explain(&facts(&track, AgentKind::Claude, Some(0)));
+    let text = explain(&facts(&track, RuntimeKind::Claude, Some(0)));
     assert_eq!(
         text.sentence(),
         "Claude Code's API key was refused by the provider (401): check the agent's ANTHROPIC_API_KEY secret"
@@ -99,7 +99,7 @@ fn claudes_closing_diagnostic_does_not_hide_the_refusal() {
     // The raw diagnostic stays available.
     let f = FailureFacts {
         summary: Some("[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=null"),
-        ..facts(&track, AgentKind::Claude, Some(0))
+        ..facts(&track, RuntimeKind::Claude, Some(0))
     };
     let raw = diagnostic(&f);
     assert!(raw.contains("[ede_diagnostic]"), "{raw}");
@@ -121,7 +121,7 @@ fn a_recorded_success_has_no_error() {
 fn each_cause_says_what_to_do() {
     let not_found = only(
         FailureReason::Config,
-        AgentKind::Codex,
+        RuntimeKind::Codex,
         Some("unexpected status 404 Not Found: model not found"),
     );
     assert_eq!(
@@ -131,7 +131,7 @@ fn each_cause_says_what_to_do() {
     assert!(not_found.to_do.contains("model setting"));
     let with_model = explain(&FailureFacts {
         reason: FailureReason::Config,
-        kind: AgentKind::OpenCode,
+        kind: RuntimeKind::Opencode,
         exit_code: Some(1),
         detail: Some("The model `gpt-9` does not exist"),
         summary: None,
@@ -142,40 +142,40 @@ fn each_cause_says_what_to_do() {
         "The provider does not know the model \"gpt-9\""
     );
 
-    let limited = only(FailureReason::RateLimit, AgentKind::Claude, None);
+    let limited = only(FailureReason::RateLimit, RuntimeKind::Claude, None);
     assert_eq!(
         limited.what,
         "The model provider rate-limited Claude Code (429)"
     );
     let unreachable = only(
         FailureReason::Network,
-        AgentKind::Codex,
+        RuntimeKind::Codex,
         Some("stream error: connection refused"),
     );
     assert_eq!(unreachable.what, "Codex could not reach its model server");
     assert!(unreachable.to_do.contains("base URL"));
     assert!(
-        only(FailureReason::MissingCli, AgentKind::OpenCode, None)
+        only(FailureReason::MissingCli, RuntimeKind::Opencode, None)
             .what
             .contains("OpenCode is not installed")
     );
     assert!(
-        only(FailureReason::Sandbox, AgentKind::Claude, None)
+        only(FailureReason::Sandbox, RuntimeKind::Claude, None)
             .to_do
             .contains("--allow-unsandboxed-agents")
     );
     assert!(
-        only(FailureReason::Stalled, AgentKind::Claude, None)
+        only(FailureReason::Stalled, RuntimeKind::Claude, None)
             .to_do
             .contains("stall timeout")
     );
-    let budget = only(FailureReason::OverBudget, AgentKind::Codex, None);
+    let budget = only(FailureReason::OverBudget, RuntimeKind::Codex, None);
     assert!(budget.what.contains("budget") && budget.in_agent_settings);
     let exited = explain(&FailureFacts {
         exit_code: Some(3),
         ..FailureFacts {
             reason: FailureReason::Exit,
-            kind: AgentKind::Custom,
+            kind: RuntimeKind::Custom,
             exit_code: None,
             detail: None,
             summary: None,

@@ -7,7 +7,7 @@ fn at(d: u32, h: u32) -> DateTime<Utc> {
 }
 
 fn run(
-    agent: (AgentId, &str, AgentKind),
+    agent: (AgentId, &str, RuntimeKind),
     day: u32,
     status: RunStatus,
     secs: i64,
@@ -40,8 +40,8 @@ fn run(
 
 #[test]
 fn report_groups_rates_quantiles_and_days() {
-    let a = (AgentId::new(), "alpha", AgentKind::Claude);
-    let b = (AgentId::new(), "beta", AgentKind::Llama);
+    let a = (AgentId::new(), "alpha", RuntimeKind::Claude);
+    let b = (AgentId::new(), "beta", RuntimeKind::Llama);
     let mut over = run(a, 2, RunStatus::Failed, 30, 0.5);
     over.failure_reason = Some(FailureReason::OverBudget);
     let runs = vec![
@@ -79,7 +79,7 @@ fn report_groups_rates_quantiles_and_days() {
 /// mixed with priced runs, the unpriced ones are left out of the average.
 #[test]
 fn unpriced_runs_cost_an_unknown_amount_per_run() {
-    let a = (AgentId::new(), "custom", AgentKind::Codex);
+    let a = (AgentId::new(), "custom", RuntimeKind::Codex);
     let unpriced = |day| {
         let mut r = run(a, day, RunStatus::Succeeded, 10, 0.0);
         r.usage.cost_unknown = true;
@@ -177,7 +177,7 @@ fn costs_read_estimated_unpriced_or_local_as_they_were_priced() {
         ..Usage::default()
     };
     // What the CLI reported reads plain, whatever the runtime; what Muster priced reads estimated.
-    assert_eq!(priced.cost_label(Some(AgentKind::Codex)).0, "$0.0421");
+    assert_eq!(priced.cost_label(Some(RuntimeKind::Codex)).0, "$0.0421");
     let mut estimated = Usage::default();
     let rates = muster_agents::RateTable::default();
     let (model, _) = rates.iter().next().expect("the built-in table has models");
@@ -190,7 +190,7 @@ fn costs_read_estimated_unpriced_or_local_as_they_were_priced() {
         estimated.cost_estimated && estimated.cost_usd > 0.0,
         "{estimated:?}"
     );
-    let (label, title) = estimated.cost_label(Some(AgentKind::OpenCode));
+    let (label, title) = estimated.cost_label(Some(RuntimeKind::Opencode));
     assert!(label.ends_with(" · estimated"), "{label}");
     assert!(title.unwrap().starts_with("Estimated"));
     // Reported costs stay plain when added to.
@@ -207,12 +207,12 @@ fn costs_read_estimated_unpriced_or_local_as_they_were_priced() {
         cost_unknown: true,
         ..priced
     };
-    assert_eq!(unknown.cost_label(Some(AgentKind::Codex)).0, "unpriced");
+    assert_eq!(unknown.cost_label(Some(RuntimeKind::Codex)).0, "unpriced");
     let mut both = unknown;
     both += &estimated;
     assert!(both.cost_estimated && both.cost_unknown);
     assert_eq!(
-        Usage::default().cost_label(Some(AgentKind::Llama)).0,
+        Usage::default().cost_label(Some(RuntimeKind::Llama)).0,
         "$0 · local"
     );
 }

@@ -6,10 +6,10 @@ use axum::http::{Extensions, HeaderMap, StatusCode};
 use axum::routing::put;
 
 use super::ErrorBody;
-use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiUser, AppJson, SESSION_COOKIE, cookie};
 use crate::service::members::{self, PasswordChange};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/api/v1/account/password", put(change_password))

@@ -8,10 +8,10 @@ use axum::{Json, Router};
 
 use super::ErrorBody;
 use super::doc::path::AgentNameParam;
-use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::service::agents::{self as svc, AgentInput, AgentNameView, AgentView};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::ErrorBody;
 use super::doc::path::{EnsembleNameParam, IssueKeyParam};
-use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::ensembles::{self as svc, Comparison, EnsembleInput, EnsembleView, Estimate};
 use crate::service::issues::parse_key;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

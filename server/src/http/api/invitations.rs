@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use super::ErrorBody;
 use super::doc::path::InvitationIdParam;
-use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, ApiUser, AppPath};
 use crate::service::invitations::{self as svc, InvitationView};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -10,12 +10,12 @@ use super::ErrorBody;
 use super::doc::path::IssueKeyParam;
 use super::paging::{self, DEFAULT_LIMIT};
 use super::views::{CommentView, IssueDetail, IssueView, Names};
-use crate::app::AppState;
 use crate::domain::{CommentId, IssueCursor, IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::comments as comments_svc;
 use crate::service::issues::{self as svc, IssueInput};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

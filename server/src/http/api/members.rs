@@ -10,12 +10,12 @@ use serde::Deserialize;
 use super::ErrorBody;
 use super::doc::path::{TokenIdParam, UserIdParam};
 use super::views::{MemberView, TokenView};
-use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::service::invitations::InvitationView;
 use crate::service::members::{self as svc, Added, MemberInput};
 use crate::service::tokens::{self, CreatedToken};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -25,7 +25,7 @@ use axum::{Json, Router};
 use utoipa::OpenApi;
 
 use super::extract::ApiCaller;
-use crate::app::AppState;
+use crate::state::AppState;
 use doc::{CommonResponses, RequiredOnCreate};
 
 pub(crate) use skills::zip_response;

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use super::ErrorBody;
 use super::doc::path::RunnerTokenIdParam;
-use crate::app::AppState;
 use crate::domain::RunnerToken;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::service::runners::{
     self as svc, CreatedRunnerToken, ReportedModels, ReportedRuntime, RunnerStatus,
 };
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -18,12 +18,12 @@ use serde::{Deserialize, Serialize};
 use super::ErrorBody;
 use super::doc::path::{IssueKeyParam, RunIdParam};
 use super::views::{Names, RunEventView, RunView};
-use crate::app::AppState;
 use crate::domain::{IssueId, Run, RunId, RunStatus, Seq};
 use crate::http::extract::{ApiCaller, AppPath, AppQuery, credential_hash};
 use crate::http::{Error, Result};
 use crate::service::runs::{self as svc, FollowItem, RunListInput};
 use crate::service::{Caller, issues};
+use crate::state::AppState;
 
 /// Events per page when no `limit` is given.
 const DEFAULT_PAGE: i64 = 200;

@@ -9,11 +9,11 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use super::ErrorBody;
-use crate::app::AppState;
 use crate::http::Result;
 use crate::http::extract::ApiCaller;
-use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, label};
+use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon};
 use crate::service::runtimes as svc;
+use crate::state::AppState;
 use muster_agents::detect::install_hint;
 
 pub(super) fn router() -> Router<AppState> {
@@ -104,7 +104,7 @@ fn runtime_view(d: &muster_agents::Detection) -> RuntimeView {
     );
     RuntimeView {
         kind: d.kind.to_string(),
-        label: label(d.kind).to_owned(),
+        label: d.kind.label().to_owned(),
         status: d.status.as_str().to_owned(),
         path: d.path.as_ref().map(|p| p.display().to_string()),
         version: d.version.clone(),

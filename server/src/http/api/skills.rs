@@ -10,13 +10,13 @@ use axum::{Json, Router};
 
 use super::ErrorBody;
 use super::doc::path::{AgentNameParam, SkillSlugParam};
-use crate::app::AppState;
 use crate::http::extract::{ApiCaller, AppJson, AppPath};
 use crate::http::{Error, Result};
 use crate::service::skills::{
     self as svc, AgentSkillView, AttachInput, ImportPathInput, SkillInput, SkillView,
 };
 use crate::skills::archive::MAX_ARCHIVE_BYTES;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -9,12 +9,12 @@ use serde::Serialize;
 use super::ErrorBody;
 use super::doc::path::IssueKeyParam;
 use super::views::{CommentView, Names, PersonRef, RunView};
-use crate::app::AppState;
 use crate::domain::IssueStatus;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppPath};
 use crate::service::issues::parse_key;
 use crate::service::thread::{self as svc, Entry};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/api/v1/issues/{key}/thread", get(show))

@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::ErrorBody;
 use super::doc::path::AgentNameParam;
-use crate::app::AppState;
 use crate::domain::usage::{DayUsage, GroupUsage, Totals};
-use crate::domain::{AgentKind, Cap, Usage, UsageReport};
+use crate::domain::{Cap, RuntimeKind, Usage, UsageReport};
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::usage::{self as svc, CapInput, UsageQuery};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -45,7 +45,7 @@ pub struct TotalsView {
 }
 
 impl TotalsView {
-    fn of(t: &Totals, kind: Option<AgentKind>) -> Self {
+    fn of(t: &Totals, kind: Option<RuntimeKind>) -> Self {
         TotalsView {
             runs: t.runs,
             input_tokens: t.input_tokens,

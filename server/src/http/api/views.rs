@@ -5,20 +5,20 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::app::AppState;
 use crate::domain::{
-    Activity, Actor, AgentId, AgentKind, ApiToken, Assignee, Comment, Issue, Member, UserId,
+    Activity, Actor, AgentId, ApiToken, Assignee, Comment, Issue, Member, RuntimeKind, UserId,
     WorkspaceId,
 };
 use crate::http::Result;
 use crate::service::Caller;
+use crate::state::AppState;
 
 /// Display names of a workspace's agents and members, to name assignees and authors.
 #[derive(Debug, Default, Clone)]
 pub struct Names {
     pub agents: HashMap<AgentId, (String, String)>,
     /// Each agent's runtime and model, for run costs and failure texts.
-    pub runtimes: HashMap<AgentId, (AgentKind, Option<String>)>,
+    pub runtimes: HashMap<AgentId, (RuntimeKind, Option<String>)>,
     pub users: HashMap<UserId, String>,
 }
 
@@ -389,9 +389,12 @@ impl RunView {
         let runtime = names.runtimes.get(&run.agent_id);
         let kind = runtime.map(|(kind, _)| *kind);
         let model = runtime.and_then(|(_, model)| model.as_deref());
-        let failure =
-            crate::domain::failure::FailureFacts::of(run, kind.unwrap_or(AgentKind::Custom), model)
-                .map(|facts| crate::domain::failure::explain(&facts).sentence());
+        let failure = crate::domain::failure::FailureFacts::of(
+            run,
+            kind.unwrap_or(RuntimeKind::Custom),
+            model,
+        )
+        .map(|facts| crate::domain::failure::explain(&facts).sentence());
         RunView {
             cost: run.usage.cost_label(kind).0,
             cost_unknown: run.usage.cost_unknown,

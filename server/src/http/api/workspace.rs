@@ -6,11 +6,11 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use super::ErrorBody;
-use crate::app::AppState;
 use crate::domain::Workspace;
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson};
 use crate::service::workspace::{self as svc, WorkspaceInput};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/api/v1/workspace", get(show).patch(update))

@@ -11,10 +11,10 @@ use serde::Deserialize;
 
 use super::views::nav;
 use super::{PageResult, form_errors, see_other};
-use crate::app::AppState;
 use crate::http::extract::{SESSION_COOKIE, UiForm, WsMember, cookie};
 use crate::service::Error;
 use crate::service::members::{self, PasswordChange};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -10,13 +10,13 @@ use muster_web::views::{
 
 use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
-use crate::domain::{Actor, Agent, AgentKind, NewAgent, PermissionMode};
+use crate::domain::{Actor, Agent, NewAgent, PermissionMode, RuntimeKind};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
 use crate::redact::without_credentials;
 use crate::service::Problems;
 use crate::service::agents::{self as svc, AgentInput, EnvInput};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -46,7 +46,7 @@ async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
             .map(|a| AgentRowView {
                 name: a.profile.name.as_str().to_owned(),
                 avatar: people.person(Actor::Agent(a.id)),
-                kind: a.profile.kind.to_string(),
+                kind_label: a.profile.kind.label().to_owned(),
                 model: a.profile.model.clone(),
                 url: format!("/w/{slug}/agents/{}", a.profile.name.as_str()),
                 max_concurrent_runs: a.profile.max_concurrent_runs,
@@ -73,20 +73,6 @@ fn options<T: Copy + PartialEq>(
         .collect()
 }
 
-/// A runtime kind as people name it ("Claude Code", "Local Llama (llama.cpp)").
-fn kind_label(kind: AgentKind) -> &'static str {
-    crate::runtimes::label(kind.runtime())
-}
-
-/// A permission mode in words; what each allows per CLI is the field's hint.
-fn permission_label(mode: PermissionMode) -> &'static str {
-    match mode {
-        PermissionMode::ReadOnly => "Read only",
-        PermissionMode::WorkspaceWrite => "Edit the worktree",
-        PermissionMode::Bypass => "Anything (inside the sandbox)",
-    }
-}
-
 /// The form filled from a stored profile (secret values never included).
 fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> AgentFormView {
     let slug = &member.caller.ws.slug;
@@ -110,9 +96,9 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
         },
         color: p.color.clone(),
         kind: options(
-            AgentKind::ALL,
-            AgentKind::as_str,
-            kind_label,
+            &RuntimeKind::ALL,
+            RuntimeKind::as_str,
+            RuntimeKind::label,
             p.kind.as_str(),
         ),
         model: opt(p.model.clone()),
@@ -142,9 +128,9 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
             .join("\n"),
         network: network_options(p.no_network),
         permission_mode: options(
-            PermissionMode::ALL,
+            &PermissionMode::ALL,
             PermissionMode::as_str,
-            permission_label,
+            PermissionMode::label,
             p.permission_mode.as_str(),
         ),
         max_concurrent_runs: p.max_concurrent_runs.to_string(),
@@ -175,10 +161,10 @@ fn form_from_profile(member: &WsMember, agent: Option<&Agent>, p: &NewAgent) -> 
 /// CLI kinds, the model-server scan for `llama` agents (Muster runs their loop itself; they need a
 /// server, not a binary).
 async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> Option<String> {
-    if agent.profile.kind == AgentKind::Llama {
+    if agent.profile.kind.is_local_model() {
         return llama_warning(state, member, agent.profile.base_url.as_deref()).await;
     }
-    let kind = agent.profile.kind.runtime();
+    let kind = agent.profile.kind;
     let (_, found) = state.runtimes.get().await;
     let d = found.iter().find(|d| d.kind == kind)?;
     let status = match d.status {
@@ -194,7 +180,7 @@ async fn runtime_warning(state: &AppState, member: &WsMember, agent: &Agent) -> 
         .unwrap_or_default();
     Some(format!(
         "{} {status} on this server{reason}. See the Runtimes page.",
-        crate::runtimes::label(kind)
+        kind.label()
     ))
 }
 
@@ -319,9 +305,9 @@ fn form_from_input(
     }
     view.color = form.get("color").to_owned();
     view.kind = options(
-        AgentKind::ALL,
-        AgentKind::as_str,
-        kind_label,
+        &RuntimeKind::ALL,
+        RuntimeKind::as_str,
+        RuntimeKind::label,
         form.get("kind"),
     );
     if form.has("model") {
@@ -353,9 +339,9 @@ fn form_from_input(
     view.egress_hosts = form.get("egress_hosts").to_owned();
     view.network = network_options(form.get("network") == "none");
     view.permission_mode = options(
-        PermissionMode::ALL,
+        &PermissionMode::ALL,
         PermissionMode::as_str,
-        permission_label,
+        PermissionMode::label,
         form.get("permission_mode"),
     );
     view.max_concurrent_runs = form.get("max_concurrent_runs").to_owned();

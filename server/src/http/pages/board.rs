@@ -20,11 +20,11 @@ use columns::board_columns;
 use super::inbox::nav_with_inbox;
 use super::views::{People, issue_form, issue_form_with_errors, issue_input};
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::domain::{IssueStatus, Priority};
 use crate::http::Error;
 use crate::http::extract::{HxRequest, UiForm, WsMember};
 use crate::service::issues as svc;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

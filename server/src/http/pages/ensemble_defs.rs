@@ -14,11 +14,11 @@ use muster_web::views::{
 use super::runs::thousands;
 use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::domain::{Actor, EarlyStop, Ensemble};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::Problems;
 use crate::service::ensembles::{self as svc, EnsembleInput};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

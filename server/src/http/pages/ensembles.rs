@@ -14,11 +14,11 @@ use serde::Deserialize;
 use super::inbox::nav_with_inbox;
 use super::runs::thousands;
 use super::{PageResult, form_errors, see_other};
-use crate::app::AppState;
 use crate::domain::EnsembleRun;
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::ensembles::{self as svc, Comparison};
 use crate::service::issues::parse_key;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

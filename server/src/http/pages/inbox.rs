@@ -15,11 +15,11 @@ use serde::Deserialize;
 use super::runs::{failure_view, run_url};
 use super::views::{People, nav};
 use super::{PageResult, see_other};
-use crate::app::AppState;
 use crate::domain::{InboxItemId, InboxKind, IssueFilter};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::runs as runs_svc;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

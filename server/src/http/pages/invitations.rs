@@ -8,11 +8,11 @@ use axum::routing::{get, post};
 use muster_web::views::{InvitationRowView, InvitationsView};
 
 use super::{PageResult, see_other};
-use crate::app::AppState;
 use crate::domain::User;
 use crate::http::Error;
 use crate::http::extract::{CurrentUser, UiForm};
 use crate::service::invitations as svc;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

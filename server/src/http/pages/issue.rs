@@ -17,13 +17,12 @@ use super::mentions;
 use super::runs::thread_run;
 use super::views::{People, assignee_value, issue_form, issue_input, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::domain::{Activity, ActivityKind, Issue};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::comments as comments_svc;
 use crate::service::issues as svc;
 use crate::service::thread::{self as thread_svc, Entry};
-use crate::service::triggers::takes_replies;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -89,7 +88,7 @@ async fn page_view(
         labels: labels.clone(),
         assignee: people.assignee(issue.assignee),
         replies_wake: match issue.assignee {
-            Some(crate::domain::Assignee::Agent(_)) if takes_replies(issue.status) => {
+            Some(crate::domain::Assignee::Agent(_)) if issue.status.takes_replies() => {
                 people.assignee(issue.assignee).map(|a| a.name)
             }
             _ => None,
@@ -291,7 +290,7 @@ fn thread_views(
     });
     if let Some(run) = latest.filter(|r| !r.live)
         && member.caller.run.is_none()
-        && takes_replies(issue.status)
+        && issue.status.takes_replies()
     {
         run.reply = Some(reply_view(issue, run, people));
     }

@@ -11,12 +11,12 @@ use muster_web::views::{
 
 use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::domain::{Actor, Role};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::invitations;
 use crate::service::members::{self as svc, MemberInput};
 use crate::service::tokens;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

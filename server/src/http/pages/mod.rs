@@ -29,7 +29,7 @@ use maud::Markup;
 use muster_web::views::{ErrorPageView, FormErrors};
 
 use super::Error;
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Every page route.
 pub fn router() -> Router<AppState> {

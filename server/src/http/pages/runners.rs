@@ -10,9 +10,9 @@ use muster_web::views::{FormErrors, NavItem, RunnerRowView, RunnersView, TokenRo
 
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::runners::{self as svc, RunnerStatus};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

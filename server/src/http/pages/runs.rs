@@ -18,15 +18,15 @@ use muster_web::views::{
 use super::inbox::nav_with_inbox;
 use super::views::People;
 use super::{PageResult, see_other};
-use crate::app::AppState;
 use crate::domain::failure::{self, FailureFacts};
-use crate::domain::{Actor, Agent, AgentKind, Run, RunId, RunStatus, RunTrigger, Usage};
+use crate::domain::{Actor, Agent, Run, RunId, RunStatus, RunTrigger, RuntimeKind, Usage};
 use crate::http::Error;
 use crate::http::extract::{UiForm, WsMember};
 use crate::markdown::to_safe_html;
 use crate::service::runners::{self, Candidate};
 use crate::service::runs as svc;
 use crate::service::thread::RunEntry;
+use crate::state::AppState;
 use timeline::{Timeline, diff_view};
 
 /// Events read from the store per page when rendering a whole log.
@@ -135,7 +135,7 @@ fn streams_text_deltas(people: &People, run: &Run) -> bool {
         .agents
         .iter()
         .find(|a| a.id == run.agent_id)
-        .is_some_and(|a| a.profile.kind == crate::domain::AgentKind::Llama)
+        .is_some_and(|a| a.profile.kind.is_local_model())
 }
 
 /// What the run page's header says that the run's row does not hold: which run of its issue it is
@@ -214,7 +214,7 @@ fn agent_of<'a>(people: &'a People, run: &Run) -> Option<&'a Agent> {
 /// when the fix is there; `None` for a run without a failure reason.
 pub(crate) fn failure_view(slug: &str, run: &Run, people: &People) -> Option<FailureView> {
     let agent = agent_of(people, run);
-    let kind = agent.map_or(AgentKind::Custom, |a| a.profile.kind);
+    let kind = agent.map_or(RuntimeKind::Custom, |a| a.profile.kind);
     let model = agent.and_then(|a| a.profile.model.as_deref());
     let facts = FailureFacts::of(run, kind, model)?;
     let text = failure::explain(&facts);

@@ -12,10 +12,10 @@ use muster_web::views::{ModelServerRowView, NavItem, RuntimeRowView, RuntimesVie
 
 use super::views::nav;
 use super::{PageResult, see_other};
-use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
-use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon, label};
+use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon};
 use crate::service::runtimes as svc;
+use crate::state::AppState;
 use muster_agents::detect::install_hint;
 
 pub(super) fn router() -> Router<AppState> {
@@ -60,7 +60,7 @@ fn render(
 fn runtime_row(d: &Detection) -> RuntimeRowView {
     RuntimeRowView {
         kind: d.kind.to_string(),
-        label: label(d.kind).to_owned(),
+        label: d.kind.label().to_owned(),
         status: d.status.as_str().to_owned(),
         path: d.path.as_ref().map(|p| p.display().to_string()),
         version: d.version.clone(),
@@ -77,7 +77,8 @@ fn runtime_row(d: &Detection) -> RuntimeRowView {
 /// The local-Llama row when no llama.cpp binary is on PATH but a model server answers: its agents run
 /// (Muster's loop needs a server, not a binary), so the row says ready instead of "Not installed".
 fn served_llama(mut row: RuntimeRowView, local: &LocalModels) -> RuntimeRowView {
-    if row.kind != RuntimeKind::Llama.to_string() || row.status == DetectionStatus::Found.as_str() {
+    let local_model = row.kind.parse().is_ok_and(RuntimeKind::is_local_model);
+    if !local_model || row.status == DetectionStatus::Found.as_str() {
         return row;
     }
     if let Some(ready) = local

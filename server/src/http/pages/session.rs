@@ -9,12 +9,12 @@ use muster_web::views::{LoginView, SetupView};
 use serde::Deserialize;
 
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::auth;
 use crate::domain::{Email, NewSession, NewUser, NewWorkspace};
 use crate::http::Error;
 use crate::http::extract::{CurrentUser, SESSION_COOKIE, form_pairs};
 use crate::service::{Problems, members};
+use crate::state::AppState;
 
 /// How long a browser session lasts.
 pub const SESSION_TTL: chrono::TimeDelta = chrono::TimeDelta::days(14);

@@ -9,9 +9,9 @@ use muster_web::views::{FormErrors, NavItem, SettingsView};
 
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::workspace::{self as svc, NumberInput, WorkspaceInput};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/w/{slug}/settings", get(show).post(save))

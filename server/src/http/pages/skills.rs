@@ -13,11 +13,11 @@ use muster_web::views::{
 
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::http::Error;
 use crate::http::extract::{HxRequest, UiForm, WsMember};
 use crate::service::skills::{self as svc, SkillInput, SkillView};
 use crate::skills::archive::MAX_ARCHIVE_BYTES;
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

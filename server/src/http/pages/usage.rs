@@ -15,11 +15,11 @@ use muster_web::views::NavItem;
 use super::runs::thousands;
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::app::AppState;
 use crate::domain::GroupBy;
 use crate::domain::usage::{Totals, UsageReport, month_start};
 use crate::http::extract::{UiForm, WsMember};
 use crate::service::usage::{self as svc, CapInput, UsageQuery};
+use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

@@ -62,7 +62,10 @@ impl People {
     }
 
     /// Loads every member and agent of the caller's workspace.
-    pub async fn load(state: &crate::app::AppState, caller: &Caller) -> crate::http::Result<Self> {
+    pub async fn load(
+        state: &crate::state::AppState,
+        caller: &Caller,
+    ) -> crate::http::Result<Self> {
         Ok(People::new(
             state.store.list_members(caller.ws.id).await?,
             state.store.list_agents(caller.ws.id).await?,
@@ -96,7 +99,7 @@ impl People {
                         .cloned()
                         .unwrap_or_else(|| a.profile.color.clone()),
                     kind: PersonKind::Agent,
-                    runtime: Some(a.profile.kind.to_string()),
+                    runtime: Some(runtime_view(a.profile.kind)),
                 },
                 None => PersonView {
                     name: "Deleted agent".into(),
@@ -301,4 +304,12 @@ pub fn issue_form_with_errors(
     );
     view.errors = errors;
     view
+}
+
+/// An agent's runtime as the pages show it: the agents crate's name and label.
+pub(crate) fn runtime_view(kind: crate::domain::RuntimeKind) -> muster_web::views::RuntimeView {
+    muster_web::views::RuntimeView {
+        name: kind.as_str().to_owned(),
+        label: kind.label().to_owned(),
+    }
 }

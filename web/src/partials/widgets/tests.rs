@@ -1,5 +1,6 @@
 use super::*;
 use crate::samples::{agent, user};
+use crate::views::RuntimeView;
 
 /// WCAG relative luminance of `#rrggbb`.
 fn luminance(hex: &str) -> f64 {
@@ -102,18 +103,15 @@ fn side_by_side_colours_keep_each_name_its_own_and_never_repeat() {
 #[test]
 fn agent_avatar_carries_its_runtime_badge() {
     let mut codex = agent("codex-coder", "#0e7490");
-    codex.runtime = Some("codex".into());
+    codex.runtime = Some(RuntimeView {
+        name: "codex".into(),
+        label: "Codex".into(),
+    });
     let html = Avatar(&codex).render().into_string();
     assert!(html.contains(r#"<span class="avatar-group" title="codex-coder (Agent, Codex)""#));
     assert!(html.contains(r#"class="avatar avatar-agent" style="--avatar:#0e7490""#));
     assert!(html.contains(">CC<"));
     assert!(html.contains(r#"<span class="avatar-rt rt-codex">codex</span>"#));
-    assert!(
-        RuntimeBadge("codex")
-            .render()
-            .into_string()
-            .contains(r#"title="Codex""#)
-    );
 
     let claude = agent("claude-coder", "#b91c1c");
     let other = Avatar(&claude).render().into_string();
@@ -125,7 +123,10 @@ fn agent_avatar_carries_its_runtime_badge() {
         .render()
         .into_string();
     assert!(!grace.contains("avatar-rt") && grace.contains(r#"class="avatar avatar-user""#));
-    codex.runtime = Some("x\" onmouseover=\"y".into());
+    codex.runtime = Some(RuntimeView {
+        name: "x\" onmouseover=\"y".into(),
+        label: "X".into(),
+    });
     let odd = Avatar(&codex).render().into_string();
     assert!(!odd.contains("avatar-rt") && !odd.contains("onmouseover"));
 }

@@ -14,12 +14,12 @@ use super::super::inbox::nav_with_inbox;
 use super::super::runs::{Waiting, card_run_state};
 use super::super::views::{People, card, status_label};
 use super::BoardQuery;
-use crate::app::AppState;
 use crate::domain::{Issue, IssueCursor, IssueFilter, IssueId, IssueStatus, Label, Priority, Run};
 use crate::http::Error;
 use crate::http::extract::{HxRequest, WsMember};
 use crate::service::Caller;
 use crate::service::issues as svc;
+use crate::state::AppState;
 
 /// Cards a column shows before its "show more" (and cards each "show more" adds): enough to fill a
 /// screen, few enough that the board stays light at any number of issues.

@@ -12,12 +12,12 @@ use axum::response::IntoResponse;
 use super::super::PageResult;
 use super::super::views::People;
 use super::{BoardQuery, board_columns, ended_frame, same_origin};
-use crate::app::AppState;
 use crate::http::Error;
 use crate::http::extract::{WsMember, credential_hash};
 use crate::hub::{LiveEvent, Topic};
 use crate::live::LiveGuard;
 use crate::service::Caller;
+use crate::state::AppState;
 
 /// How often an idle board socket is pinged, so dead connections are noticed.
 const PING_EVERY: Duration = Duration::from_secs(30);

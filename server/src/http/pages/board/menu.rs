@@ -9,11 +9,11 @@ use muster_web::views::{AssigneeChoiceView, CardMenuView, NavItem};
 use super::super::inbox::nav_with_inbox;
 use super::super::views::{People, assignee_value, nav};
 use super::super::{PageResult, see_other};
-use crate::app::AppState;
 use crate::domain::{Actor, Issue};
 use crate::http::Error;
 use crate::http::extract::{HxRequest, UiForm, WsMember};
 use crate::service::issues::{self as svc, IssueInput};
+use crate::state::AppState;
 
 /// `GET /w/{slug}/issues/{key}/menu`: the fragment for the board's popover, or the whole page.
 pub(super) async fn show(

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::super::PageResult;
 use super::super::views::{People, status_label};
-use crate::app::AppState;
 use crate::domain::{Actor, IssueFilter, IssueKey, IssueStatus};
 use crate::http::extract::{AppQuery, WsMember};
+use crate::state::AppState;
 
 /// How many issues one answer lists: the palette shows a short list and narrows as one types.
 const MAX_ISSUES: usize = 20;

@@ -21,7 +21,6 @@ use super::timeline::{Timeline, diff_view};
 use super::{
     READ_PAGE, RunPlace, agent_model, counters_view, header_view, parse_run_id, streams_text_deltas,
 };
-use crate::app::AppState;
 use crate::domain::{Issue, Run, Seq};
 use crate::http::Error;
 use crate::http::extract::{WsMember, credential_hash};
@@ -30,6 +29,7 @@ use crate::http::pages::board::{ended_frame, same_origin};
 use crate::http::pages::views::People;
 use crate::live::LiveGuard;
 use crate::service::runs::{self as svc, FollowItem};
+use crate::state::AppState;
 
 /// Most events rendered into one push; more that are ready go in the next one.
 const FRAME_EVENTS: usize = 128;

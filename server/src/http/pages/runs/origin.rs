@@ -4,9 +4,9 @@
 use muster_web::views::RunOriginView;
 
 use super::run_url;
-use crate::app::AppState;
 use crate::domain::{Issue, Run, RunId, RunTrigger};
 use crate::http::pages::views::People;
+use crate::state::AppState;
 use crate::store;
 
 /// How many characters of a run id the page shows (`muster run show` takes any unique prefix).

@@ -13,25 +13,36 @@
 //!   the issue in the last hour, is refused with a Muster comment and an inbox item.
 //!
 //! Errors are logged, not returned: the comment itself was recorded.
+//!
+//! The service calls these after it recorded a comment or an issue; the engine calls [`run_ended`]
+//! when it recorded a run's end. Nothing here calls the service.
 
 use chrono::Utc;
 
-use super::Caller;
 use crate::domain::{
-    AgentId, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, IssueStatus,
-    Mentionable, Mentioned, NewInboxItem, NewRun, Run, RunStatus, RunTrigger, WorkspaceId,
-    woken_by_comment,
+    AgentId, Assignee, Comment, CommentAuthor, CommentId, InboxKind, Issue, Mentionable, Mentioned,
+    NewInboxItem, NewRun, Run, RunId, RunStatus, RunTrigger, UserId, WorkspaceId, woken_by_comment,
 };
 use crate::engine::Engine;
 use crate::store;
+
+/// Who wrote a comment or created an issue: a person, or an agent through its run's token (whose run
+/// gives the depth of the chain a mention extends).
+#[derive(Debug, Clone, Copy)]
+pub struct Writer {
+    /// The person (for a run's token: the person the token acts for).
+    pub user: UserId,
+    /// The run whose token wrote it, and that run's agent.
+    pub run: Option<(RunId, AgentId)>,
+}
 
 /// How many times a follow-up re-reads the agent's runs when they change under it (a run claimed or
 /// queued meanwhile) before giving up and keeping the comment pending.
 const ATTEMPTS: usize = 3;
 
-/// A comment was added through [`super::issues::comment`]: queue what it triggers.
-pub async fn comment_added(state: &Engine, caller: &Caller, issue: &Issue, comment: &Comment) {
-    if let Err(e) = on_comment(state, caller, issue, comment).await {
+/// A comment was added (`service::issues::comment`): queue what it triggers.
+pub async fn comment_added(state: &Engine, writer: Writer, issue: &Issue, comment: &Comment) {
+    if let Err(e) = on_comment(state, writer, issue, comment).await {
         tracing::warn!(error = %e, issue = %issue.key, "cannot queue what a comment triggers");
     }
     let about = Mention {
@@ -106,16 +117,16 @@ fn first_line(text: &str) -> String {
 
 async fn on_comment(
     state: &Engine,
-    caller: &Caller,
+    by: Writer,
     issue: &Issue,
     comment: &Comment,
 ) -> store::Result<()> {
     // The depth a run queued by this comment has: a person starts a chain, an agent's run extends its own.
-    let (writer, depth) = match (&comment.author, &caller.run) {
+    let (writer, depth) = match (&comment.author, by.run) {
         (CommentAuthor::System, _) => return Ok(()),
         (CommentAuthor::User(_), _) => (None, 0),
-        (CommentAuthor::Agent(agent), Some(scope)) => {
-            let run = state.store.get_run(scope.run_id).await?;
+        (CommentAuthor::Agent(agent), Some((run, _))) => {
+            let run = state.store.get_run(run).await?;
             (Some(*agent), run.chain_depth + 1)
         }
         (CommentAuthor::Agent(agent), None) => (Some(*agent), 1),
@@ -124,7 +135,7 @@ async fn on_comment(
     let mentions = mentions_of.in_text(&comment.body);
     // Only a person's comment answers the assignee; an agent's wakes only the agents it mentions.
     let assignee = match issue.assignee {
-        Some(Assignee::Agent(agent)) if writer.is_none() && takes_replies(issue.status) => {
+        Some(Assignee::Agent(agent)) if writer.is_none() && issue.status.takes_replies() => {
             Some(agent)
         }
         _ => None,
@@ -145,13 +156,10 @@ async fn on_comment(
 
 /// An issue was created: the agents its body mentions are queued on it (a person's mention: depth 0;
 /// through a run's token, the run's depth + 1).
-pub async fn issue_created(state: &Engine, caller: &Caller, issue: &Issue) {
+pub async fn issue_created(state: &Engine, by: Writer, issue: &Issue) {
     let queued = async {
-        let (writer, depth) = match &caller.run {
-            Some(scope) => (
-                Some(scope.agent_id),
-                state.store.get_run(scope.run_id).await?.chain_depth + 1,
-            ),
+        let (writer, depth) = match by.run {
+            Some((run, agent)) => (Some(agent), state.store.get_run(run).await?.chain_depth + 1),
             None => (None, 0),
         };
         let assignee = match issue.assignee {
@@ -171,9 +179,9 @@ pub async fn issue_created(state: &Engine, caller: &Caller, issue: &Issue) {
         tracing::warn!(error = %e, issue = %issue.key, "cannot queue the agents an issue mentions");
     }
     let about = Mention {
-        author: match &caller.run {
-            Some(scope) => CommentAuthor::Agent(scope.agent_id),
-            None => CommentAuthor::User(caller.user.id),
+        author: match by.run {
+            Some((_, agent)) => CommentAuthor::Agent(agent),
+            None => CommentAuthor::User(by.user),
         },
         text: &issue.body,
         comment: None,
@@ -200,15 +208,6 @@ pub async fn run_ended(state: &Engine, run: &Run) {
     if let Err(e) = queued.await {
         tracing::warn!(error = %e, run.id = %run.id, "cannot queue the follow-up of pending comments");
     }
-}
-
-/// Whether a person's reply on an issue assigned to an agent sets it to work: not when the issue is
-/// parked (backlog) or closed (done, cancelled).
-pub fn takes_replies(status: IssueStatus) -> bool {
-    !matches!(
-        status,
-        IssueStatus::Backlog | IssueStatus::Done | IssueStatus::Cancelled
-    )
 }
 
 /// The workspace's agents named by `@name` mentions in `text` (unknown names are plain text).
