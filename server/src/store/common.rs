@@ -27,26 +27,6 @@ macro_rules! user_cols {
         "user_id, email, display_name, password_hash, created_at"
     };
 }
-macro_rules! member_select {
-    () => {
-        concat!(
-            "select m.workspace_id, m.role, m.created_at as joined_at, ",
-            user_cols!(),
-            " from member m join app_user u on u.user_id = m.user_id"
-        )
-    };
-}
-macro_rules! invitation_select {
-    () => {
-        concat!(
-            "select i.invitation_id, i.workspace_id, w.name as workspace_name, w.slug as workspace_slug, i.role, ",
-            "i.invited_by, b.display_name as invited_by_name, i.created_at as invited_at, i.expires_at, ",
-            user_cols!(),
-            " from invitation i join workspace w on w.workspace_id = i.workspace_id ",
-            "join app_user u on u.user_id = i.user_id left join app_user b on b.user_id = i.invited_by"
-        )
-    };
-}
 macro_rules! issue_select { () => { concat!(
     "select i.issue_id, i.workspace_id, w.issue_prefix, i.number, i.title, i.body, i.status, i.priority, ",
     "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.position, i.created_by, ",
@@ -95,9 +75,8 @@ macro_rules! inbox_visible { () => {
      (select m.created_at from member m where m.workspace_id = i.workspace_id and m.user_id = $2)))"
 } }
 pub(super) use {
-    agent_cols, comment_cols, inbox_cols, inbox_visible, invitation_select, issue_select,
-    member_select, run_cols, runner_select, runner_token_cols, skill_cols, token_cols, user_cols,
-    ws_cols,
+    agent_cols, comment_cols, inbox_cols, inbox_visible, issue_select, run_cols, runner_select,
+    runner_token_cols, skill_cols, token_cols, user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -144,221 +123,6 @@ macro_rules! impl_store {
             async fn notify(&self, message: &str) -> Result<()> { self.notify_impl(message).await }
             async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
                 self.listen_impl().await
-            }
-
-            async fn create_workspace(&self, new: &NewWorkspace, owner: UserId) -> Result<Workspace> {
-                let (id, now) = (WorkspaceId::new(), now());
-                let mut tx = self.begin_write().await?;
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
-                    "insert into workspace (workspace_id, name, slug, issue_prefix, issue_counter, created_at) ",
-                    "values ($1, $2, $3, $4, 0, $5) returning ", ws_cols!(bare)))
-                    .bind(id).bind(&new.name).bind(&new.slug).bind(&new.issue_prefix).bind(now)
-                    .fetch_one(&mut *tx).await?;
-                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
-                    .bind(id).bind(owner).bind(Role::Owner).bind(now)
-                    .execute(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(row.into())
-            }
-
-            async fn get_workspace(&self, id: WorkspaceId) -> Result<Workspace> {
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w where w.workspace_id = $1"))
-                    .bind(id).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_workspace_by_slug(&self, slug: &Slug) -> Result<Workspace> {
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w where w.slug = $1"))
-                    .bind(slug).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_workspaces(&self) -> Result<Vec<Workspace>> {
-                let rows = sqlx::query_as::<$db, WorkspaceRow>(concat!("select ", ws_cols!(), " from workspace w order by w.created_at, w.workspace_id"))
-                    .fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>> {
-                let rows = sqlx::query_as::<$db, WorkspaceRoleRow>(concat!(
-                    "select ", ws_cols!(), ", m.role from workspace w join member m on m.workspace_id = w.workspace_id ",
-                    "where m.user_id = $1 order by w.created_at, w.workspace_id"))
-                    .bind(user).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn set_workspace_repo(&self, id: WorkspaceId, repo: Option<&str>) -> Result<Workspace> {
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
-                    "update workspace set repo_path = $2 where workspace_id = $1 returning ", ws_cols!(bare)))
-                    .bind(id).bind(repo).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn set_workspace_limits(&self, id: WorkspaceId, mention_depth_limit: i32, agent_runs_per_issue_per_hour: i32) -> Result<Workspace> {
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
-                    "update workspace set mention_depth_limit = $2, agent_runs_per_issue_per_hour = $3 ",
-                    "where workspace_id = $1 returning ", ws_cols!(bare)))
-                    .bind(id).bind(mention_depth_limit).bind(agent_runs_per_issue_per_hour)
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn create_user(&self, new: &NewUser) -> Result<User> {
-                let row = sqlx::query_as::<$db, UserRow>(concat!(
-                    "insert into app_user (user_id, email, display_name, password_hash, created_at) ",
-                    "values ($1, $2, $3, $4, $5) returning ", user_cols!(bare)))
-                    .bind(UserId::new()).bind(&new.email).bind(&new.display_name).bind(&new.password_hash).bind(now())
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_user(&self, id: UserId) -> Result<User> {
-                let row = sqlx::query_as::<$db, UserRow>(concat!("select ", user_cols!(), " from app_user u where u.user_id = $1"))
-                    .bind(id).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_user_by_email(&self, email: &Email) -> Result<User> {
-                let row = sqlx::query_as::<$db, UserRow>(concat!("select ", user_cols!(), " from app_user u where u.email = $1"))
-                    .bind(email).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn count_users(&self) -> Result<i64> {
-                Ok(sqlx::query_scalar::<$db, i64>("select count(*) from app_user").fetch_one(&self.pool).await?)
-            }
-
-            async fn create_owner_and_workspace(&self, user: &NewUser, new: &NewWorkspace) -> Result<(User, Workspace)> {
-                let (user_id, ws_id, now) = (UserId::new(), WorkspaceId::new(), now());
-                let mut tx = self.begin_write().await?;
-                let user = sqlx::query_as::<$db, UserRow>(concat!(
-                    "insert into app_user (user_id, email, display_name, password_hash, created_at) ",
-                    "values ($1, $2, $3, $4, $5) returning ", user_cols!(bare)))
-                    .bind(user_id).bind(&user.email).bind(&user.display_name).bind(&user.password_hash).bind(now)
-                    .fetch_one(&mut *tx).await?;
-                let ws = sqlx::query_as::<$db, WorkspaceRow>(concat!(
-                    "insert into workspace (workspace_id, name, slug, issue_prefix, issue_counter, created_at) ",
-                    "values ($1, $2, $3, $4, 0, $5) returning ", ws_cols!(bare)))
-                    .bind(ws_id).bind(&new.name).bind(&new.slug).bind(&new.issue_prefix).bind(now)
-                    .fetch_one(&mut *tx).await?;
-                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
-                    .bind(ws_id).bind(user_id).bind(Role::Owner).bind(now)
-                    .execute(&mut *tx).await?;
-                tx.commit().await?;
-                Ok((user.into(), ws.into()))
-            }
-
-            async fn add_new_member(&self, ws: WorkspaceId, user: &NewUser, role: Role) -> Result<Member> {
-                let (user_id, now) = (UserId::new(), now());
-                let mut tx = self.begin_write().await?;
-                sqlx::query::<$db>("insert into app_user (user_id, email, display_name, password_hash, created_at) values ($1, $2, $3, $4, $5)")
-                    .bind(user_id).bind(&user.email).bind(&user.display_name).bind(&user.password_hash).bind(now)
-                    .execute(&mut *tx).await?;
-                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
-                    .bind(ws).bind(user_id).bind(role).bind(now)
-                    .execute(&mut *tx).await?;
-                tx.commit().await?;
-                self.get_member(ws, user_id).await
-            }
-
-            async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member> {
-                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4)")
-                    .bind(ws).bind(user).bind(role).bind(now())
-                    .execute(&self.pool).await?;
-                self.get_member(ws, user).await
-            }
-
-            async fn get_member(&self, ws: WorkspaceId, user: UserId) -> Result<Member> {
-                let row = sqlx::query_as::<$db, MemberRow>(concat!(member_select!(), " where m.workspace_id = $1 and m.user_id = $2"))
-                    .bind(ws).bind(user).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_members(&self, ws: WorkspaceId) -> Result<Vec<Member>> {
-                let rows = sqlx::query_as::<$db, MemberRow>(concat!(member_select!(), " where m.workspace_id = $1 order by m.created_at, u.email"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn set_member_role(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member> {
-                let mut tx = self.begin_write().await?;
-                guard_last_owner!($db, tx, ws, user, role != Role::Owner);
-                let done = sqlx::query::<$db>("update member set role = $3 where workspace_id = $1 and user_id = $2")
-                    .bind(ws).bind(user).bind(role).execute(&mut *tx).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                tx.commit().await?;
-                self.get_member(ws, user).await
-            }
-
-            async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()> {
-                let mut tx = self.begin_write().await?;
-                guard_last_owner!($db, tx, ws, user, true);
-                let done = sqlx::query::<$db>("delete from member where workspace_id = $1 and user_id = $2")
-                    .bind(ws).bind(user).execute(&mut *tx).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                tx.commit().await?;
-                Ok(())
-            }
-
-            async fn create_invitation(&self, new: &NewInvitation) -> Result<Invitation> {
-                let mut tx = self.begin_write().await?;
-                let member = sqlx::query_scalar::<$db, UserId>("select user_id from member where workspace_id = $1 and user_id = $2")
-                    .bind(new.workspace_id).bind(new.user_id).fetch_optional(&mut *tx).await?;
-                if member.is_some() { return Err(Error::conflict("member_pkey")); }
-                sqlx::query::<$db>(
-                    "insert into invitation (invitation_id, workspace_id, user_id, role, invited_by, created_at, expires_at) \
-                     values ($1, $2, $3, $4, $5, $6, $7) on conflict (workspace_id, user_id) do update set \
-                     role = excluded.role, invited_by = excluded.invited_by, created_at = excluded.created_at, \
-                     expires_at = excluded.expires_at")
-                    .bind(InvitationId::new()).bind(new.workspace_id).bind(new.user_id).bind(new.role)
-                    .bind(new.invited_by).bind(now()).bind(micros(new.expires_at))
-                    .execute(&mut *tx).await?;
-                let row = sqlx::query_as::<$db, InvitationRow>(concat!(invitation_select!(), " where i.workspace_id = $1 and i.user_id = $2"))
-                    .bind(new.workspace_id).bind(new.user_id).fetch_one(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(row.into())
-            }
-
-            async fn list_invitations(&self, ws: WorkspaceId, now: DateTime<Utc>) -> Result<Vec<Invitation>> {
-                let rows = sqlx::query_as::<$db, InvitationRow>(concat!(invitation_select!(),
-                    " where i.workspace_id = $1 and i.expires_at > $2 order by i.created_at, i.invitation_id"))
-                    .bind(ws).bind(now).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn list_invitations_for_user(&self, user: UserId, now: DateTime<Utc>) -> Result<Vec<Invitation>> {
-                let rows = sqlx::query_as::<$db, InvitationRow>(concat!(invitation_select!(),
-                    " where i.user_id = $1 and i.expires_at > $2 order by i.created_at, i.invitation_id"))
-                    .bind(user).bind(now).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn accept_invitation(&self, id: InvitationId, user: UserId, now: DateTime<Utc>) -> Result<Member> {
-                let mut tx = self.begin_write().await?;
-                let found = sqlx::query_as::<$db, (WorkspaceId, Role)>(
-                    "delete from invitation where invitation_id = $1 and user_id = $2 and expires_at > $3 returning workspace_id, role")
-                    .bind(id).bind(user).bind(now).fetch_optional(&mut *tx).await?;
-                let Some((ws, role)) = found else { return Err(Error::NotFound) };
-                sqlx::query::<$db>("insert into member (workspace_id, user_id, role, created_at) values ($1, $2, $3, $4) \
-                     on conflict (workspace_id, user_id) do nothing")
-                    .bind(ws).bind(user).bind(role).bind(micros(now))
-                    .execute(&mut *tx).await?;
-                tx.commit().await?;
-                self.get_member(ws, user).await
-            }
-
-            async fn decline_invitation(&self, id: InvitationId, user: UserId) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from invitation where invitation_id = $1 and user_id = $2")
-                    .bind(id).bind(user).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn revoke_invitation(&self, ws: WorkspaceId, id: InvitationId) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from invitation where invitation_id = $1 and workspace_id = $2")
-                    .bind(id).bind(ws).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
             }
 
             async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue> {
@@ -1155,26 +919,6 @@ macro_rules! impl_store {
                 Ok(n)
             }
 
-            // --- ensembles ---
-            async fn set_workspace_check(&self, id: WorkspaceId, check: Option<&CheckSpec>) -> Result<Workspace> {
-                let timeout = check.map_or(CHECK_TIMEOUT_DEFAULT_SECS, |c| c.timeout_secs);
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
-                    "update workspace set check_command = $2, check_timeout_secs = $3 ",
-                    "where workspace_id = $1 returning ", ws_cols!(bare)))
-                    .bind(id).bind(check.map(|c| c.command.as_str()))
-                    .bind(i32::try_from(timeout).unwrap_or(i32::MAX))
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn set_workspace_egress(&self, id: WorkspaceId, hosts: &[HostPattern]) -> Result<Workspace> {
-                let row = sqlx::query_as::<$db, WorkspaceRow>(concat!(
-                    "update workspace set egress_hosts = $2 where workspace_id = $1 returning ", ws_cols!(bare)))
-                    .bind(id).bind(sqlx::types::Json(hosts))
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
             async fn create_ensemble(&self, ws: WorkspaceId, name: &EnsembleName, settings: &EnsembleSettings) -> Result<Ensemble> {
                 let at = now();
                 let row = sqlx::query_as::<$db, EnsembleRow>(concat!(
@@ -1460,6 +1204,8 @@ macro_rules! impl_store {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
         }
+
+        $crate::store::people::impl_people_store!($store, $db);
     };
 }
 pub(super) use impl_store;
@@ -1480,32 +1226,6 @@ macro_rules! lock_workspace {
     }};
 }
 pub(super) use lock_workspace;
-
-/// Refuses (`last_owner`) a change that would take away `user`'s ownership when they are the only owner.
-macro_rules! guard_last_owner {
-    ($db:ty, $tx:ident, $ws:expr, $user:expr, $takes_ownership:expr) => {{
-        lock_workspace!($db, $tx, $ws);
-        let role = sqlx::query_scalar::<$db, Role>(
-            "select role from member where workspace_id = $1 and user_id = $2",
-        )
-        .bind($ws)
-        .bind($user)
-        .fetch_one(&mut *$tx)
-        .await?;
-        if role == Role::Owner && $takes_ownership {
-            let owners = sqlx::query_scalar::<$db, i64>(
-                "select count(*) from member where workspace_id = $1 and role = 'owner'",
-            )
-            .bind($ws)
-            .fetch_one(&mut *$tx)
-            .await?;
-            if owners <= 1 {
-                return Err(Error::conflict("last_owner"));
-            }
-        }
-    }};
-}
-pub(super) use guard_last_owner;
 
 /// The position after the last issue of a column.
 macro_rules! next_position {

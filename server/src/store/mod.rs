@@ -9,6 +9,7 @@ mod codec;
 mod common;
 mod ensembles;
 pub mod foreign;
+mod people;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -23,15 +24,22 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec,
-    Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, HostPattern, InboxItem, Invitation, InvitationId, Issue, IssueFilter,
-    IssueId, IssueKey, IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment,
-    NewEnsembleRun, NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken,
-    NewSession, NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId,
-    RunOutcome, RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session,
-    Skill, SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, Comment,
+    CommentId, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
+    InboxItem, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Label, NewAgent,
+    NewApiToken, NewComment, NewEnsembleRun, NewInboxItem, NewIssue, NewRun, NewRunEvent,
+    NewRunnerToken, NewSession, NewSkill, ReviewOutcome, Run, RunEvent, RunId, RunOutcome,
+    RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session, Skill,
+    SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, WorkspaceId,
 };
+
+pub use people::PeopleStore;
+
+/// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
+/// outside the crate).
+pub mod prelude {
+    pub use super::{PeopleStore, Store};
+}
 
 /// What a store method can fail with; callers branch on the variant.
 #[derive(Debug, thiserror::Error)]
@@ -275,7 +283,7 @@ pub struct LeasedEvents<'a> {
 
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Send + Sync + 'static + PeopleStore {
     /// Which database this is.
     fn backend(&self) -> Backend;
     /// Checks that the database answers (readiness).
@@ -290,82 +298,6 @@ pub trait Store: Send + Sync + 'static {
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- workspaces, users, members ---
-    /// Creates a workspace with `owner` as its first owner, atomically.
-    async fn create_workspace(&self, new: &NewWorkspace, owner: UserId) -> Result<Workspace>;
-    /// A workspace by id.
-    async fn get_workspace(&self, id: WorkspaceId) -> Result<Workspace>;
-    /// A workspace by slug.
-    async fn get_workspace_by_slug(&self, slug: &Slug) -> Result<Workspace>;
-    /// Every workspace, oldest first (start-up tasks such as seeding built-in skills).
-    async fn list_workspaces(&self) -> Result<Vec<Workspace>>;
-    /// The workspaces a user belongs to, with their role, oldest first.
-    async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>>;
-    /// Sets or clears the local repository that runs get worktrees of.
-    async fn set_workspace_repo(&self, id: WorkspaceId, repo: Option<&str>) -> Result<Workspace>;
-    /// Sets the loop guard's limits (the caller validates their ranges).
-    async fn set_workspace_limits(
-        &self,
-        id: WorkspaceId,
-        mention_depth_limit: i32,
-        agent_runs_per_issue_per_hour: i32,
-    ) -> Result<Workspace>;
-    /// Creates a user.
-    async fn create_user(&self, new: &NewUser) -> Result<User>;
-    /// A user by id.
-    async fn get_user(&self, id: UserId) -> Result<User>;
-    /// A user by email.
-    async fn get_user_by_email(&self, email: &Email) -> Result<User>;
-    /// How many users exist (0 means first-run setup is pending).
-    async fn count_users(&self) -> Result<i64>;
-    /// Creates a user and, in the same transaction, a workspace they own (first-run setup).
-    async fn create_owner_and_workspace(
-        &self,
-        user: &NewUser,
-        ws: &NewWorkspace,
-    ) -> Result<(User, Workspace)>;
-    /// Creates a user and adds them to `ws` with `role`, atomically.
-    async fn add_new_member(&self, ws: WorkspaceId, user: &NewUser, role: Role) -> Result<Member>;
-    /// Adds a member with a role.
-    async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
-    /// One membership.
-    async fn get_member(&self, ws: WorkspaceId, user: UserId) -> Result<Member>;
-    /// All members, oldest first.
-    async fn list_members(&self, ws: WorkspaceId) -> Result<Vec<Member>>;
-    /// Changes a role; refuses (`last_owner`) to leave the workspace without an owner.
-    async fn set_member_role(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
-    /// Removes a member; refuses (`last_owner`) to remove the last owner.
-    async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()>;
-
-    // --- invitations ---
-    /// Invites an existing account, or refreshes (role, inviter, expiry) its pending invitation;
-    /// `member_pkey` when it is already a member.
-    async fn create_invitation(&self, new: &NewInvitation) -> Result<Invitation>;
-    /// A workspace's invitations still pending at `now`, oldest first.
-    async fn list_invitations(
-        &self,
-        ws: WorkspaceId,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Invitation>>;
-    /// The invitations addressed to `user` still pending at `now`, oldest first.
-    async fn list_invitations_for_user(
-        &self,
-        user: UserId,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Invitation>>;
-    /// Accepts `user`'s own pending invitation: the membership is created and the invitation removed,
-    /// atomically. `NotFound` when it is not `user`'s, has expired by `now`, or does not exist.
-    async fn accept_invitation(
-        &self,
-        id: InvitationId,
-        user: UserId,
-        now: DateTime<Utc>,
-    ) -> Result<Member>;
-    /// Declines `user`'s own invitation (`NotFound` when it is not theirs).
-    async fn decline_invitation(&self, id: InvitationId, user: UserId) -> Result<()>;
-    /// Revokes an invitation of workspace `ws` (`NotFound` when it is not that workspace's).
-    async fn revoke_invitation(&self, ws: WorkspaceId, id: InvitationId) -> Result<()>;
 
     // --- issues and comments ---
     /// Creates an issue with the workspace's next number, at the bottom of its column, and records who
@@ -686,19 +618,6 @@ pub trait Store: Send + Sync + 'static {
     async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
 
     // --- ensembles ---
-    /// Replaces the workspace's default egress allow-list (every agent's runs may reach these hosts unless
-    /// the agent has no network).
-    async fn set_workspace_egress(
-        &self,
-        id: WorkspaceId,
-        hosts: &[HostPattern],
-    ) -> Result<Workspace>;
-    /// Sets or clears the workspace's check command (what ensembles run unless they name their own).
-    async fn set_workspace_check(
-        &self,
-        id: WorkspaceId,
-        check: Option<&CheckSpec>,
-    ) -> Result<Workspace>;
     /// Creates an ensemble (`ensemble_workspace_name_key` on a duplicate name); the caller validated
     /// `settings` and that its agents are the workspace's.
     async fn create_ensemble(

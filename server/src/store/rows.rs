@@ -6,65 +6,14 @@ use sqlx::types::Json;
 
 use crate::domain::{
     Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
-    Budget, CHECK_TIMEOUT_DEFAULT_SECS, CheckSpec, Comment, CommentAuthor, CommentId, Email,
-    Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
-    EnsembleStatus, EnvVar, FailureReason, HostPattern, InboxItem, InboxItemId, InboxKind,
-    Invitation, InvitationId, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle,
-    Label, Member, NewAgent, PermissionMode, Priority, ReviewOutcome, Role, Run, RunEvent, RunId,
-    RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session, SessionId, Skill,
-    SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId, Workspace, WorkspaceId,
+    Budget, Comment, CommentAuthor, CommentId, Email, Ensemble, EnsembleId, EnsembleName,
+    EnsembleRun, EnsembleRunId, EnsembleSettings, EnsembleStatus, EnvVar, FailureReason,
+    HostPattern, InboxItem, InboxItemId, InboxKind, Issue, IssueId, IssueKey, IssuePrefix,
+    IssueStatus, IssueTitle, Label, NewAgent, PermissionMode, Priority, ReviewOutcome, Run,
+    RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session,
+    SessionId, Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId,
+    WorkspaceId,
 };
-
-#[derive(sqlx::FromRow)]
-pub(super) struct WorkspaceRow {
-    workspace_id: WorkspaceId,
-    name: String,
-    slug: Slug,
-    issue_prefix: IssuePrefix,
-    issue_counter: i64,
-    repo_path: Option<String>,
-    created_at: DateTime<Utc>,
-    mention_depth_limit: i32,
-    agent_runs_per_issue_per_hour: i32,
-    check_command: Option<String>,
-    check_timeout_secs: i32,
-    egress_hosts: Json<Vec<HostPattern>>,
-}
-
-impl From<WorkspaceRow> for Workspace {
-    fn from(r: WorkspaceRow) -> Self {
-        Workspace {
-            id: r.workspace_id,
-            name: r.name,
-            slug: r.slug,
-            issue_prefix: r.issue_prefix,
-            issue_counter: r.issue_counter,
-            repo_path: r.repo_path,
-            created_at: r.created_at,
-            mention_depth_limit: r.mention_depth_limit,
-            agent_runs_per_issue_per_hour: r.agent_runs_per_issue_per_hour,
-            check: r.check_command.map(|command| CheckSpec {
-                command,
-                timeout_secs: u64::try_from(r.check_timeout_secs)
-                    .unwrap_or(CHECK_TIMEOUT_DEFAULT_SECS),
-            }),
-            egress_hosts: r.egress_hosts.0,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct WorkspaceRoleRow {
-    #[sqlx(flatten)]
-    workspace: WorkspaceRow,
-    role: Role,
-}
-
-impl From<WorkspaceRoleRow> for (Workspace, Role) {
-    fn from(r: WorkspaceRoleRow) -> Self {
-        (r.workspace.into(), r.role)
-    }
-}
 
 #[derive(sqlx::FromRow)]
 pub(super) struct UserRow {
@@ -83,58 +32,6 @@ impl From<UserRow> for User {
             display_name: r.display_name,
             password_hash: r.password_hash,
             created_at: r.created_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct MemberRow {
-    workspace_id: WorkspaceId,
-    role: Role,
-    joined_at: DateTime<Utc>,
-    #[sqlx(flatten)]
-    user: UserRow,
-}
-
-impl From<MemberRow> for Member {
-    fn from(r: MemberRow) -> Self {
-        Member {
-            workspace_id: r.workspace_id,
-            user: r.user.into(),
-            role: r.role,
-            joined_at: r.joined_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct InvitationRow {
-    invitation_id: InvitationId,
-    workspace_id: WorkspaceId,
-    workspace_name: String,
-    workspace_slug: Slug,
-    role: Role,
-    invited_by: Option<UserId>,
-    invited_by_name: Option<String>,
-    invited_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
-    #[sqlx(flatten)]
-    user: UserRow,
-}
-
-impl From<InvitationRow> for Invitation {
-    fn from(r: InvitationRow) -> Self {
-        Invitation {
-            id: r.invitation_id,
-            workspace_id: r.workspace_id,
-            workspace_name: r.workspace_name,
-            workspace_slug: r.workspace_slug,
-            user: r.user.into(),
-            role: r.role,
-            invited_by: r.invited_by,
-            invited_by_name: r.invited_by_name,
-            created_at: r.invited_at,
-            expires_at: r.expires_at,
         }
     }
 }
