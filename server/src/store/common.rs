@@ -53,9 +53,6 @@ macro_rules! run_cols { () => {
      started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
      previous_run_id, ensemble_run_id, cost_estimated, base_commit, head_commit"
 } }
-macro_rules! token_cols { () => {
-    "api_token_id, workspace_id, user_id, name, prefix, run_id, created_at, last_used_at, revoked_at"
-} }
 macro_rules! runner_token_cols { () => {
     "runner_token_id, workspace_id, name, prefix, created_by, created_at, last_used_at, revoked_at"
 } }
@@ -76,7 +73,7 @@ macro_rules! inbox_visible { () => {
 } }
 pub(super) use {
     agent_cols, comment_cols, inbox_cols, inbox_visible, issue_select, run_cols, runner_select,
-    runner_token_cols, skill_cols, token_cols, user_cols, ws_cols,
+    runner_token_cols, skill_cols, user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -328,87 +325,6 @@ macro_rules! impl_store {
                      from issue_activity where issue_id = $1 order by created_at, issue_activity_id")
                     .bind(issue).fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn create_session(&self, new: &NewSession) -> Result<Session> {
-                let row = sqlx::query_as::<$db, SessionRow>(
-                    "insert into session (session_id, user_id, token_hash, created_at, expires_at) values ($1, $2, $3, $4, $5) \
-                     returning session_id, user_id, created_at as session_created_at, expires_at")
-                    .bind(SessionId::new()).bind(new.user_id).bind(&new.token_hash).bind(now()).bind(new.expires_at)
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn session_user(&self, token_hash: &str, now: DateTime<Utc>) -> Result<(Session, User)> {
-                let row = sqlx::query_as::<$db, SessionUserRow>(concat!(
-                    "select s.session_id, s.user_id, s.created_at as session_created_at, s.expires_at, ", user_cols!(),
-                    " from session s join app_user u on u.user_id = s.user_id where s.token_hash = $1 and s.expires_at > $2"))
-                    .bind(token_hash).bind(now).fetch_one(&self.pool).await?;
-                Ok((row.session.into(), row.user.into()))
-            }
-
-            async fn delete_session(&self, token_hash: &str) -> Result<()> {
-                sqlx::query::<$db>("delete from session where token_hash = $1").bind(token_hash).execute(&self.pool).await?;
-                Ok(())
-            }
-
-            async fn change_password(&self, user: UserId, password_hash: &str, keep: Option<&str>) -> Result<Vec<String>> {
-                let mut tx = self.begin_write().await?;
-                let changed = sqlx::query::<$db>("update app_user set password_hash = $2 where user_id = $1")
-                    .bind(user).bind(password_hash).execute(&mut *tx).await?;
-                if changed.rows_affected() == 0 {
-                    return Err(Error::NotFound);
-                }
-                let ended = sqlx::query_scalar::<$db, String>(
-                    "delete from session where user_id = $1 and token_hash <> $2 returning token_hash")
-                    .bind(user).bind(keep.unwrap_or_default()).fetch_all(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(ended)
-            }
-
-            async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken> {
-                let row = sqlx::query_as::<$db, ApiTokenRow>(concat!(
-                    "insert into api_token (api_token_id, workspace_id, user_id, name, prefix, token_hash, run_id, created_at) ",
-                    "values ($1, $2, $3, $4, $5, $6, $7, $8) returning ", token_cols!()))
-                    .bind(TokenId::new()).bind(new.workspace_id).bind(new.user_id).bind(&new.name).bind(&new.prefix)
-                    .bind(&new.token_hash).bind(new.run_id).bind(now())
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken> {
-                let token: ApiToken = sqlx::query_as::<$db, ApiTokenRow>(concat!(
-                    "select ", token_cols!(), " from api_token where token_hash = $1 and revoked_at is null ",
-                    // A run's token dies with its run, even if the run ended without revoking it (a crash).
-                    "and (run_id is null or run_id in (select run_id from run where status in ('claimed', 'running')))"))
-                    .bind(token_hash).fetch_one(&self.pool).await?.into();
-                if token.last_used_at.is_none_or(|t| now - t > chrono::TimeDelta::minutes(1)) {
-                    sqlx::query::<$db>("update api_token set last_used_at = $2 where api_token_id = $1")
-                        .bind(token.id).bind(now).execute(&self.pool).await?;
-                }
-                Ok(token)
-            }
-
-            async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>> {
-                let rows = sqlx::query_as::<$db, ApiTokenRow>(concat!(
-                    "select ", token_cols!(), " from api_token where workspace_id = $1 and user_id = $2 and run_id is null ",
-                    "order by created_at desc, api_token_id desc"))
-                    .bind(ws).bind(user).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<String> {
-                sqlx::query_scalar::<$db, String>(
-                    "update api_token set revoked_at = $4 where api_token_id = $1 and workspace_id = $2 and user_id = $3 \
-                     and revoked_at is null returning token_hash")
-                    .bind(id).bind(ws).bind(user).bind(now()).fetch_optional(&self.pool).await?
-                    .ok_or(Error::NotFound)
-            }
-
-            async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>> {
-                Ok(sqlx::query_scalar::<$db, String>(
-                    "update api_token set revoked_at = $2 where run_id = $1 and revoked_at is null returning token_hash")
-                    .bind(run).bind(now()).fetch_all(&self.pool).await?)
             }
 
             async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
@@ -1206,6 +1122,7 @@ macro_rules! impl_store {
         }
 
         $crate::store::people::impl_people_store!($store, $db);
+        $crate::store::sessions::impl_sessions_store!($store, $db);
     };
 }
 pub(super) use impl_store;

@@ -12,6 +12,7 @@ pub mod foreign;
 mod people;
 mod postgres;
 mod rows;
+mod sessions;
 mod sqlite;
 pub mod testing;
 mod usage;
@@ -24,21 +25,21 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, Comment,
-    CommentId, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings,
-    InboxItem, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Label, NewAgent,
-    NewApiToken, NewComment, NewEnsembleRun, NewInboxItem, NewIssue, NewRun, NewRunEvent,
-    NewRunnerToken, NewSession, NewSkill, ReviewOutcome, Run, RunEvent, RunId, RunOutcome,
-    RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session, Skill,
-    SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, WorkspaceId,
+    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, Cap, Caps, Comment, CommentId,
+    Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, InboxItem,
+    Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Label, NewAgent, NewComment,
+    NewEnsembleRun, NewInboxItem, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSkill,
+    ReviewOutcome, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, RunnerName,
+    RunnerToken, RunnerTokenId, Seq, Skill, SkillId, Slug, Usage, UsageFilter, UserId, WorkspaceId,
 };
 
 pub use people::PeopleStore;
+pub use sessions::SessionStore;
 
 /// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
 /// outside the crate).
 pub mod prelude {
-    pub use super::{PeopleStore, Store};
+    pub use super::{PeopleStore, SessionStore, Store};
 }
 
 /// What a store method can fail with; callers branch on the variant.
@@ -283,7 +284,7 @@ pub struct LeasedEvents<'a> {
 
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
-pub trait Store: Send + Sync + 'static + PeopleStore {
+pub trait Store: Send + Sync + 'static + PeopleStore + SessionStore {
     /// Which database this is.
     fn backend(&self) -> Backend;
     /// Checks that the database answers (readiness).
@@ -363,34 +364,6 @@ pub trait Store: Send + Sync + 'static + PeopleStore {
 
     /// An issue's activity trail, oldest first.
     async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>>;
-
-    // --- sessions and API tokens ---
-    /// Stores a browser session (only the hash of its secret).
-    async fn create_session(&self, new: &NewSession) -> Result<Session>;
-    /// The session with this secret hash and its user, if it has not expired by `now`.
-    async fn session_user(&self, token_hash: &str, now: DateTime<Utc>) -> Result<(Session, User)>;
-    /// Ends a session (logout). Ending an unknown session is not an error.
-    async fn delete_session(&self, token_hash: &str) -> Result<()>;
-    /// Sets a user's password hash and ends every session of theirs except `keep` (the one that made the
-    /// change), in one transaction; returns the ended sessions' hashes (their live connections end too).
-    /// `NotFound` for an unknown user.
-    async fn change_password(
-        &self,
-        user: UserId,
-        password_hash: &str,
-        keep: Option<&str>,
-    ) -> Result<Vec<String>>;
-    /// Stores an API token (only its hash and display prefix).
-    async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken>;
-    /// The unrevoked token with this hash, noting its use (at most once a minute).
-    async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken>;
-    /// A user's own (non-run) tokens in a workspace, newest first, revoked ones included.
-    async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>>;
-    /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked); returns its
-    /// hash, which names the live connections opened with it.
-    async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<String>;
-    /// Revokes every token bound to `run` (when the run ends); returns the hashes of those that were live.
-    async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>>;
 
     // --- agents and skills ---
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).

@@ -5,14 +5,13 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use crate::domain::{
-    Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, ApiToken, Assignee,
-    Budget, Comment, CommentAuthor, CommentId, Email, Ensemble, EnsembleId, EnsembleName,
-    EnsembleRun, EnsembleRunId, EnsembleSettings, EnsembleStatus, EnvVar, FailureReason,
-    HostPattern, InboxItem, InboxItemId, InboxKind, Issue, IssueId, IssueKey, IssuePrefix,
-    IssueStatus, IssueTitle, Label, NewAgent, PermissionMode, Priority, ReviewOutcome, Run,
-    RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken, RunnerTokenId, Session,
-    SessionId, Skill, SkillFile, SkillId, SkillSource, Slug, TokenId, Usage, User, UserId,
-    WorkspaceId,
+    Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, Assignee, Budget,
+    Comment, CommentAuthor, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun,
+    EnsembleRunId, EnsembleSettings, EnsembleStatus, EnvVar, FailureReason, HostPattern, InboxItem,
+    InboxItemId, InboxKind, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label,
+    NewAgent, PermissionMode, Priority, ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger,
+    Runner, RunnerId, RunnerToken, RunnerTokenId, Skill, SkillFile, SkillId, SkillSource, Slug,
+    Usage, User, UserId, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -490,62 +489,6 @@ pub(super) fn actor_columns(actor: CommentAuthor) -> (Option<UserId>, Option<Age
         CommentAuthor::User(u) => (Some(u), None),
         CommentAuthor::Agent(a) => (None, Some(a)),
         CommentAuthor::System => (None, None),
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct SessionRow {
-    session_id: SessionId,
-    user_id: UserId,
-    session_created_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
-}
-
-impl From<SessionRow> for Session {
-    fn from(r: SessionRow) -> Self {
-        Session {
-            id: r.session_id,
-            user_id: r.user_id,
-            created_at: r.session_created_at,
-            expires_at: r.expires_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct SessionUserRow {
-    #[sqlx(flatten)]
-    pub(super) session: SessionRow,
-    #[sqlx(flatten)]
-    pub(super) user: UserRow,
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct ApiTokenRow {
-    api_token_id: TokenId,
-    workspace_id: WorkspaceId,
-    user_id: UserId,
-    name: String,
-    prefix: String,
-    run_id: Option<RunId>,
-    created_at: DateTime<Utc>,
-    last_used_at: Option<DateTime<Utc>>,
-    revoked_at: Option<DateTime<Utc>>,
-}
-
-impl From<ApiTokenRow> for ApiToken {
-    fn from(r: ApiTokenRow) -> Self {
-        ApiToken {
-            id: r.api_token_id,
-            workspace_id: r.workspace_id,
-            user_id: r.user_id,
-            name: r.name,
-            prefix: r.prefix,
-            run_id: r.run_id,
-            created_at: r.created_at,
-            last_used_at: r.last_used_at,
-            revoked_at: r.revoked_at,
-        }
     }
 }
 
