@@ -27,16 +27,6 @@ macro_rules! user_cols {
         "user_id, email, display_name, password_hash, created_at"
     };
 }
-macro_rules! issue_select { () => { concat!(
-    "select i.issue_id, i.workspace_id, w.issue_prefix, i.number, i.title, i.body, i.status, i.priority, ",
-    "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.position, i.created_by, ",
-    "i.created_at, i.updated_at from issue i join workspace w on w.workspace_id = i.workspace_id"
-) } }
-macro_rules! comment_cols {
-    () => {
-        "comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at, edited_at"
-    };
-}
 macro_rules! agent_cols { () => {
     "agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, permission_mode, \
      max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, command, base_url, \
@@ -72,8 +62,8 @@ macro_rules! inbox_visible { () => {
      (select m.created_at from member m where m.workspace_id = i.workspace_id and m.user_id = $2)))"
 } }
 pub(super) use {
-    agent_cols, comment_cols, inbox_cols, inbox_visible, issue_select, run_cols, runner_select,
-    runner_token_cols, skill_cols, user_cols, ws_cols,
+    agent_cols, inbox_cols, inbox_visible, run_cols, runner_select, runner_token_cols, skill_cols,
+    user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -120,211 +110,6 @@ macro_rules! impl_store {
             async fn notify(&self, message: &str) -> Result<()> { self.notify_impl(message).await }
             async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
                 self.listen_impl().await
-            }
-
-            async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue> {
-                let (id, now) = (IssueId::new(), now());
-                let (user, agent) = assignee_columns(new.assignee);
-                let mut tx = self.begin_write().await?;
-                // The counter row lock also serialises concurrent creates in one workspace.
-                let number = sqlx::query_scalar::<$db, i64>(
-                    "update workspace set issue_counter = issue_counter + 1 where workspace_id = $1 returning issue_counter")
-                    .bind(ws).fetch_one(&mut *tx).await?;
-                let position = next_position!($db, tx, ws, new.status);
-                sqlx::query::<$db>(concat!(
-                    "insert into issue (issue_id, workspace_id, number, title, body, status, priority, assignee_user_id, ",
-                    "assignee_agent_id, labels, parent_issue_id, position, created_by, created_at, updated_at) ",
-                    "values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)"))
-                    .bind(id).bind(ws).bind(number).bind(&new.title).bind(&new.body).bind(new.status)
-                    .bind(new.priority).bind(user).bind(agent).bind(sqlx::types::Json(&new.labels))
-                    .bind(new.parent).bind(position).bind(new.created_by).bind(now)
-                    .execute(&mut *tx).await?;
-                let actor = new.created_by.map_or(Actor::System, Actor::User);
-                insert_activity!($db, tx, id, actor, ActivityKind::Created, serde_json::json!({ "status": new.status }), now);
-                tx.commit().await?;
-                self.get_issue_by_id(id).await
-            }
-
-            async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue> {
-                let row = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(),
-                    " where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3"))
-                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue> {
-                let row = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(), " where i.issue_id = $1"))
-                    .bind(id).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>> {
-                let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
-                qb.push_bind(ws);
-                push_issue_filter!(qb, filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
-                if let [_] = filter.statuses.as_slice() {
-                    // One column: its index (workspace, status, position) gives the order as it reads.
-                    qb.push(" order by i.position, i.number");
-                } else {
-                    qb.push(" order by ").push(COLUMN_RANK).push(", i.position, i.number");
-                }
-                if let Some(limit) = filter.limit { qb.push(" limit ").push_bind(limit); }
-                let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn count_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<(IssueStatus, i64)>> {
-                let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(
-                    "select i.status, count(*) from issue i join workspace w on w.workspace_id = i.workspace_id ",
-                    "where i.workspace_id = "));
-                qb.push_bind(ws);
-                push_issue_filter!(qb, filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
-                qb.push(" group by i.status");
-                let counts = qb.build_query_as::<(IssueStatus, i64)>().fetch_all(&self.pool).await?;
-                Ok(IssueStatus::ALL.iter().filter_map(|s| counts.iter().find(|(c, _)| c == s).copied()).collect())
-            }
-
-            async fn list_issue_labels(&self, ws: WorkspaceId) -> Result<Vec<Label>> {
-                let mut labels = sqlx::query_scalar::<$db, String>(Self::DISTINCT_LABELS)
-                    .bind(ws).fetch_all(&self.pool).await?;
-                // Sorted here, so both backends give the same order whatever their collation.
-                labels.sort();
-                labels.dedup();
-                labels.iter().map(|l| Label::parse(l).map_err(|e| Error::Other(anyhow::anyhow!("stored label {l:?}: {}", e.message)))).collect()
-            }
-
-            async fn update_issue(&self, ws: WorkspaceId, key: &IssueKey, patch: &IssuePatch, actor: Actor) -> Result<Issue> {
-                let mut tx = self.begin_write().await?;
-                let old: Issue = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(),
-                    " where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3"))
-                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?.into();
-                let (user, agent) = assignee_columns(patch.assignee.flatten());
-                let now = now();
-                sqlx::query::<$db>(concat!(
-                    "update issue set title = coalesce($2, title), body = coalesce($3, body), ",
-                    "priority = coalesce($4, priority), labels = coalesce($5, labels), ",
-                    "assignee_user_id = case when $6 then $7 else assignee_user_id end, ",
-                    "assignee_agent_id = case when $6 then $8 else assignee_agent_id end, updated_at = $9 ",
-                    "where issue_id = $1"))
-                    .bind(old.id).bind(patch.title.as_ref()).bind(patch.body.as_deref()).bind(patch.priority)
-                    .bind(patch.labels.as_ref().map(sqlx::types::Json)).bind(patch.assignee.is_some())
-                    .bind(user).bind(agent).bind(now)
-                    .execute(&mut *tx).await?;
-                for (kind, detail) in patch_activity(&old, patch) {
-                    insert_activity!($db, tx, old.id, actor, kind, detail, now);
-                }
-                tx.commit().await?;
-                self.get_issue_by_id(old.id).await
-            }
-
-            async fn move_issue(&self, ws: WorkspaceId, key: &IssueKey, status: IssueStatus, index: Option<usize>, actor: Actor) -> Result<Issue> {
-                let mut tx = self.begin_write().await?;
-                lock_workspace!($db, tx, ws);
-                let (id, from) = sqlx::query_as::<$db, (IssueId, IssueStatus)>(
-                    "select i.issue_id, i.status from issue i join workspace w on w.workspace_id = i.workspace_id \
-                     where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3")
-                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?;
-                if from != status {
-                    let detail = serde_json::json!({ "from": from, "to": status });
-                    insert_activity!($db, tx, id, actor, ActivityKind::Status, detail, now());
-                }
-                let mut column = sqlx::query_scalar::<$db, IssueId>(
-                    "select issue_id from issue where workspace_id = $1 and status = $2 and issue_id <> $3 order by position, number")
-                    .bind(ws).bind(status).bind(id).fetch_all(&mut *tx).await?;
-                let at = index.unwrap_or(column.len()).min(column.len());
-                column.insert(at, id);
-                sqlx::query::<$db>("update issue set status = $2, updated_at = $3 where issue_id = $1")
-                    .bind(id).bind(status).bind(now()).execute(&mut *tx).await?;
-                for (i, issue) in (1_i64..).zip(&column) {
-                    sqlx::query::<$db>("update issue set position = $2 where issue_id = $1 and position <> $2")
-                        .bind(issue).bind(i * POSITION_STEP).execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
-                self.get_issue_by_id(id).await
-            }
-
-            async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment> {
-                let (user, agent) = actor_columns(new.author);
-                let row = sqlx::query_as::<$db, CommentRow>(concat!(
-                    "insert into comment (comment_id, issue_id, author_user_id, author_agent_id, body, run_id, created_at) ",
-                    "values ($1, $2, $3, $4, $5, $6, $7) returning ", comment_cols!()))
-                    .bind(CommentId::new()).bind(issue).bind(user).bind(agent).bind(&new.body).bind(new.run_id).bind(now())
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>> {
-                let rows = sqlx::query_as::<$db, CommentRow>(concat!(
-                    "select ", comment_cols!(), " from comment where issue_id = $1 order by created_at, comment_id"))
-                    .bind(issue).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn list_comments_page(&self, issue: IssueId, after: Option<CommentId>, limit: i64) -> Result<Vec<Comment>> {
-                let rows = match after {
-                    None => sqlx::query_as::<$db, CommentRow>(concat!(
-                        "select ", comment_cols!(), " from comment where issue_id = $1 ",
-                        "order by created_at, comment_id limit $2"))
-                        .bind(issue).bind(limit).fetch_all(&self.pool).await?,
-                    Some(after) => {
-                        // A cursor must be a comment of this issue; compared with its stored values.
-                        sqlx::query_scalar::<$db, CommentId>(
-                            "select comment_id from comment where comment_id = $1 and issue_id = $2")
-                            .bind(after).bind(issue).fetch_one(&self.pool).await?;
-                        sqlx::query_as::<$db, CommentRow>(concat!(
-                            "select ", comment_cols!(), " from comment where issue_id = $1 and (created_at, comment_id) > ",
-                            "(select created_at, comment_id from comment where comment_id = $2) ",
-                            "order by created_at, comment_id limit $3"))
-                            .bind(issue).bind(after).bind(limit).fetch_all(&self.pool).await?
-                    }
-                };
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn get_comment(&self, issue: IssueId, id: CommentId) -> Result<Comment> {
-                let row = sqlx::query_as::<$db, CommentRow>(concat!(
-                    "select ", comment_cols!(), " from comment where comment_id = $1 and issue_id = $2"))
-                    .bind(id).bind(issue).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn edit_comment(&self, issue: IssueId, id: CommentId, body: &str) -> Result<Comment> {
-                let row = sqlx::query_as::<$db, CommentRow>(concat!(
-                    "update comment set body = $3, edited_at = $4 where comment_id = $1 and issue_id = $2 returning ",
-                    comment_cols!()))
-                    .bind(id).bind(issue).bind(body).bind(now()).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn delete_comment(&self, issue: IssueId, id: CommentId) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from comment where comment_id = $1 and issue_id = $2")
-                    .bind(id).bind(issue).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn delete_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue> {
-                let mut tx = self.begin_write().await?;
-                lock_workspace!($db, tx, ws);
-                let issue: Issue = sqlx::query_as::<$db, IssueRow>(concat!(issue_select!(),
-                    " where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3"))
-                    .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?.into();
-                let live = sqlx::query_scalar::<$db, i64>(
-                    "select count(*) from run where issue_id = $1 and status in ('claimed', 'running')")
-                    .bind(issue.id).fetch_one(&mut *tx).await?;
-                if live > 0 { return Err(Error::conflict("run_live")); }
-                // Everything else that refers to the issue goes with it (`on delete cascade` / `set null`).
-                sqlx::query::<$db>("delete from issue where issue_id = $1").bind(issue.id).execute(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(issue)
-            }
-
-            async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>> {
-                let rows = sqlx::query_as::<$db, ActivityRow>(
-                    "select issue_activity_id, issue_id, actor_user_id, actor_agent_id, kind, detail, created_at \
-                     from issue_activity where issue_id = $1 order by created_at, issue_activity_id")
-                    .bind(issue).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
             }
 
             async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
@@ -1123,6 +908,7 @@ macro_rules! impl_store {
 
         $crate::store::people::impl_people_store!($store, $db);
         $crate::store::sessions::impl_sessions_store!($store, $db);
+        $crate::store::issues::impl_issues_store!($store, $db);
     };
 }
 pub(super) use impl_store;
@@ -1143,16 +929,6 @@ macro_rules! lock_workspace {
     }};
 }
 pub(super) use lock_workspace;
-
-/// The position after the last issue of a column.
-macro_rules! next_position {
-    ($db:ty, $tx:ident, $ws:expr, $status:expr) => {
-        sqlx::query_scalar::<$db, i64>(
-            "select coalesce(max(position), 0) + 1024 from issue where workspace_id = $1 and status = $2")
-            .bind($ws).bind($status).fetch_one(&mut *$tx).await?
-    };
-}
-pub(super) use next_position;
 
 /// Binds the profile columns `$3..=$18` of an agent insert or update.
 macro_rules! bind_agent {
@@ -1197,10 +973,7 @@ pub(super) use insert_skill_files;
 
 use super::Error;
 use super::rows::{SkillFileRow, SkillRow};
-use crate::domain::{ActivityKind, Issue, IssuePatch, RunStatus, Skill, SkillFile};
-
-/// Gap between neighbouring issues in a column.
-pub(super) const POSITION_STEP: i64 = 1024;
+use crate::domain::{RunStatus, Skill, SkillFile};
 
 /// Events per insert statement (5 binds each, far below both databases' parameter limits).
 pub(super) const APPEND_CHUNK: usize = 200;
@@ -1218,29 +991,6 @@ pub(super) fn with_files(rows: Vec<SkillRow>, files: &[SkillFileRow]) -> Vec<Ski
             })
             .collect();
         out.push(row.into_skill(own));
-    }
-    out
-}
-
-/// A `like` pattern matching `text` anywhere, case-insensitively, with `%`, `_` and `\` escaped.
-pub(super) fn like_pattern(text: &str) -> String {
-    format!("%{}%", like_escaped(text))
-}
-
-/// A `like` pattern matching what begins with `text`, case-insensitively (for issue keys: `acm-1` finds
-/// `ACM-1` and `ACM-12`).
-pub(super) fn key_prefix_pattern(text: &str) -> String {
-    format!("{}%", like_escaped(text))
-}
-
-/// `text` lower-cased, with `like`'s `%`, `_` and `\` escaped by `\`.
-fn like_escaped(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    for c in text.to_lowercase().chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
     }
     out
 }
@@ -1273,79 +1023,6 @@ pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result
 /// Narrows a claim's candidate query (over `run r join agent a`) to `scope`: its workspace, its agent
 /// kinds, and agents unbound or bound to the claiming runner's name. `$bound_open`/`$bound_close`
 /// surround the runner name with the dialect's "the agent's `runner_names` is empty or contains it".
-/// The issue list's order by column: the board's column order, as `IssueCursor::column_rank`.
-pub(super) const COLUMN_RANK: &str = concat!(
-    "case i.status when 'backlog' then 0 when 'todo' then 1 when 'in_progress' then 2 ",
-    "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end"
-);
-
-/// The `and …` conditions of an `IssueFilter` (all but `limit`) on `issue i join workspace w`, shared by
-/// the list and its counts so both always agree.
-macro_rules! push_issue_filter {
-    ($qb:ident, $filter:expr, $label_open:expr, $label_close:expr) => {{
-        let filter: &IssueFilter = $filter;
-        if !filter.statuses.is_empty() {
-            $qb.push(" and i.status in (");
-            let mut list = $qb.separated(", ");
-            for status in &filter.statuses {
-                list.push_bind(*status);
-            }
-            list.push_unseparated(")");
-        }
-        match filter.assignee {
-            Some(Assignee::User(u)) => {
-                $qb.push(" and i.assignee_user_id = ").push_bind(u);
-            }
-            Some(Assignee::Agent(a)) => {
-                $qb.push(" and i.assignee_agent_id = ").push_bind(a);
-            }
-            None => {}
-        }
-        if let Some(priority) = filter.priority {
-            $qb.push(" and i.priority = ").push_bind(priority);
-        }
-        if let Some(label) = &filter.label {
-            $qb.push($label_open)
-                .push_bind(label.as_str().to_owned())
-                .push($label_close);
-        }
-        if let Some(text) = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            // The key (`ACM-1`, and any key it begins: `ACM-12`), the title or the body.
-            let pattern = like_pattern(text);
-            $qb.push(" and (lower(w.issue_prefix) || '-' || i.number like ")
-                .push_bind(key_prefix_pattern(text))
-                .push(" escape '\\' or lower(i.title) like ")
-                .push_bind(pattern.clone())
-                .push(" escape '\\'")
-                .push(" or lower(i.body) like ")
-                .push_bind(pattern)
-                .push(" escape '\\')");
-        }
-        match (filter.after, filter.statuses.as_slice()) {
-            // Within the cursor's own column, a plain (position, number) comparison the index serves.
-            (Some(after), [only]) if *only == after.status => {
-                $qb.push(" and (i.position, i.number) > (")
-                    .push_bind(after.position)
-                    .push(", ")
-                    .push_bind(after.number)
-                    .push(")");
-            }
-            (Some(after), _) => {
-                $qb.push(" and (")
-                    .push(COLUMN_RANK)
-                    .push(", i.position, i.number) > (")
-                    .push_bind(after.column_rank())
-                    .push(", ")
-                    .push_bind(after.position)
-                    .push(", ")
-                    .push_bind(after.number)
-                    .push(")");
-            }
-            (None, _) => {}
-        }
-    }};
-}
-pub(super) use push_issue_filter;
 
 macro_rules! push_claim_scope {
     ($qb:ident, $scope:expr, $bound_open:expr, $bound_close:expr) => {{
@@ -1386,54 +1063,3 @@ macro_rules! take_run {
     };
 }
 pub(super) use take_run;
-
-/// Records one activity line inside the surrounding transaction.
-macro_rules! insert_activity {
-    ($db:ty, $tx:ident, $issue:expr, $actor:expr, $kind:expr, $detail:expr, $at:expr) => {{
-        let (user, agent) = actor_columns($actor);
-        sqlx::query::<$db>(
-            "insert into issue_activity (issue_activity_id, issue_id, actor_user_id, actor_agent_id, kind, detail, created_at) \
-             values ($1, $2, $3, $4, $5, $6, $7)")
-            .bind(ActivityId::new()).bind($issue).bind(user).bind(agent).bind($kind)
-            .bind(sqlx::types::Json(&$detail)).bind($at)
-            .execute(&mut *$tx).await?;
-    }};
-}
-pub(super) use insert_activity;
-
-/// The activity lines a patch produces against the issue as it was: one per field that really changes.
-pub(super) fn patch_activity(
-    old: &Issue,
-    patch: &IssuePatch,
-) -> Vec<(ActivityKind, serde_json::Value)> {
-    use serde_json::json;
-    let mut out = Vec::new();
-    if let Some(title) = patch.title.as_ref().filter(|t| **t != old.title) {
-        out.push((
-            ActivityKind::Title,
-            json!({ "from": old.title, "to": title }),
-        ));
-    }
-    if let Some(priority) = patch.priority.filter(|p| *p != old.priority) {
-        out.push((
-            ActivityKind::Priority,
-            json!({ "from": old.priority, "to": priority }),
-        ));
-    }
-    if let Some(assignee) = patch.assignee.filter(|a| *a != old.assignee) {
-        out.push((
-            ActivityKind::Assignee,
-            json!({ "from": old.assignee, "to": assignee }),
-        ));
-    }
-    if let Some(labels) = patch.labels.as_ref().filter(|l| **l != old.labels) {
-        out.push((
-            ActivityKind::Labels,
-            json!({ "from": old.labels, "to": labels }),
-        ));
-    }
-    if patch.body.as_ref().is_some_and(|b| *b != old.body) {
-        out.push((ActivityKind::Body, json!({})));
-    }
-    out
-}

@@ -9,6 +9,7 @@ mod codec;
 mod common;
 mod ensembles;
 pub mod foreign;
+mod issues;
 mod people;
 mod postgres;
 mod rows;
@@ -25,21 +26,21 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, Cap, Caps, Comment, CommentId,
-    Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, InboxItem,
-    Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssueStatus, Label, NewAgent, NewComment,
-    NewEnsembleRun, NewInboxItem, NewIssue, NewRun, NewRunEvent, NewRunnerToken, NewSkill,
-    ReviewOutcome, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, RunnerName,
-    RunnerToken, RunnerTokenId, Seq, Skill, SkillId, Slug, Usage, UsageFilter, UserId, WorkspaceId,
+    Agent, AgentId, AgentName, AgentSkill, Cap, Caps, CommentId, Ensemble, EnsembleId,
+    EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, InboxItem, IssueId, NewAgent,
+    NewEnsembleRun, NewInboxItem, NewRun, NewRunEvent, NewRunnerToken, NewSkill, ReviewOutcome,
+    Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, RunnerName, RunnerToken,
+    RunnerTokenId, Seq, Skill, SkillId, Slug, Usage, UsageFilter, UserId, WorkspaceId,
 };
 
+pub use issues::IssueStore;
 pub use people::PeopleStore;
 pub use sessions::SessionStore;
 
 /// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
 /// outside the crate).
 pub mod prelude {
-    pub use super::{PeopleStore, SessionStore, Store};
+    pub use super::{IssueStore, PeopleStore, SessionStore, Store};
 }
 
 /// What a store method can fail with; callers branch on the variant.
@@ -284,7 +285,7 @@ pub struct LeasedEvents<'a> {
 
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
-pub trait Store: Send + Sync + 'static + PeopleStore + SessionStore {
+pub trait Store: Send + Sync + 'static + PeopleStore + SessionStore + IssueStore {
     /// Which database this is.
     fn backend(&self) -> Backend;
     /// Checks that the database answers (readiness).
@@ -299,71 +300,6 @@ pub trait Store: Send + Sync + 'static + PeopleStore + SessionStore {
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- issues and comments ---
-    /// Creates an issue with the workspace's next number, at the bottom of its column, and records who
-    /// created it (`created_by`, else Muster) in the activity trail.
-    async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue>;
-    /// An issue by key, only within `ws` (a key from another workspace is `NotFound`).
-    async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
-    /// An issue by id.
-    async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue>;
-    /// Issues matching `filter`, by status column then position (then number), after `filter.after` and
-    /// at most `filter.limit` of them.
-    async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
-    /// How many issues match `filter` (its `limit` aside) in each status, in column order; statuses
-    /// with none are left out. With `filter.after`, only those after the cursor are counted.
-    async fn count_issues(
-        &self,
-        ws: WorkspaceId,
-        filter: &IssueFilter,
-    ) -> Result<Vec<(IssueStatus, i64)>>;
-    /// Every label used on an issue of `ws`, once each, sorted.
-    async fn list_issue_labels(&self, ws: WorkspaceId) -> Result<Vec<Label>>;
-    /// Changes the fields set in `patch`, recording one activity line per field that really changed.
-    async fn update_issue(
-        &self,
-        ws: WorkspaceId,
-        key: &IssueKey,
-        patch: &IssuePatch,
-        actor: Actor,
-    ) -> Result<Issue>;
-    /// Moves an issue to `status` at `index` in that column (the end when `None` or past it), renumbering
-    /// the column so positions stay dense; a status change is recorded in the activity trail.
-    async fn move_issue(
-        &self,
-        ws: WorkspaceId,
-        key: &IssueKey,
-        status: IssueStatus,
-        index: Option<usize>,
-        actor: Actor,
-    ) -> Result<Issue>;
-    /// Adds a comment.
-    async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment>;
-    /// An issue's comments, oldest first.
-    async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>>;
-    /// Up to `limit` of an issue's comments, oldest first, after the comment `after` (from the first when
-    /// `None`). `NotFound` when `after` is not a comment of this issue.
-    async fn list_comments_page(
-        &self,
-        issue: IssueId,
-        after: Option<CommentId>,
-        limit: i64,
-    ) -> Result<Vec<Comment>>;
-
-    /// One comment of an issue (`NotFound` when it is not a comment of that issue).
-    async fn get_comment(&self, issue: IssueId, id: CommentId) -> Result<Comment>;
-    /// Replaces a comment's body and stamps `edited_at` (`NotFound` when it is not a comment of that issue).
-    async fn edit_comment(&self, issue: IssueId, id: CommentId, body: &str) -> Result<Comment>;
-    /// Deletes a comment (`NotFound` when it is not a comment of that issue).
-    async fn delete_comment(&self, issue: IssueId, id: CommentId) -> Result<()>;
-    /// Deletes an issue and, with it, its comments, activity, runs (with their logs and tokens) and inbox
-    /// items; sub-issues lose their parent. Refused (`run_live`) while one of its runs is claimed or
-    /// running: stop those first. Returns the issue as it was.
-    async fn delete_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
-
-    /// An issue's activity trail, oldest first.
-    async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>>;
 
     // --- agents and skills ---
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).

@@ -5,13 +5,12 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use crate::domain::{
-    Activity, ActivityId, ActivityKind, Agent, AgentId, AgentKind, AgentName, Assignee, Budget,
-    Comment, CommentAuthor, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun,
-    EnsembleRunId, EnsembleSettings, EnsembleStatus, EnvVar, FailureReason, HostPattern, InboxItem,
-    InboxItemId, InboxKind, Issue, IssueId, IssueKey, IssuePrefix, IssueStatus, IssueTitle, Label,
-    NewAgent, PermissionMode, Priority, ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger,
-    Runner, RunnerId, RunnerToken, RunnerTokenId, Skill, SkillFile, SkillId, SkillSource, Slug,
-    Usage, User, UserId, WorkspaceId,
+    Agent, AgentId, AgentKind, AgentName, Budget, CommentId, Email, Ensemble, EnsembleId,
+    EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, EnsembleStatus, EnvVar,
+    FailureReason, HostPattern, InboxItem, InboxItemId, InboxKind, IssueId, NewAgent,
+    PermissionMode, ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId,
+    RunnerToken, RunnerTokenId, Skill, SkillFile, SkillId, SkillSource, Slug, Usage, User, UserId,
+    WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -31,91 +30,6 @@ impl From<UserRow> for User {
             display_name: r.display_name,
             password_hash: r.password_hash,
             created_at: r.created_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct IssueRow {
-    issue_id: IssueId,
-    workspace_id: WorkspaceId,
-    issue_prefix: IssuePrefix,
-    number: i64,
-    title: IssueTitle,
-    body: String,
-    status: IssueStatus,
-    priority: Priority,
-    assignee_user_id: Option<UserId>,
-    assignee_agent_id: Option<AgentId>,
-    labels: Json<Vec<Label>>,
-    parent_issue_id: Option<IssueId>,
-    position: i64,
-    created_by: Option<UserId>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl From<IssueRow> for Issue {
-    fn from(r: IssueRow) -> Self {
-        let assignee = match (r.assignee_user_id, r.assignee_agent_id) {
-            (Some(u), _) => Some(Assignee::User(u)),
-            (None, Some(a)) => Some(Assignee::Agent(a)),
-            (None, None) => None,
-        };
-        Issue {
-            id: r.issue_id,
-            workspace_id: r.workspace_id,
-            key: IssueKey {
-                prefix: r.issue_prefix,
-                number: r.number,
-            },
-            title: r.title,
-            body: r.body,
-            status: r.status,
-            priority: r.priority,
-            assignee,
-            labels: r.labels.0,
-            parent: r.parent_issue_id,
-            position: r.position,
-            created_by: r.created_by,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        }
-    }
-}
-
-/// Splits an assignee into the two nullable columns.
-pub(super) fn assignee_columns(a: Option<Assignee>) -> (Option<UserId>, Option<AgentId>) {
-    match a {
-        Some(Assignee::User(u)) => (Some(u), None),
-        Some(Assignee::Agent(g)) => (None, Some(g)),
-        None => (None, None),
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct CommentRow {
-    comment_id: CommentId,
-    issue_id: IssueId,
-    author_user_id: Option<UserId>,
-    author_agent_id: Option<AgentId>,
-    body: String,
-    run_id: Option<RunId>,
-    created_at: DateTime<Utc>,
-    edited_at: Option<DateTime<Utc>>,
-}
-
-impl From<CommentRow> for Comment {
-    fn from(r: CommentRow) -> Self {
-        let author = author(r.author_user_id, r.author_agent_id);
-        Comment {
-            id: r.comment_id,
-            issue_id: r.issue_id,
-            author,
-            body: r.body,
-            run_id: r.run_id,
-            created_at: r.created_at,
-            edited_at: r.edited_at,
         }
     }
 }
@@ -448,48 +362,6 @@ pub(super) fn now() -> DateTime<Utc> {
     use chrono::{DurationRound, TimeDelta};
     let t = Utc::now();
     t.duration_trunc(TimeDelta::microseconds(1)).unwrap_or(t)
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct ActivityRow {
-    issue_activity_id: ActivityId,
-    issue_id: IssueId,
-    actor_user_id: Option<UserId>,
-    actor_agent_id: Option<AgentId>,
-    kind: ActivityKind,
-    detail: Json<serde_json::Value>,
-    created_at: DateTime<Utc>,
-}
-
-impl From<ActivityRow> for Activity {
-    fn from(r: ActivityRow) -> Self {
-        Activity {
-            id: r.issue_activity_id,
-            issue_id: r.issue_id,
-            actor: author(r.actor_user_id, r.actor_agent_id),
-            kind: r.kind,
-            detail: r.detail.0,
-            at: r.created_at,
-        }
-    }
-}
-
-/// Who did it, from the two nullable actor columns.
-pub(super) fn author(user: Option<UserId>, agent: Option<AgentId>) -> CommentAuthor {
-    match (user, agent) {
-        (Some(u), _) => CommentAuthor::User(u),
-        (None, Some(a)) => CommentAuthor::Agent(a),
-        (None, None) => CommentAuthor::System,
-    }
-}
-
-/// Splits an actor into the two nullable columns.
-pub(super) fn actor_columns(actor: CommentAuthor) -> (Option<UserId>, Option<AgentId>) {
-    match actor {
-        CommentAuthor::User(u) => (Some(u), None),
-        CommentAuthor::Agent(a) => (None, Some(a)),
-        CommentAuthor::System => (None, None),
-    }
 }
 
 #[derive(sqlx::FromRow)]
