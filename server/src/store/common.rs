@@ -27,15 +27,6 @@ macro_rules! user_cols {
         "user_id, email, display_name, password_hash, created_at"
     };
 }
-macro_rules! agent_cols { () => {
-    "agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, permission_mode, \
-     max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, command, base_url, \
-     runner_names, created_at, updated_at, egress_hosts, no_network"
-} }
-macro_rules! skill_cols { () => {
-    "s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.body, s.source, s.content_hash, \
-     s.created_at, s.updated_at"
-} }
 macro_rules! run_cols { () => {
     "run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, runner_id, lease_expires_at, \
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
@@ -62,8 +53,7 @@ macro_rules! inbox_visible { () => {
      (select m.created_at from member m where m.workspace_id = i.workspace_id and m.user_id = $2)))"
 } }
 pub(super) use {
-    agent_cols, inbox_cols, inbox_visible, run_cols, runner_select, runner_token_cols, skill_cols,
-    user_cols, ws_cols,
+    inbox_cols, inbox_visible, run_cols, runner_select, runner_token_cols, user_cols, ws_cols,
 };
 
 /// Writes `impl Store for $store` on database `$db`.
@@ -110,140 +100,6 @@ macro_rules! impl_store {
             async fn notify(&self, message: &str) -> Result<()> { self.notify_impl(message).await }
             async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
                 self.listen_impl().await
-            }
-
-            async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
-                let now = now();
-                let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
-                    "insert into agent (agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, ",
-                    "permission_mode, max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, ",
-                    "command, base_url, runner_names, created_at, updated_at, egress_hosts, no_network) values ($1, $2, ",
-                    "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21) returning ",
-                    agent_cols!()))
-                    .bind(AgentId::new()).bind(ws), new)
-                    .bind(now).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent> {
-                let row = sqlx::query_as::<$db, AgentRow>(concat!("select ", agent_cols!(), " from agent where agent_id = $1 and workspace_id = $2"))
-                    .bind(id).bind(ws).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_agent_by_name(&self, ws: WorkspaceId, name: &AgentName) -> Result<Agent> {
-                let row = sqlx::query_as::<$db, AgentRow>(concat!("select ", agent_cols!(), " from agent where workspace_id = $1 and name = $2"))
-                    .bind(ws).bind(name).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_agents(&self, ws: WorkspaceId) -> Result<Vec<Agent>> {
-                let rows = sqlx::query_as::<$db, AgentRow>(concat!("select ", agent_cols!(), " from agent where workspace_id = $1 order by name"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn update_agent(&self, ws: WorkspaceId, id: AgentId, new: &NewAgent) -> Result<Agent> {
-                let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
-                    "update agent set name = $3, color = $4, kind = $5, model = $6, instructions = $7, env = $8, ",
-                    "extra_args = $9, permission_mode = $10, max_concurrent_runs = $11, stall_timeout_secs = $12, ",
-                    "max_retries = $13, budget_usd = $14, budget_tokens = $15, command = $16, base_url = $17, ",
-                    "runner_names = $18, updated_at = $19, egress_hosts = $20, no_network = $21 ",
-                    "where agent_id = $1 and workspace_id = $2 returning ", agent_cols!()))
-                    .bind(id).bind(ws), new)
-                    .bind(now()).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn delete_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from agent where agent_id = $1 and workspace_id = $2")
-                    .bind(id).bind(ws).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn create_skill(&self, ws: WorkspaceId, new: &NewSkill) -> Result<Skill> {
-                let (id, now) = (SkillId::new(), now());
-                let mut tx = self.begin_write().await?;
-                sqlx::query::<$db>(concat!(
-                    "insert into skill (skill_id, workspace_id, slug, name, description, body, source, content_hash, ",
-                    "created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"))
-                    .bind(id).bind(ws).bind(&new.slug).bind(&new.name).bind(&new.description).bind(&new.body)
-                    .bind(new.source).bind(&new.content_hash).bind(now)
-                    .execute(&mut *tx).await?;
-                insert_skill_files!($db, tx, id, &new.files);
-                tx.commit().await?;
-                self.get_skill(ws, &new.slug).await
-            }
-
-            async fn get_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<Skill> {
-                let row = sqlx::query_as::<$db, SkillRow>(concat!("select ", skill_cols!(), " from skill s where s.workspace_id = $1 and s.slug = $2"))
-                    .bind(ws).bind(slug).fetch_one(&self.pool).await?;
-                let files = sqlx::query_as::<$db, SkillFileRow>("select skill_id, path, content from skill_file where skill_id = $1 order by path")
-                    .bind(row.skill_id).fetch_all(&self.pool).await?;
-                Ok(row.into_skill(files.into_iter().map(|f| SkillFile { path: f.path, content: f.content }).collect()))
-            }
-
-            async fn list_skills(&self, ws: WorkspaceId) -> Result<Vec<Skill>> {
-                let rows = sqlx::query_as::<$db, SkillRow>(concat!("select ", skill_cols!(), " from skill s where s.workspace_id = $1 order by s.slug"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                let files = sqlx::query_as::<$db, SkillFileRow>(
-                    "select f.skill_id, f.path, f.content from skill_file f join skill s on s.skill_id = f.skill_id \
-                     where s.workspace_id = $1 order by f.path")
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(with_files(rows, &files))
-            }
-
-            async fn update_skill(&self, ws: WorkspaceId, slug: &Slug, new: &NewSkill) -> Result<Skill> {
-                let mut tx = self.begin_write().await?;
-                let id = sqlx::query_scalar::<$db, SkillId>(concat!(
-                    "update skill set name = $3, description = $4, body = $5, source = $6, content_hash = $7, ",
-                    "updated_at = $8 where workspace_id = $1 and slug = $2 returning skill_id"))
-                    .bind(ws).bind(slug).bind(&new.name).bind(&new.description).bind(&new.body).bind(new.source)
-                    .bind(&new.content_hash).bind(now())
-                    .fetch_one(&mut *tx).await?;
-                sqlx::query::<$db>("delete from skill_file where skill_id = $1").bind(id).execute(&mut *tx).await?;
-                insert_skill_files!($db, tx, id, &new.files);
-                tx.commit().await?;
-                self.get_skill(ws, slug).await
-            }
-
-            async fn delete_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from skill where workspace_id = $1 and slug = $2")
-                    .bind(ws).bind(slug).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn attach_skill(&self, agent: AgentId, skill: SkillId, enabled: bool) -> Result<()> {
-                sqlx::query::<$db>(
-                    "insert into agent_skill (agent_id, skill_id, enabled) values ($1, $2, $3) \
-                     on conflict (agent_id, skill_id) do update set enabled = excluded.enabled")
-                    .bind(agent).bind(skill).bind(enabled).execute(&self.pool).await?;
-                Ok(())
-            }
-
-            async fn detach_skill(&self, agent: AgentId, skill: SkillId) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from agent_skill where agent_id = $1 and skill_id = $2")
-                    .bind(agent).bind(skill).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn agent_skills(&self, agent: AgentId) -> Result<Vec<AgentSkill>> {
-                let rows = sqlx::query_as::<$db, AgentSkillRow>(concat!(
-                    "select a.enabled, ", skill_cols!(), " from agent_skill a join skill s on s.skill_id = a.skill_id ",
-                    "where a.agent_id = $1 order by s.slug"))
-                    .bind(agent).fetch_all(&self.pool).await?;
-                let files = sqlx::query_as::<$db, SkillFileRow>(
-                    "select f.skill_id, f.path, f.content from skill_file f join agent_skill a on a.skill_id = f.skill_id \
-                     where a.agent_id = $1 order by f.path")
-                    .bind(agent).fetch_all(&self.pool).await?;
-                let enabled: Vec<bool> = rows.iter().map(|r| r.enabled).collect();
-                let skills = with_files(rows.into_iter().map(|r| r.skill).collect(), &files);
-                Ok(skills.into_iter().zip(enabled).map(|(skill, enabled)| AgentSkill { agent_id: agent, skill, enabled }).collect())
             }
 
             async fn create_runner_token(&self, new: &NewRunnerToken) -> Result<RunnerToken> {
@@ -909,6 +765,7 @@ macro_rules! impl_store {
         $crate::store::people::impl_people_store!($store, $db);
         $crate::store::sessions::impl_sessions_store!($store, $db);
         $crate::store::issues::impl_issues_store!($store, $db);
+        $crate::store::agents::impl_agents_store!($store, $db);
     };
 }
 pub(super) use impl_store;
@@ -930,70 +787,12 @@ macro_rules! lock_workspace {
 }
 pub(super) use lock_workspace;
 
-/// Binds the profile columns `$3..=$18` of an agent insert or update.
-macro_rules! bind_agent {
-    ($query:expr, $new:expr) => {{
-        let new: &NewAgent = $new;
-        $query
-            .bind(&new.name)
-            .bind(&new.color)
-            .bind(new.kind)
-            .bind(new.model.as_deref())
-            .bind(&new.instructions)
-            .bind(sqlx::types::Json(&new.env))
-            .bind(sqlx::types::Json(&new.extra_args))
-            .bind(new.permission_mode)
-            .bind(new.max_concurrent_runs)
-            .bind(new.stall_timeout_secs)
-            .bind(new.max_retries)
-            .bind(new.budget.usd)
-            .bind(new.budget.tokens)
-            .bind(new.command.as_deref())
-            .bind(new.base_url.as_deref())
-            .bind(sqlx::types::Json(&new.runners))
-    }};
-}
-pub(super) use bind_agent;
-
-macro_rules! insert_skill_files {
-    ($db:ty, $tx:ident, $id:expr, $files:expr) => {
-        for file in $files {
-            sqlx::query::<$db>(
-                "insert into skill_file (skill_id, path, content) values ($1, $2, $3)",
-            )
-            .bind($id)
-            .bind(&file.path)
-            .bind(&file.content)
-            .execute(&mut *$tx)
-            .await?;
-        }
-    };
-}
-pub(super) use insert_skill_files;
-
 use super::Error;
-use super::rows::{SkillFileRow, SkillRow};
-use crate::domain::{RunStatus, Skill, SkillFile};
+
+use crate::domain::RunStatus;
 
 /// Events per insert statement (5 binds each, far below both databases' parameter limits).
 pub(super) const APPEND_CHUNK: usize = 200;
-
-/// Pairs skills with their files (both sorted by the queries).
-pub(super) fn with_files(rows: Vec<SkillRow>, files: &[SkillFileRow]) -> Vec<Skill> {
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let own = files
-            .iter()
-            .filter(|f| f.skill_id == row.skill_id)
-            .map(|f| SkillFile {
-                path: f.path.clone(),
-                content: f.content.clone(),
-            })
-            .collect();
-        out.push(row.into_skill(own));
-    }
-    out
-}
 
 /// A run's highest stored seq (0 before any): one index seek.
 pub(super) const LAST_SEQ: &str = "select coalesce(max(seq), 0) from run_event where run_id = $1";

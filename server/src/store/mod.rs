@@ -5,6 +5,7 @@
 //! a write transaction starts, how a run is claimed, a few dialect fragments — lives in `postgres.rs` and
 //! `sqlite.rs`. The conformance suite in `tests/it/store_conformance.rs` runs every method on both.
 
+mod agents;
 mod codec;
 mod common;
 mod ensembles;
@@ -26,13 +27,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Agent, AgentId, AgentName, AgentSkill, Cap, Caps, CommentId, Ensemble, EnsembleId,
-    EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, InboxItem, IssueId, NewAgent,
-    NewEnsembleRun, NewInboxItem, NewRun, NewRunEvent, NewRunnerToken, NewSkill, ReviewOutcome,
-    Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, RunnerName, RunnerToken,
-    RunnerTokenId, Seq, Skill, SkillId, Slug, Usage, UsageFilter, UserId, WorkspaceId,
+    AgentId, Cap, Caps, CommentId, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
+    EnsembleSettings, InboxItem, IssueId, NewEnsembleRun, NewInboxItem, NewRun, NewRunEvent,
+    NewRunnerToken, ReviewOutcome, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId,
+    RunnerName, RunnerToken, RunnerTokenId, Seq, Usage, UsageFilter, UserId, WorkspaceId,
 };
 
+pub use agents::AgentStore;
 pub use issues::IssueStore;
 pub use people::PeopleStore;
 pub use sessions::SessionStore;
@@ -40,7 +41,7 @@ pub use sessions::SessionStore;
 /// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
 /// outside the crate).
 pub mod prelude {
-    pub use super::{IssueStore, PeopleStore, SessionStore, Store};
+    pub use super::{AgentStore, IssueStore, PeopleStore, SessionStore, Store};
 }
 
 /// What a store method can fail with; callers branch on the variant.
@@ -285,7 +286,9 @@ pub struct LeasedEvents<'a> {
 
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
-pub trait Store: Send + Sync + 'static + PeopleStore + SessionStore + IssueStore {
+pub trait Store:
+    Send + Sync + 'static + PeopleStore + SessionStore + IssueStore + AgentStore
+{
     /// Which database this is.
     fn backend(&self) -> Backend;
     /// Checks that the database answers (readiness).
@@ -300,36 +303,6 @@ pub trait Store: Send + Sync + 'static + PeopleStore + SessionStore + IssueStore
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- agents and skills ---
-    /// Creates an agent (`agent_workspace_name_key` on a duplicate name).
-    async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent>;
-    /// An agent by id within `ws`.
-    async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent>;
-    /// An agent by name within `ws`.
-    async fn get_agent_by_name(&self, ws: WorkspaceId, name: &AgentName) -> Result<Agent>;
-    /// All agents, by name.
-    async fn list_agents(&self, ws: WorkspaceId) -> Result<Vec<Agent>>;
-    /// Replaces an agent's profile.
-    async fn update_agent(&self, ws: WorkspaceId, id: AgentId, new: &NewAgent) -> Result<Agent>;
-    /// Deletes an agent; refused (`foreign_key`) while runs of it exist.
-    async fn delete_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<()>;
-    /// Creates a skill with its files.
-    async fn create_skill(&self, ws: WorkspaceId, new: &NewSkill) -> Result<Skill>;
-    /// A skill by slug.
-    async fn get_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<Skill>;
-    /// All skills, by slug.
-    async fn list_skills(&self, ws: WorkspaceId) -> Result<Vec<Skill>>;
-    /// Replaces a skill's content and files (its slug stays).
-    async fn update_skill(&self, ws: WorkspaceId, slug: &Slug, new: &NewSkill) -> Result<Skill>;
-    /// Deletes a skill (and detaches it everywhere).
-    async fn delete_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<()>;
-    /// Attaches a skill to an agent, or changes its switch if already attached.
-    async fn attach_skill(&self, agent: AgentId, skill: SkillId, enabled: bool) -> Result<()>;
-    /// Detaches a skill (`NotFound` if it was not attached).
-    async fn detach_skill(&self, agent: AgentId, skill: SkillId) -> Result<()>;
-    /// The skills attached to an agent, by slug.
-    async fn agent_skills(&self, agent: AgentId) -> Result<Vec<AgentSkill>>;
 
     // --- runner tokens and runners ---
     /// Stores a runner token (only its hash and display prefix).

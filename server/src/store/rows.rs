@@ -5,12 +5,10 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use crate::domain::{
-    Agent, AgentId, AgentKind, AgentName, Budget, CommentId, Email, Ensemble, EnsembleId,
-    EnsembleName, EnsembleRun, EnsembleRunId, EnsembleSettings, EnsembleStatus, EnvVar,
-    FailureReason, HostPattern, InboxItem, InboxItemId, InboxKind, IssueId, NewAgent,
-    PermissionMode, ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId,
-    RunnerToken, RunnerTokenId, Skill, SkillFile, SkillId, SkillSource, Slug, Usage, User, UserId,
-    WorkspaceId,
+    AgentId, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
+    EnsembleSettings, EnsembleStatus, FailureReason, InboxItem, InboxItemId, InboxKind, IssueId,
+    ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken,
+    RunnerTokenId, Usage, User, UserId, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -32,111 +30,6 @@ impl From<UserRow> for User {
             created_at: r.created_at,
         }
     }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct AgentRow {
-    agent_id: AgentId,
-    workspace_id: WorkspaceId,
-    name: AgentName,
-    color: String,
-    kind: AgentKind,
-    model: Option<String>,
-    instructions: String,
-    env: Json<Vec<EnvVar>>,
-    extra_args: Json<Vec<String>>,
-    permission_mode: PermissionMode,
-    max_concurrent_runs: i32,
-    stall_timeout_secs: i32,
-    max_retries: i32,
-    budget_usd: Option<f64>,
-    budget_tokens: Option<i64>,
-    command: Option<String>,
-    base_url: Option<String>,
-    runner_names: Json<Vec<String>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    egress_hosts: Json<Vec<HostPattern>>,
-    no_network: bool,
-}
-
-impl From<AgentRow> for Agent {
-    fn from(r: AgentRow) -> Self {
-        Agent {
-            id: r.agent_id,
-            workspace_id: r.workspace_id,
-            profile: NewAgent {
-                name: r.name,
-                color: r.color,
-                kind: r.kind,
-                model: r.model,
-                instructions: r.instructions,
-                env: r.env.0,
-                extra_args: r.extra_args.0,
-                permission_mode: r.permission_mode,
-                max_concurrent_runs: r.max_concurrent_runs,
-                stall_timeout_secs: r.stall_timeout_secs,
-                max_retries: r.max_retries,
-                budget: Budget {
-                    usd: r.budget_usd,
-                    tokens: r.budget_tokens,
-                },
-                command: r.command,
-                base_url: r.base_url,
-                runners: r.runner_names.0,
-                egress_hosts: r.egress_hosts.0,
-                no_network: r.no_network,
-            },
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct SkillRow {
-    pub(super) skill_id: SkillId,
-    workspace_id: WorkspaceId,
-    slug: Slug,
-    name: String,
-    description: String,
-    body: String,
-    source: SkillSource,
-    content_hash: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl SkillRow {
-    pub(super) fn into_skill(self, files: Vec<SkillFile>) -> Skill {
-        Skill {
-            id: self.skill_id,
-            workspace_id: self.workspace_id,
-            slug: self.slug,
-            name: self.name,
-            description: self.description,
-            body: self.body,
-            files,
-            source: self.source,
-            content_hash: self.content_hash,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct SkillFileRow {
-    pub(super) skill_id: SkillId,
-    pub(super) path: String,
-    pub(super) content: String,
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct AgentSkillRow {
-    pub(super) enabled: bool,
-    #[sqlx(flatten)]
-    pub(super) skill: SkillRow,
 }
 
 #[derive(sqlx::FromRow)]
