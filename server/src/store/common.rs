@@ -34,15 +34,6 @@ macro_rules! run_cols { () => {
      started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
      previous_run_id, ensemble_run_id, cost_estimated, base_commit, head_commit"
 } }
-macro_rules! runner_token_cols { () => {
-    "runner_token_id, workspace_id, name, prefix, created_by, created_at, last_used_at, revoked_at"
-} }
-/// A runner with `revoked` from its token (an embedded runner has none, so is never revoked).
-macro_rules! runner_select { () => {
-    "select r.runner_id, r.name, r.version, r.detected, r.last_heartbeat_at, r.created_at, r.workspace_id, \
-     r.token_id, (t.revoked_at is not null) as revoked \
-     from runner r left join runner_token t on t.runner_token_id = r.token_id"
-} }
 macro_rules! inbox_cols { () => {
     "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at, resolved_at"
 } }
@@ -52,9 +43,7 @@ macro_rules! inbox_visible { () => {
     "(i.user_id = $2 or (i.user_id is null and i.created_at >= \
      (select m.created_at from member m where m.workspace_id = i.workspace_id and m.user_id = $2)))"
 } }
-pub(super) use {
-    inbox_cols, inbox_visible, run_cols, runner_select, runner_token_cols, user_cols, ws_cols,
-};
+pub(super) use {inbox_cols, inbox_visible, run_cols, user_cols, ws_cols};
 
 /// Writes `impl Store for $store` on database `$db`.
 macro_rules! impl_store {
@@ -100,95 +89,6 @@ macro_rules! impl_store {
             async fn notify(&self, message: &str) -> Result<()> { self.notify_impl(message).await }
             async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
                 self.listen_impl().await
-            }
-
-            async fn create_runner_token(&self, new: &NewRunnerToken) -> Result<RunnerToken> {
-                let row = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
-                    "insert into runner_token (runner_token_id, workspace_id, name, prefix, token_hash, created_by, ",
-                    "created_at) values ($1, $2, $3, $4, $5, $6, $7) returning ", runner_token_cols!()))
-                    .bind(RunnerTokenId::new()).bind(new.workspace_id).bind(&new.name).bind(&new.prefix)
-                    .bind(&new.token_hash).bind(new.created_by).bind(now())
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_runner_tokens(&self, ws: WorkspaceId) -> Result<Vec<RunnerToken>> {
-                let rows = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
-                    "select ", runner_token_cols!(), " from runner_token where workspace_id = $1 ",
-                    "order by created_at desc, runner_token_id desc"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn revoke_runner_token(&self, ws: WorkspaceId, id: RunnerTokenId, now: DateTime<Utc>) -> Result<RunnerToken> {
-                let row = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
-                    "update runner_token set revoked_at = coalesce(revoked_at, $3) ",
-                    "where runner_token_id = $1 and workspace_id = $2 returning ", runner_token_cols!()))
-                    .bind(id).bind(ws).bind(micros(now)).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn use_runner_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<RunnerToken> {
-                let row = sqlx::query_as::<$db, RunnerTokenRow>(concat!(
-                    "update runner_token set last_used_at = $2 where token_hash = $1 and revoked_at is null ",
-                    "returning ", runner_token_cols!()))
-                    .bind(token_hash).bind(micros(now)).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn register_runner(&self, name: &str, version: &str, detected: &serde_json::Value) -> Result<Runner> {
-                let now = now();
-                let id = sqlx::query_scalar::<$db, RunnerId>(
-                    "insert into runner (runner_id, name, version, detected, last_heartbeat_at, created_at) \
-                     values ($1, $2, $3, $4, $5, $5) on conflict (name) where token_id is null do update set \
-                     version = excluded.version, detected = excluded.detected, \
-                     last_heartbeat_at = excluded.last_heartbeat_at returning runner_id")
-                    .bind(RunnerId::new()).bind(name).bind(version).bind(sqlx::types::Json(detected)).bind(now)
-                    .fetch_one(&self.pool).await?;
-                self.get_runner(id).await
-            }
-
-            async fn register_remote_runner(
-                &self, token: &RunnerToken, name: &RunnerName, version: &str, detected: &serde_json::Value,
-                now: DateTime<Utc>,
-            ) -> Result<Runner> {
-                let now = micros(now);
-                let mut tx = self.begin_write().await?;
-                // The workspace is the stored token's, and a token revoked since it was used registers nothing.
-                let ws = sqlx::query_scalar::<$db, WorkspaceId>(
-                    "select workspace_id from runner_token where runner_token_id = $1 and revoked_at is null")
-                    .bind(token.id).fetch_one(&mut *tx).await?;
-                let id = sqlx::query_scalar::<$db, RunnerId>(
-                    "insert into runner (runner_id, name, version, detected, last_heartbeat_at, created_at, \
-                     workspace_id, token_id) values ($1, $2, $3, $4, $5, $5, $6, $7) \
-                     on conflict (token_id, name) do update set version = excluded.version, \
-                     detected = excluded.detected, last_heartbeat_at = excluded.last_heartbeat_at returning runner_id")
-                    .bind(RunnerId::new()).bind(name.as_str()).bind(version).bind(sqlx::types::Json(detected))
-                    .bind(now).bind(ws).bind(token.id)
-                    .fetch_one(&mut *tx).await?;
-                tx.commit().await?;
-                self.get_runner(id).await
-            }
-
-            async fn runner_heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<()> {
-                let done = sqlx::query::<$db>("update runner set last_heartbeat_at = $2 where runner_id = $1")
-                    .bind(runner).bind(micros(now)).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn list_runners(&self, ws: WorkspaceId) -> Result<Vec<Runner>> {
-                let rows = sqlx::query_as::<$db, RunnerRow>(concat!(runner_select!(),
-                    " where r.workspace_id = $1 or r.workspace_id is null ",
-                    "order by r.last_heartbeat_at desc, r.runner_id"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn get_runner(&self, id: RunnerId) -> Result<Runner> {
-                let row = sqlx::query_as::<$db, RunnerRow>(concat!(runner_select!(), " where r.runner_id = $1"))
-                    .bind(id).fetch_one(&self.pool).await?;
-                Ok(row.into())
             }
 
             async fn create_run(&self, new: &NewRun) -> Result<Run> {
@@ -766,6 +666,7 @@ macro_rules! impl_store {
         $crate::store::sessions::impl_sessions_store!($store, $db);
         $crate::store::issues::impl_issues_store!($store, $db);
         $crate::store::agents::impl_agents_store!($store, $db);
+        $crate::store::runners::impl_runners_store!($store, $db);
     };
 }
 pub(super) use impl_store;

@@ -14,6 +14,7 @@ mod issues;
 mod people;
 mod postgres;
 mod rows;
+mod runners;
 mod sessions;
 mod sqlite;
 pub mod testing;
@@ -29,19 +30,20 @@ use chrono::{DateTime, Utc};
 use crate::domain::{
     AgentId, Cap, Caps, CommentId, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
     EnsembleSettings, InboxItem, IssueId, NewEnsembleRun, NewInboxItem, NewRun, NewRunEvent,
-    NewRunnerToken, ReviewOutcome, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId,
-    RunnerName, RunnerToken, RunnerTokenId, Seq, Usage, UsageFilter, UserId, WorkspaceId,
+    ReviewOutcome, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, Seq, Usage,
+    UsageFilter, UserId, WorkspaceId,
 };
 
 pub use agents::AgentStore;
 pub use issues::IssueStore;
 pub use people::PeopleStore;
+pub use runners::RunnerStore;
 pub use sessions::SessionStore;
 
 /// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
 /// outside the crate).
 pub mod prelude {
-    pub use super::{AgentStore, IssueStore, PeopleStore, SessionStore, Store};
+    pub use super::{AgentStore, IssueStore, PeopleStore, RunnerStore, SessionStore, Store};
 }
 
 /// What a store method can fail with; callers branch on the variant.
@@ -287,7 +289,7 @@ pub struct LeasedEvents<'a> {
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
 pub trait Store:
-    Send + Sync + 'static + PeopleStore + SessionStore + IssueStore + AgentStore
+    Send + Sync + 'static + PeopleStore + SessionStore + IssueStore + AgentStore + RunnerStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
@@ -303,48 +305,6 @@ pub trait Store:
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- runner tokens and runners ---
-    /// Stores a runner token (only its hash and display prefix).
-    async fn create_runner_token(&self, new: &NewRunnerToken) -> Result<RunnerToken>;
-    /// A workspace's runner tokens, newest first, revoked ones included (with `revoked_at` set).
-    async fn list_runner_tokens(&self, ws: WorkspaceId) -> Result<Vec<RunnerToken>>;
-    /// Revokes a runner token of `ws` at `now` (`NotFound` for another workspace's); revoking again keeps
-    /// the first `revoked_at`.
-    async fn revoke_runner_token(
-        &self,
-        ws: WorkspaceId,
-        id: RunnerTokenId,
-        now: DateTime<Utc>,
-    ) -> Result<RunnerToken>;
-    /// The unrevoked runner token with this hash, with `last_used_at` set to `now` (`NotFound` when the
-    /// hash is unknown or the token revoked).
-    async fn use_runner_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<RunnerToken>;
-    /// Registers an embedded runner by its globally unique name, or refreshes its version, detected CLIs
-    /// and heartbeat.
-    async fn register_runner(
-        &self,
-        name: &str,
-        version: &str,
-        detected: &serde_json::Value,
-    ) -> Result<Runner>;
-    /// Registers a remote runner of `token`'s workspace by (token, name), or refreshes its version,
-    /// detected CLIs and heartbeat: re-registering with the same token and name returns the same runner,
-    /// so a reconnected runner keeps its identity and runs. `NotFound` when the token is revoked.
-    async fn register_remote_runner(
-        &self,
-        token: &RunnerToken,
-        name: &RunnerName,
-        version: &str,
-        detected: &serde_json::Value,
-        now: DateTime<Utc>,
-    ) -> Result<Runner>;
-    /// Records a runner's heartbeat (`NotFound` for an unknown runner).
-    async fn runner_heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<()>;
-    /// A workspace's remote runners and every embedded runner, most recent heartbeat first.
-    async fn list_runners(&self, ws: WorkspaceId) -> Result<Vec<Runner>>;
-    /// A runner by id.
-    async fn get_runner(&self, id: RunnerId) -> Result<Runner>;
 
     // --- runs and the run log ---
     /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue); its

@@ -13,6 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSs
 use super::common::*;
 use super::ensembles::*;
 use super::rows::*;
+use super::runners::*;
 use super::usage::*;
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;

@@ -7,8 +7,8 @@ use sqlx::types::Json;
 use crate::domain::{
     AgentId, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
     EnsembleSettings, EnsembleStatus, FailureReason, InboxItem, InboxItemId, InboxKind, IssueId,
-    ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger, Runner, RunnerId, RunnerToken,
-    RunnerTokenId, Usage, User, UserId, WorkspaceId,
+    ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger, RunnerId, Usage, User, UserId,
+    WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -28,62 +28,6 @@ impl From<UserRow> for User {
             display_name: r.display_name,
             password_hash: r.password_hash,
             created_at: r.created_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct RunnerRow {
-    runner_id: RunnerId,
-    name: String,
-    version: String,
-    detected: Json<serde_json::Value>,
-    last_heartbeat_at: DateTime<Utc>,
-    created_at: DateTime<Utc>,
-    workspace_id: Option<WorkspaceId>,
-    token_id: Option<RunnerTokenId>,
-    revoked: bool,
-}
-
-impl From<RunnerRow> for Runner {
-    fn from(r: RunnerRow) -> Self {
-        Runner {
-            id: r.runner_id,
-            name: r.name,
-            version: r.version,
-            detected: r.detected.0,
-            last_heartbeat_at: r.last_heartbeat_at,
-            created_at: r.created_at,
-            workspace_id: r.workspace_id,
-            token_id: r.token_id,
-            revoked: r.revoked,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct RunnerTokenRow {
-    runner_token_id: RunnerTokenId,
-    workspace_id: WorkspaceId,
-    name: String,
-    prefix: String,
-    created_by: Option<UserId>,
-    created_at: DateTime<Utc>,
-    last_used_at: Option<DateTime<Utc>>,
-    revoked_at: Option<DateTime<Utc>>,
-}
-
-impl From<RunnerTokenRow> for RunnerToken {
-    fn from(r: RunnerTokenRow) -> Self {
-        RunnerToken {
-            id: r.runner_token_id,
-            workspace_id: r.workspace_id,
-            name: r.name,
-            prefix: r.prefix,
-            created_by: r.created_by,
-            created_at: r.created_at,
-            last_used_at: r.last_used_at,
-            revoked_at: r.revoked_at,
         }
     }
 }

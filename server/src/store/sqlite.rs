@@ -16,6 +16,7 @@ use sqlx::sqlite::{
 use super::common::*;
 use super::ensembles::*;
 use super::rows::*;
+use super::runners::*;
 use super::usage::*;
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;
