@@ -15,6 +15,7 @@ mod people;
 mod postgres;
 mod rows;
 mod runners;
+mod runs;
 mod sessions;
 mod sqlite;
 pub mod testing;
@@ -28,22 +29,25 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AgentId, Cap, Caps, CommentId, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
+    AgentId, Cap, Caps, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
     EnsembleSettings, InboxItem, IssueId, NewEnsembleRun, NewInboxItem, NewRun, NewRunEvent,
-    ReviewOutcome, Run, RunEvent, RunId, RunOutcome, RunUsage, Runner, RunnerId, Seq, Usage,
-    UsageFilter, UserId, WorkspaceId,
+    ReviewOutcome, Run, RunEvent, RunId, RunUsage, Runner, Seq, Usage, UsageFilter, UserId,
+    WorkspaceId,
 };
 
 pub use agents::AgentStore;
 pub use issues::IssueStore;
 pub use people::PeopleStore;
 pub use runners::RunnerStore;
+pub use runs::{ClaimScope, RunFilter, RunStore};
 pub use sessions::SessionStore;
 
 /// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
 /// outside the crate).
 pub mod prelude {
-    pub use super::{AgentStore, IssueStore, PeopleStore, RunnerStore, SessionStore, Store};
+    pub use super::{
+        AgentStore, IssueStore, PeopleStore, RunStore, RunnerStore, SessionStore, Store,
+    };
 }
 
 /// What a store method can fail with; callers branch on the variant.
@@ -127,57 +131,6 @@ fn sqlite_unique_constraint(message: &str) -> String {
         other => return other.to_owned(),
     };
     name.to_owned()
-}
-
-/// Which runs [`Store::list_runs`] returns; unset fields do not filter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunFilter {
-    /// Only runs on this issue.
-    pub issue: Option<IssueId>,
-    /// Only runs in one of these statuses (any when empty).
-    pub statuses: Vec<crate::domain::RunStatus>,
-    /// Only runs of this agent.
-    pub agent: Option<AgentId>,
-    /// Only runs whose id, in its hyphenated lowercase text form, starts with this (hex digits and
-    /// hyphens only: the caller checks, see `service::runs`).
-    pub id_prefix: Option<String>,
-    /// At most this many runs.
-    pub limit: i64,
-}
-
-impl Default for RunFilter {
-    fn default() -> Self {
-        Self {
-            issue: None,
-            statuses: Vec::new(),
-            agent: None,
-            id_prefix: None,
-            limit: 50,
-        }
-    }
-}
-
-/// Which queued runs a runner may claim ([`Store::claim_next_run`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimScope {
-    /// Only runs of this workspace (a remote runner serves its token's workspace); any when `None`.
-    pub workspace: Option<WorkspaceId>,
-    /// Only runs of agents of these kinds (the CLIs the runner has); any when `None`, none when empty.
-    pub kinds: Option<Vec<crate::domain::AgentKind>>,
-    /// The claiming runner's name: an agent bound to named runners (`NewAgent::runners`) goes only to
-    /// one of them; an unbound agent goes to any runner.
-    pub runner_name: String,
-}
-
-impl ClaimScope {
-    /// Any workspace, any kind: a server's embedded runner named `runner_name`.
-    pub fn anything(runner_name: &str) -> Self {
-        Self {
-            workspace: None,
-            kinds: None,
-            runner_name: runner_name.to_owned(),
-        }
-    }
 }
 
 /// Which database a store runs on.
@@ -289,7 +242,15 @@ pub struct LeasedEvents<'a> {
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
 pub trait Store:
-    Send + Sync + 'static + PeopleStore + SessionStore + IssueStore + AgentStore + RunnerStore
+    Send
+    + Sync
+    + 'static
+    + PeopleStore
+    + SessionStore
+    + IssueStore
+    + AgentStore
+    + RunnerStore
+    + RunStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
@@ -307,106 +268,6 @@ pub trait Store:
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
 
     // --- runs and the run log ---
-    /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue); its
-    /// trigger comment, if any, starts the run's comment set in the same transaction.
-    async fn create_run(&self, new: &NewRun) -> Result<Run>;
-    /// How many runs queued by an agent's comment (chain depth ≥ 1) the issue got since `since` (the
-    /// loop guard's per-hour cap).
-    async fn count_agent_triggered_runs(&self, issue: IssueId, since: DateTime<Utc>)
-    -> Result<i64>;
-    /// The latest run (by creation) of `agent` on `issue`, if any.
-    async fn last_run_of_agent(&self, issue: IssueId, agent: AgentId) -> Result<Option<Run>>;
-    /// Adds `comment` to the set of comments a run answers, only while the run is still queued (its
-    /// order is built when it is claimed). `false` when it is no longer queued (or already has it).
-    async fn add_run_comment(&self, run: RunId, comment: CommentId) -> Result<bool>;
-    /// The comments a run answers, oldest first.
-    async fn list_run_comments(&self, run: RunId) -> Result<Vec<CommentId>>;
-    /// Keeps `comment` for `agent`'s next follow-up on `issue` (it had a live run when it arrived), with
-    /// the chain depth a run it queued would have had.
-    async fn add_pending_comment(
-        &self,
-        issue: IssueId,
-        agent: AgentId,
-        comment: CommentId,
-        chain_depth: i32,
-    ) -> Result<()>;
-    /// Removes and returns the comments kept for `agent` on `issue` with their chain depths, oldest
-    /// first; two callers never both get the same comment.
-    async fn take_pending_comments(
-        &self,
-        issue: IssueId,
-        agent: AgentId,
-    ) -> Result<Vec<(CommentId, i32)>>;
-    /// A run by id.
-    async fn get_run(&self, id: RunId) -> Result<Run>;
-    /// An issue's runs, oldest first.
-    async fn list_runs_for_issue(&self, issue: IssueId) -> Result<Vec<Run>>;
-    /// A workspace's runs matching `filter`, newest first, at most `filter.limit`.
-    async fn list_runs(&self, ws: WorkspaceId, filter: &RunFilter) -> Result<Vec<Run>>;
-    /// A workspace's queued runs, oldest first (what waits for a runner, and for which agent).
-    async fn list_queued_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;
-    /// Claims the oldest claimable queued run within `scope` for `runner` with a lease until
-    /// `lease_until`, respecting each agent's max concurrent runs, and increments its lease epoch. Never
-    /// hands one run to two callers.
-    async fn claim_next_run(
-        &self,
-        runner: RunnerId,
-        scope: &ClaimScope,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Option<Run>>;
-    /// Extends the lease of a run this runner holds at `epoch` (`run_lease` if it no longer does).
-    async fn renew_lease(
-        &self,
-        run: RunId,
-        runner: RunnerId,
-        epoch: i64,
-        lease_until: DateTime<Utc>,
-    ) -> Result<()> {
-        let lost = self
-            .renew_leases(runner, &[(run, epoch)], lease_until)
-            .await?;
-        if lost.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::conflict("run_lease"))
-        }
-    }
-    /// Extends, in one statement, the leases of the runs `held` (each with the epoch it is held at)
-    /// that this runner still holds; returns the others, whose leases are lost, in the order given.
-    async fn renew_leases(
-        &self,
-        runner: RunnerId,
-        held: &[(RunId, i64)],
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<RunId>>;
-    /// Marks a run claimed by `runner` at `epoch` as running, with its process and workspace
-    /// (`run_lease` if it is no longer that claim).
-    async fn start_run(
-        &self,
-        run: RunId,
-        runner: RunnerId,
-        epoch: i64,
-        pid: Option<i32>,
-        worktree: Option<&str>,
-        branch: Option<&str>,
-    ) -> Result<Run>;
-    /// Gives back a run `runner` claimed at `epoch` but never started: it is queued again (its epoch
-    /// stays, so the next claim's is higher). `run_lease` unless it is still that unstarted claim.
-    async fn release_run(&self, run: RunId, runner: RunnerId, epoch: i64) -> Result<Run>;
-    /// Flags or clears a run's stall.
-    async fn set_run_stalled(&self, run: RunId, at: Option<DateTime<Utc>>) -> Result<()>;
-    /// Records how a live run ended (`run_lease` if the run is no longer live). For the server's own
-    /// decisions (cancelling a queued run); a runner finishes with [`Store::finish_leased_run`].
-    async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run>;
-    /// Records how a claimed or running run ended, only at `epoch` (`run_lease` otherwise: the runner
-    /// lost the run, and its outcome is not recorded). `NotFound` for an unknown run.
-    async fn finish_leased_run(&self, run: RunId, epoch: i64, outcome: &RunOutcome) -> Result<Run>;
-    /// Marks every live run whose lease expired before `now` as interrupted; returns them.
-    async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>>;
-    /// The runs `runner` holds (claimed or running), oldest first: at a runner's start these were left
-    /// behind by its previous life.
-    async fn list_live_runs_of_runner(&self, runner: RunnerId) -> Result<Vec<Run>>;
     /// Stores events idempotently on `(run_id, seq)` (a resent event is ignored) and returns the highest
     /// seq now stored for the run.
     async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq>;
@@ -579,10 +440,6 @@ pub trait Store:
     async fn all_runners(&self) -> Result<Vec<Runner>>;
     /// This process's pool: open connections, and how many of them are idle.
     fn pool_stats(&self) -> (u32, u32);
-
-    // --- run indicators ---
-    /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.
-    async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;
 }
 
 /// An inbox item with when the reader read it (`None`: unread).

@@ -17,6 +17,7 @@ use super::common::*;
 use super::ensembles::*;
 use super::rows::*;
 use super::runners::*;
+use super::runs::*;
 use super::usage::*;
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;
