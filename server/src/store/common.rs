@@ -59,43 +59,6 @@ macro_rules! impl_store {
                 self.listen_impl().await
             }
 
-            async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq> {
-                check_seqs(events)?;
-                let mut tx = self.begin_write().await?;
-                sqlx::query_scalar::<$db, RunId>("select run_id from run where run_id = $1")
-                    .bind(run).fetch_one(&mut *tx).await?;
-                let rows: Vec<_> = events.iter().map(|e| (run, e)).collect();
-                Self::insert_event_rows(&mut tx, &rows).await?;
-                let last = sqlx::query_scalar::<$db, i64>(LAST_SEQ)
-                    .bind(run).fetch_one(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(last)
-            }
-
-            async fn append_leased_run_events(&self, run: RunId, epoch: i64, events: &[NewRunEvent]) -> Result<Seq> {
-                let batch = $crate::store::LeasedEvents { run, epoch, events };
-                self.append_leased_events(&[batch]).await?
-                    .pop()
-                    .unwrap_or(Err(Error::NotFound))
-            }
-
-            async fn append_leased_events(&self, batches: &[$crate::store::LeasedEvents<'_>]) -> Result<Vec<Result<Seq>>> {
-                for batch in batches {
-                    check_seqs(batch.events)?;
-                }
-                if batches.is_empty() {
-                    return Ok(Vec::new());
-                }
-                self.append_leased_rows(batches).await
-            }
-
-            async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>> {
-                let rows = sqlx::query_as::<$db, RunEventRow>(
-                    "select run_id, seq, at, kind, payload from run_event where run_id = $1 and seq > $2 order by seq limit $3")
-                    .bind(run).bind(after).bind(limit).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
             async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem> {
                 let at = now();
                 let mut tx = self.begin_write().await?;
@@ -314,24 +277,6 @@ macro_rules! impl_store {
                 }
             }
 
-            async fn run_events_tail(&self, run: RunId, limit: i64) -> Result<Vec<RunEvent>> {
-                let rows = sqlx::query_as::<$db, RunEventRow>(
-                    "select run_id, seq, at, kind, payload from run_event where run_id = $1 \
-                     order by seq desc limit $2")
-                    .bind(run).bind(limit).fetch_all(&self.pool).await?;
-                let mut events: Vec<RunEvent> = rows.into_iter().map(Into::into).collect();
-                events.reverse();
-                Ok(events)
-            }
-
-            async fn last_run_event_of_kind(&self, run: RunId, kind: &str) -> Result<Option<RunEvent>> {
-                let row = sqlx::query_as::<$db, RunEventRow>(
-                    "select run_id, seq, at, kind, payload from run_event where run_id = $1 and kind = $2 \
-                     order by seq desc limit 1")
-                    .bind(run).bind(kind).fetch_optional(&self.pool).await?;
-                Ok(row.map(Into::into))
-            }
-
             async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()> {
                 sqlx::query::<$db>(
                     "update run set input_tokens = $3, output_tokens = $4, cache_read_tokens = $5, cache_write_tokens = $6, \
@@ -451,6 +396,7 @@ macro_rules! impl_store {
         $crate::store::agents::impl_agents_store!($store, $db);
         $crate::store::runners::impl_runners_store!($store, $db);
         $crate::store::runs::impl_runs_store!($store, $db);
+        $crate::store::run_log::impl_run_log_store!($store, $db);
     };
 }
 pub(super) use impl_store;
@@ -472,34 +418,5 @@ macro_rules! lock_workspace {
 }
 pub(super) use lock_workspace;
 
-use super::Error;
-
-use crate::domain::RunStatus;
-
 /// Events per insert statement (5 binds each, far below both databases' parameter limits).
 pub(super) const APPEND_CHUNK: usize = 200;
-
-/// A run's highest stored seq (0 before any): one index seek.
-pub(super) const LAST_SEQ: &str = "select coalesce(max(seq), 0) from run_event where run_id = $1";
-
-/// Whether a batch of events may be stored for a run found as `live` (its status and lease epoch, `None`
-/// when there is no such run) by a runner holding it at `epoch`.
-pub(super) fn lease_outcome(live: Option<(RunStatus, i64)>, epoch: i64) -> super::Result<()> {
-    match live {
-        None => Err(Error::NotFound),
-        Some((status, held)) if !status.is_active() || held != epoch => {
-            Err(Error::conflict("run_lease"))
-        }
-        Some(_) => Ok(()),
-    }
-}
-
-/// Refuses events numbered below 1 (seq 0 is the cursor "before all").
-pub(super) fn check_seqs(events: &[crate::domain::NewRunEvent]) -> super::Result<()> {
-    match events.iter().find(|e| e.seq < 1) {
-        Some(bad) => {
-            Err(anyhow::anyhow!("run event seq must be at least 1, got {}", bad.seq).into())
-        }
-        None => Ok(()),
-    }
-}

@@ -14,6 +14,7 @@ mod issues;
 mod people;
 mod postgres;
 mod rows;
+mod run_log;
 mod runners;
 mod runs;
 mod sessions;
@@ -30,14 +31,14 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{
     AgentId, Cap, Caps, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, InboxItem, IssueId, NewEnsembleRun, NewInboxItem, NewRun, NewRunEvent,
-    ReviewOutcome, Run, RunEvent, RunId, RunUsage, Runner, Seq, Usage, UsageFilter, UserId,
-    WorkspaceId,
+    EnsembleSettings, InboxItem, IssueId, NewEnsembleRun, NewInboxItem, NewRun, ReviewOutcome, Run,
+    RunId, RunUsage, Runner, Usage, UsageFilter, UserId, WorkspaceId,
 };
 
 pub use agents::AgentStore;
 pub use issues::IssueStore;
 pub use people::PeopleStore;
+pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
 pub use sessions::SessionStore;
@@ -46,7 +47,8 @@ pub use sessions::SessionStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, IssueStore, PeopleStore, RunStore, RunnerStore, SessionStore, Store,
+        AgentStore, IssueStore, PeopleStore, RunLogStore, RunStore, RunnerStore, SessionStore,
+        Store,
     };
 }
 
@@ -231,14 +233,6 @@ pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> anyhow::Result<
     })
 }
 
-/// One run's events for [`Store::append_leased_events`], under the epoch of the claim that sends them.
-#[derive(Debug, Clone, Copy)]
-pub struct LeasedEvents<'a> {
-    pub run: RunId,
-    pub epoch: i64,
-    pub events: &'a [NewRunEvent],
-}
-
 /// Every storage use-case Muster has. Transactions begin and commit inside each method.
 #[async_trait]
 pub trait Store:
@@ -251,6 +245,7 @@ pub trait Store:
     + AgentStore
     + RunnerStore
     + RunStore
+    + RunLogStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
@@ -266,26 +261,6 @@ pub trait Store:
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- runs and the run log ---
-    /// Stores events idempotently on `(run_id, seq)` (a resent event is ignored) and returns the highest
-    /// seq now stored for the run.
-    async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq>;
-    /// Like [`Store::append_run_events`], but only while the run is claimed or running at `epoch`,
-    /// checked in the same transaction as the insert: `run_lease` (and nothing written) otherwise.
-    async fn append_leased_run_events(
-        &self,
-        run: RunId,
-        epoch: i64,
-        events: &[NewRunEvent],
-    ) -> Result<Seq>;
-    /// [`Store::append_leased_run_events`] for several runs in one transaction (a group commit): per
-    /// batch, in order, the highest seq now stored for its run, or `run_lease` / `NotFound` when that
-    /// run is not live under its epoch (nothing of it written; the others are). An error of the whole
-    /// call writes nothing.
-    async fn append_leased_events(&self, batches: &[LeasedEvents<'_>]) -> Result<Vec<Result<Seq>>>;
-    /// Up to `limit` events with `seq > after`, in order.
-    async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>>;
 
     // --- inbox ---
     /// Records something that needs a person; an item whose kind
@@ -385,10 +360,6 @@ pub trait Store:
         by: UserId,
         merged_commit: Option<&str>,
     ) -> Result<EnsembleRun>;
-    /// The last `limit` events of a run, in order (a log's tail).
-    async fn run_events_tail(&self, run: RunId, limit: i64) -> Result<Vec<RunEvent>>;
-    /// The last event of `kind` a run stored, if any.
-    async fn last_run_event_of_kind(&self, run: RunId, kind: &str) -> Result<Option<RunEvent>>;
     /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports
     /// it; ignored once the run is no longer that claim. The finish records the final figures.
     async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()>;

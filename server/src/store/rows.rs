@@ -7,8 +7,7 @@ use sqlx::types::Json;
 use crate::domain::{
     AgentId, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
     EnsembleSettings, EnsembleStatus, FailureReason, InboxItem, InboxItemId, InboxKind, IssueId,
-    ReviewOutcome, Run, RunEvent, RunId, RunStatus, RunTrigger, RunnerId, Usage, User, UserId,
-    WorkspaceId,
+    ReviewOutcome, Run, RunId, RunStatus, RunTrigger, RunnerId, Usage, User, UserId, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -115,27 +114,6 @@ impl From<RunRow> for Run {
             trigger_comment_id: r.trigger_comment_id,
             previous_run_id: r.previous_run_id,
             ensemble_run_id: r.ensemble_run_id,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct RunEventRow {
-    run_id: RunId,
-    seq: i64,
-    at: DateTime<Utc>,
-    kind: String,
-    payload: Json<serde_json::Value>,
-}
-
-impl From<RunEventRow> for RunEvent {
-    fn from(r: RunEventRow) -> Self {
-        RunEvent {
-            run_id: r.run_id,
-            seq: r.seq,
-            at: r.at,
-            kind: r.kind,
-            payload: r.payload.0,
         }
     }
 }

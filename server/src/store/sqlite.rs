@@ -16,6 +16,7 @@ use sqlx::sqlite::{
 use super::common::*;
 use super::ensembles::*;
 use super::rows::*;
+use super::run_log::*;
 use super::runners::*;
 use super::runs::*;
 use super::usage::*;
@@ -102,7 +103,7 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// [`super::Store::append_leased_events`] (checked, not empty): the write lock `BEGIN IMMEDIATE` takes
+    /// [`super::RunLogStore::append_leased_events`] (checked, not empty): the write lock `BEGIN IMMEDIATE` takes
     /// keeps a claim, a finish or an interruption from committing between the lease check and the insert.
     async fn append_leased_rows(
         &self,
