@@ -34,16 +34,7 @@ macro_rules! run_cols { () => {
      started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
      previous_run_id, ensemble_run_id, cost_estimated, base_commit, head_commit"
 } }
-macro_rules! inbox_cols { () => {
-    "inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at, resolved_at"
-} }
-/// Which inbox items (aliased `i`) user `$2` sees: their own, and the workspace-wide ones made since they
-/// joined (a new member's inbox does not open full of the past).
-macro_rules! inbox_visible { () => {
-    "(i.user_id = $2 or (i.user_id is null and i.created_at >= \
-     (select m.created_at from member m where m.workspace_id = i.workspace_id and m.user_id = $2)))"
-} }
-pub(super) use {inbox_cols, inbox_visible, run_cols, user_cols, ws_cols};
+pub(super) use {run_cols, user_cols, ws_cols};
 
 /// Writes `impl Store for $store` on database `$db`.
 macro_rules! impl_store {
@@ -57,77 +48,6 @@ macro_rules! impl_store {
             async fn notify(&self, message: &str) -> Result<()> { self.notify_impl(message).await }
             async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
                 self.listen_impl().await
-            }
-
-            async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem> {
-                let at = now();
-                let mut tx = self.begin_write().await?;
-                if let Some(issue) = new.issue_id.filter(|_| new.kind.supersedes_earlier()) {
-                    sqlx::query::<$db>(
-                        "update inbox_item set resolved_at = $1 where workspace_id = $2 and issue_id = $3 \
-                         and kind = $4 and (user_id = $5 or (user_id is null and $5 is null)) and resolved_at is null")
-                        .bind(at).bind(new.workspace_id).bind(issue).bind(new.kind).bind(new.user_id)
-                        .execute(&mut *tx).await?;
-                }
-                let row = sqlx::query_as::<$db, InboxRow>(concat!(
-                    "insert into inbox_item (inbox_item_id, workspace_id, user_id, kind, issue_id, run_id, comment_id, message, created_at) ",
-                    "values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning ", inbox_cols!()))
-                    .bind(InboxItemId::new()).bind(new.workspace_id).bind(new.user_id).bind(new.kind)
-                    .bind(new.issue_id).bind(new.run_id).bind(new.comment_id).bind(&new.message).bind(at)
-                    .fetch_one(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(row.into())
-            }
-
-            async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>> {
-                let rows = sqlx::query_as::<$db, InboxRow>(concat!(
-                    "select ", inbox_cols!(), " from inbox_item i where i.workspace_id = $1 and ", inbox_visible!(),
-                    " and i.resolved_at is null order by i.created_at desc, i.inbox_item_id desc"))
-                    .bind(ws).bind(user).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn list_inbox_with_read(&self, ws: WorkspaceId, user: UserId, unread_only: bool) -> Result<Vec<$crate::store::InboxEntry>> {
-                let rows = sqlx::query_as::<$db, InboxReadRow>(concat!(
-                    "select i.inbox_item_id, i.workspace_id, i.user_id, i.kind, i.issue_id, i.run_id, i.comment_id, i.message, i.created_at, ",
-                    "i.resolved_at, r.read_at from inbox_item i ",
-                    "left join inbox_read r on r.inbox_item_id = i.inbox_item_id and r.user_id = $2 ",
-                    "where i.workspace_id = $1 and ", inbox_visible!(), " and i.resolved_at is null ",
-                    "and ($3 = 0 or r.read_at is null) order by i.created_at desc, i.inbox_item_id desc"))
-                    .bind(ws).bind(user).bind(i32::from(unread_only)).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn mark_inbox_read(&self, ws: WorkspaceId, user: UserId, item: InboxItemId, at: DateTime<Utc>) -> Result<()> {
-                let visible = sqlx::query_scalar::<$db, InboxItemId>(concat!(
-                    "select i.inbox_item_id from inbox_item i where i.workspace_id = $1 and ", inbox_visible!(),
-                    " and i.inbox_item_id = $3 and i.resolved_at is null"))
-                    .bind(ws).bind(user).bind(item).fetch_optional(&self.pool).await?;
-                if visible.is_none() { return Err(Error::NotFound); }
-                sqlx::query::<$db>(
-                    "insert into inbox_read (inbox_item_id, user_id, read_at) values ($1, $2, $3) \
-                     on conflict (inbox_item_id, user_id) do nothing")
-                    .bind(item).bind(user).bind(at).execute(&self.pool).await?;
-                Ok(())
-            }
-
-            async fn mark_all_inbox_read(&self, ws: WorkspaceId, user: UserId, at: DateTime<Utc>) -> Result<u64> {
-                let done = sqlx::query::<$db>(
-                    concat!("insert into inbox_read (inbox_item_id, user_id, read_at) \
-                     select i.inbox_item_id, $2, $3 from inbox_item i where i.workspace_id = $1 and ",
-                     inbox_visible!(), " and i.resolved_at is null \
-                     on conflict (inbox_item_id, user_id) do nothing"))
-                    .bind(ws).bind(user).bind(at).execute(&self.pool).await?;
-                Ok(done.rows_affected())
-            }
-
-            async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64> {
-                let n = sqlx::query_scalar::<$db, i64>(
-                    concat!("select count(*) from inbox_item i where i.workspace_id = $1 and ", inbox_visible!(),
-                     " and i.resolved_at is null \
-                     and not exists (select 1 from inbox_read r where r.inbox_item_id = i.inbox_item_id and r.user_id = $2)"))
-                    .bind(ws).bind(user).fetch_one(&self.pool).await?;
-                Ok(n)
             }
 
             async fn create_ensemble(&self, ws: WorkspaceId, name: &EnsembleName, settings: &EnsembleSettings) -> Result<Ensemble> {
@@ -397,6 +317,7 @@ macro_rules! impl_store {
         $crate::store::runners::impl_runners_store!($store, $db);
         $crate::store::runs::impl_runs_store!($store, $db);
         $crate::store::run_log::impl_run_log_store!($store, $db);
+        $crate::store::inbox::impl_inbox_store!($store, $db);
     };
 }
 pub(super) use impl_store;

@@ -10,6 +10,7 @@ mod codec;
 mod common;
 mod ensembles;
 pub mod foreign;
+mod inbox;
 mod issues;
 mod people;
 mod postgres;
@@ -31,11 +32,12 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{
     AgentId, Cap, Caps, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, InboxItem, IssueId, NewEnsembleRun, NewInboxItem, NewRun, ReviewOutcome, Run,
-    RunId, RunUsage, Runner, Usage, UsageFilter, UserId, WorkspaceId,
+    EnsembleSettings, IssueId, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunId, RunUsage, Runner,
+    Usage, UsageFilter, UserId, WorkspaceId,
 };
 
 pub use agents::AgentStore;
+pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
 pub use people::PeopleStore;
 pub use run_log::{LeasedEvents, RunLogStore};
@@ -47,8 +49,8 @@ pub use sessions::SessionStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, IssueStore, PeopleStore, RunLogStore, RunStore, RunnerStore, SessionStore,
-        Store,
+        AgentStore, InboxStore, IssueStore, PeopleStore, RunLogStore, RunStore, RunnerStore,
+        SessionStore, Store,
     };
 }
 
@@ -246,6 +248,7 @@ pub trait Store:
     + RunnerStore
     + RunStore
     + RunLogStore
+    + InboxStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
@@ -261,39 +264,6 @@ pub trait Store:
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- inbox ---
-    /// Records something that needs a person; an item whose kind
-    /// [supersedes earlier ones](crate::domain::InboxKind::supersedes_earlier) resolves, in the same
-    /// transaction, the open items of its kind about its issue for the same people.
-    async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem>;
-    /// Open items for a user (their own and those addressed to everyone), newest first.
-    async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>>;
-    /// Like [`Store::list_inbox`], with when `user` read each item (only unread ones if `unread_only`).
-    async fn list_inbox_with_read(
-        &self,
-        ws: WorkspaceId,
-        user: UserId,
-        unread_only: bool,
-    ) -> Result<Vec<InboxEntry>>;
-    /// Marks one open item of `ws` that `user` can see as read by them (again is a no-op); `NotFound`
-    /// for an item they cannot see.
-    async fn mark_inbox_read(
-        &self,
-        ws: WorkspaceId,
-        user: UserId,
-        item: crate::domain::InboxItemId,
-        at: DateTime<Utc>,
-    ) -> Result<()>;
-    /// Marks every open item `user` can see in `ws` as read; returns how many were unread.
-    async fn mark_all_inbox_read(
-        &self,
-        ws: WorkspaceId,
-        user: UserId,
-        at: DateTime<Utc>,
-    ) -> Result<u64>;
-    /// How many open items `user` can see in `ws` and has not read.
-    async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
 
     // --- ensembles ---
     /// Creates an ensemble (`ensemble_workspace_name_key` on a duplicate name); the caller validated
@@ -411,11 +381,4 @@ pub trait Store:
     async fn all_runners(&self) -> Result<Vec<Runner>>;
     /// This process's pool: open connections, and how many of them are idle.
     fn pool_stats(&self) -> (u32, u32);
-}
-
-/// An inbox item with when the reader read it (`None`: unread).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InboxEntry {
-    pub item: InboxItem,
-    pub read_at: Option<DateTime<Utc>>,
 }

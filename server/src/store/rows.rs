@@ -6,8 +6,8 @@ use sqlx::types::Json;
 
 use crate::domain::{
     AgentId, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, EnsembleStatus, FailureReason, InboxItem, InboxItemId, InboxKind, IssueId,
-    ReviewOutcome, Run, RunId, RunStatus, RunTrigger, RunnerId, Usage, User, UserId, WorkspaceId,
+    EnsembleSettings, EnsembleStatus, FailureReason, IssueId, ReviewOutcome, Run, RunId, RunStatus,
+    RunTrigger, RunnerId, Usage, User, UserId, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -114,54 +114,6 @@ impl From<RunRow> for Run {
             trigger_comment_id: r.trigger_comment_id,
             previous_run_id: r.previous_run_id,
             ensemble_run_id: r.ensemble_run_id,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct InboxRow {
-    inbox_item_id: InboxItemId,
-    workspace_id: WorkspaceId,
-    user_id: Option<UserId>,
-    kind: InboxKind,
-    issue_id: Option<IssueId>,
-    run_id: Option<RunId>,
-    comment_id: Option<CommentId>,
-    message: String,
-    created_at: DateTime<Utc>,
-    resolved_at: Option<DateTime<Utc>>,
-}
-
-impl From<InboxRow> for InboxItem {
-    fn from(r: InboxRow) -> Self {
-        InboxItem {
-            id: r.inbox_item_id,
-            workspace_id: r.workspace_id,
-            user_id: r.user_id,
-            kind: r.kind,
-            issue_id: r.issue_id,
-            run_id: r.run_id,
-            comment_id: r.comment_id,
-            message: r.message,
-            created_at: r.created_at,
-            resolved_at: r.resolved_at,
-        }
-    }
-}
-
-/// An inbox item with the reader's `inbox_read.read_at`.
-#[derive(sqlx::FromRow)]
-pub(super) struct InboxReadRow {
-    #[sqlx(flatten)]
-    item: InboxRow,
-    read_at: Option<DateTime<Utc>>,
-}
-
-impl From<InboxReadRow> for super::InboxEntry {
-    fn from(r: InboxReadRow) -> Self {
-        super::InboxEntry {
-            item: r.item.into(),
-            read_at: r.read_at,
         }
     }
 }
