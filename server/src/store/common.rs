@@ -50,153 +50,6 @@ macro_rules! impl_store {
                 self.listen_impl().await
             }
 
-            async fn create_ensemble(&self, ws: WorkspaceId, name: &EnsembleName, settings: &EnsembleSettings) -> Result<Ensemble> {
-                let at = now();
-                let row = sqlx::query_as::<$db, EnsembleRow>(concat!(
-                    "insert into ensemble (ensemble_id, workspace_id, name, settings, created_at, updated_at) ",
-                    "values ($1, $2, $3, $4, $5, $5) returning ", ensemble_cols!()))
-                    .bind(EnsembleId::new()).bind(ws).bind(name.as_str()).bind(sqlx::types::Json(settings)).bind(at)
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn get_ensemble_by_name(&self, ws: WorkspaceId, name: &EnsembleName) -> Result<Ensemble> {
-                let row = sqlx::query_as::<$db, EnsembleRow>(concat!(
-                    "select ", ensemble_cols!(), " from ensemble where workspace_id = $1 and name = $2"))
-                    .bind(ws).bind(name.as_str()).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_ensembles(&self, ws: WorkspaceId) -> Result<Vec<Ensemble>> {
-                let rows = sqlx::query_as::<$db, EnsembleRow>(concat!(
-                    "select ", ensemble_cols!(), " from ensemble where workspace_id = $1 order by name"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn update_ensemble(&self, ws: WorkspaceId, id: EnsembleId, name: &EnsembleName, settings: &EnsembleSettings) -> Result<Ensemble> {
-                let row = sqlx::query_as::<$db, EnsembleRow>(concat!(
-                    "update ensemble set name = $3, settings = $4, updated_at = $5 ",
-                    "where ensemble_id = $1 and workspace_id = $2 returning ", ensemble_cols!()))
-                    .bind(id).bind(ws).bind(name.as_str()).bind(sqlx::types::Json(settings)).bind(now())
-                    .fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn delete_ensemble(&self, ws: WorkspaceId, id: EnsembleId) -> Result<()> {
-                let done = sqlx::query::<$db>("delete from ensemble where ensemble_id = $1 and workspace_id = $2")
-                    .bind(id).bind(ws).execute(&self.pool).await?;
-                if done.rows_affected() == 0 { return Err(Error::NotFound); }
-                Ok(())
-            }
-
-            async fn create_ensemble_run(&self, new: &NewEnsembleRun, candidates: &[NewRun]) -> Result<(EnsembleRun, Vec<Run>)> {
-                let (id, mut tx) = (EnsembleRunId::new(), self.begin_write().await?);
-                let number = sqlx::query_scalar::<$db, i32>(
-                    "select cast(coalesce(max(number), 0) + 1 as integer) from ensemble_run where issue_id = $1")
-                    .bind(new.issue_id).fetch_one(&mut *tx).await?;
-                let row = sqlx::query_as::<$db, EnsembleRunRow>(concat!(
-                    "insert into ensemble_run (ensemble_run_id, workspace_id, issue_id, ensemble_id, name, number, settings, ",
-                    "base_commit, base_branch, status, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', $10) ",
-                    "returning ", ensemble_run_cols!()))
-                    .bind(id).bind(new.workspace_id).bind(new.issue_id).bind(new.ensemble_id).bind(&new.name).bind(number)
-                    .bind(sqlx::types::Json(&new.settings)).bind(new.base_commit.as_deref()).bind(new.base_branch.as_deref())
-                    .bind(now())
-                    .fetch_one(&mut *tx).await?;
-                let mut runs = Vec::with_capacity(candidates.len());
-                for candidate in candidates {
-                    let candidate = NewRun { ensemble_run_id: Some(id), ..candidate.clone() };
-                    let run = insert_run!($db, &mut *tx, RunId::new(), candidate)?;
-                    runs.push(run.into());
-                }
-                tx.commit().await?;
-                Ok((row.into(), runs))
-            }
-
-            async fn get_ensemble_run(&self, id: EnsembleRunId) -> Result<EnsembleRun> {
-                let row = sqlx::query_as::<$db, EnsembleRunRow>(concat!(
-                    "select ", ensemble_run_cols!(), " from ensemble_run where ensemble_run_id = $1"))
-                    .bind(id).fetch_one(&self.pool).await?;
-                Ok(row.into())
-            }
-
-            async fn list_ensemble_runs(&self, issue: IssueId) -> Result<Vec<EnsembleRun>> {
-                let rows = sqlx::query_as::<$db, EnsembleRunRow>(concat!(
-                    "select ", ensemble_run_cols!(), " from ensemble_run where issue_id = $1 order by number"))
-                    .bind(issue).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn latest_ensemble_runs(&self, ws: WorkspaceId) -> Result<Vec<EnsembleRun>> {
-                let rows = sqlx::query_as::<$db, EnsembleRunRow>(concat!(
-                    "select ", ensemble_run_cols!(), " from ensemble_run e where e.workspace_id = $1 and not exists (",
-                    "select 1 from ensemble_run n where n.issue_id = e.issue_id and n.number > e.number) ",
-                    "order by e.created_at"))
-                    .bind(ws).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn list_ensemble_members_runs(&self, id: EnsembleRunId) -> Result<Vec<Run>> {
-                let rows = sqlx::query_as::<$db, RunRow>(concat!("select ", run_cols!(), " from run ",
-                    "where ensemble_run_id = $1 order by created_at, run_id"))
-                    .bind(id).fetch_all(&self.pool).await?;
-                Ok(rows.into_iter().map(Into::into).collect())
-            }
-
-            async fn note_ensemble_stop(&self, id: EnsembleRunId, reason: &str) -> Result<bool> {
-                let done = sqlx::query::<$db>(
-                    "update ensemble_run set stop_reason = $2 where ensemble_run_id = $1 and stop_reason is null")
-                    .bind(id).bind(reason).execute(&self.pool).await?;
-                Ok(done.rows_affected() > 0)
-            }
-
-            async fn start_ensemble_review(&self, id: EnsembleRunId, review: &NewRun, labels: &[(char, RunId)]) -> Result<Run> {
-                let mut tx = self.begin_write().await?;
-                let status = sqlx::query_scalar::<$db, EnsembleStatus>(
-                    "select status from ensemble_run where ensemble_run_id = $1")
-                    .bind(id).fetch_one(&mut *tx).await?;
-                if status != EnsembleStatus::Running {
-                    return Err(Error::conflict("ensemble_run_status"));
-                }
-                let run_id = RunId::new();
-                let review = NewRun { ensemble_run_id: Some(id), ..review.clone() };
-                let run: Run = insert_run!($db, &mut *tx, run_id, review)?.into();
-                let done = sqlx::query::<$db>(
-                    "update ensemble_run set status = 'reviewing', review_run_id = $2, review_labels = $3 \
-                     where ensemble_run_id = $1 and status = 'running'")
-                    .bind(id).bind(run_id).bind(sqlx::types::Json(labels)).execute(&mut *tx).await?;
-                if done.rows_affected() == 0 {
-                    return Err(Error::conflict("ensemble_run_status"));
-                }
-                tx.commit().await?;
-                Ok(run)
-            }
-
-            async fn decide_ensemble_run(&self, id: EnsembleRunId, review: Option<&ReviewOutcome>) -> Result<Option<EnsembleRun>> {
-                let row = sqlx::query_as::<$db, EnsembleRunRow>(concat!(
-                    "update ensemble_run set status = 'decided', review = coalesce($2, review), decided_at = $3 ",
-                    "where ensemble_run_id = $1 and status in ('running', 'reviewing') returning ", ensemble_run_cols!()))
-                    .bind(id).bind(review.map(sqlx::types::Json)).bind(now())
-                    .fetch_optional(&self.pool).await?;
-                Ok(row.map(Into::into))
-            }
-
-            async fn choose_ensemble_candidate(&self, id: EnsembleRunId, run: RunId, by: UserId, merged_commit: Option<&str>) -> Result<EnsembleRun> {
-                let row = sqlx::query_as::<$db, EnsembleRunRow>(concat!(
-                    "update ensemble_run set status = 'chosen', chosen_run_id = $2, chosen_by = $3, merged_commit = $4, ",
-                    "decided_at = coalesce(decided_at, $5) where ensemble_run_id = $1 and status <> 'chosen' ",
-                    "and exists (select 1 from run where run_id = $2 and ensemble_run_id = $1) returning ", ensemble_run_cols!()))
-                    .bind(id).bind(run).bind(by).bind(merged_commit).bind(now())
-                    .fetch_optional(&self.pool).await?;
-                match row {
-                    Some(row) => Ok(row.into()),
-                    None => {
-                        $crate::store::Store::get_ensemble_run(self, id).await?;
-                        Err(Error::conflict("ensemble_run_chosen"))
-                    }
-                }
-            }
-
             async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()> {
                 sqlx::query::<$db>(
                     "update run set input_tokens = $3, output_tokens = $4, cache_read_tokens = $5, cache_write_tokens = $6, \
@@ -318,6 +171,7 @@ macro_rules! impl_store {
         $crate::store::runs::impl_runs_store!($store, $db);
         $crate::store::run_log::impl_run_log_store!($store, $db);
         $crate::store::inbox::impl_inbox_store!($store, $db);
+        $crate::store::ensembles::impl_ensembles_store!($store, $db);
     };
 }
 pub(super) use impl_store;
@@ -338,6 +192,7 @@ macro_rules! lock_workspace {
     }};
 }
 pub(super) use lock_workspace;
+
 
 /// Events per insert statement (5 binds each, far below both databases' parameter limits).
 pub(super) const APPEND_CHUNK: usize = 200;

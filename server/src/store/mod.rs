@@ -30,13 +30,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{
-    AgentId, Cap, Caps, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, IssueId, NewEnsembleRun, NewRun, ReviewOutcome, Run, RunId, RunUsage, Runner,
-    Usage, UsageFilter, UserId, WorkspaceId,
-};
+use crate::domain::{AgentId, Cap, Caps, RunId, RunUsage, Runner, Usage, UsageFilter, WorkspaceId};
 
 pub use agents::AgentStore;
+pub use ensembles::EnsembleStore;
 pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
 pub use people::PeopleStore;
@@ -49,8 +46,8 @@ pub use sessions::SessionStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, InboxStore, IssueStore, PeopleStore, RunLogStore, RunStore, RunnerStore,
-        SessionStore, Store,
+        AgentStore, EnsembleStore, InboxStore, IssueStore, PeopleStore, RunLogStore, RunStore,
+        RunnerStore, SessionStore, Store,
     };
 }
 
@@ -249,6 +246,7 @@ pub trait Store:
     + RunStore
     + RunLogStore
     + InboxStore
+    + EnsembleStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
@@ -266,70 +264,6 @@ pub trait Store:
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
 
     // --- ensembles ---
-    /// Creates an ensemble (`ensemble_workspace_name_key` on a duplicate name); the caller validated
-    /// `settings` and that its agents are the workspace's.
-    async fn create_ensemble(
-        &self,
-        ws: WorkspaceId,
-        name: &EnsembleName,
-        settings: &EnsembleSettings,
-    ) -> Result<Ensemble>;
-    /// An ensemble by name within `ws`.
-    async fn get_ensemble_by_name(&self, ws: WorkspaceId, name: &EnsembleName) -> Result<Ensemble>;
-    /// A workspace's ensembles, by name.
-    async fn list_ensembles(&self, ws: WorkspaceId) -> Result<Vec<Ensemble>>;
-    /// Replaces an ensemble's name and settings (runs under way keep their snapshot).
-    async fn update_ensemble(
-        &self,
-        ws: WorkspaceId,
-        id: EnsembleId,
-        name: &EnsembleName,
-        settings: &EnsembleSettings,
-    ) -> Result<Ensemble>;
-    /// Deletes an ensemble; its runs stay, with their snapshot.
-    async fn delete_ensemble(&self, ws: WorkspaceId, id: EnsembleId) -> Result<()>;
-    /// Creates an ensemble run numbered after the issue's previous ones and queues `candidates` as its
-    /// runs, atomically (`run_one_active_key` when a member already has a live run on the issue: then
-    /// nothing is written).
-    async fn create_ensemble_run(
-        &self,
-        new: &NewEnsembleRun,
-        candidates: &[NewRun],
-    ) -> Result<(EnsembleRun, Vec<Run>)>;
-    /// An ensemble run by id.
-    async fn get_ensemble_run(&self, id: EnsembleRunId) -> Result<EnsembleRun>;
-    /// An issue's ensemble runs, by number.
-    async fn list_ensemble_runs(&self, issue: IssueId) -> Result<Vec<EnsembleRun>>;
-    /// The latest ensemble run of every issue of `ws` that has one (the board's indicators).
-    async fn latest_ensemble_runs(&self, ws: WorkspaceId) -> Result<Vec<EnsembleRun>>;
-    /// The runs of an ensemble run (its candidates and its reviewer), oldest first.
-    async fn list_ensemble_members_runs(&self, id: EnsembleRunId) -> Result<Vec<Run>>;
-    /// Records why candidates were stopped early, unless a reason is already recorded; `false` then.
-    async fn note_ensemble_stop(&self, id: EnsembleRunId, reason: &str) -> Result<bool>;
-    /// Queues the blind review and marks the ensemble run `reviewing` with the labels the reviewer sees,
-    /// atomically; only from `running` (`ensemble_run_status` otherwise: another replica started it).
-    async fn start_ensemble_review(
-        &self,
-        id: EnsembleRunId,
-        review: &NewRun,
-        labels: &[(char, RunId)],
-    ) -> Result<Run>;
-    /// Marks a running or reviewing ensemble run `decided` with the review's outcome, if any; `None`
-    /// when it was already decided or chosen (nothing changed).
-    async fn decide_ensemble_run(
-        &self,
-        id: EnsembleRunId,
-        review: Option<&ReviewOutcome>,
-    ) -> Result<Option<EnsembleRun>>;
-    /// Records the person's choice (and the merge commit, when merged): `ensemble_run_chosen` when a
-    /// candidate was already chosen or `run` is not one of its runs.
-    async fn choose_ensemble_candidate(
-        &self,
-        id: EnsembleRunId,
-        run: RunId,
-        by: UserId,
-        merged_commit: Option<&str>,
-    ) -> Result<EnsembleRun>;
     /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports
     /// it; ignored once the run is no longer that claim. The finish records the final figures.
     async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()>;

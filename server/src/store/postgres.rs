@@ -11,7 +11,6 @@ use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSslMode};
 
 use super::common::*;
-use super::ensembles::*;
 use super::rows::*;
 use super::run_log::*;
 use super::runners::*;

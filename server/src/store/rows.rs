@@ -2,11 +2,9 @@
 //! domain records. Column names are the struct's field names.
 
 use chrono::{DateTime, Utc};
-use sqlx::types::Json;
 
 use crate::domain::{
-    AgentId, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, EnsembleStatus, FailureReason, IssueId, ReviewOutcome, Run, RunId, RunStatus,
+    AgentId, CommentId, Email, EnsembleRunId, FailureReason, IssueId, Run, RunId, RunStatus,
     RunTrigger, RunnerId, Usage, User, UserId, WorkspaceId,
 };
 
@@ -129,76 +127,4 @@ pub(super) fn now() -> DateTime<Utc> {
     use chrono::{DurationRound, TimeDelta};
     let t = Utc::now();
     t.duration_trunc(TimeDelta::microseconds(1)).unwrap_or(t)
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct EnsembleRow {
-    ensemble_id: EnsembleId,
-    workspace_id: WorkspaceId,
-    name: EnsembleName,
-    settings: Json<EnsembleSettings>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl From<EnsembleRow> for Ensemble {
-    fn from(r: EnsembleRow) -> Self {
-        Ensemble {
-            id: r.ensemble_id,
-            workspace_id: r.workspace_id,
-            name: r.name,
-            settings: r.settings.0,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-pub(super) struct EnsembleRunRow {
-    ensemble_run_id: EnsembleRunId,
-    workspace_id: WorkspaceId,
-    issue_id: IssueId,
-    ensemble_id: Option<EnsembleId>,
-    name: String,
-    number: i32,
-    settings: Json<EnsembleSettings>,
-    base_commit: Option<String>,
-    base_branch: Option<String>,
-    status: EnsembleStatus,
-    stop_reason: Option<String>,
-    review_run_id: Option<RunId>,
-    review_labels: Option<Json<Vec<(char, RunId)>>>,
-    review: Option<Json<ReviewOutcome>>,
-    chosen_run_id: Option<RunId>,
-    chosen_by: Option<UserId>,
-    merged_commit: Option<String>,
-    created_at: DateTime<Utc>,
-    decided_at: Option<DateTime<Utc>>,
-}
-
-impl From<EnsembleRunRow> for EnsembleRun {
-    fn from(r: EnsembleRunRow) -> Self {
-        EnsembleRun {
-            id: r.ensemble_run_id,
-            workspace_id: r.workspace_id,
-            issue_id: r.issue_id,
-            ensemble_id: r.ensemble_id,
-            name: r.name,
-            number: r.number,
-            settings: r.settings.0,
-            base_commit: r.base_commit,
-            base_branch: r.base_branch,
-            status: r.status,
-            stop_reason: r.stop_reason,
-            review_run_id: r.review_run_id,
-            review_labels: r.review_labels.map(|l| l.0).unwrap_or_default(),
-            review: r.review.map(|r| r.0),
-            chosen_run_id: r.chosen_run_id,
-            chosen_by: r.chosen_by,
-            merged_commit: r.merged_commit,
-            created_at: r.created_at,
-            decided_at: r.decided_at,
-        }
-    }
 }

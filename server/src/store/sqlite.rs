@@ -14,7 +14,6 @@ use sqlx::sqlite::{
 };
 
 use super::common::*;
-use super::ensembles::*;
 use super::rows::*;
 use super::run_log::*;
 use super::runners::*;
