@@ -1,9 +1,24 @@
-//! Storage: one [`Store`] trait of use-case methods, implemented for PostgreSQL and SQLite.
+//! Storage: one [`Store`] trait, made of one sub-trait of use-case methods per area, implemented for
+//! PostgreSQL and SQLite.
 //!
-//! Only this module names sqlx query APIs. Both backends share their SQL through the `impl_store!` macro in
-//! `common.rs` (expanded once per backend, so each gets its own fully typed `impl Store`); what differs — how
-//! a write transaction starts, how a run is claimed, a few dialect fragments — lives in `postgres.rs` and
-//! `sqlite.rs`. The conformance suite in `tests/it/store_conformance.rs` runs every method on both.
+//! Only this module names sqlx query APIs. Each area has its own file with its trait, its rows and SQL,
+//! and a small macro that writes its impl: `people.rs` ([`PeopleStore`]: workspaces, users, members,
+//! invitations), `sessions.rs` ([`SessionStore`]: sessions, API tokens), `issues.rs` ([`IssueStore`]:
+//! issues, comments, activity), `agents.rs` ([`AgentStore`]: agents, skills), `runners.rs`
+//! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
+//! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
+//! ([`EnsembleStore`]) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
+//! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
+//! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
+//! dialect fragments — lives in `postgres.rs` and `sqlite.rs`.
+//!
+//! Invariant: a method that writes more than one row does it in one transaction, so a failure leaves
+//! nothing half-written.
+//!
+//! Calling an area's method (on an `Arc<dyn Store>` too) needs its trait in scope:
+//! `use crate::store::prelude::*;`. The conformance suite in `tests/it/store_conformance/` runs every
+//! method on both backends.
 
 mod agents;
 mod codec;
@@ -28,9 +43,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-
-use crate::domain::{AgentId, Cap, Caps, RunId, RunUsage, Runner, Usage, UsageFilter, WorkspaceId};
 
 pub use agents::AgentStore;
 pub use ensembles::EnsembleStore;
@@ -41,13 +53,14 @@ pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
 pub use sessions::SessionStore;
+pub use usage::UsageStore;
 
 /// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
 /// outside the crate).
 pub mod prelude {
     pub use super::{
         AgentStore, EnsembleStore, InboxStore, IssueStore, PeopleStore, RunLogStore, RunStore,
-        RunnerStore, SessionStore, Store,
+        RunnerStore, SessionStore, Store, UsageStore,
     };
 }
 
@@ -232,7 +245,9 @@ pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> anyhow::Result<
     })
 }
 
-/// Every storage use-case Muster has. Transactions begin and commit inside each method.
+/// Every storage use-case Muster has: the infrastructure here, the use-cases in one sub-trait per area
+/// (see the module docs). Transactions begin and commit inside each method. Calling an area's method
+/// needs its trait in scope: `use crate::store::prelude::*;`.
 #[async_trait]
 pub trait Store:
     Send
@@ -247,6 +262,7 @@ pub trait Store:
     + RunLogStore
     + InboxStore
     + EnsembleStore
+    + UsageStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
@@ -262,57 +278,4 @@ pub trait Store:
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- ensembles ---
-    /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports
-    /// it; ignored once the run is no longer that claim. The finish records the final figures.
-    async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()>;
-    // --- usage, caps and prices (issue 15) ---
-    /// The runs of `ws` queued in `[filter.from, filter.to)` (of one agent or issue when set), with their
-    /// usage so far (a live run's included), oldest first.
-    async fn usage_runs(&self, ws: WorkspaceId, filter: &UsageFilter) -> Result<Vec<RunUsage>>;
-    /// What the runs of `ws` (of `agent` only, when set) queued at or after `since` used so far, summed
-    /// in the database; `cost_unknown` when one of them had unpriced tokens.
-    async fn spend_since(
-        &self,
-        ws: WorkspaceId,
-        agent: Option<AgentId>,
-        since: DateTime<Utc>,
-    ) -> Result<Usage>;
-    /// The monthly caps of `ws` and of its agents.
-    async fn caps(&self, ws: WorkspaceId) -> Result<Caps>;
-    /// Sets (or, with both bounds `None`, clears) the workspace's monthly cap.
-    async fn set_workspace_cap(&self, ws: WorkspaceId, cap: Cap) -> Result<()>;
-    /// Sets or clears an agent's monthly cap (`NotFound` for an agent not of `ws`).
-    async fn set_agent_cap(&self, ws: WorkspaceId, agent: AgentId, cap: Cap) -> Result<()>;
-    /// Records that the cap `scope` (`workspace` or `agent:<id>`) was warned about in `month`
-    /// (`2026-12`); `true` only for the first caller, so each cap warns once a month.
-    async fn record_cap_warning(
-        &self,
-        ws: WorkspaceId,
-        scope: &str,
-        month: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool>;
-    /// The workspace's own rate table; `None` when it uses the built-in one.
-    async fn rate_table(&self, ws: WorkspaceId) -> Result<Option<muster_agents::RateTable>>;
-    /// Sets the workspace's rate table, or (`None`) goes back to the built-in one.
-    async fn set_rate_table(
-        &self,
-        ws: WorkspaceId,
-        rates: Option<&muster_agents::RateTable>,
-    ) -> Result<()>;
-
-    // --- metrics (issue 15) ---
-    /// How many runs there are, by status and by their agent's runtime, across workspaces.
-    async fn run_counts(
-        &self,
-    ) -> Result<Vec<(crate::domain::RunStatus, crate::domain::AgentKind, i64)>>;
-    /// How many queued runs a runner may claim at `now` (their backoff is over), and since when the oldest
-    /// of them has been claimable.
-    async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)>;
-    /// Every runner, embedded and remote, of every workspace, by name.
-    async fn all_runners(&self) -> Result<Vec<Runner>>;
-    /// This process's pool: open connections, and how many of them are idle.
-    fn pool_stats(&self) -> (u32, u32);
 }

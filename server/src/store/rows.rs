@@ -1,5 +1,6 @@
-//! Row structs shared by both backends (the derives are generic over the database) and their mapping to
-//! domain records. Column names are the struct's field names.
+//! Row structs more than one area reads (the derives are generic over the database) and their mapping to
+//! domain records, and the clock the store stamps rows with. Column names are the struct's field names;
+//! a row only one area reads is in that area's file.
 
 use chrono::{DateTime, Utc};
 

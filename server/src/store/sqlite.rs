@@ -15,10 +15,8 @@ use sqlx::sqlite::{
 
 use super::common::*;
 use super::rows::*;
-use super::run_log::*;
-use super::runners::*;
-use super::runs::*;
-use super::usage::*;
+use super::run_log::{LAST_SEQ, lease_outcome};
+use super::runs::{push_claim_scope, take_run};
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;
 
