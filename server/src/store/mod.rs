@@ -16,7 +16,8 @@
 //! Invariant: a method that writes more than one row does it in one transaction, so a failure leaves
 //! nothing half-written.
 //!
-//! Calling an area's method (on an `Arc<dyn Store>` too) needs its trait in scope:
+//! On a `dyn Store` every area's methods resolve as before (a trait object has its supertraits' methods);
+//! naming one by path, or calling it on a concrete store, needs its area trait in scope:
 //! `use crate::store::prelude::*;`. The conformance suite in `tests/it/store_conformance/` runs every
 //! method on both backends.
 
@@ -246,8 +247,7 @@ pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> anyhow::Result<
 }
 
 /// Every storage use-case Muster has: the infrastructure here, the use-cases in one sub-trait per area
-/// (see the module docs). Transactions begin and commit inside each method. Calling an area's method
-/// needs its trait in scope: `use crate::store::prelude::*;`.
+/// (see the module docs). Transactions begin and commit inside each method.
 #[async_trait]
 pub trait Store:
     Send
