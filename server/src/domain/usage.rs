@@ -11,7 +11,7 @@ use chrono::{DateTime, Datelike, NaiveDate, TimeDelta, TimeZone, Utc};
 
 use super::{AgentId, FailureReason, IssueId, RunId, RunStatus, RuntimeKind, Usage, string_enum};
 
-/// Which runs [`crate::store::Store::usage_runs`] returns: those queued in `[from, to)`.
+/// Which runs [`crate::store::UsageStore::usage_runs`] returns: those queued in `[from, to)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UsageFilter {
     pub from: DateTime<Utc>,

@@ -1,16 +1,40 @@
-//! Storage: one [`Store`] trait of use-case methods, implemented for PostgreSQL and SQLite.
+//! Storage: one [`Store`] trait, made of one sub-trait of use-case methods per area, implemented for
+//! PostgreSQL and SQLite.
 //!
-//! Only this module names sqlx query APIs. Both backends share their SQL through the `impl_store!` macro in
-//! `common.rs` (expanded once per backend, so each gets its own fully typed `impl Store`); what differs — how
-//! a write transaction starts, how a run is claimed, a few dialect fragments — lives in `postgres.rs` and
-//! `sqlite.rs`. The conformance suite in `tests/it/store_conformance.rs` runs every method on both.
+//! Only this module names sqlx query APIs. Each area has its own file with its trait, its rows and SQL,
+//! and a small macro that writes its impl: `people.rs` ([`PeopleStore`]: workspaces, users, members,
+//! invitations), `sessions.rs` ([`SessionStore`]: sessions, API tokens), `issues.rs` ([`IssueStore`]:
+//! issues, comments, activity), `agents.rs` ([`AgentStore`]: agents, skills), `runners.rs`
+//! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
+//! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
+//! ([`EnsembleStore`]) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
+//! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
+//! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
+//! dialect fragments — lives in `postgres.rs` and `sqlite.rs`.
+//!
+//! Invariant: a method that writes more than one row does it in one transaction, so a failure leaves
+//! nothing half-written.
+//!
+//! On a `dyn Store` every area's methods resolve as before (a trait object has its supertraits' methods);
+//! naming one by path, or calling it on a concrete store, needs its area trait in scope:
+//! `use crate::store::prelude::*;`. The conformance suite in `tests/it/store_conformance/` runs every
+//! method on both backends.
 
+mod agents;
 mod codec;
 mod common;
 mod ensembles;
 pub mod foreign;
+mod inbox;
+mod issues;
+mod people;
 mod postgres;
 mod rows;
+mod run_log;
+mod runners;
+mod runs;
+mod sessions;
 mod sqlite;
 pub mod testing;
 mod usage;
@@ -20,18 +44,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 
-use crate::domain::{
-    Activity, Actor, Agent, AgentId, AgentName, AgentSkill, ApiToken, Cap, Caps, CheckSpec,
-    Comment, CommentId, Email, Ensemble, EnsembleId, EnsembleName, EnsembleRun, EnsembleRunId,
-    EnsembleSettings, HostPattern, InboxItem, Invitation, InvitationId, Issue, IssueFilter,
-    IssueId, IssueKey, IssuePatch, IssueStatus, Label, Member, NewAgent, NewApiToken, NewComment,
-    NewEnsembleRun, NewInboxItem, NewInvitation, NewIssue, NewRun, NewRunEvent, NewRunnerToken,
-    NewSession, NewSkill, NewUser, NewWorkspace, ReviewOutcome, Role, Run, RunEvent, RunId,
-    RunOutcome, RunUsage, Runner, RunnerId, RunnerName, RunnerToken, RunnerTokenId, Seq, Session,
-    Skill, SkillId, Slug, TokenId, Usage, UsageFilter, User, UserId, Workspace, WorkspaceId,
-};
+pub use agents::AgentStore;
+pub use ensembles::EnsembleStore;
+pub use inbox::{InboxEntry, InboxStore};
+pub use issues::IssueStore;
+pub use people::PeopleStore;
+pub use run_log::{LeasedEvents, RunLogStore};
+pub use runners::RunnerStore;
+pub use runs::{ClaimScope, RunFilter, RunStore};
+pub use sessions::SessionStore;
+pub use usage::UsageStore;
+
+/// The store's traits, for calling its methods: `use crate::store::prelude::*;` (`muster::store::prelude`
+/// outside the crate).
+pub mod prelude {
+    pub use super::{
+        AgentStore, EnsembleStore, InboxStore, IssueStore, PeopleStore, RunLogStore, RunStore,
+        RunnerStore, SessionStore, Store, UsageStore,
+    };
+}
 
 /// What a store method can fail with; callers branch on the variant.
 #[derive(Debug, thiserror::Error)]
@@ -114,57 +146,6 @@ fn sqlite_unique_constraint(message: &str) -> String {
         other => return other.to_owned(),
     };
     name.to_owned()
-}
-
-/// Which runs [`Store::list_runs`] returns; unset fields do not filter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunFilter {
-    /// Only runs on this issue.
-    pub issue: Option<IssueId>,
-    /// Only runs in one of these statuses (any when empty).
-    pub statuses: Vec<crate::domain::RunStatus>,
-    /// Only runs of this agent.
-    pub agent: Option<AgentId>,
-    /// Only runs whose id, in its hyphenated lowercase text form, starts with this (hex digits and
-    /// hyphens only: the caller checks, see `service::runs`).
-    pub id_prefix: Option<String>,
-    /// At most this many runs.
-    pub limit: i64,
-}
-
-impl Default for RunFilter {
-    fn default() -> Self {
-        Self {
-            issue: None,
-            statuses: Vec::new(),
-            agent: None,
-            id_prefix: None,
-            limit: 50,
-        }
-    }
-}
-
-/// Which queued runs a runner may claim ([`Store::claim_next_run`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimScope {
-    /// Only runs of this workspace (a remote runner serves its token's workspace); any when `None`.
-    pub workspace: Option<WorkspaceId>,
-    /// Only runs of agents of these kinds (the CLIs the runner has); any when `None`, none when empty.
-    pub kinds: Option<Vec<crate::domain::RuntimeKind>>,
-    /// The claiming runner's name: an agent bound to named runners (`NewAgent::runners`) goes only to
-    /// one of them; an unbound agent goes to any runner.
-    pub runner_name: String,
-}
-
-impl ClaimScope {
-    /// Any workspace, any kind: a server's embedded runner named `runner_name`.
-    pub fn anything(runner_name: &str) -> Self {
-        Self {
-            workspace: None,
-            kinds: None,
-            runner_name: runner_name.to_owned(),
-        }
-    }
 }
 
 /// Which database a store runs on.
@@ -265,17 +246,24 @@ pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> anyhow::Result<
     })
 }
 
-/// One run's events for [`Store::append_leased_events`], under the epoch of the claim that sends them.
-#[derive(Debug, Clone, Copy)]
-pub struct LeasedEvents<'a> {
-    pub run: RunId,
-    pub epoch: i64,
-    pub events: &'a [NewRunEvent],
-}
-
-/// Every storage use-case Muster has. Transactions begin and commit inside each method.
+/// Every storage use-case Muster has: the infrastructure here, the use-cases in one sub-trait per area
+/// (see the module docs). Transactions begin and commit inside each method.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store:
+    Send
+    + Sync
+    + 'static
+    + PeopleStore
+    + SessionStore
+    + IssueStore
+    + AgentStore
+    + RunnerStore
+    + RunStore
+    + RunLogStore
+    + InboxStore
+    + EnsembleStore
+    + UsageStore
+{
     /// Which database this is.
     fn backend(&self) -> Backend;
     /// Checks that the database answers (readiness).
@@ -290,543 +278,4 @@ pub trait Store: Send + Sync + 'static {
     /// The messages sent with [`Store::notify`] by any replica (this one included), in order; `None` on
     /// SQLite. A lost connection is re-established (messages sent meanwhile are missed).
     async fn listen(&self) -> anyhow::Result<Option<tokio::sync::mpsc::Receiver<String>>>;
-
-    // --- workspaces, users, members ---
-    /// Creates a workspace with `owner` as its first owner, atomically.
-    async fn create_workspace(&self, new: &NewWorkspace, owner: UserId) -> Result<Workspace>;
-    /// A workspace by id.
-    async fn get_workspace(&self, id: WorkspaceId) -> Result<Workspace>;
-    /// A workspace by slug.
-    async fn get_workspace_by_slug(&self, slug: &Slug) -> Result<Workspace>;
-    /// Every workspace, oldest first (start-up tasks such as seeding built-in skills).
-    async fn list_workspaces(&self) -> Result<Vec<Workspace>>;
-    /// The workspaces a user belongs to, with their role, oldest first.
-    async fn list_workspaces_for_user(&self, user: UserId) -> Result<Vec<(Workspace, Role)>>;
-    /// Sets or clears the local repository that runs get worktrees of.
-    async fn set_workspace_repo(&self, id: WorkspaceId, repo: Option<&str>) -> Result<Workspace>;
-    /// Sets the loop guard's limits (the caller validates their ranges).
-    async fn set_workspace_limits(
-        &self,
-        id: WorkspaceId,
-        mention_depth_limit: i32,
-        agent_runs_per_issue_per_hour: i32,
-    ) -> Result<Workspace>;
-    /// Creates a user.
-    async fn create_user(&self, new: &NewUser) -> Result<User>;
-    /// A user by id.
-    async fn get_user(&self, id: UserId) -> Result<User>;
-    /// A user by email.
-    async fn get_user_by_email(&self, email: &Email) -> Result<User>;
-    /// How many users exist (0 means first-run setup is pending).
-    async fn count_users(&self) -> Result<i64>;
-    /// Creates a user and, in the same transaction, a workspace they own (first-run setup).
-    async fn create_owner_and_workspace(
-        &self,
-        user: &NewUser,
-        ws: &NewWorkspace,
-    ) -> Result<(User, Workspace)>;
-    /// Creates a user and adds them to `ws` with `role`, atomically.
-    async fn add_new_member(&self, ws: WorkspaceId, user: &NewUser, role: Role) -> Result<Member>;
-    /// Adds a member with a role.
-    async fn add_member(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
-    /// One membership.
-    async fn get_member(&self, ws: WorkspaceId, user: UserId) -> Result<Member>;
-    /// All members, oldest first.
-    async fn list_members(&self, ws: WorkspaceId) -> Result<Vec<Member>>;
-    /// Changes a role; refuses (`last_owner`) to leave the workspace without an owner.
-    async fn set_member_role(&self, ws: WorkspaceId, user: UserId, role: Role) -> Result<Member>;
-    /// Removes a member; refuses (`last_owner`) to remove the last owner.
-    async fn remove_member(&self, ws: WorkspaceId, user: UserId) -> Result<()>;
-
-    // --- invitations ---
-    /// Invites an existing account, or refreshes (role, inviter, expiry) its pending invitation;
-    /// `member_pkey` when it is already a member.
-    async fn create_invitation(&self, new: &NewInvitation) -> Result<Invitation>;
-    /// A workspace's invitations still pending at `now`, oldest first.
-    async fn list_invitations(
-        &self,
-        ws: WorkspaceId,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Invitation>>;
-    /// The invitations addressed to `user` still pending at `now`, oldest first.
-    async fn list_invitations_for_user(
-        &self,
-        user: UserId,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Invitation>>;
-    /// Accepts `user`'s own pending invitation: the membership is created and the invitation removed,
-    /// atomically. `NotFound` when it is not `user`'s, has expired by `now`, or does not exist.
-    async fn accept_invitation(
-        &self,
-        id: InvitationId,
-        user: UserId,
-        now: DateTime<Utc>,
-    ) -> Result<Member>;
-    /// Declines `user`'s own invitation (`NotFound` when it is not theirs).
-    async fn decline_invitation(&self, id: InvitationId, user: UserId) -> Result<()>;
-    /// Revokes an invitation of workspace `ws` (`NotFound` when it is not that workspace's).
-    async fn revoke_invitation(&self, ws: WorkspaceId, id: InvitationId) -> Result<()>;
-
-    // --- issues and comments ---
-    /// Creates an issue with the workspace's next number, at the bottom of its column, and records who
-    /// created it (`created_by`, else Muster) in the activity trail.
-    async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue>;
-    /// An issue by key, only within `ws` (a key from another workspace is `NotFound`).
-    async fn get_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
-    /// An issue by id.
-    async fn get_issue_by_id(&self, id: IssueId) -> Result<Issue>;
-    /// Issues matching `filter`, by status column then position (then number), after `filter.after` and
-    /// at most `filter.limit` of them.
-    async fn list_issues(&self, ws: WorkspaceId, filter: &IssueFilter) -> Result<Vec<Issue>>;
-    /// How many issues match `filter` (its `limit` aside) in each status, in column order; statuses
-    /// with none are left out. With `filter.after`, only those after the cursor are counted.
-    async fn count_issues(
-        &self,
-        ws: WorkspaceId,
-        filter: &IssueFilter,
-    ) -> Result<Vec<(IssueStatus, i64)>>;
-    /// Every label used on an issue of `ws`, once each, sorted.
-    async fn list_issue_labels(&self, ws: WorkspaceId) -> Result<Vec<Label>>;
-    /// Changes the fields set in `patch`, recording one activity line per field that really changed.
-    async fn update_issue(
-        &self,
-        ws: WorkspaceId,
-        key: &IssueKey,
-        patch: &IssuePatch,
-        actor: Actor,
-    ) -> Result<Issue>;
-    /// Moves an issue to `status` at `index` in that column (the end when `None` or past it), renumbering
-    /// the column so positions stay dense; a status change is recorded in the activity trail.
-    async fn move_issue(
-        &self,
-        ws: WorkspaceId,
-        key: &IssueKey,
-        status: IssueStatus,
-        index: Option<usize>,
-        actor: Actor,
-    ) -> Result<Issue>;
-    /// Adds a comment.
-    async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment>;
-    /// An issue's comments, oldest first.
-    async fn list_comments(&self, issue: IssueId) -> Result<Vec<Comment>>;
-    /// Up to `limit` of an issue's comments, oldest first, after the comment `after` (from the first when
-    /// `None`). `NotFound` when `after` is not a comment of this issue.
-    async fn list_comments_page(
-        &self,
-        issue: IssueId,
-        after: Option<CommentId>,
-        limit: i64,
-    ) -> Result<Vec<Comment>>;
-
-    /// One comment of an issue (`NotFound` when it is not a comment of that issue).
-    async fn get_comment(&self, issue: IssueId, id: CommentId) -> Result<Comment>;
-    /// Replaces a comment's body and stamps `edited_at` (`NotFound` when it is not a comment of that issue).
-    async fn edit_comment(&self, issue: IssueId, id: CommentId, body: &str) -> Result<Comment>;
-    /// Deletes a comment (`NotFound` when it is not a comment of that issue).
-    async fn delete_comment(&self, issue: IssueId, id: CommentId) -> Result<()>;
-    /// Deletes an issue and, with it, its comments, activity, runs (with their logs and tokens) and inbox
-    /// items; sub-issues lose their parent. Refused (`run_live`) while one of its runs is claimed or
-    /// running: stop those first. Returns the issue as it was.
-    async fn delete_issue(&self, ws: WorkspaceId, key: &IssueKey) -> Result<Issue>;
-
-    /// An issue's activity trail, oldest first.
-    async fn list_activity(&self, issue: IssueId) -> Result<Vec<Activity>>;
-
-    // --- sessions and API tokens ---
-    /// Stores a browser session (only the hash of its secret).
-    async fn create_session(&self, new: &NewSession) -> Result<Session>;
-    /// The session with this secret hash and its user, if it has not expired by `now`.
-    async fn session_user(&self, token_hash: &str, now: DateTime<Utc>) -> Result<(Session, User)>;
-    /// Ends a session (logout). Ending an unknown session is not an error.
-    async fn delete_session(&self, token_hash: &str) -> Result<()>;
-    /// Sets a user's password hash and ends every session of theirs except `keep` (the one that made the
-    /// change), in one transaction; returns the ended sessions' hashes (their live connections end too).
-    /// `NotFound` for an unknown user.
-    async fn change_password(
-        &self,
-        user: UserId,
-        password_hash: &str,
-        keep: Option<&str>,
-    ) -> Result<Vec<String>>;
-    /// Stores an API token (only its hash and display prefix).
-    async fn create_api_token(&self, new: &NewApiToken) -> Result<ApiToken>;
-    /// The unrevoked token with this hash, noting its use (at most once a minute).
-    async fn use_api_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<ApiToken>;
-    /// A user's own (non-run) tokens in a workspace, newest first, revoked ones included.
-    async fn list_api_tokens(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<ApiToken>>;
-    /// Revokes one of a user's tokens (`NotFound` if it is not theirs or already revoked); returns its
-    /// hash, which names the live connections opened with it.
-    async fn revoke_api_token(&self, ws: WorkspaceId, user: UserId, id: TokenId) -> Result<String>;
-    /// Revokes every token bound to `run` (when the run ends); returns the hashes of those that were live.
-    async fn revoke_run_tokens(&self, run: RunId) -> Result<Vec<String>>;
-
-    // --- agents and skills ---
-    /// Creates an agent (`agent_workspace_name_key` on a duplicate name).
-    async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent>;
-    /// An agent by id within `ws`.
-    async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent>;
-    /// An agent by name within `ws`.
-    async fn get_agent_by_name(&self, ws: WorkspaceId, name: &AgentName) -> Result<Agent>;
-    /// All agents, by name.
-    async fn list_agents(&self, ws: WorkspaceId) -> Result<Vec<Agent>>;
-    /// Replaces an agent's profile.
-    async fn update_agent(&self, ws: WorkspaceId, id: AgentId, new: &NewAgent) -> Result<Agent>;
-    /// Deletes an agent; refused (`foreign_key`) while runs of it exist.
-    async fn delete_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<()>;
-    /// Creates a skill with its files.
-    async fn create_skill(&self, ws: WorkspaceId, new: &NewSkill) -> Result<Skill>;
-    /// A skill by slug.
-    async fn get_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<Skill>;
-    /// All skills, by slug.
-    async fn list_skills(&self, ws: WorkspaceId) -> Result<Vec<Skill>>;
-    /// Replaces a skill's content and files (its slug stays).
-    async fn update_skill(&self, ws: WorkspaceId, slug: &Slug, new: &NewSkill) -> Result<Skill>;
-    /// Deletes a skill (and detaches it everywhere).
-    async fn delete_skill(&self, ws: WorkspaceId, slug: &Slug) -> Result<()>;
-    /// Attaches a skill to an agent, or changes its switch if already attached.
-    async fn attach_skill(&self, agent: AgentId, skill: SkillId, enabled: bool) -> Result<()>;
-    /// Detaches a skill (`NotFound` if it was not attached).
-    async fn detach_skill(&self, agent: AgentId, skill: SkillId) -> Result<()>;
-    /// The skills attached to an agent, by slug.
-    async fn agent_skills(&self, agent: AgentId) -> Result<Vec<AgentSkill>>;
-
-    // --- runner tokens and runners ---
-    /// Stores a runner token (only its hash and display prefix).
-    async fn create_runner_token(&self, new: &NewRunnerToken) -> Result<RunnerToken>;
-    /// A workspace's runner tokens, newest first, revoked ones included (with `revoked_at` set).
-    async fn list_runner_tokens(&self, ws: WorkspaceId) -> Result<Vec<RunnerToken>>;
-    /// Revokes a runner token of `ws` at `now` (`NotFound` for another workspace's); revoking again keeps
-    /// the first `revoked_at`.
-    async fn revoke_runner_token(
-        &self,
-        ws: WorkspaceId,
-        id: RunnerTokenId,
-        now: DateTime<Utc>,
-    ) -> Result<RunnerToken>;
-    /// The unrevoked runner token with this hash, with `last_used_at` set to `now` (`NotFound` when the
-    /// hash is unknown or the token revoked).
-    async fn use_runner_token(&self, token_hash: &str, now: DateTime<Utc>) -> Result<RunnerToken>;
-    /// Registers an embedded runner by its globally unique name, or refreshes its version, detected CLIs
-    /// and heartbeat.
-    async fn register_runner(
-        &self,
-        name: &str,
-        version: &str,
-        detected: &serde_json::Value,
-    ) -> Result<Runner>;
-    /// Registers a remote runner of `token`'s workspace by (token, name), or refreshes its version,
-    /// detected CLIs and heartbeat: re-registering with the same token and name returns the same runner,
-    /// so a reconnected runner keeps its identity and runs. `NotFound` when the token is revoked.
-    async fn register_remote_runner(
-        &self,
-        token: &RunnerToken,
-        name: &RunnerName,
-        version: &str,
-        detected: &serde_json::Value,
-        now: DateTime<Utc>,
-    ) -> Result<Runner>;
-    /// Records a runner's heartbeat (`NotFound` for an unknown runner).
-    async fn runner_heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<()>;
-    /// A workspace's remote runners and every embedded runner, most recent heartbeat first.
-    async fn list_runners(&self, ws: WorkspaceId) -> Result<Vec<Runner>>;
-    /// A runner by id.
-    async fn get_runner(&self, id: RunnerId) -> Result<Runner>;
-
-    // --- runs and the run log ---
-    /// Queues a run (`run_one_active_key` if this agent already has a live run on this issue); its
-    /// trigger comment, if any, starts the run's comment set in the same transaction.
-    async fn create_run(&self, new: &NewRun) -> Result<Run>;
-    /// How many runs queued by an agent's comment (chain depth ≥ 1) the issue got since `since` (the
-    /// loop guard's per-hour cap).
-    async fn count_agent_triggered_runs(&self, issue: IssueId, since: DateTime<Utc>)
-    -> Result<i64>;
-    /// The latest run (by creation) of `agent` on `issue`, if any.
-    async fn last_run_of_agent(&self, issue: IssueId, agent: AgentId) -> Result<Option<Run>>;
-    /// Adds `comment` to the set of comments a run answers, only while the run is still queued (its
-    /// order is built when it is claimed). `false` when it is no longer queued (or already has it).
-    async fn add_run_comment(&self, run: RunId, comment: CommentId) -> Result<bool>;
-    /// The comments a run answers, oldest first.
-    async fn list_run_comments(&self, run: RunId) -> Result<Vec<CommentId>>;
-    /// Keeps `comment` for `agent`'s next follow-up on `issue` (it had a live run when it arrived), with
-    /// the chain depth a run it queued would have had.
-    async fn add_pending_comment(
-        &self,
-        issue: IssueId,
-        agent: AgentId,
-        comment: CommentId,
-        chain_depth: i32,
-    ) -> Result<()>;
-    /// Removes and returns the comments kept for `agent` on `issue` with their chain depths, oldest
-    /// first; two callers never both get the same comment.
-    async fn take_pending_comments(
-        &self,
-        issue: IssueId,
-        agent: AgentId,
-    ) -> Result<Vec<(CommentId, i32)>>;
-    /// A run by id.
-    async fn get_run(&self, id: RunId) -> Result<Run>;
-    /// An issue's runs, oldest first.
-    async fn list_runs_for_issue(&self, issue: IssueId) -> Result<Vec<Run>>;
-    /// A workspace's runs matching `filter`, newest first, at most `filter.limit`.
-    async fn list_runs(&self, ws: WorkspaceId, filter: &RunFilter) -> Result<Vec<Run>>;
-    /// A workspace's queued runs, oldest first (what waits for a runner, and for which agent).
-    async fn list_queued_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;
-    /// Claims the oldest claimable queued run within `scope` for `runner` with a lease until
-    /// `lease_until`, respecting each agent's max concurrent runs, and increments its lease epoch. Never
-    /// hands one run to two callers.
-    async fn claim_next_run(
-        &self,
-        runner: RunnerId,
-        scope: &ClaimScope,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Option<Run>>;
-    /// Extends the lease of a run this runner holds at `epoch` (`run_lease` if it no longer does).
-    async fn renew_lease(
-        &self,
-        run: RunId,
-        runner: RunnerId,
-        epoch: i64,
-        lease_until: DateTime<Utc>,
-    ) -> Result<()> {
-        let lost = self
-            .renew_leases(runner, &[(run, epoch)], lease_until)
-            .await?;
-        if lost.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::conflict("run_lease"))
-        }
-    }
-    /// Extends, in one statement, the leases of the runs `held` (each with the epoch it is held at)
-    /// that this runner still holds; returns the others, whose leases are lost, in the order given.
-    async fn renew_leases(
-        &self,
-        runner: RunnerId,
-        held: &[(RunId, i64)],
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<RunId>>;
-    /// Marks a run claimed by `runner` at `epoch` as running, with its process and workspace
-    /// (`run_lease` if it is no longer that claim).
-    async fn start_run(
-        &self,
-        run: RunId,
-        runner: RunnerId,
-        epoch: i64,
-        pid: Option<i32>,
-        worktree: Option<&str>,
-        branch: Option<&str>,
-    ) -> Result<Run>;
-    /// Gives back a run `runner` claimed at `epoch` but never started: it is queued again (its epoch
-    /// stays, so the next claim's is higher). `run_lease` unless it is still that unstarted claim.
-    async fn release_run(&self, run: RunId, runner: RunnerId, epoch: i64) -> Result<Run>;
-    /// Flags or clears a run's stall.
-    async fn set_run_stalled(&self, run: RunId, at: Option<DateTime<Utc>>) -> Result<()>;
-    /// Records how a live run ended (`run_lease` if the run is no longer live). For the server's own
-    /// decisions (cancelling a queued run); a runner finishes with [`Store::finish_leased_run`].
-    async fn finish_run(&self, run: RunId, outcome: &RunOutcome) -> Result<Run>;
-    /// Records how a claimed or running run ended, only at `epoch` (`run_lease` otherwise: the runner
-    /// lost the run, and its outcome is not recorded). `NotFound` for an unknown run.
-    async fn finish_leased_run(&self, run: RunId, epoch: i64, outcome: &RunOutcome) -> Result<Run>;
-    /// Marks every live run whose lease expired before `now` as interrupted; returns them.
-    async fn interrupt_expired_runs(&self, now: DateTime<Utc>) -> Result<Vec<Run>>;
-    /// The runs `runner` holds (claimed or running), oldest first: at a runner's start these were left
-    /// behind by its previous life.
-    async fn list_live_runs_of_runner(&self, runner: RunnerId) -> Result<Vec<Run>>;
-    /// Stores events idempotently on `(run_id, seq)` (a resent event is ignored) and returns the highest
-    /// seq now stored for the run.
-    async fn append_run_events(&self, run: RunId, events: &[NewRunEvent]) -> Result<Seq>;
-    /// Like [`Store::append_run_events`], but only while the run is claimed or running at `epoch`,
-    /// checked in the same transaction as the insert: `run_lease` (and nothing written) otherwise.
-    async fn append_leased_run_events(
-        &self,
-        run: RunId,
-        epoch: i64,
-        events: &[NewRunEvent],
-    ) -> Result<Seq>;
-    /// [`Store::append_leased_run_events`] for several runs in one transaction (a group commit): per
-    /// batch, in order, the highest seq now stored for its run, or `run_lease` / `NotFound` when that
-    /// run is not live under its epoch (nothing of it written; the others are). An error of the whole
-    /// call writes nothing.
-    async fn append_leased_events(&self, batches: &[LeasedEvents<'_>]) -> Result<Vec<Result<Seq>>>;
-    /// Up to `limit` events with `seq > after`, in order.
-    async fn run_events_since(&self, run: RunId, after: Seq, limit: i64) -> Result<Vec<RunEvent>>;
-
-    // --- inbox ---
-    /// Records something that needs a person; an item whose kind
-    /// [supersedes earlier ones](crate::domain::InboxKind::supersedes_earlier) resolves, in the same
-    /// transaction, the open items of its kind about its issue for the same people.
-    async fn create_inbox_item(&self, new: &NewInboxItem) -> Result<InboxItem>;
-    /// Open items for a user (their own and those addressed to everyone), newest first.
-    async fn list_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<Vec<InboxItem>>;
-    /// Like [`Store::list_inbox`], with when `user` read each item (only unread ones if `unread_only`).
-    async fn list_inbox_with_read(
-        &self,
-        ws: WorkspaceId,
-        user: UserId,
-        unread_only: bool,
-    ) -> Result<Vec<InboxEntry>>;
-    /// Marks one open item of `ws` that `user` can see as read by them (again is a no-op); `NotFound`
-    /// for an item they cannot see.
-    async fn mark_inbox_read(
-        &self,
-        ws: WorkspaceId,
-        user: UserId,
-        item: crate::domain::InboxItemId,
-        at: DateTime<Utc>,
-    ) -> Result<()>;
-    /// Marks every open item `user` can see in `ws` as read; returns how many were unread.
-    async fn mark_all_inbox_read(
-        &self,
-        ws: WorkspaceId,
-        user: UserId,
-        at: DateTime<Utc>,
-    ) -> Result<u64>;
-    /// How many open items `user` can see in `ws` and has not read.
-    async fn count_unread_inbox(&self, ws: WorkspaceId, user: UserId) -> Result<i64>;
-
-    // --- ensembles ---
-    /// Replaces the workspace's default egress allow-list (every agent's runs may reach these hosts unless
-    /// the agent has no network).
-    async fn set_workspace_egress(
-        &self,
-        id: WorkspaceId,
-        hosts: &[HostPattern],
-    ) -> Result<Workspace>;
-    /// Sets or clears the workspace's check command (what ensembles run unless they name their own).
-    async fn set_workspace_check(
-        &self,
-        id: WorkspaceId,
-        check: Option<&CheckSpec>,
-    ) -> Result<Workspace>;
-    /// Creates an ensemble (`ensemble_workspace_name_key` on a duplicate name); the caller validated
-    /// `settings` and that its agents are the workspace's.
-    async fn create_ensemble(
-        &self,
-        ws: WorkspaceId,
-        name: &EnsembleName,
-        settings: &EnsembleSettings,
-    ) -> Result<Ensemble>;
-    /// An ensemble by name within `ws`.
-    async fn get_ensemble_by_name(&self, ws: WorkspaceId, name: &EnsembleName) -> Result<Ensemble>;
-    /// A workspace's ensembles, by name.
-    async fn list_ensembles(&self, ws: WorkspaceId) -> Result<Vec<Ensemble>>;
-    /// Replaces an ensemble's name and settings (runs under way keep their snapshot).
-    async fn update_ensemble(
-        &self,
-        ws: WorkspaceId,
-        id: EnsembleId,
-        name: &EnsembleName,
-        settings: &EnsembleSettings,
-    ) -> Result<Ensemble>;
-    /// Deletes an ensemble; its runs stay, with their snapshot.
-    async fn delete_ensemble(&self, ws: WorkspaceId, id: EnsembleId) -> Result<()>;
-    /// Creates an ensemble run numbered after the issue's previous ones and queues `candidates` as its
-    /// runs, atomically (`run_one_active_key` when a member already has a live run on the issue: then
-    /// nothing is written).
-    async fn create_ensemble_run(
-        &self,
-        new: &NewEnsembleRun,
-        candidates: &[NewRun],
-    ) -> Result<(EnsembleRun, Vec<Run>)>;
-    /// An ensemble run by id.
-    async fn get_ensemble_run(&self, id: EnsembleRunId) -> Result<EnsembleRun>;
-    /// An issue's ensemble runs, by number.
-    async fn list_ensemble_runs(&self, issue: IssueId) -> Result<Vec<EnsembleRun>>;
-    /// The latest ensemble run of every issue of `ws` that has one (the board's indicators).
-    async fn latest_ensemble_runs(&self, ws: WorkspaceId) -> Result<Vec<EnsembleRun>>;
-    /// The runs of an ensemble run (its candidates and its reviewer), oldest first.
-    async fn list_ensemble_members_runs(&self, id: EnsembleRunId) -> Result<Vec<Run>>;
-    /// Records why candidates were stopped early, unless a reason is already recorded; `false` then.
-    async fn note_ensemble_stop(&self, id: EnsembleRunId, reason: &str) -> Result<bool>;
-    /// Queues the blind review and marks the ensemble run `reviewing` with the labels the reviewer sees,
-    /// atomically; only from `running` (`ensemble_run_status` otherwise: another replica started it).
-    async fn start_ensemble_review(
-        &self,
-        id: EnsembleRunId,
-        review: &NewRun,
-        labels: &[(char, RunId)],
-    ) -> Result<Run>;
-    /// Marks a running or reviewing ensemble run `decided` with the review's outcome, if any; `None`
-    /// when it was already decided or chosen (nothing changed).
-    async fn decide_ensemble_run(
-        &self,
-        id: EnsembleRunId,
-        review: Option<&ReviewOutcome>,
-    ) -> Result<Option<EnsembleRun>>;
-    /// Records the person's choice (and the merge commit, when merged): `ensemble_run_chosen` when a
-    /// candidate was already chosen or `run` is not one of its runs.
-    async fn choose_ensemble_candidate(
-        &self,
-        id: EnsembleRunId,
-        run: RunId,
-        by: UserId,
-        merged_commit: Option<&str>,
-    ) -> Result<EnsembleRun>;
-    /// The last `limit` events of a run, in order (a log's tail).
-    async fn run_events_tail(&self, run: RunId, limit: i64) -> Result<Vec<RunEvent>>;
-    /// The last event of `kind` a run stored, if any.
-    async fn last_run_event_of_kind(&self, run: RunId, kind: &str) -> Result<Option<RunEvent>>;
-    /// Records what a live run (claimed or running at `epoch`) has spent so far, as its runner reports
-    /// it; ignored once the run is no longer that claim. The finish records the final figures.
-    async fn set_live_usage(&self, run: RunId, epoch: i64, usage: &Usage) -> Result<()>;
-    // --- usage, caps and prices (issue 15) ---
-    /// The runs of `ws` queued in `[filter.from, filter.to)` (of one agent or issue when set), with their
-    /// usage so far (a live run's included), oldest first.
-    async fn usage_runs(&self, ws: WorkspaceId, filter: &UsageFilter) -> Result<Vec<RunUsage>>;
-    /// What the runs of `ws` (of `agent` only, when set) queued at or after `since` used so far, summed
-    /// in the database; `cost_unknown` when one of them had unpriced tokens.
-    async fn spend_since(
-        &self,
-        ws: WorkspaceId,
-        agent: Option<AgentId>,
-        since: DateTime<Utc>,
-    ) -> Result<Usage>;
-    /// The monthly caps of `ws` and of its agents.
-    async fn caps(&self, ws: WorkspaceId) -> Result<Caps>;
-    /// Sets (or, with both bounds `None`, clears) the workspace's monthly cap.
-    async fn set_workspace_cap(&self, ws: WorkspaceId, cap: Cap) -> Result<()>;
-    /// Sets or clears an agent's monthly cap (`NotFound` for an agent not of `ws`).
-    async fn set_agent_cap(&self, ws: WorkspaceId, agent: AgentId, cap: Cap) -> Result<()>;
-    /// Records that the cap `scope` (`workspace` or `agent:<id>`) was warned about in `month`
-    /// (`2026-12`); `true` only for the first caller, so each cap warns once a month.
-    async fn record_cap_warning(
-        &self,
-        ws: WorkspaceId,
-        scope: &str,
-        month: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool>;
-    /// The workspace's own rate table; `None` when it uses the built-in one.
-    async fn rate_table(&self, ws: WorkspaceId) -> Result<Option<muster_agents::RateTable>>;
-    /// Sets the workspace's rate table, or (`None`) goes back to the built-in one.
-    async fn set_rate_table(
-        &self,
-        ws: WorkspaceId,
-        rates: Option<&muster_agents::RateTable>,
-    ) -> Result<()>;
-
-    // --- metrics (issue 15) ---
-    /// How many runs there are, by status and by their agent's runtime, across workspaces.
-    async fn run_counts(
-        &self,
-    ) -> Result<Vec<(crate::domain::RunStatus, crate::domain::RuntimeKind, i64)>>;
-    /// How many queued runs a runner may claim at `now` (their backoff is over), and since when the oldest
-    /// of them has been claimable.
-    async fn queue_state(&self, now: DateTime<Utc>) -> Result<(i64, Option<DateTime<Utc>>)>;
-    /// Every runner, embedded and remote, of every workspace, by name.
-    async fn all_runners(&self) -> Result<Vec<Runner>>;
-    /// This process's pool: open connections, and how many of them are idle.
-    fn pool_stats(&self) -> (u32, u32);
-
-    // --- run indicators ---
-    /// The latest run (by creation) of every issue of `ws` that has runs, for the board's indicators.
-    async fn latest_runs(&self, ws: WorkspaceId) -> Result<Vec<Run>>;
-}
-
-/// An inbox item with when the reader read it (`None`: unread).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InboxEntry {
-    pub item: InboxItem,
-    pub read_at: Option<DateTime<Utc>>,
 }

@@ -11,9 +11,9 @@ use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgSslMode};
 
 use super::common::*;
-use super::ensembles::*;
 use super::rows::*;
-use super::usage::*;
+use super::run_log::lease_outcome;
+use super::runs::{push_claim_scope, take_run};
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;
 
@@ -125,7 +125,7 @@ impl PgStore {
         Ok(())
     }
 
-    /// [`super::Store::append_leased_events`] (checked, not empty) as one statement, so a group commit is
+    /// [`super::RunLogStore::append_leased_events`] (checked, not empty) as one statement, so a group commit is
     /// one round trip: the runs' rows are read `for share` (a claim, a finish or an interruption waits
     /// until the events are committed, and one that committed first is seen), the events of the runs still
     /// held under their epoch are inserted, and each run's highest seq is read by one index seek (the

@@ -14,9 +14,9 @@ use sqlx::sqlite::{
 };
 
 use super::common::*;
-use super::ensembles::*;
 use super::rows::*;
-use super::usage::*;
+use super::run_log::{LAST_SEQ, lease_outcome};
+use super::runs::{push_claim_scope, take_run};
 use super::{Backend, Error, PoolOptions, Result};
 use crate::domain::*;
 
@@ -100,7 +100,7 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// [`super::Store::append_leased_events`] (checked, not empty): the write lock `BEGIN IMMEDIATE` takes
+    /// [`super::RunLogStore::append_leased_events`] (checked, not empty): the write lock `BEGIN IMMEDIATE` takes
     /// keeps a claim, a finish or an interruption from committing between the lease check and the insert.
     async fn append_leased_rows(
         &self,

@@ -210,7 +210,7 @@ pub async fn bare_copy_run_events(
     Ok(took)
 }
 
-/// The board benchmark's fixture: `issues` in workspace `ws` as [`super::Store::create_issue`] makes
+/// The board benchmark's fixture: `issues` in workspace `ws` as [`super::IssueStore::create_issue`] makes
 /// them (the next numbers of the workspace's counter, positions 1024 apart after the last of their
 /// status, a `created` activity line each), but in one transaction of multi-row inserts: 10,000 issues
 /// in a second or two, where one transaction each takes minutes on PostgreSQL.
@@ -260,7 +260,7 @@ pub async fn create_issues_in_bulk(
                      created_at, updated_at) ",
                 );
                 qb.push_values(chunk, |mut row, (id, number, position, new)| {
-                    let (user, agent) = super::rows::assignee_columns(new.assignee);
+                    let (user, agent) = super::issues::assignee_columns(new.assignee);
                     row.push_bind(*id)
                         .push_bind(ws)
                         .push_bind(*number)
