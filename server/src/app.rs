@@ -29,7 +29,7 @@ impl Application {
 
     /// Replaces the run engine's clocks (tests shorten them instead of sleeping). Call before
     /// [`Application::run_until_stopped`].
-    pub fn set_run_timing(&mut self, timing: crate::supervisor::RunTiming) {
+    pub fn set_run_timing(&mut self, timing: crate::runner::executor::RunTiming) {
         self.state.engine.runs = crate::engine::Runs::with_timing(timing);
     }
 

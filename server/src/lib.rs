@@ -26,6 +26,5 @@ pub mod service;
 pub mod skills;
 pub mod state;
 pub mod store;
-pub mod supervisor;
 pub mod telemetry;
 pub mod throttle;

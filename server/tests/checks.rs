@@ -1,5 +1,5 @@
 //! An ensemble candidate's check, for real: orders carrying a check are executed by the run engine's
-//! executor (`supervisor::execute_alone`, no server: the ensemble that will set `Order::check` is not
+//! executor (`runner::executor::execute_alone`, no server: the ensemble that will set `Order::check` is not
 //! built yet) with a stand-in agent (a shell script) in a git worktree, the real `muster` sandbox exec
 //! step and real processes; the events it reports are then stored on each backend and read back.
 //! Cases: a passing check (counts read from cargo-test output), a failing one, one that times out (its
@@ -119,9 +119,13 @@ impl World {
     /// what came back from the store, with the finish it reported.
     async fn execute(&self, order: Order, cancel: CancellationToken) -> Executed {
         let run_id = order.run_id;
-        let messages =
-            muster::supervisor::execute_alone(self.config.clone(), test_timing(), order, cancel)
-                .await;
+        let messages = muster::runner::executor::execute_alone(
+            self.config.clone(),
+            test_timing(),
+            order,
+            cancel,
+        )
+        .await;
         let mut events = Vec::new();
         let mut finished = None;
         let mut check_before_finish = false;

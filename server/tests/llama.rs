@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
-use muster::supervisor::RunTiming;
+use muster::runner::executor::RunTiming;
 use muster_agents::RuntimeKind;
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
 use muster_tests::{Backend, TestDb};

@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use muster::domain::*;
-use muster::supervisor::RunTiming;
+use muster::runner::executor::RunTiming;
 use muster_agents::RuntimeKind;
 use muster_tests::model_server::{ModelServer, PLAIN_TEXT};
 use muster_tests::{Backend, TestDb};

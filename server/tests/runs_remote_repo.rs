@@ -117,7 +117,7 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
     // runner's mirror only its objects, read-only (the private repository's alternates).
     assert_eq!(kinds.first(), Some(&"sandbox"), "{kinds:?}");
     let mirror =
-        muster::supervisor::git::mirror_path(&env.state.config.runs_dir.join("repos"), &url);
+        muster::runner::executor::git::mirror_path(&env.state.config.runs_dir.join("repos"), &url);
     let mirror = std::fs::canonicalize(&mirror).unwrap();
     let rules = events[0].payload["paths"].as_array().unwrap();
     let private = format!("{}/repo/objects", run.id);

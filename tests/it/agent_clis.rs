@@ -311,7 +311,7 @@ async fn run_in(
     outcome
 }
 
-/// `launch` wrapped as the run engine wraps it (see `supervisor::prepare`).
+/// `launch` wrapped as the run engine wraps it (see `runner::executor::prepare`).
 fn sandbox(
     launch: muster_agents::LaunchSpec,
     server: &ModelServer,
@@ -632,11 +632,11 @@ impl Engine {
         configure(&mut config);
         let runs_dir = config.runs_dir.clone();
         let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(muster::supervisor::RunTiming {
+        app.set_run_timing(muster::runner::executor::RunTiming {
             idle_tick: Duration::from_millis(200),
             int_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
-            ..muster::supervisor::RunTiming::default()
+            ..muster::runner::executor::RunTiming::default()
         });
         let addr = app.local_addr().unwrap();
         let store = app.state().store.clone();

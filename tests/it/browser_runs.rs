@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use muster::domain::*;
+use muster::runner::executor::RunTiming;
 use muster::store::Store;
-use muster::supervisor::RunTiming;
 use muster_tests::browser::{Browser, POLL};
 use muster_tests::model_server::llama::{Flavor, LlamaServer, MODEL, Scenario};
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};

@@ -364,7 +364,7 @@ fn retarget(cmd: &Command, line: &str, no_color: bool) -> Command {
     script
 }
 
-/// A diff event's payload built as the runner builds it (`supervisor::git::diff`): a real repository,
+/// A diff event's payload built as the runner builds it (`runner::executor::git::diff`): a real repository,
 /// one commit changing a file, `git diff --stat` and `git diff` of base..HEAD.
 fn real_diff_payload() -> Value {
     let repo = tempfile::tempdir().unwrap();

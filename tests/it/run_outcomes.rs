@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use muster::domain::*;
+use muster::runner::executor::RunTiming;
 use muster::store::Store;
-use muster::supervisor::RunTiming;
 use muster_agents::RuntimeKind;
 use muster_tests::browser::Browser;
 use muster_tests::model_server::ModelServer;

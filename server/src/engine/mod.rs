@@ -6,7 +6,7 @@
 //! [`Engine::cancel`], [`Engine::requeue`]), the runner sessions that claim runs for runners and record
 //! what they report ([`session`]), the orders they are sent ([`order`]), how a run's end moves its issue
 //! ([`finish`]), the sweep of runs whose runner vanished ([`sweep`]) and the wake-ups between replicas
-//! ([`relay`]). Executing a run is the runner's (`crate::supervisor`, `crate::runner`).
+//! ([`relay`]). Executing a run is the runner's (`crate::runner::executor`, `crate::runner`).
 
 pub mod caps;
 pub(crate) mod ensemble;
@@ -28,11 +28,11 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::domain::{AgentId, Issue, NewRun, Run, RunId, RunStatus, RunnerTokenId};
 use crate::hub::Hub;
+pub use crate::runner::executor::RunTiming;
 use crate::runner::protocol::ToRunner;
 use crate::runtimes::RuntimeCache;
 use crate::secrets::SecretBox;
 use crate::store::{self, Store};
-pub use crate::supervisor::RunTiming;
 
 /// The run engine's handles. Cheap to clone.
 #[derive(Clone)]

@@ -115,7 +115,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
     }
     let token = run_token(engine, run).await?;
     let answered = new_comments(engine, run, &comments).await?;
-    let mut prompt = crate::supervisor::brief_prompt(&issue, agent.profile.kind);
+    let mut prompt = crate::runner::executor::brief_prompt(&issue, agent.profile.kind);
     prompt.push_str(&answered);
     let resume = continued(engine, run, &answered).await?;
     let mut order = Order {
@@ -125,7 +125,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         attempt: run.attempt,
         issue_key: issue.key.to_string(),
         branch: line_branch(&issue.key.to_string(), &agent),
-        brief: crate::supervisor::render_brief(&issue, &comments, &agent),
+        brief: crate::runner::executor::render_brief(&issue, &comments, &agent),
         prompt,
         agent: spec,
         skills,

@@ -1,4 +1,4 @@
-//! The sweep: every replica, every [`RunTiming::sweep_every`](crate::supervisor::RunTiming), marks runs
+//! The sweep: every replica, every [`RunTiming::sweep_every`](crate::runner::executor::RunTiming), marks runs
 //! whose lease lapsed (their runner vanished, or the server that ran them died) as interrupted. Each is
 //! re-queued when it had not changed anything yet, else left to a person with an inbox item; the events
 //! it stored stay. The store's `interrupt_expired_runs` is one statement, so two replicas sweeping at

@@ -17,7 +17,7 @@ use super::protocol::{
     Held, Hello, LocalModelInfo, Orphan, PROTOCOL_VERSION, RuntimeInfo, ToRunner, ToServer,
 };
 use crate::domain::RunId;
-use crate::supervisor::{Host, RunSignal};
+use crate::runner::executor::{Host, RunSignal};
 
 /// After the runs' grace periods, how long a stopping runner still waits for their reports to be
 /// acknowledged.
@@ -295,7 +295,7 @@ impl Runner {
         let runner = self.clone();
         self.spawn(async move {
             let link = runner.link();
-            crate::supervisor::run::execute(&runner.inner.host, order, &link, &signal).await;
+            crate::runner::executor::run::execute(&runner.inner.host, order, &link, &signal).await;
             runner.live().remove(&run_id);
             if !runner.inner.stop.is_cancelled() {
                 runner.note(ToServer::Claim {
@@ -314,7 +314,7 @@ impl Runner {
         let runner = self.clone();
         self.spawn(async move {
             let link = runner.link();
-            crate::supervisor::run::recover(&runner.inner.host, orphan, &link).await;
+            crate::runner::executor::run::recover(&runner.inner.host, orphan, &link).await;
         });
     }
 
@@ -371,7 +371,7 @@ pub struct Link {
 
 impl Link {
     /// A link to `outbox` alone, outside any runner (notes go nowhere): see
-    /// [`crate::supervisor::execute_alone`].
+    /// [`crate::runner::executor::execute_alone`].
     pub(crate) fn detached(outbox: Outbox) -> Self {
         let (notes, _) = mpsc::unbounded_channel();
         Self { outbox, notes }

@@ -11,7 +11,7 @@ use super::outbox::Outbox;
 use super::protocol::{ToRunner, ToServer};
 use crate::engine::Engine;
 use crate::engine::session::{self, Peer};
-use crate::supervisor::Host;
+use crate::runner::executor::Host;
 
 /// The embedded runner's name prefix in the runner table.
 pub const EMBEDDED_RUNNER: &str = "embedded";

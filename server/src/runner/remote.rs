@@ -22,8 +22,8 @@ use super::outbox::Outbox;
 use super::protocol::{CloseReason, ToRunner, ToServer};
 use crate::cli::RunnerArgs;
 use crate::config::Config;
+use crate::runner::executor::{Host, RunTiming};
 use crate::runtimes::RuntimeCache;
-use crate::supervisor::{Host, RunTiming};
 
 /// The longest wait between connection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);

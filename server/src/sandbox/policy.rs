@@ -5,7 +5,7 @@
 //! /work/shared/SANDBOX.md for the measurements behind them):
 //! - read-write: the worktree W, the run's HOME H and TMPDIR T (W and T with the same rights, so a rename
 //!   between them works); for the worktree of the run's private repository P (see
-//!   `supervisor::git::create`), only `P/objects`, the worktree's own `P/worktrees/<wt>`,
+//!   `runner::executor::git::create`), only `P/objects`, the worktree's own `P/worktrees/<wt>`,
 //!   `P/refs/heads/muster` and `P/logs/refs/heads/muster` (the rest of P is read-only, so an agent cannot
 //!   plant hooks or config), and read-only the workspace's repository's objects that P's alternates name
 //!   (none for a blind ensemble candidate, whose P holds a copy of its start's history);

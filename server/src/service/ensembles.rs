@@ -16,7 +16,7 @@ use crate::domain::{
 };
 use crate::engine::Engine;
 use crate::engine::ensemble::{candidates, check_of, total_spent};
-use crate::supervisor::git;
+use crate::runner::executor::git;
 
 /// What a person sends to create or edit an ensemble; on edit, absent fields stay.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]

@@ -309,7 +309,7 @@ async fn prune_lines(caller: &Caller, lines: &[crate::domain::WorkLine]) {
     };
     for line in lines {
         let Some(commit) = &line.commit else { continue };
-        match crate::supervisor::git::prune_branch(repo, &line.branch, commit).await {
+        match crate::runner::executor::git::prune_branch(repo, &line.branch, commit).await {
             Ok(true) => tracing::info!(branch = %line.branch, "pruned a deleted issue's branch"),
             Ok(false) => {
                 tracing::info!(branch = %line.branch, "left a deleted issue's branch someone moved")

@@ -151,7 +151,7 @@ pub async fn set_repo(
     let repo = if raw.is_empty() {
         None
     } else {
-        let repo = crate::supervisor::git::check_repo(raw)
+        let repo = crate::runner::executor::git::check_repo(raw)
             .await
             .map_err(|message| Error::invalid([("repo_path", message)]))?;
         Some(repo)

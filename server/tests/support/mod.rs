@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use muster::domain::*;
+use muster::runner::executor::RunTiming;
 use muster::state::AppState;
 use muster::store::Store;
-use muster::supervisor::RunTiming;
 use muster_tests::{Backend, TestDb};
 use serde_json::json;
 use tokio::time::Instant;

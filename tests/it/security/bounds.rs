@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use muster::supervisor::RunTiming;
+use muster::runner::executor::RunTiming;
 use muster_tests::bench::{Prepared, ServerOptions, World};
 use muster_tests::{Backend, TestDb};
 use serde_json::json;

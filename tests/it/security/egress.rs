@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use muster::domain::*;
+use muster::runner::executor::RunTiming;
 use muster::store::Store;
-use muster::supervisor::RunTiming;
 use muster_tests::model_server::ModelServer;
 use muster_tests::{Backend, TestDb, git, git_commit_all};
 use serde_json::{Value, json};

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use muster::domain::*;
-use muster::supervisor::RunTiming;
+use muster::runner::executor::RunTiming;
 use muster_tests::browser::{Browser, POLL};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use muster::domain::*;
-use muster::supervisor::RunTiming;
+use muster::runner::executor::RunTiming;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use serde_json::{Value, json};

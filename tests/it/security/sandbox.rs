@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use muster::domain::*;
+use muster::runner::executor::RunTiming;
 use muster::store::{DatabaseUrl, Store};
-use muster::supervisor::RunTiming;
 use muster_tests::model_server::ModelServer;
 use muster_tests::{Backend, TestDb, git, git_commit_all};
 use serde_json::json;

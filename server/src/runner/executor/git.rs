@@ -390,9 +390,18 @@ async fn record(run_dir: &Path, tree: &Worktree) -> Result<(), String> {
 }
 
 /// What Muster puts in a worktree that is not the agent's work: the brief, and the skill folders it
-/// writes for Claude Code and OpenCode. (A skill folder an agent adds there itself is hidden too.)
+/// writes there for the CLIs that read skills from their working directory (Claude Code's and
+/// OpenCode's). A skill folder an agent adds there itself is hidden too.
 fn exclusions(brief: &str) -> String {
-    format!("/{brief}\n/.claude/skills/\n/.opencode/skills/\n")
+    let mut out = format!("/{brief}\n");
+    for kind in muster_agents::RuntimeKind::ALL {
+        if let muster_agents::SkillsPlace::Workdir(folder) =
+            muster_agents::adapter_for(kind).skills_place()
+        {
+            out.push_str(&format!("/{folder}/\n"));
+        }
+    }
+    out
 }
 
 /// The worktree recorded in `run_dir`, if the run had one and it is still on disk. A record written
