@@ -4,6 +4,8 @@
 //!
 //! The Claude half skips loudly without the CLI unless `MUSTER_REQUIRE_AGENT_CLIS=1` (see `agent_clis`).
 
+mod on_disk;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod bench;
 pub mod browser;
+pub mod engine;
 pub mod ensemble;
 pub mod model_server;
 

@@ -1,18 +1,18 @@
 //! Shared support of the run engine tests: a real server in-process with its embedded runner, `custom`
 //! agents whose command is a small shell script, polling with a deadline (never a fixed sleep).
-#![allow(clippy::unwrap_used, dead_code)]
+#![allow(clippy::unwrap_used)]
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{Backend, TestDb};
 use chrono::Utc;
 use muster::domain::*;
 use muster::state::AppState;
 use muster::store::Store;
 use muster::supervisor::RunTiming;
-use muster_tests::{Backend, TestDb};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -72,8 +72,8 @@ impl Env {
         configure: impl FnOnce(&mut muster::config::Config),
         timing: RunTiming,
     ) -> Env {
-        muster_tests::init_tracing();
-        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner, "test").await;
+        crate::init_tracing();
+        let token = crate::mint_token(store.as_ref(), ws.id, owner, "test").await;
         store.close().await;
         let scripts = tempfile::tempdir().unwrap();
         let mut config = db.config();
@@ -114,7 +114,7 @@ impl Env {
     /// Copies a Claude fixture next to the scripts and returns its path.
     pub fn fixture(&self, name: &str) -> PathBuf {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../agents/tests/fixtures/claude")
+            .join("../agents/fixtures/claude")
             .join(name);
         let dst = self.scripts.path().join(name);
         std::fs::copy(src, &dst).unwrap();

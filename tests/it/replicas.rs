@@ -2,17 +2,14 @@
 //! runner, B runs agents with a one-minute idle tick. A run queued through A is claimed by B at once (a
 //! NOTIFY wake-up, not B's tick); a board viewer on B sees A's change; a log viewer on A sees B's events;
 //! cancelling through A stops B's run.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Duration;
 
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
+use muster_tests::engine::*;
 use muster_tests::{Backend, TestDb};
 use serde_json::json;
-use support::*;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -3,25 +3,20 @@
 //! queues a follow-up continuing the agent's last run, comments arriving while it is queued fold into it
 //! (and reach the agent's prompt), an agent's own comments never trigger itself, and agents mentioning
 //! each other stop at the loop guard's depth limit or hourly cap with a Muster comment and an inbox item.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use muster::domain::*;
 use muster_tests::Backend;
+use muster_tests::engine::*;
 use serde_json::json;
-use support::*;
-
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 
 /// Posts a comment through the real CLI as the owner: `muster issue comment KEY BODY`.
 fn comment_cli(env: &Env, issue: &Issue, body: &str) {
     let home = env.scripts.path().join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(BIN)
+    let out = Command::new(muster_tests::muster_bin())
         .env_clear()
         .env("HOME", &home)
         .env("MUSTER_CONFIG_DIR", &home)
@@ -47,9 +42,10 @@ fn stand_in(env: &Env, name: &str, then: &str) -> (PathBuf, PathBuf) {
     let script = env.script(
         &format!("{name}.sh"),
         &format!(
-            "MUSTER='{BIN}'\ncat >> '{prompts}'\necho '=== end of prompt' >> '{prompts}'\n{then}\ncat '{replay}'",
+            "MUSTER='{bin}'\ncat >> '{prompts}'\necho '=== end of prompt' >> '{prompts}'\n{then}\ncat '{replay}'",
             prompts = prompts.display(),
             replay = replay.display(),
+            bin = muster_tests::muster_bin().display(),
         ),
     );
     (script, prompts)

@@ -7,9 +7,6 @@
 //! refused by the sandbox, one that commits on the run's branch (caught, the branch put back), the
 //! agent's secret never in the check's output, a cancelled run not checked, an over-budget run checked,
 //! a cancel during the check stopping it.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +14,8 @@ use std::sync::Arc;
 use muster::domain::*;
 use muster::runner::protocol::{AgentSpec, Order, SpecEnv, ToServer};
 use muster::store::Store;
+use muster_tests::engine::{SECRET, new_run, poll, run_processes, seed_workspace, test_timing};
 use muster_tests::{Backend, TestDb, git, git_commit_all};
-use support::{SECRET, new_run, poll, run_processes, seed_workspace, test_timing};
 use tokio_util::sync::CancellationToken;
 
 /// One database, a repository, the configuration a runner would have, and a run row to store into.
@@ -495,7 +492,7 @@ async fn a_cancelled_run_is_not_checked_postgres() {
 }
 
 /// A Claude stream-json replay reporting 37 tokens of usage.
-const SPEND: &str = include_str!("../../agents/tests/fixtures/claude/text.jsonl");
+const SPEND: &str = include_str!("../../agents/fixtures/claude/text.jsonl");
 
 async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backend) {
     let Some(w) = World::new(backend).await else {

@@ -1,18 +1,15 @@
 //! The run engine end to end: a real server in-process with its embedded runner, a `custom` agent whose
 //! command is a small shell script replaying real Claude stream-json lines, real child processes.
 //! Synchronisation is polling the store with a deadline, never a fixed sleep.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, TestDb};
 use serde_json::json;
-use support::*;
 use tokio::time::Instant;
 
 async fn assigned_run_succeeds(backend: Backend) {

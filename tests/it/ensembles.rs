@@ -3,16 +3,13 @@
 //! worktree; the one budget stops a spender after at most one more turn; `first_green` stops the rest;
 //! the reviewer sees neutral labels and no agent names, and an invalid verdict stays invalid; Choose
 //! with merge puts the chosen work on the base branch and removes the other branches.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::PathBuf;
 
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, git};
 use serde_json::{Value, json};
-use support::*;
 
 /// Tokens one turn of the spender reports.
 const TURN_TOKENS: i64 = 100;
@@ -566,7 +563,7 @@ async fn a_candidate_can_neither_see_nor_move_another_candidates_branch() {
 async fn muster(env: &Env, args: &[&str]) -> (i32, String, String) {
     let home = env.scripts.path().join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_muster"));
+    let mut cmd = std::process::Command::new(muster_tests::muster_bin());
     cmd.env_clear()
         .env("HOME", &home)
         .env("MUSTER_CONFIG_DIR", &home)

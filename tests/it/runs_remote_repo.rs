@@ -2,16 +2,13 @@
 //! runner's mirror is fetched before each run, the sandboxed agent commits in a worktree of that bare
 //! mirror, the run's branch is pushed back (or the refusal logged, the run still succeeding), and an
 //! unreachable remote fails the run with a clear message. Also the settings API for URLs.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, git, git_commit_all};
 use serde_json::json;
-use support::*;
 
 /// A bare repository `<dir>/remote.git` whose `main` has one commit, and a clone of it
 /// (`<dir>/someone`) that plays another person pushing; returns the remote's `file://` URL.

@@ -1,16 +1,13 @@
 //! Runs in a git worktree, with a run-scoped token: a stand-in agent (a shell script) that edits files,
 //! calls the real `muster` binary to comment on and move its issue, and is refused on another issue.
 //! Also: no survivors after a normal exit, and cancelling on unassignment.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::Path;
 
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, git, git_commit_all};
 use serde_json::json;
-use support::*;
 
 /// Runs git in `dir`, asserting success; returns stdout.
 /// A repository with one commit (`README.md`, `src/lib.rs`) in `dir`.
@@ -33,7 +30,7 @@ async fn worktree_run_with_its_own_token(backend: Backend) {
     let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
     let other = env.issue("Somebody else's").await;
     let out = env.scripts.path().join("out");
-    let muster = env!("CARGO_BIN_EXE_muster");
+    let muster = muster_tests::muster_bin().display().to_string();
     let script = env.script(
         "agent.sh",
         &format!(

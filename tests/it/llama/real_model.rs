@@ -4,9 +4,6 @@
 //! through the API streams text events live (seen through the hub before the run ends), records usage at
 //! zero cost, succeeds, and the issue gets the answer as the agent's comment and moves to review. Asserts
 //! structure, never the model's wording.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,18 +12,14 @@ use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::supervisor::RunTiming;
 use muster_agents::RuntimeKind;
+use muster_tests::engine::seed_workspace;
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
 use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
-use support::seed_workspace;
 use tokio_util::sync::CancellationToken;
 
 /// The longest the whole run may take on a busy machine.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
-
-fn muster_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_muster"))
-}
 
 async fn real_model_run(backend: Backend) {
     let Some(model) = LocalLlama::start().await else {
@@ -42,7 +35,7 @@ async fn real_model_run(backend: Backend) {
     store.close().await;
     let mut config = db.config();
     config.embedded_runner = true;
-    config.self_exe = muster_bin();
+    config.self_exe = muster_tests::muster_bin();
     // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
     config.runtime_paths = vec![(
         RuntimeKind::Llama,
@@ -128,7 +121,7 @@ async fn real_model_run(backend: Backend) {
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
 
     // Watch the run through the hub, as a browser's socket does.
-    let run = support::poll("a run to be queued", || async {
+    let run = muster_tests::engine::poll("a run to be queued", || async {
         state
             .store
             .list_runs_for_issue(issue.id)
@@ -201,7 +194,7 @@ async fn real_model_run(backend: Backend) {
     assert!(!summary.trim().is_empty());
 
     // The issue: the answer as the agent's comment, moved to review.
-    let issue = support::poll("the issue to reach review", || async {
+    let issue = muster_tests::engine::poll("the issue to reach review", || async {
         let issue = state.store.get_issue_by_id(issue.id).await.unwrap();
         (issue.status == IssueStatus::InReview).then_some(issue)
     })

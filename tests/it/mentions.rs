@@ -3,18 +3,13 @@
 //! token. Mentioning a person (by an agent or a person, never oneself) gives them an inbox item linking
 //! the comment; a follow-up that delivers to an issue already in review notifies like a first
 //! delivery; the run page and `muster run show` say what started a run and which run it continues.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::process::{Command, Stdio};
 
 use muster::domain::*;
 use muster_tests::Backend;
+use muster_tests::engine::*;
 use serde_json::json;
-use support::*;
-
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 
 /// Posts a comment through the JSON API with `token`; returns its id.
 async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId {
@@ -37,7 +32,7 @@ async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId
 fn muster(env: &Env, args: &[&str]) -> String {
     let home = env.scripts.path().join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(BIN)
+    let out = Command::new(muster_tests::muster_bin())
         .env_clear()
         .env("HOME", &home)
         .env("MUSTER_CONFIG_DIR", &home)
@@ -62,8 +57,9 @@ async fn stand_in(env: &Env, name: &str, then: &str) -> Agent {
     let script = env.script(
         &format!("{name}.sh"),
         &format!(
-            "MUSTER='{BIN}'\ncat > /dev/null\n{then}\ncat '{}'",
-            replay.display()
+            "MUSTER='{bin}'\ncat > /dev/null\n{then}\ncat '{}'",
+            replay.display(),
+            bin = muster_tests::muster_bin().display(),
         ),
     );
     env.agent(name, &script).await
