@@ -307,16 +307,14 @@ exit 101"#,
     drop(w.db);
 }
 
-#[tokio::test]
-async fn passing_and_failing_checks_sqlite() {
-    passing_and_failing_checks(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn passing_and_failing_checks_postgres() {
-    passing_and_failing_checks(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    passing_and_failing_checks,
+    a_check_past_its_timeout_is_killed_with_its_group,
+    a_check_cannot_read_the_data_folder_or_move_its_branch,
+    a_cancelled_run_is_not_checked,
+    an_over_budget_run_is_checked_and_a_cancel_stops_a_check,
+);
 
 async fn a_check_past_its_timeout_is_killed_with_its_group(backend: Backend) {
     let Some(w) = World::new(backend).await else {
@@ -346,17 +344,6 @@ async fn a_check_past_its_timeout_is_killed_with_its_group(backend: Backend) {
     .await;
     assert_eq!(done.finished.outcome.status, RunStatus::Succeeded);
     drop(w.db);
-}
-
-#[tokio::test]
-async fn a_check_past_its_timeout_is_killed_with_its_group_sqlite() {
-    a_check_past_its_timeout_is_killed_with_its_group(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_check_past_its_timeout_is_killed_with_its_group_postgres() {
-    a_check_past_its_timeout_is_killed_with_its_group(Backend::Postgres).await;
 }
 
 async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend) {
@@ -423,17 +410,6 @@ async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend
     drop(w.db);
 }
 
-#[tokio::test]
-async fn a_check_cannot_read_the_data_folder_or_move_its_branch_sqlite() {
-    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_check_cannot_read_the_data_folder_or_move_its_branch_postgres() {
-    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Postgres).await;
-}
-
 async fn a_cancelled_run_is_not_checked(backend: Backend) {
     let Some(w) = World::new(backend).await else {
         return;
@@ -478,17 +454,6 @@ async fn a_cancelled_run_is_not_checked(backend: Backend) {
     assert!(done.events.iter().all(|e| e.kind != CHECK_EVENT));
     assert!(!ran.exists(), "the check never ran");
     drop(w.db);
-}
-
-#[tokio::test]
-async fn a_cancelled_run_is_not_checked_sqlite() {
-    a_cancelled_run_is_not_checked(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_cancelled_run_is_not_checked_postgres() {
-    a_cancelled_run_is_not_checked(Backend::Postgres).await;
 }
 
 /// A Claude stream-json replay reporting 37 tokens of usage.
@@ -556,15 +521,4 @@ async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backe
     })
     .await;
     drop(w.db);
-}
-
-#[tokio::test]
-async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check_sqlite() {
-    an_over_budget_run_is_checked_and_a_cancel_stops_a_check(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check_postgres() {
-    an_over_budget_run_is_checked_and_a_cancel_stops_a_check(Backend::Postgres).await;
 }

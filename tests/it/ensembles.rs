@@ -299,16 +299,10 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_budget_checks_first_and_a_merged_choice_sqlite() {
-    one_budget_checks_first_and_a_merged_choice(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn one_budget_checks_first_and_a_merged_choice_postgres() {
-    one_budget_checks_first_and_a_merged_choice(Backend::Postgres).await;
-}
+both_backends!(
+    one_budget_checks_first_and_a_merged_choice,
+    first_green_stops_the_others,
+);
 
 async fn first_green_stops_the_others(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
@@ -343,17 +337,6 @@ async fn first_green_stops_the_others(backend: Backend) {
         "a stopped candidate is not checked: {c:#}"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_green_stops_the_others_sqlite() {
-    first_green_stops_the_others(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn first_green_stops_the_others_postgres() {
-    first_green_stops_the_others(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -122,7 +122,7 @@ pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestA
     Some((db, app, ws))
 }
 
-async fn search_by_key(backend: Backend) {
+async fn search_finds_issues_by_key(backend: Backend) {
     let Some((_db, app, _ws)) = board_with_issues(backend).await else {
         return;
     };
@@ -177,18 +177,13 @@ async fn search_by_key(backend: Backend) {
     app.shutdown.cancel();
 }
 
-#[tokio::test]
-async fn search_finds_issues_by_key_sqlite() {
-    search_by_key(Backend::Sqlite).await;
-}
+both_backends!(
+    runtime ();
+    search_finds_issues_by_key,
+    card_menu_assigns_with_csrf,
+);
 
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn search_finds_issues_by_key_postgres() {
-    search_by_key(Backend::Postgres).await;
-}
-
-async fn card_menu_and_assign(backend: Backend) {
+async fn card_menu_assigns_with_csrf(backend: Backend) {
     let Some((_db, app, ws)) = board_with_issues(backend).await else {
         return;
     };
@@ -296,15 +291,4 @@ async fn card_menu_and_assign(backend: Backend) {
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(res.text().await.unwrap().contains("is missing: send"));
     app.shutdown.cancel();
-}
-
-#[tokio::test]
-async fn card_menu_assigns_with_csrf_sqlite() {
-    card_menu_and_assign(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn card_menu_assigns_with_csrf_postgres() {
-    card_menu_and_assign(Backend::Postgres).await;
 }

@@ -60,7 +60,7 @@ async fn big_board(backend: Backend) -> Option<(muster_tests::TestDb, TestApp)> 
     Some((db, app))
 }
 
-async fn paging(backend: Backend) {
+async fn board_pages_each_column(backend: Backend) {
     let Some((_db, app)) = big_board(backend).await else {
         return;
     };
@@ -168,16 +168,11 @@ async fn paging(backend: Backend) {
     app.shutdown.cancel();
 }
 
-#[tokio::test]
-async fn board_pages_each_column_sqlite() {
-    paging(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn board_pages_each_column_postgres() {
-    paging(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    board_pages_each_column,
+    live_board_sends_what_changed_for_the_shown_pages,
+);
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -195,7 +190,7 @@ async fn next_frame(socket: &mut Socket) -> String {
     }
 }
 
-async fn live(backend: Backend) {
+async fn live_board_sends_what_changed_for_the_shown_pages(backend: Backend) {
     let Some((_db, app)) = big_board(backend).await else {
         return;
     };
@@ -268,15 +263,4 @@ async fn live(backend: Backend) {
     assert_eq!(keys(todo).len(), PAGE);
     assert!(!frame.contains(r#"id="column-done""#) && !frame.contains("delete"));
     app.shutdown.cancel();
-}
-
-#[tokio::test]
-async fn live_board_sends_what_changed_for_the_shown_pages_sqlite() {
-    live(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn live_board_sends_what_changed_for_the_shown_pages_postgres() {
-    live(Backend::Postgres).await;
 }

@@ -49,7 +49,7 @@ fn form<'a>(csrf: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a st
     out
 }
 
-async fn owners_define_and_members_read(backend: Backend) {
+async fn ensembles_pages_on(backend: Backend) {
     let Some((_db, app, ws)) = app(backend).await else {
         return;
     };
@@ -270,13 +270,7 @@ async fn owners_define_and_members_read(backend: Backend) {
     assert!(app.store.list_ensembles(ws.id).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn ensembles_pages_on_sqlite() {
-    owners_define_and_members_read(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn ensembles_pages_on_postgres() {
-    owners_define_and_members_read(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    ensembles_pages_on,
+);

@@ -375,16 +375,12 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
     );
 }
 
-#[tokio::test]
-async fn run_page_shows_every_event_kind_sqlite() {
-    run_page_shows_every_event_kind(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn run_page_shows_every_event_kind_postgres() {
-    run_page_shows_every_event_kind(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    run_page_shows_every_event_kind,
+    cancel_and_retry_need_the_csrf_token,
+    inbox_read_unread_and_retry,
+);
 
 async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
     let Some(w) = world(backend).await else {
@@ -445,17 +441,6 @@ async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
     // Cancelling an ended run says so.
     let late = ada.post(&w.app, &format!("{path}/cancel"), &ada.csrf).await;
     assert_eq!(late.status(), StatusCode::CONFLICT);
-}
-
-#[tokio::test]
-async fn cancel_and_retry_need_the_csrf_token_sqlite() {
-    cancel_and_retry_need_the_csrf_token(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn cancel_and_retry_need_the_csrf_token_postgres() {
-    cancel_and_retry_need_the_csrf_token(Backend::Postgres).await;
 }
 
 async fn inbox_read_unread_and_retry(backend: Backend) {
@@ -579,17 +564,6 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
     assert!(
         empty.contains("You are all caught up.") && empty.contains(r#"id="inbox-count" hidden"#)
     );
-}
-
-#[tokio::test]
-async fn inbox_read_unread_and_retry_sqlite() {
-    inbox_read_unread_and_retry(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn inbox_read_unread_and_retry_postgres() {
-    inbox_read_unread_and_retry(Backend::Postgres).await;
 }
 
 /// Reads text frames until one contains `needle`; returns everything read.

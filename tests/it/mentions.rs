@@ -191,16 +191,11 @@ It is done. Ask @nobody." || exit 3"#,
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn people_mentioned_get_an_inbox_item_sqlite() {
-    people_mentioned_get_an_inbox_item(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn people_mentioned_get_an_inbox_item_postgres() {
-    people_mentioned_get_an_inbox_item(Backend::Postgres).await;
-}
+both_backends!(
+    people_mentioned_get_an_inbox_item,
+    a_follow_up_is_ready_for_review_and_says_what_started_it,
+    people_only_comments_wake_no_agent_and_helpers_leave_the_status,
+);
 
 async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
@@ -321,17 +316,6 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follow_up_is_ready_for_review_and_says_what_started_it_sqlite() {
-    a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_follow_up_is_ready_for_review_and_says_what_started_it_postgres() {
-    a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Postgres).await;
-}
-
 /// Issue 27: a comment addressed only to people wakes no agent (no tokens spent on "@bob, can you
 /// confirm?"), while a plain reply still continues the assignee's work; a helper brought in by a
 /// mention answers in the thread but leaves the issue's status and review to its owner.
@@ -413,15 +397,4 @@ async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status(backend
         "a helper's answer is not work awaiting review"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status_sqlite() {
-    people_only_comments_wake_no_agent_and_helpers_leave_the_status(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status_postgres() {
-    people_only_comments_wake_no_agent_and_helpers_leave_the_status(Backend::Postgres).await;
 }

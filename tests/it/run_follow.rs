@@ -25,31 +25,16 @@ use tokio_util::sync::CancellationToken;
 const RUNS: usize = 6;
 const EVENTS: i64 = 200;
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                if let Some(s) = super::Server::start(muster_tests::Backend::Sqlite).await {
-                    super::$case(&s).await;
-                    s.stop().await;
-                }
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-            async fn $case() {
-                if let Some(s) = super::Server::start(muster_tests::Backend::Postgres).await {
-                    super::$case(&s).await;
-                    s.stop().await;
-                }
-            }
-        )+}
-    };
+/// Runs `case` on a fresh [`Server`] on `backend`.
+async fn on_server(backend: Backend, case: impl AsyncFnOnce(&Server)) {
+    if let Some(s) = Server::start(backend).await {
+        case(&s).await;
+        s.stop().await;
+    }
 }
 
 both_backends!(
+    runtime (flavor = "multi_thread", worker_threads = 4), with = crate::run_follow::on_server;
     reconnecting_clients_get_every_event_once_in_order,
     a_lagging_follower_resyncs_from_the_store,
     a_gap_in_a_live_log_is_waited_for_not_skipped,

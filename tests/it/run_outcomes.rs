@@ -301,16 +301,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_sqlite() {
-    success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_postgres() {
-    success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Postgres).await;
-}
+both_backends!(success_notifies_the_creator_once_and_the_cost_reads_unpriced,);
 
 /// A real CLI whose key the provider refuses: the texts everywhere a person looks.
 async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &str) {

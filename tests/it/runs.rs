@@ -87,16 +87,7 @@ async fn assigned_run_succeeds(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn assigned_run_succeeds_sqlite() {
-    assigned_run_succeeds(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn assigned_run_succeeds_postgres() {
-    assigned_run_succeeds(Backend::Postgres).await;
-}
+both_backends!(assigned_run_succeeds,);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_agent_fails_the_run_and_returns_the_issue() {

@@ -240,13 +240,4 @@ fn stop(mut server: Server) {
     let _ = server.child.wait();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_nine_mid_run_sqlite() {
-    kill_nine_mid_run(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn kill_nine_mid_run_postgres() {
-    kill_nine_mid_run(Backend::Postgres).await;
-}
+both_backends!(kill_nine_mid_run,);

@@ -182,16 +182,7 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runs_fetch_their_base_and_push_their_branch_sqlite() {
-    runs_fetch_their_base_and_push_their_branch(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn runs_fetch_their_base_and_push_their_branch_postgres() {
-    runs_fetch_their_base_and_push_their_branch(Backend::Postgres).await;
-}
+both_backends!(runs_fetch_their_base_and_push_their_branch,);
 
 /// A remote that refuses the push (a pre-receive hook) leaves the run succeeded, with the diff and an
 /// `error` event saying why; the branch is not there.

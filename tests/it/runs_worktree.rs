@@ -147,16 +147,11 @@ exit 0"#,
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn worktree_run_with_its_own_token_sqlite() {
-    worktree_run_with_its_own_token(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn worktree_run_with_its_own_token_postgres() {
-    worktree_run_with_its_own_token(Backend::Postgres).await;
-}
+both_backends!(
+    worktree_run_with_its_own_token,
+    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects,
+    follow_ups_advance_their_lines_branch,
+);
 
 /// A run token reads its workspace's issues (what `muster issue list` and `show` need) but writes only
 /// its own issue's status and comments: not another issue, not other fields than the status, no tokens,
@@ -477,18 +472,6 @@ echo done"#,
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects_sqlite() {
-    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects_postgres() {
-    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(Backend::Postgres)
-        .await;
-}
-
 /// One branch per line of work: follow-ups of an agent on an issue, posted within the same second,
 /// advance its one branch (the first run's commit stays under the follow-up's), and a mentioned agent
 /// works on a line of its own; no run fails on a branch name, and no other branch is made.
@@ -593,15 +576,4 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
     );
     assert_eq!(branches.lines().collect::<Vec<_>>(), [helper_line.as_str()]);
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn follow_ups_advance_their_lines_branch_sqlite() {
-    follow_ups_advance_their_lines_branch(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn follow_ups_advance_their_lines_branch_postgres() {
-    follow_ups_advance_their_lines_branch(Backend::Postgres).await;
 }

@@ -173,16 +173,14 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reply_queues_a_follow_up_that_folds_comments_sqlite() {
-    reply_queues_a_follow_up_that_folds_comments(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn reply_queues_a_follow_up_that_folds_comments_postgres() {
-    reply_queues_a_follow_up_that_folds_comments(Backend::Postgres).await;
-}
+both_backends!(
+    reply_queues_a_follow_up_that_folds_comments,
+    mention_loop_stops_at_the_depth_limit,
+    mention_loop_stops_at_the_hourly_cap,
+    loop_guard_settings_are_validated,
+    issue_body_mentions_queue_and_parked_issues_take_no_replies,
+    a_comment_during_a_live_run_waits_for_its_end,
+);
 
 /// Two stand-in agents that mention each other forever, through the CLI with their run's token.
 async fn ping_pong(env: &Env) -> Issue {
@@ -252,17 +250,6 @@ async fn mention_loop_stops_at_the_depth_limit(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mention_loop_stops_at_the_depth_limit_sqlite() {
-    mention_loop_stops_at_the_depth_limit(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn mention_loop_stops_at_the_depth_limit_postgres() {
-    mention_loop_stops_at_the_depth_limit(Backend::Postgres).await;
-}
-
 async fn mention_loop_stops_at_the_hourly_cap(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
         return;
@@ -291,17 +278,6 @@ async fn mention_loop_stops_at_the_hourly_cap(backend: Backend) {
             .any(|i| i.kind == InboxKind::LoopGuard && i.issue_id == Some(issue.id))
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mention_loop_stops_at_the_hourly_cap_sqlite() {
-    mention_loop_stops_at_the_hourly_cap(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn mention_loop_stops_at_the_hourly_cap_postgres() {
-    mention_loop_stops_at_the_hourly_cap(Backend::Postgres).await;
 }
 
 async fn loop_guard_settings_are_validated(backend: Backend) {
@@ -345,17 +321,6 @@ async fn loop_guard_settings_are_validated(backend: Backend) {
     assert_eq!(view["agent_runs_per_issue_per_hour"], 1000);
     assert_eq!(view["mention_depth_limit"], 3, "a field left out is kept");
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn loop_guard_settings_are_validated_sqlite() {
-    loop_guard_settings_are_validated(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn loop_guard_settings_are_validated_postgres() {
-    loop_guard_settings_are_validated(Backend::Postgres).await;
 }
 
 async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Backend) {
@@ -402,17 +367,6 @@ async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Ba
         "a reply on a backlog issue queues nothing"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_body_mentions_queue_and_parked_issues_take_no_replies_sqlite() {
-    issue_body_mentions_queue_and_parked_issues_take_no_replies(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn issue_body_mentions_queue_and_parked_issues_take_no_replies_postgres() {
-    issue_body_mentions_queue_and_parked_issues_take_no_replies(Backend::Postgres).await;
 }
 
 async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
@@ -465,15 +419,4 @@ async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
         "{all}"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_comment_during_a_live_run_waits_for_its_end_sqlite() {
-    a_comment_during_a_live_run_waits_for_its_end(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_comment_during_a_live_run_waits_for_its_end_postgres() {
-    a_comment_during_a_live_run_waits_for_its_end(Backend::Postgres).await;
 }

@@ -427,16 +427,11 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
     assert_eq!(me["role"], "owner", "{me}");
 }
 
-#[tokio::test]
-async fn an_agent_cannot_leave_its_run_sqlite() {
-    an_agent_cannot_leave_its_run(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_cannot_leave_its_run_postgres() {
-    an_agent_cannot_leave_its_run(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    an_agent_cannot_leave_its_run,
+    an_agent_cannot_connect_to_a_unix_socket,
+);
 
 /// On CI's kernel the sandbox must be in force (else the attacks above would silently skip).
 #[test]
@@ -667,15 +662,4 @@ async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
         listener.accept().map(|_| ()).unwrap_err().kind(),
         std::io::ErrorKind::WouldBlock
     );
-}
-
-#[tokio::test]
-async fn an_agent_cannot_connect_to_a_unix_socket_sqlite() {
-    an_agent_cannot_connect_to_a_unix_socket(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_cannot_connect_to_a_unix_socket_postgres() {
-    an_agent_cannot_connect_to_a_unix_socket(Backend::Postgres).await;
 }

@@ -28,16 +28,7 @@ const SECRET: &str = "sk-live-Q7f3x9KpL2mZ8vW4";
 /// The longest a run may take here.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_cannot_leak_its_secret_through_its_output_sqlite() {
-    leak_attempt(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_cannot_leak_its_secret_through_its_output_postgres() {
-    leak_attempt(Backend::Postgres).await;
-}
+both_backends!(an_agent_cannot_leak_its_secret_through_its_output,);
 
 /// The `muster` binary next to this test binary (`cargo test --workspace` builds it; after
 /// `cargo test -p muster-tests`, build it with `cargo build -p muster`).
@@ -254,7 +245,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-async fn leak_attempt(backend: Backend) {
+async fn an_agent_cannot_leak_its_secret_through_its_output(backend: Backend) {
     let Some(w) = World::start(backend).await else {
         return;
     };
