@@ -13,7 +13,7 @@ use chrono::{TimeDelta, Utc};
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::state::AppState;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -54,11 +54,13 @@ struct Harness {
 impl Harness {
     async fn start() -> Harness {
         let db = TestDb::new(Backend::Sqlite).await.unwrap();
-        let app = muster::app::build(db.config()).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let TestApp {
+            addr,
+            state,
+            shutdown,
+            handle,
+            ..
+        } = spawn_app(db.config()).await;
         let (user, ws) = state
             .store
             .create_owner_and_workspace(

@@ -8,8 +8,6 @@ use muster::domain::{
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 
-use crate::http_pages::sign_in;
-
 /// Ada owns `acme` with agents `coder`, `tester` and `judge`; Bob is a member.
 async fn app(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(backend).await?;
@@ -53,8 +51,8 @@ async fn ensembles_pages_on(backend: Backend) {
     let Some((_db, app, ws)) = app(backend).await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let page = html(ada.get(&app, "/w/acme/ensembles").await, StatusCode::OK).await;
     assert!(page.contains("No ensembles yet."), "{page}");
     assert!(page.contains(r#"href="/w/acme/ensembles/new""#));

@@ -17,7 +17,7 @@ use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::service::runs::{FollowItem, follow};
 use muster::state::AppState;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -83,12 +83,13 @@ struct Server {
 impl Server {
     async fn start(backend: Backend) -> Option<Server> {
         let db = TestDb::new(backend).await?;
-        muster_tests::init_tracing();
-        let app = muster::app::build(db.config()).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let TestApp {
+            addr,
+            state,
+            shutdown,
+            handle,
+            ..
+        } = spawn_app(db.config()).await;
         let (user, ws) = state
             .store
             .create_owner_and_workspace(

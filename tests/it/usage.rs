@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
 use muster::store::Store;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -118,25 +118,21 @@ impl World {
             .unwrap();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
         store.close().await;
-        muster_tests::init_tracing();
-        let mut config = db.config();
-        config.embedded_runner = true;
-        tweak(&mut config);
-        let app = muster::app::build(config).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            .configure(tweak)
+            .spawn()
+            .await;
         Some(World {
             db,
-            addr,
-            store,
+            addr: app.addr,
+            store: app.store,
             ws,
             owner,
             token,
             scripts: tempfile::tempdir().unwrap(),
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
         })
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Backend, TestDb};
+use crate::{AppBuilder, Backend, TestDb};
 use chrono::Utc;
 use muster::domain::*;
 use muster::state::AppState;
@@ -72,32 +72,28 @@ impl Env {
         configure: impl FnOnce(&mut muster::config::Config),
         timing: RunTiming,
     ) -> Env {
-        crate::init_tracing();
         let token = crate::mint_token(store.as_ref(), ws.id, owner, "test").await;
         store.close().await;
         let scripts = tempfile::tempdir().unwrap();
-        let mut config = db.config();
-        config.embedded_runner = true;
-        // The stand-in agents leave their findings (pids, outputs) beside their scripts: the one folder
-        // outside its run that the sandbox lets them write, as an operator's `--agent-rw-path` would.
-        config.agent_rw_paths = vec![scripts.path().to_path_buf()];
-        configure(&mut config);
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(timing);
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            // The stand-in agents leave their findings (pids, outputs) beside their scripts: the one folder
+            // outside its run that the sandbox lets them write, as an operator's `--agent-rw-path` would.
+            .configure(|config| config.agent_rw_paths = vec![scripts.path().to_path_buf()])
+            .configure(configure)
+            .timing(timing)
+            .spawn()
+            .await;
         Env {
-            store: state.store.clone(),
-            state,
-            addr,
+            store: app.store,
+            state: app.state,
+            addr: app.addr,
             ws,
             owner,
             token,
             scripts,
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
             db,
         }
     }

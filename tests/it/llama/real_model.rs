@@ -14,9 +14,8 @@ use muster::supervisor::RunTiming;
 use muster_agents::RuntimeKind;
 use muster_tests::engine::seed_workspace;
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestApp, TestDb};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// The longest the whole run may take on a busy machine.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
@@ -33,26 +32,31 @@ async fn real_model_run(backend: Backend) {
     let (owner, ws) = seed_workspace(&store).await;
     let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
     store.close().await;
-    let mut config = db.config();
-    config.embedded_runner = true;
-    config.self_exe = muster_tests::muster_bin();
-    // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
-    config.runtime_paths = vec![(
-        RuntimeKind::Llama,
-        PathBuf::from("/nonexistent/llama-server"),
-    )];
-    config.llama_urls = vec![("MUSTER_LLAMA_URL".to_owned(), model.base_url.clone())];
-    let mut app = muster::app::build(config).await.unwrap();
-    app.set_run_timing(RunTiming {
-        idle_tick: Duration::from_secs(60),
-        int_grace: Duration::from_secs(2),
-        term_grace: Duration::from_secs(2),
-        ..RunTiming::default()
-    });
-    let addr = app.local_addr().unwrap();
-    let state = app.state().clone();
-    let shutdown = CancellationToken::new();
-    let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    let TestApp {
+        addr,
+        state,
+        shutdown,
+        handle,
+        ..
+    } = AppBuilder::new(db.config())
+        .embedded_runner()
+        .configure(|config| {
+            config.self_exe = muster_tests::muster_bin();
+            // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
+            config.runtime_paths = vec![(
+                RuntimeKind::Llama,
+                PathBuf::from("/nonexistent/llama-server"),
+            )];
+            config.llama_urls = vec![("MUSTER_LLAMA_URL".to_owned(), model.base_url.clone())];
+        })
+        .timing(RunTiming {
+            idle_tick: Duration::from_secs(60),
+            int_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            ..RunTiming::default()
+        })
+        .spawn()
+        .await;
     let api = |method: reqwest::Method, path: &str| {
         reqwest::Client::new()
             .request(method, format!("http://{addr}{path}"))

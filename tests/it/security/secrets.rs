@@ -18,7 +18,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use muster::domain::*;
 use muster::store::Store;
 use muster::supervisor::RunTiming;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -115,27 +115,24 @@ impl World {
             .await
             .unwrap();
         store.close().await;
-        let mut config = db.config();
-        config.embedded_runner = true;
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(RunTiming {
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            .timing(RunTiming {
+                int_grace: Duration::from_secs(2),
+                term_grace: Duration::from_secs(2),
+                ..RunTiming::default()
+            })
+            .spawn()
+            .await;
         Some(World {
             _db: db,
-            addr,
-            store,
+            addr: app.addr,
+            store: app.store,
             ws,
             owner_token,
             scripts,
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
         })
     }
 
