@@ -231,7 +231,7 @@ fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    //! The fixtures in `tests/fixtures/checks/` are real output made on this machine: `cargo test` on a
+    //! The fixtures in `fixtures/checks/` are real output made on this machine: `cargo test` on a
     //! tiny crate (a unit-test binary with a failing and an ignored test, an integration-test binary, the
     //! doc-tests), `node --test` (node 20; the TAP reporter it uses when not on a terminal, and
     //! `--test-reporter=spec`), and pytest 9.2 (with and without `-q`). Go is not installed here: the
@@ -241,7 +241,7 @@ mod tests {
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/checks")
+            .join("fixtures/checks")
             .join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }

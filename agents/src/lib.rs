@@ -31,6 +31,9 @@ pub mod session;
 
 mod json;
 
+#[cfg(test)]
+mod tests;
+
 pub use adapter::{API_KEY_VARS, Adapter, LaunchSpec, RunSpec, SkillsPlace, adapter_for};
 pub use custom::{CustomAdapter, CustomFormat};
 pub use detect::{Detection, DetectionStatus, detect, detect_with_timeout};

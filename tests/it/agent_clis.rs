@@ -625,24 +625,22 @@ impl Engine {
             .unwrap();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
         store.close().await;
-        muster_tests::init_tracing();
         let mut config = db.config();
-        config.embedded_runner = true;
         config.runtime_paths = runtimes;
         configure(&mut config);
         let runs_dir = config.runs_dir.clone();
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(muster::runner::executor::RunTiming {
-            idle_tick: Duration::from_millis(200),
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..muster::runner::executor::RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let secrets = app.state().secrets.clone();
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = muster_tests::AppBuilder::new(config)
+            .embedded_runner()
+            .timing(muster::runner::executor::RunTiming {
+                idle_tick: Duration::from_millis(200),
+                int_grace: Duration::from_secs(2),
+                term_grace: Duration::from_secs(2),
+                ..muster::runner::executor::RunTiming::default()
+            })
+            .spawn()
+            .await;
+        let (addr, store, shutdown) = (app.addr, app.store, app.shutdown);
+        let secrets = app.state.secrets.clone();
         Some(Engine {
             _db: db,
             store,

@@ -31,20 +31,6 @@ async fn until(browser: &Browser, script: &str, want: Value) {
     }
 }
 
-async fn sign_in(browser: &Browser, base: &str, email: &str) {
-    browser.goto(&format!("{base}/login")).await.unwrap();
-    browser.fill("#login-email", email).await.unwrap();
-    browser
-        .fill("#login-password", "correct-horse")
-        .await
-        .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser.find("#board-live").await.unwrap();
-}
-
 const CARDS: &str = "return document.querySelectorAll('#cards-todo > li').length";
 const TODO_COUNT: &str = "return document.querySelector('#count-todo').textContent";
 const REST: &str = "return document.querySelector('#more-todo .more-rest').textContent";
@@ -69,7 +55,10 @@ async fn show_more_and_live_moves_with_paging() {
         return;
     };
     let base = app.url("");
-    sign_in(&ada, &base, "ada@acme.test").await;
+    ada.sign_in(&base, "ada@acme.test", "correct-horse", LIVE)
+        .await
+        .unwrap();
+    ada.find("#board-live").await.unwrap();
     until(&ada, CARDS, json!(40)).await;
     assert_eq!(ada.text("#count-todo").await.unwrap(), "95");
     assert_eq!(
@@ -97,7 +86,10 @@ async fn show_more_and_live_moves_with_paging() {
     let Some(bob) = Browser::start().await else {
         return;
     };
-    sign_in(&bob, &base, "bob@acme.test").await;
+    bob.sign_in(&base, "bob@acme.test", "correct-horse", LIVE)
+        .await
+        .unwrap();
+    bob.find("#board-live").await.unwrap();
     let posted = bob
         .execute(
             r#"return fetch('/w/acme/issues/ACM-90/move', { method: 'POST', credentials: 'same-origin',

@@ -54,17 +54,6 @@ async fn server() -> Option<(TestDb, TestApp, Workspace)> {
     Some((db, app, ws))
 }
 
-async fn sign_in(browser: &Browser, app: &TestApp, email: &str) {
-    browser.goto(&app.url("/login")).await.unwrap();
-    browser.fill("#login-email", email).await.unwrap();
-    browser.fill("#login-password", PASSWORD).await.unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser.find_within(".board", LIVE).await.unwrap();
-}
-
 /// The only ensemble of the workspace.
 async fn stored(app: &TestApp, ws: &Workspace) -> Ensemble {
     let all = app.store.list_ensembles(ws.id).await.unwrap();
@@ -108,7 +97,10 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
     let Some(browser) = Browser::start().await else {
         return;
     };
-    sign_in(&browser, &app, "ada@acme.test").await;
+    browser
+        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
 
     // Every nav link is whole on screen wherever the strip shows (from 1321 px); narrower, the ☰ menu.
     for width in [1321, 1400] {
@@ -371,7 +363,10 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .await
         .unwrap();
     browser.find_within("#login-email", LIVE).await.unwrap();
-    sign_in(&browser, &app, "bob@acme.test").await;
+    browser
+        .sign_in(&app.url(""), "bob@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
     browser.goto(&app.url("/w/acme/ensembles")).await.unwrap();
     let row = browser
         .wait_for_text("tr[data-ensemble='pair']", "quorum 2", LIVE)
@@ -414,7 +409,10 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .await
         .unwrap();
     browser.find_within("#login-email", LIVE).await.unwrap();
-    sign_in(&browser, &app, "ada@acme.test").await;
+    browser
+        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
     browser
         .goto(&app.url("/w/acme/ensembles/pair/edit"))
         .await

@@ -40,17 +40,6 @@ async fn server() -> Option<(TestDb, TestApp)> {
     Some((db, app))
 }
 
-async fn sign_in(browser: &Browser, app: &TestApp, password: &str) {
-    browser.goto(&app.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
-    browser.fill("#login-password", password).await.unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser.find_within(".board", LIVE).await.unwrap();
-}
-
 async fn js(browser: &Browser, script: &str) -> Value {
     browser.execute(script, vec![]).await.unwrap()
 }
@@ -64,7 +53,9 @@ async fn agent_form_skill_import_and_theme_in_chromium() {
     let Some(ada) = Browser::start().await else {
         return;
     };
-    sign_in(&ada, &app, PASSWORD).await;
+    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
 
     // Three mistakes, one submit: all three shown, each next to its field, and the input kept.
     ada.goto(&app.url("/w/acme/agents/new")).await.unwrap();
@@ -245,7 +236,9 @@ async fn a_person_changes_their_password_in_chromium() {
         return;
     };
     let (laptop, laptop_cookie) = other_session(&app).await;
-    sign_in(&ada, &app, PASSWORD).await;
+    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
 
     // From the top bar to the account page.
     ada.click("a.user-name").await.unwrap();
@@ -333,7 +326,9 @@ async fn the_settings_page_sets_the_loop_guard_in_chromium() {
     let Some(ada) = Browser::start().await else {
         return;
     };
-    sign_in(&ada, &app, PASSWORD).await;
+    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
     ada.goto(&app.url("/w/acme/settings")).await.unwrap();
     ada.wait_for_text("main h1", "Settings", LIVE)
         .await
@@ -393,7 +388,9 @@ async fn ctrl_enter_creates_one_issue_in_this_tab() {
     let Some(ada) = Browser::start().await else {
         return;
     };
-    sign_in(&ada, &app, PASSWORD).await;
+    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .await
+        .unwrap();
     js(&ada, "window.__stayed = true").await;
     ada.click("details.new-issue > summary").await.unwrap();
     ada.fill("#new-issue-title", "Keyboard first")

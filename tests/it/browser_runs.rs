@@ -17,7 +17,7 @@ use muster::store::Store;
 use muster_tests::browser::{Browser, POLL};
 use muster_tests::model_server::llama::{Flavor, LlamaServer, MODEL, Scenario};
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use tokio_util::sync::CancellationToken;
 
 /// Generous: a cold Chromium and real child processes on a loaded 2-core machine.
@@ -59,28 +59,24 @@ impl Server {
             .await
             .unwrap();
         store.close().await;
-        muster_tests::init_tracing();
-        let mut config = db.config();
-        config.embedded_runner = true;
         let scripts = tempfile::tempdir().unwrap();
-        // Stand-in agents may leave what they saw beside their scripts (as `--agent-rw-path` allows).
-        config.agent_rw_paths = vec![scripts.path().to_path_buf()];
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(RunTiming {
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            // Stand-in agents may leave what they saw beside their scripts (as `--agent-rw-path` allows).
+            .configure(|config| config.agent_rw_paths = vec![scripts.path().to_path_buf()])
+            .timing(RunTiming {
+                int_grace: Duration::from_secs(2),
+                term_grace: Duration::from_secs(2),
+                ..RunTiming::default()
+            })
+            .spawn()
+            .await;
         Some(Server {
-            addr,
-            store,
+            addr: app.addr,
+            store: app.store,
             ws,
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
             scripts,
             _db: db,
         })
@@ -128,18 +124,12 @@ pub(crate) fn replay(lines: &[&str]) -> String {
         .collect()
 }
 
+/// Signs Ada in.
 pub(crate) async fn sign_in(browser: &Browser, server: &Server) {
-    browser.goto(&server.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
-        .fill("#login-password", "correct-horse")
+        .sign_in(&server.url(""), "ada@acme.test", "correct-horse", LIVE)
         .await
         .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser.find_within(".board", LIVE).await.unwrap();
 }
 
 /// Assigns `agent` on the issue page's side panel, as a person would.

@@ -14,30 +14,15 @@ use serde_json::{Value, json};
 
 use crate::store_conformance::{agent, fixture, issue};
 
-/// Emits a `sqlite::case` and a `postgres::case` test for each `async fn case(cli: &Cli)`.
-macro_rules! cli_cases {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                if let Some(cli) = super::Cli::start(muster_tests::Backend::Sqlite).await {
-                    super::$case(&cli).await;
-                }
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-            async fn $case() {
-                if let Some(cli) = super::Cli::start(muster_tests::Backend::Postgres).await {
-                    super::$case(&cli).await;
-                }
-            }
-        )+}
-    };
+/// Runs `case` with a fresh [`Cli`] on `backend`.
+async fn on_cli(backend: Backend, case: impl AsyncFnOnce(&Cli)) {
+    if let Some(cli) = Cli::start(backend).await {
+        case(&cli).await;
+    }
 }
 
-cli_cases!(
+both_backends!(
+    with = crate::cli::on_cli;
     a_closed_pipe_ends_commands_quietly,
     run_ids_can_be_given_by_a_unique_prefix,
     run_logs_show_the_diff_as_a_unified_diff,

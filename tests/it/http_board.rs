@@ -8,82 +8,6 @@ use muster::domain::{
 };
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
-
-pub(crate) struct Session {
-    http: reqwest::Client,
-    pub(crate) cookie: String,
-    pub(crate) csrf: String,
-}
-
-impl Session {
-    pub(crate) async fn get(&self, app: &TestApp, path: &str, hx: bool) -> reqwest::Response {
-        let mut req = self.http.get(app.url(path)).header("cookie", &self.cookie);
-        if hx {
-            req = req.header("HX-Request", "true");
-        }
-        req.send().await.unwrap()
-    }
-
-    pub(crate) async fn post(
-        &self,
-        app: &TestApp,
-        path: &str,
-        form: &[(&str, &str)],
-        hx: bool,
-    ) -> reqwest::Response {
-        let mut req = self
-            .http
-            .post(app.url(path))
-            .header("cookie", &self.cookie)
-            .form(form);
-        if hx {
-            req = req.header("HX-Request", "true");
-        }
-        req.send().await.unwrap()
-    }
-}
-
-pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Session {
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    let res = http
-        .post(app.url("/login"))
-        .form(&[
-            ("email", email),
-            ("password", "correct-horse"),
-            ("next", ""),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let cookie = res.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let board = http
-        .get(app.url("/w/acme"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = board
-        .split(r#"<meta name="csrf-token" content=""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the page carries its CSRF token")
-        .to_owned();
-    Session { http, cookie, csrf }
-}
 
 /// Ada (owner) and Bob (member) in `acme`, twelve issues ACM-1..ACM-12 in todo, one agent.
 pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
@@ -122,12 +46,12 @@ pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestA
     Some((db, app, ws))
 }
 
-async fn search_by_key(backend: Backend) {
+async fn search_finds_issues_by_key(backend: Backend) {
     let Some((_db, app, _ws)) = board_with_issues(backend).await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
-    let page = ada.get(&app, "/w/acme?q=ACM-1", false).await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
+    let page = ada.get(&app, "/w/acme?q=ACM-1").await;
     assert_eq!(page.status(), StatusCode::OK);
     let html = page.text().await.unwrap();
     for shown in ["card-ACM-1\"", "card-ACM-10\"", "card-ACM-12\""] {
@@ -135,7 +59,7 @@ async fn search_by_key(backend: Backend) {
     }
     assert!(!html.contains("card-ACM-2\""), "ACM-2 is not");
     let html = ada
-        .get(&app, "/w/acme?q=acm-12", false)
+        .get(&app, "/w/acme?q=acm-12")
         .await
         .text()
         .await
@@ -144,7 +68,7 @@ async fn search_by_key(backend: Backend) {
 
     // The palette's data: the exact key first, then the keys it begins.
     let palette: serde_json::Value = ada
-        .get(&app, "/w/acme/palette?q=ACM-1", false)
+        .get(&app, "/w/acme/palette?q=ACM-1")
         .await
         .json()
         .await
@@ -163,13 +87,8 @@ async fn search_by_key(backend: Backend) {
     assert!(agent["avatar"].as_str().unwrap().contains("rt-codex"));
     assert!(palette["pages"].to_string().contains("/w/acme/settings"));
     assert!(palette["pages"].to_string().contains("/w/acme/ensembles"));
-    let bob = sign_in(&app, "bob@acme.test").await;
-    let theirs: serde_json::Value = bob
-        .get(&app, "/w/acme/palette", false)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
+    let theirs: serde_json::Value = bob.get(&app, "/w/acme/palette").await.json().await.unwrap();
     assert!(
         !theirs["pages"].to_string().contains("settings"),
         "members have no settings page"
@@ -177,27 +96,22 @@ async fn search_by_key(backend: Backend) {
     app.shutdown.cancel();
 }
 
-#[tokio::test]
-async fn search_finds_issues_by_key_sqlite() {
-    search_by_key(Backend::Sqlite).await;
-}
+both_backends!(
+    runtime ();
+    search_finds_issues_by_key,
+    card_menu_assigns_with_csrf,
+);
 
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn search_finds_issues_by_key_postgres() {
-    search_by_key(Backend::Postgres).await;
-}
-
-async fn card_menu_and_assign(backend: Backend) {
+async fn card_menu_assigns_with_csrf(backend: Backend) {
     let Some((_db, app, ws)) = board_with_issues(backend).await else {
         return;
     };
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let key = IssueKey::parse("ACM-3").unwrap();
 
     // The menu: a fragment for htmx, a whole page without JavaScript; both post with the CSRF token.
     let fragment = bob
-        .get(&app, "/w/acme/issues/ACM-3/menu", true)
+        .hx_get(&app, "/w/acme/issues/ACM-3/menu")
         .await
         .text()
         .await
@@ -206,14 +120,14 @@ async fn card_menu_and_assign(backend: Backend) {
     assert!(fragment.contains(&format!(r#"name="_csrf" value="{}""#, bob.csrf)));
     assert!(fragment.contains(r#"action="/w/acme/issues/ACM-3/assign""#));
     let page = bob
-        .get(&app, "/w/acme/issues/ACM-3/menu", false)
+        .get(&app, "/w/acme/issues/ACM-3/menu")
         .await
         .text()
         .await
         .unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.contains("card-menu-ACM-3"));
     assert_eq!(
-        bob.get(&app, "/w/acme/issues/ACM-99/menu", true)
+        bob.hx_get(&app, "/w/acme/issues/ACM-99/menu")
             .await
             .status(),
         StatusCode::NOT_FOUND
@@ -221,11 +135,10 @@ async fn card_menu_and_assign(backend: Backend) {
 
     // Without the token nothing changes.
     let forged = bob
-        .post(
+        .hx_post(
             &app,
             "/w/acme/issues/ACM-3/assign",
             &[("assignee", "codex-coder")],
-            true,
         )
         .await;
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
@@ -242,11 +155,10 @@ async fn card_menu_and_assign(backend: Backend) {
         .unwrap();
     let value = format!("agent:{}", agent.id);
     let res = bob
-        .post(
+        .hx_post(
             &app,
             "/w/acme/issues/ACM-3/assign",
             &[("_csrf", &bob.csrf), ("assignee", &value)],
-            true,
         )
         .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
@@ -259,7 +171,6 @@ async fn card_menu_and_assign(backend: Backend) {
             &app,
             "/w/acme/issues/ACM-3/assign",
             &[("_csrf", &bob.csrf), ("assignee", "")],
-            false,
         )
         .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
@@ -271,11 +182,10 @@ async fn card_menu_and_assign(backend: Backend) {
 
     // Bad input gets a precise answer.
     let res = bob
-        .post(
+        .hx_post(
             &app,
             "/w/acme/issues/ACM-3/assign",
             &[("_csrf", &bob.csrf), ("assignee", "nobody-here")],
-            true,
         )
         .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
@@ -286,25 +196,9 @@ async fn card_menu_and_assign(backend: Backend) {
             .contains("no agent or member called")
     );
     let res = bob
-        .post(
-            &app,
-            "/w/acme/issues/ACM-3/assign",
-            &[("_csrf", &bob.csrf)],
-            true,
-        )
+        .hx_post(&app, "/w/acme/issues/ACM-3/assign", &[("_csrf", &bob.csrf)])
         .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(res.text().await.unwrap().contains("is missing: send"));
     app.shutdown.cancel();
-}
-
-#[tokio::test]
-async fn card_menu_assigns_with_csrf_sqlite() {
-    card_menu_and_assign(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn card_menu_assigns_with_csrf_postgres() {
-    card_menu_and_assign(Backend::Postgres).await;
 }

@@ -4,10 +4,10 @@
 
 use futures_util::StreamExt as _;
 use muster::domain::{IssueStatus, IssueTitle, Label, NewIssue};
-use muster_tests::{Backend, TestApp};
+use muster_tests::{Backend, Session, TestApp};
 use reqwest::StatusCode;
 
-use crate::http_board::{Session, board_with_issues, sign_in};
+use crate::http_board::board_with_issues;
 
 /// Cards per column page (the server's `COLUMN_PAGE`).
 const PAGE: usize = 40;
@@ -36,7 +36,11 @@ fn more_url(html: &str) -> Option<String> {
 }
 
 async fn text(session: &Session, app: &TestApp, path: &str, hx: bool) -> String {
-    let res = session.get(app, path, hx).await;
+    let res = if hx {
+        session.hx_get(app, path).await
+    } else {
+        session.get(app, path).await
+    };
     assert_eq!(res.status(), StatusCode::OK, "{path}");
     res.text().await.unwrap()
 }
@@ -60,11 +64,11 @@ async fn big_board(backend: Backend) -> Option<(muster_tests::TestDb, TestApp)> 
     Some((db, app))
 }
 
-async fn paging(backend: Backend) {
+async fn board_pages_each_column(backend: Backend) {
     let Some((_db, app)) = big_board(backend).await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     let board = text(&ada, &app, "/w/acme", false).await;
     let todo = section(&board, "column-todo");
     assert!(
@@ -145,7 +149,7 @@ async fn paging(backend: Backend) {
             "the board has no column &quot;nope&quot;",
         ),
     ] {
-        let res = ada.get(&app, url, true).await;
+        let res = ada.hx_get(&app, url).await;
         assert_eq!(res.status(), status, "{url}");
         let body = res.text().await.unwrap();
         assert!(body.contains(message), "{url}: {body}");
@@ -168,16 +172,11 @@ async fn paging(backend: Backend) {
     app.shutdown.cancel();
 }
 
-#[tokio::test]
-async fn board_pages_each_column_sqlite() {
-    paging(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn board_pages_each_column_postgres() {
-    paging(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    board_pages_each_column,
+    live_board_sends_what_changed_for_the_shown_pages,
+);
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -195,11 +194,11 @@ async fn next_frame(socket: &mut Socket) -> String {
     }
 }
 
-async fn live(backend: Backend) {
+async fn live_board_sends_what_changed_for_the_shown_pages(backend: Backend) {
     let Some((_db, app)) = big_board(backend).await else {
         return;
     };
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let mut request =
         tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
             format!("ws://{}/w/acme/live", app.addr).as_str(),
@@ -209,17 +208,16 @@ async fn live(backend: Backend) {
         .headers_mut()
         .insert("cookie", bob.cookie.parse().unwrap());
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     let move_to = |key: &'static str, status: &'static str, index: &'static str| {
         let ada = &ada;
         let app = &app;
         async move {
             let res = ada
-                .post(
+                .hx_post(
                     app,
                     &format!("/w/acme/issues/{key}/move"),
                     &[("_csrf", &ada.csrf), ("status", status), ("index", index)],
-                    true,
                 )
                 .await;
             assert_eq!(res.status(), StatusCode::NO_CONTENT, "{key}");
@@ -268,15 +266,4 @@ async fn live(backend: Backend) {
     assert_eq!(keys(todo).len(), PAGE);
     assert!(!frame.contains(r#"id="column-done""#) && !frame.contains("delete"));
     app.shutdown.cancel();
-}
-
-#[tokio::test]
-async fn live_board_sends_what_changed_for_the_shown_pages_sqlite() {
-    live(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn live_board_sends_what_changed_for_the_shown_pages_postgres() {
-    live(Backend::Postgres).await;
 }

@@ -8,8 +8,6 @@ use muster::domain::{
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 
-use crate::http_pages::sign_in;
-
 /// Ada owns `acme` with agents `coder`, `tester` and `judge`; Bob is a member.
 async fn app(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(backend).await?;
@@ -49,12 +47,12 @@ fn form<'a>(csrf: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a st
     out
 }
 
-async fn owners_define_and_members_read(backend: Backend) {
+async fn ensembles_pages_on(backend: Backend) {
     let Some((_db, app, ws)) = app(backend).await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let page = html(ada.get(&app, "/w/acme/ensembles").await, StatusCode::OK).await;
     assert!(page.contains("No ensembles yet."), "{page}");
     assert!(page.contains(r#"href="/w/acme/ensembles/new""#));
@@ -270,13 +268,7 @@ async fn owners_define_and_members_read(backend: Backend) {
     assert!(app.store.list_ensembles(ws.id).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn ensembles_pages_on_sqlite() {
-    owners_define_and_members_read(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn ensembles_pages_on_postgres() {
-    owners_define_and_members_read(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    ensembles_pages_on,
+);

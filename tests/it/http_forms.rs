@@ -264,13 +264,4 @@ async fn setup_link_and_first_agent(backend: Backend) {
     app.handle.await.unwrap().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn setup_link_and_first_agent_sqlite() {
-    setup_link_and_first_agent(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn setup_link_and_first_agent_postgres() {
-    setup_link_and_first_agent(Backend::Postgres).await;
-}
+both_backends!(setup_link_and_first_agent,);

@@ -7,13 +7,6 @@ use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
-/// A signed-in browser-like client: session cookie and the page's CSRF token.
-pub(crate) struct Session {
-    http: reqwest::Client,
-    cookie: String,
-    pub(crate) csrf: String,
-}
-
 async fn app_with_people() -> Option<(TestDb, TestApp)> {
     let db = TestDb::new(Backend::Sqlite).await?;
     let app = spawn_app(db.config()).await;
@@ -43,78 +36,6 @@ async fn app_with_people() -> Option<(TestDb, TestApp)> {
         .await
         .unwrap();
     Some((db, app))
-}
-
-pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Session {
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    let res = http
-        .post(app.url("/login"))
-        .form(&[
-            ("email", email),
-            ("password", "correct-horse"),
-            ("next", ""),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::SEE_OTHER, "sign-in redirects");
-    let set_cookie = res
-        .headers()
-        .get("set-cookie")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
-        "{set_cookie}"
-    );
-    let cookie = set_cookie.split(';').next().unwrap().to_owned();
-    let board = http
-        .get(app.url("/w/acme"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = board
-        .split(r#"<meta name="csrf-token" content=""#)
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap_or_default()
-        .to_owned();
-    Session { http, cookie, csrf }
-}
-
-impl Session {
-    pub(crate) async fn post(
-        &self,
-        app: &TestApp,
-        path: &str,
-        form: &[(&str, &str)],
-    ) -> reqwest::Response {
-        self.http
-            .post(app.url(path))
-            .header("cookie", &self.cookie)
-            .form(form)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    pub(crate) async fn get(&self, app: &TestApp, path: &str) -> reqwest::Response {
-        self.http
-            .get(app.url(path))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .unwrap()
-    }
 }
 
 #[tokio::test]
@@ -164,7 +85,7 @@ async fn forms_need_the_csrf_token_and_write_nothing_without_it() {
     let Some((_db, app)) = app_with_people().await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     assert_eq!(ada.csrf.len(), 32, "the board carries the CSRF token");
     let forged = ada
         .post(
@@ -226,7 +147,7 @@ async fn bad_form_input_is_shown_with_the_input_kept() {
     let Some((_db, app)) = app_with_people().await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     let res = ada
         .post(
             &app,
@@ -283,7 +204,7 @@ async fn roles_and_workspaces_are_enforced_on_pages() {
     let Some((_db, app)) = app_with_people().await else {
         return;
     };
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     let created = ada
         .post(
             &app,
@@ -292,7 +213,7 @@ async fn roles_and_workspaces_are_enforced_on_pages() {
         )
         .await;
     assert_eq!(created.status(), StatusCode::SEE_OTHER);
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let denied = bob
         .post(&app, "/w/acme/agents/coder/delete", &[("_csrf", &bob.csrf)])
         .await;
@@ -362,7 +283,7 @@ async fn the_live_board_pushes_changed_columns() {
     let Some((_db, app)) = app_with_people().await else {
         return;
     };
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let url = format!("ws://{}/w/acme/live", app.addr);
     let mut request =
         tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
@@ -375,7 +296,7 @@ async fn the_live_board_pushes_changed_columns() {
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
 
     // A change by someone else, through the API's use-case path (the page form).
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     ada.post(
         &app,
         "/w/acme/issues",
@@ -427,7 +348,7 @@ async fn the_runtimes_page_lists_each_cli_and_redetects() {
     let Some((_db, app)) = app_with_people().await else {
         return;
     };
-    let bob = sign_in(&app, "bob@acme.test").await;
+    let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
     let page = bob.get(&app, "/w/acme/runtimes").await;
     assert_eq!(page.status(), StatusCode::OK);
     let html = page.text().await.unwrap();
@@ -446,7 +367,7 @@ async fn the_runtimes_page_lists_each_cli_and_redetects() {
         .post(&app, "/w/acme/runtimes/detect", &[("_csrf", &bob.csrf)])
         .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    let ada = sign_in(&app, "ada@acme.test").await;
+    let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     assert!(
         ada.get(&app, "/w/acme/runtimes")
             .await

@@ -11,7 +11,6 @@ use muster::domain::*;
 use muster::store::Store;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 
 /// How long the live socket test waits for a push (the follower's poll fallback is 2 s).
@@ -139,78 +138,6 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
     }
 }
 
-/// A signed-in client: cookie and CSRF token.
-struct Session {
-    http: reqwest::Client,
-    cookie: String,
-    csrf: String,
-}
-
-async fn sign_in(app: &TestApp) -> Session {
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    let res = http
-        .post(app.url("/login"))
-        .form(&[
-            ("email", "ada@acme.test"),
-            ("password", "correct-horse"),
-            ("next", ""),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let cookie = res.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let mut s = Session {
-        http,
-        cookie,
-        csrf: String::new(),
-    };
-    let board = s.get(app, "/w/acme").await.text().await.unwrap();
-    s.csrf = board
-        .split(r#"<meta name="csrf-token" content=""#)
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap()
-        .to_owned();
-    s
-}
-
-impl Session {
-    async fn get(&self, app: &TestApp, path: &str) -> reqwest::Response {
-        self.http
-            .get(app.url(path))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    async fn page(&self, app: &TestApp, path: &str) -> String {
-        let res = self.get(app, path).await;
-        assert_eq!(res.status(), StatusCode::OK, "GET {path}");
-        res.text().await.unwrap()
-    }
-
-    async fn post(&self, app: &TestApp, path: &str, csrf: &str) -> reqwest::Response {
-        self.http
-            .post(app.url(path))
-            .header("cookie", &self.cookie)
-            .form(&[("_csrf", csrf)])
-            .send()
-            .await
-            .unwrap()
-    }
-}
-
 fn location(res: &reqwest::Response) -> String {
     res.headers()["location"].to_str().unwrap().to_owned()
 }
@@ -286,7 +213,10 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
         )
         .await
         .unwrap();
-    let ada = sign_in(&w.app).await;
+    let ada = w
+        .app
+        .sign_in("ada@acme.test", "correct-horse", "acme")
+        .await;
     let html = ada.page(&w.app, &format!("/w/acme/runs/{}", run.id)).await;
 
     assert!(
@@ -375,23 +305,22 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
     );
 }
 
-#[tokio::test]
-async fn run_page_shows_every_event_kind_sqlite() {
-    run_page_shows_every_event_kind(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn run_page_shows_every_event_kind_postgres() {
-    run_page_shows_every_event_kind(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    run_page_shows_every_event_kind,
+    cancel_and_retry_need_the_csrf_token,
+    inbox_read_unread_and_retry,
+);
 
 async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
     let Some(w) = world(backend).await else {
         return;
     };
     let run = w.run(1).await;
-    let ada = sign_in(&w.app).await;
+    let ada = w
+        .app
+        .sign_in("ada@acme.test", "correct-horse", "acme")
+        .await;
     let path = format!("/w/acme/runs/{}", run.id);
     let html = ada.page(&w.app, &path).await;
     assert!(html.contains(&format!(r#"ws-connect="{path}/live?after=0""#)));
@@ -405,14 +334,20 @@ async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
     );
 
     let forged = ada
-        .post(&w.app, &format!("{path}/cancel"), "not-the-token")
+        .post(
+            &w.app,
+            &format!("{path}/cancel"),
+            &[("_csrf", "not-the-token")],
+        )
         .await;
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
     assert_eq!(
         w.app.store.get_run(run.id).await.unwrap().status,
         RunStatus::Queued
     );
-    let cancelled = ada.post(&w.app, &format!("{path}/cancel"), &ada.csrf).await;
+    let cancelled = ada
+        .post(&w.app, &format!("{path}/cancel"), &[("_csrf", &ada.csrf)])
+        .await;
     assert_eq!(cancelled.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&cancelled), path);
     assert_eq!(
@@ -424,16 +359,22 @@ async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
         "no indicator after a cancel"
     );
 
-    let forged = ada.post(&w.app, &format!("{path}/retry"), "").await;
+    let forged = ada
+        .post(&w.app, &format!("{path}/retry"), &[("_csrf", "")])
+        .await;
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
-    let retried = ada.post(&w.app, &format!("{path}/retry"), &ada.csrf).await;
+    let retried = ada
+        .post(&w.app, &format!("{path}/retry"), &[("_csrf", &ada.csrf)])
+        .await;
     assert_eq!(retried.status(), StatusCode::SEE_OTHER);
     let runs = w.app.store.list_runs_for_issue(w.issue.id).await.unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!((runs[1].attempt, runs[1].status), (2, RunStatus::Queued));
     assert_eq!(location(&retried), format!("/w/acme/runs/{}", runs[1].id));
     // A second retry while attempt 2 is queued is refused with a message.
-    let again = ada.post(&w.app, &format!("{path}/retry"), &ada.csrf).await;
+    let again = ada
+        .post(&w.app, &format!("{path}/retry"), &[("_csrf", &ada.csrf)])
+        .await;
     assert_eq!(again.status(), StatusCode::CONFLICT);
     assert!(
         again
@@ -443,19 +384,10 @@ async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
             .contains("already has a queued or live run")
     );
     // Cancelling an ended run says so.
-    let late = ada.post(&w.app, &format!("{path}/cancel"), &ada.csrf).await;
+    let late = ada
+        .post(&w.app, &format!("{path}/cancel"), &[("_csrf", &ada.csrf)])
+        .await;
     assert_eq!(late.status(), StatusCode::CONFLICT);
-}
-
-#[tokio::test]
-async fn cancel_and_retry_need_the_csrf_token_sqlite() {
-    cancel_and_retry_need_the_csrf_token(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn cancel_and_retry_need_the_csrf_token_postgres() {
-    cancel_and_retry_need_the_csrf_token(Backend::Postgres).await;
 }
 
 async fn inbox_read_unread_and_retry(backend: Backend) {
@@ -481,7 +413,10 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
             "run <i>interrupted</i>",
         )
         .await;
-    let ada = sign_in(&w.app).await;
+    let ada = w
+        .app
+        .sign_in("ada@acme.test", "correct-horse", "acme")
+        .await;
 
     let html = ada.page(&w.app, "/w/acme/inbox").await;
     assert!(
@@ -506,14 +441,18 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
     assert!(badge.contains(r#"id="inbox-count""#) && badge.contains(">2</span>"));
 
     let forged = ada
-        .post(&w.app, &format!("/w/acme/inbox/{}/read", stalled.id), "x")
+        .post(
+            &w.app,
+            &format!("/w/acme/inbox/{}/read", stalled.id),
+            &[("_csrf", "x")],
+        )
         .await;
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
     let read = ada
         .post(
             &w.app,
             &format!("/w/acme/inbox/{}/read", stalled.id),
-            &ada.csrf,
+            &[("_csrf", &ada.csrf)],
         )
         .await;
     assert_eq!(read.status(), StatusCode::SEE_OTHER);
@@ -540,7 +479,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
         ada.post(
             &w.app,
             &format!("/w/acme/inbox/{}/read", InboxItemId::new()),
-            &ada.csrf
+            &[("_csrf", &ada.csrf)]
         )
         .await
         .status(),
@@ -552,7 +491,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
         .post(
             &w.app,
             &format!("/w/acme/inbox/{}/retry", broken.id),
-            &ada.csrf,
+            &[("_csrf", &ada.csrf)],
         )
         .await;
     assert_eq!(retried.status(), StatusCode::SEE_OTHER);
@@ -573,23 +512,14 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
     );
 
     w.inbox_item(InboxKind::RunFailed, None, "one more").await;
-    let all_read = ada.post(&w.app, "/w/acme/inbox/read", &ada.csrf).await;
+    let all_read = ada
+        .post(&w.app, "/w/acme/inbox/read", &[("_csrf", &ada.csrf)])
+        .await;
     assert_eq!(all_read.status(), StatusCode::SEE_OTHER);
     let empty = ada.page(&w.app, "/w/acme/inbox").await;
     assert!(
         empty.contains("You are all caught up.") && empty.contains(r#"id="inbox-count" hidden"#)
     );
-}
-
-#[tokio::test]
-async fn inbox_read_unread_and_retry_sqlite() {
-    inbox_read_unread_and_retry(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn inbox_read_unread_and_retry_postgres() {
-    inbox_read_unread_and_retry(Backend::Postgres).await;
 }
 
 /// Reads text frames until one contains `needle`; returns everything read.
@@ -623,7 +553,10 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
     let run = w.run(1).await;
     let store = w.app.store.clone();
     append(&store, run.id, 1, &every_kind()[..4]).await;
-    let ada = sign_in(&w.app).await;
+    let ada = w
+        .app
+        .sign_in("ada@acme.test", "correct-horse", "acme")
+        .await;
     let html = ada.page(&w.app, &format!("/w/acme/runs/{}", run.id)).await;
     assert!(
         html.contains("/live?after=4"),

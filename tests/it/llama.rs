@@ -2,6 +2,8 @@
 //! (`muster_tests::model_server::llama`): what real servers send, and what broken ones do. Each case ends
 //! in the right state without hanging (every loop runs under a deadline).
 
+mod real_model;
+
 use std::time::Duration;
 
 use muster_agents::{AgentEvent, FileChangeKind};

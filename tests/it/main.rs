@@ -3,6 +3,52 @@
 // Test code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+/// Emits one test per backend for each case: `sqlite::case`, and `postgres::case`, which is marked as
+/// needing PostgreSQL (see [`muster_tests::Part`]); the test names in the summary show that both halves
+/// ran. Attributes before a case (`#[ignore = …]`) apply to both.
+///
+/// - `both_backends!(a, b)`: each case is `async fn case(backend: Backend)`.
+/// - `both_backends!(with = setup; a, b)`: each test runs `setup(backend, super::case)`, an area's own
+///   setup around its cases (a fresh store, a server with people, a CLI, …).
+/// - `runtime (…)` first, before `with` or the cases: the arguments of the tests' `#[tokio::test(…)]`
+///   (by default two worker threads).
+macro_rules! both_backends {
+    (@emit $runtime:tt $setup:path; $($(#[$meta:meta])* $case:ident),+ $(,)?) => {
+        mod sqlite {$(
+            $(#[$meta])*
+            #[tokio::test $runtime]
+            async fn $case() {
+                $setup(muster_tests::Backend::Sqlite, super::$case).await
+            }
+        )+}
+        mod postgres {$(
+            $(#[$meta])*
+            #[tokio::test $runtime]
+            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+            async fn $case() {
+                $setup(muster_tests::Backend::Postgres, super::$case).await
+            }
+        )+}
+    };
+    (runtime $runtime:tt, with = $setup:path; $($cases:tt)+) => {
+        both_backends!(@emit $runtime $setup; $($cases)+);
+    };
+    (runtime $runtime:tt; $($cases:tt)+) => {
+        both_backends!(@emit $runtime crate::on_backend; $($cases)+);
+    };
+    (with = $setup:path; $($cases:tt)+) => {
+        both_backends!(@emit (flavor = "multi_thread", worker_threads = 2) $setup; $($cases)+);
+    };
+    ($($cases:tt)+) => {
+        both_backends!(@emit (flavor = "multi_thread", worker_threads = 2) crate::on_backend; $($cases)+);
+    };
+}
+
+/// The setup of [`both_backends!`] for cases that take their backend.
+async fn on_backend(backend: muster_tests::Backend, case: impl AsyncFnOnce(muster_tests::Backend)) {
+    case(backend).await;
+}
+
 mod agent_clis;
 mod api;
 mod browser_board;
@@ -19,8 +65,12 @@ mod browser_runs;
 mod browser_smoke;
 mod browser_thread;
 mod browser_usage;
+mod checks;
 mod cli;
+mod cli_client;
+mod cli_runs;
 mod deploy;
+mod ensembles;
 mod http_board;
 mod http_board_paging;
 mod http_ensembles;
@@ -29,11 +79,21 @@ mod http_health;
 mod http_pages;
 mod http_runs;
 mod llama;
+mod mentions;
 mod metrics;
+mod replicas;
 mod run_follow;
 mod run_outcomes;
+mod runners;
+mod runs;
+mod runs_crash;
+mod runs_real_cli;
+mod runs_remote_repo;
+mod runs_worktree;
 mod security;
+mod serve;
 mod skills;
 mod startup;
 mod store_conformance;
+mod triggers;
 mod usage;

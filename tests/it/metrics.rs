@@ -128,16 +128,11 @@ async fn metrics_parse_and_move_with_runs(backend: Backend) {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_parse_and_move_with_runs_sqlite() {
-    metrics_parse_and_move_with_runs(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn metrics_parse_and_move_with_runs_postgres() {
-    metrics_parse_and_move_with_runs(Backend::Postgres).await;
-}
+both_backends!(
+    metrics_parse_and_move_with_runs,
+    anonymous_metrics_beyond_loopback_are_refused,
+    open_loopback_metrics_show_only_aggregates,
+);
 
 /// The attack: an anonymous scrape of a server listening on every address (`0.0.0.0`, as in a container)
 /// with no metrics token configured. Before: 200 with every runner's name. Now: 401 saying why.
@@ -204,26 +199,4 @@ async fn open_loopback_metrics_show_only_aggregates(backend: Backend) {
         assert!(!text.contains(&r.name), "runner {} named in {text}", r.name);
     }
     w.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn anonymous_metrics_beyond_loopback_are_refused_sqlite() {
-    anonymous_metrics_beyond_loopback_are_refused(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn anonymous_metrics_beyond_loopback_are_refused_postgres() {
-    anonymous_metrics_beyond_loopback_are_refused(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_loopback_metrics_show_only_aggregates_sqlite() {
-    open_loopback_metrics_show_only_aggregates(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn open_loopback_metrics_show_only_aggregates_postgres() {
-    open_loopback_metrics_show_only_aggregates(Backend::Postgres).await;
 }

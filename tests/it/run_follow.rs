@@ -17,7 +17,7 @@ use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::service::runs::{FollowItem, follow};
 use muster::state::AppState;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -25,31 +25,16 @@ use tokio_util::sync::CancellationToken;
 const RUNS: usize = 6;
 const EVENTS: i64 = 200;
 
-macro_rules! both_backends {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                if let Some(s) = super::Server::start(muster_tests::Backend::Sqlite).await {
-                    super::$case(&s).await;
-                    s.stop().await;
-                }
-            }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-            async fn $case() {
-                if let Some(s) = super::Server::start(muster_tests::Backend::Postgres).await {
-                    super::$case(&s).await;
-                    s.stop().await;
-                }
-            }
-        )+}
-    };
+/// Runs `case` on a fresh [`Server`] on `backend`.
+async fn on_server(backend: Backend, case: impl AsyncFnOnce(&Server)) {
+    if let Some(s) = Server::start(backend).await {
+        case(&s).await;
+        s.stop().await;
+    }
 }
 
 both_backends!(
+    runtime (flavor = "multi_thread", worker_threads = 4), with = crate::run_follow::on_server;
     reconnecting_clients_get_every_event_once_in_order,
     a_lagging_follower_resyncs_from_the_store,
     a_gap_in_a_live_log_is_waited_for_not_skipped,
@@ -98,12 +83,13 @@ struct Server {
 impl Server {
     async fn start(backend: Backend) -> Option<Server> {
         let db = TestDb::new(backend).await?;
-        muster_tests::init_tracing();
-        let app = muster::app::build(db.config()).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let TestApp {
+            addr,
+            state,
+            shutdown,
+            handle,
+            ..
+        } = spawn_app(db.config()).await;
         let (user, ws) = state
             .store
             .create_owner_and_workspace(

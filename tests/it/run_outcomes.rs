@@ -20,7 +20,7 @@ use muster::store::Store;
 use muster_agents::RuntimeKind;
 use muster_tests::browser::Browser;
 use muster_tests::model_server::ModelServer;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -59,30 +59,26 @@ impl World {
             .unwrap();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
         store.close().await;
-        muster_tests::init_tracing();
-        let mut config = db.config();
-        config.embedded_runner = true;
-        config.runtime_paths = clis;
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(RunTiming {
-            int_grace: Duration::from_secs(3),
-            term_grace: Duration::from_secs(3),
-            ..RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            .configure(|config| config.runtime_paths = clis)
+            .timing(RunTiming {
+                int_grace: Duration::from_secs(3),
+                term_grace: Duration::from_secs(3),
+                ..RunTiming::default()
+            })
+            .spawn()
+            .await;
         Some(World {
             _db: db,
-            addr,
-            store,
+            addr: app.addr,
+            store: app.store,
             ws,
             owner,
             token,
             scripts: tempfile::tempdir().unwrap(),
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
         })
     }
 
@@ -301,16 +297,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_sqlite() {
-    success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced_postgres() {
-    success_notifies_the_creator_once_and_the_cost_reads_unpriced(Backend::Postgres).await;
-}
+both_backends!(success_notifies_the_creator_once_and_the_cost_reads_unpriced,);
 
 /// A real CLI whose key the provider refuses: the texts everywhere a person looks.
 async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &str) {

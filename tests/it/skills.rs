@@ -4,6 +4,8 @@
 //!
 //! The Claude half skips loudly without the CLI unless `MUSTER_REQUIRE_AGENT_CLIS=1` (see `agent_clis`).
 
+mod on_disk;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,7 +20,7 @@ use tokio::io::BufReader;
 const DEADLINE: Duration = Duration::from_secs(120);
 const SKILL: &str = "---\nname: our-migrations\ndescription: How this team writes database migrations.\n---\n\n# Migrations\n\nWrite both dialects.\n";
 
-async fn seeded_after_a_restart(backend: Backend) {
+async fn built_ins_are_seeded_at_start(backend: Backend) {
     let Some(db) = TestDb::new(backend).await else {
         return;
     };
@@ -65,16 +67,7 @@ async fn seeded_after_a_restart(backend: Backend) {
     again.handle.await.unwrap().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn built_ins_are_seeded_at_start_sqlite() {
-    seeded_after_a_restart(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn built_ins_are_seeded_at_start_postgres() {
-    seeded_after_a_restart(Backend::Postgres).await;
-}
+both_backends!(built_ins_are_seeded_at_start,);
 
 /// The `claude` binary, or `None` after a loud skip.
 fn claude() -> Option<PathBuf> {

@@ -115,16 +115,7 @@ async fn refuses_a_database_from_a_newer_muster(backend: Backend) {
     );
 }
 
-#[tokio::test]
-async fn sqlite_refuses_a_database_from_a_newer_muster() {
-    refuses_a_database_from_a_newer_muster(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn postgres_refuses_a_database_from_a_newer_muster() {
-    refuses_a_database_from_a_newer_muster(Backend::Postgres).await;
-}
+both_backends!(runtime (); refuses_a_database_from_a_newer_muster);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn processes_starting_together_on_a_new_sqlite_file_both_migrate() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
 use muster::store::Store;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -118,25 +118,21 @@ impl World {
             .unwrap();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
         store.close().await;
-        muster_tests::init_tracing();
-        let mut config = db.config();
-        config.embedded_runner = true;
-        tweak(&mut config);
-        let app = muster::app::build(config).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            .configure(tweak)
+            .spawn()
+            .await;
         Some(World {
             db,
-            addr,
-            store,
+            addr: app.addr,
+            store: app.store,
             ws,
             owner,
             token,
             scripts: tempfile::tempdir().unwrap(),
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
         })
     }
 
@@ -440,16 +436,12 @@ async fn totals_agree_on_the_api_the_cli_and_the_page(backend: Backend) {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn totals_agree_on_the_api_the_cli_and_the_page_sqlite() {
-    totals_agree_on_the_api_the_cli_and_the_page(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn totals_agree_on_the_api_the_cli_and_the_page_postgres() {
-    totals_agree_on_the_api_the_cli_and_the_page(Backend::Postgres).await;
-}
+both_backends!(
+    totals_agree_on_the_api_the_cli_and_the_page,
+    caps_refuse_runs_and_warn_once,
+    workspace_rates_price_runs,
+    a_cap_reached_while_queued_refuses_the_claim,
+);
 
 /// The owner's inbox items of `kind`.
 async fn inbox_of(w: &World, kind: InboxKind) -> Vec<InboxItem> {
@@ -590,17 +582,6 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn caps_refuse_runs_and_warn_once_sqlite() {
-    caps_refuse_runs_and_warn_once(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn caps_refuse_runs_and_warn_once_postgres() {
-    caps_refuse_runs_and_warn_once(Backend::Postgres).await;
-}
-
 /// A run whose CLI reports tokens but no cost is priced from the workspace's own rate table once there
 /// is one (the runner gets it with the order), and is "unpriced" while no table knows its model.
 async fn workspace_rates_price_runs(backend: Backend) {
@@ -652,17 +633,6 @@ async fn workspace_rates_price_runs(backend: Backend) {
     let page = w.get_ok(&format!("/w/acme/runs/{}", after.id)).await;
     assert!(page.contains(&format!("${want:.4} · estimated")), "{page}");
     w.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workspace_rates_price_runs_sqlite() {
-    workspace_rates_price_runs(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn workspace_rates_price_runs_postgres() {
-    workspace_rates_price_runs(Backend::Postgres).await;
 }
 
 /// A run queued before a cap was reached does not start once it is: the claim refuses it (the run that
@@ -756,15 +726,4 @@ async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
         "{refused:?}"
     );
     w.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cap_reached_while_queued_refuses_the_claim_sqlite() {
-    a_cap_reached_while_queued_refuses_the_claim(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_cap_reached_while_queued_refuses_the_claim_postgres() {
-    a_cap_reached_while_queued_refuses_the_claim(Backend::Postgres).await;
 }

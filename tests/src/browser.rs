@@ -200,6 +200,24 @@ impl Browser {
         Ok(url.to_string())
     }
 
+    /// Signs `email` in through the login form of the server at `base` (`http://host:port`), and waits up
+    /// to `timeout` for the board it lands on.
+    pub async fn sign_in(
+        &self,
+        base: &str,
+        email: &str,
+        password: &str,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.goto(&format!("{base}/login")).await?;
+        self.fill("#login-email", email).await?;
+        self.fill("#login-password", password).await?;
+        self.click("form[action='/login'] button[type=submit]")
+            .await?;
+        self.find_within(".board", timeout).await?;
+        Ok(())
+    }
+
     /// The first element matching the CSS selector `css`, waiting up to [`DEFAULT_WAIT`] for it to appear.
     pub async fn find(&self, css: &str) -> Result<Element> {
         self.find_within(css, DEFAULT_WAIT).await

@@ -21,11 +21,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use muster::config::Config;
+use muster::runner::executor::RunTiming;
+use muster::state::AppState;
 use muster::store::{self, DatabaseUrl, PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 
 pub mod bench;
 pub mod browser;
+pub mod engine;
 pub mod ensemble;
 pub mod model_server;
 
@@ -307,6 +310,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The server's store.
     pub store: Arc<dyn Store>,
+    /// The server's state (its store, hub, secrets, …).
+    pub state: AppState,
     /// Cancel to shut the server down.
     pub shutdown: CancellationToken,
     /// The server task; resolves after shutdown.
@@ -333,24 +338,198 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Signs `email` in through the login form with `http` (which must not follow redirects), as a
+    /// browser would; returns the session cookie pair (`muster_session=…`). The answer must be a redirect
+    /// that sets an `HttpOnly`, `SameSite=Lax` cookie.
+    pub async fn sign_in_cookie(
+        &self,
+        http: &reqwest::Client,
+        email: &str,
+        password: &str,
+    ) -> String {
+        let res = http
+            .post(self.url("/login"))
+            .form(&[("email", email), ("password", password), ("next", "")])
+            .send()
+            .await
+            .expect("post the sign-in form");
+        assert_eq!(
+            res.status(),
+            reqwest::StatusCode::SEE_OTHER,
+            "{email} signs in: a redirect"
+        );
+        let set_cookie = res.headers()["set-cookie"]
+            .to_str()
+            .expect("a readable Set-Cookie")
+            .to_owned();
+        assert!(
+            set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
+            "{set_cookie}"
+        );
+        set_cookie
+            .split(';')
+            .next()
+            .expect("a cookie pair")
+            .to_owned()
+    }
+
+    /// Signs `email` in through the login form and reads the CSRF token off the workspace's board at
+    /// `/w/{workspace}`: a browser-like [`Session`].
+    pub async fn sign_in(&self, email: &str, password: &str, workspace: &str) -> Session {
+        let http = no_redirects();
+        let cookie = self.sign_in_cookie(&http, email, password).await;
+        let mut session = Session {
+            http,
+            cookie,
+            csrf: String::new(),
+        };
+        let board = session.page(self, &format!("/w/{workspace}")).await;
+        session.csrf = board
+            .split(r#"<meta name="csrf-token" content=""#)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the page carries its CSRF token")
+            .to_owned();
+        session
+    }
+}
+
+/// An HTTP client that does not follow redirects, so that tests see them.
+pub fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client")
+}
+
+/// A signed-in browser-like client: its session cookie and the CSRF token its pages carry.
+pub struct Session {
+    /// A client that does not follow redirects.
+    pub http: reqwest::Client,
+    /// The `muster_session=…` cookie pair.
+    pub cookie: String,
+    /// The CSRF token of the session's pages.
+    pub csrf: String,
+}
+
+impl Session {
+    /// `GET path` with the session cookie.
+    pub async fn get(&self, app: &TestApp, path: &str) -> reqwest::Response {
+        self.send(self.http.get(app.url(path))).await
+    }
+
+    /// `GET path` as htmx asks (`HX-Request: true`), with the session cookie.
+    pub async fn hx_get(&self, app: &TestApp, path: &str) -> reqwest::Response {
+        self.send(self.http.get(app.url(path)).header("HX-Request", "true"))
+            .await
+    }
+
+    /// `GET path`, which must answer 200: the page's HTML.
+    pub async fn page(&self, app: &TestApp, path: &str) -> String {
+        let res = self.get(app, path).await;
+        assert_eq!(res.status(), reqwest::StatusCode::OK, "GET {path}");
+        res.text().await.expect("the page's text")
+    }
+
+    /// Posts `form` to `path` with the session cookie (the form carries its own `_csrf`, or not).
+    pub async fn post(
+        &self,
+        app: &TestApp,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        self.send(self.http.post(app.url(path)).form(form)).await
+    }
+
+    /// [`Session::post`] as htmx sends it (`HX-Request: true`).
+    pub async fn hx_post(
+        &self,
+        app: &TestApp,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        self.send(
+            self.http
+                .post(app.url(path))
+                .form(form)
+                .header("HX-Request", "true"),
+        )
+        .await
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
+        request
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .expect("send the request")
+    }
+}
+
 /// Builds the app (migrating first, then binding `127.0.0.1:0`) and serves it in the background.
 pub async fn spawn_app(config: Config) -> TestApp {
-    init_tracing();
-    let data_dir = config.data_dir.clone();
-    let app = muster::app::build(config).await.expect("build the app");
-    let addr = app.local_addr().expect("bound address");
-    let store = app.state().store.clone();
-    let setup_url = app.state().setup_url(addr);
-    let shutdown = CancellationToken::new();
-    let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
-    TestApp {
-        addr,
-        client: reqwest::Client::new(),
-        store,
-        shutdown,
-        handle,
-        data_dir,
-        setup_url,
+    AppBuilder::new(config).spawn().await
+}
+
+/// A test server to start: its configuration (usually [`TestDb::config`]) and its run clocks.
+pub struct AppBuilder {
+    config: Config,
+    timing: Option<RunTiming>,
+}
+
+impl AppBuilder {
+    /// A server with `config` and the production run clocks.
+    pub fn new(config: Config) -> AppBuilder {
+        AppBuilder {
+            config,
+            timing: None,
+        }
+    }
+
+    /// Runs its agents through the embedded runner (off in [`TestDb::config`]).
+    pub fn embedded_runner(mut self) -> AppBuilder {
+        self.config.embedded_runner = true;
+        self
+    }
+
+    /// Changes the configuration.
+    pub fn configure(mut self, change: impl FnOnce(&mut Config)) -> AppBuilder {
+        change(&mut self.config);
+        self
+    }
+
+    /// The run clocks (ticks, graces, stall detection) of its embedded runner.
+    pub fn timing(mut self, timing: RunTiming) -> AppBuilder {
+        self.timing = Some(timing);
+        self
+    }
+
+    /// Builds the app (migrating first, then binding `127.0.0.1:0`) and serves it in the background.
+    pub async fn spawn(self) -> TestApp {
+        init_tracing();
+        let data_dir = self.config.data_dir.clone();
+        let mut app = muster::app::build(self.config)
+            .await
+            .expect("build the app");
+        if let Some(timing) = self.timing {
+            app.set_run_timing(timing);
+        }
+        let addr = app.local_addr().expect("bound address");
+        let state = app.state().clone();
+        let setup_url = state.setup_url(addr);
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        TestApp {
+            addr,
+            client: reqwest::Client::new(),
+            store: state.store.clone(),
+            state,
+            shutdown,
+            handle,
+            data_dir,
+            setup_url,
+        }
     }
 }
 

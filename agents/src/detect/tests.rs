@@ -53,7 +53,7 @@ fn versions_parse_from_real_outputs() {
 
 #[test]
 fn minimums_are_the_recorded_fixture_versions() {
-    let recorded = include_str!("../../tests/fixtures/versions.txt");
+    let recorded = include_str!("../../fixtures/versions.txt");
     let versions: Vec<Version> = recorded.lines().filter_map(parse_version).collect();
     assert_eq!(
         versions,

@@ -1,6 +1,6 @@
 //! `/api/v1/ensembles` and an issue's ensemble routes: who may define what, precise refusals, and the
 //! assign → compare → choose path up to what needs runs to end (the end-to-end path with real processes
-//! is in `server/tests/ensembles.rs`).
+//! is in `tests/it/ensembles.rs`).
 
 use serde_json::json;
 

@@ -44,37 +44,25 @@ pub const PASSWORD: &str = "correct horse battery";
 static PASSWORD_HASH: LazyLock<String> =
     LazyLock::new(|| muster::auth::hash_password(PASSWORD).unwrap());
 
-/// Emits one test per backend for each `async fn case(t: &Env)`; attributes (`#[ignore = …]`) apply to both.
+/// [`both_backends!`] with each case on a fresh [`Env`] ([`on_env`]), and the list of the module's cases.
 macro_rules! api_cases {
     ($($(#[$meta:meta])* $case:ident),+ $(,)?) => {
         /// This module's cases, for the route coverage check.
         #[allow(dead_code)] // modules outside `api` have no coverage list
         pub const CASES: &[&str] = &[$(stringify!($case)),+];
 
-        mod sqlite {$(
-            $(#[$meta])*
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                if let Some(env) = crate::api::Env::start(muster_tests::Backend::Sqlite).await {
-                    super::$case(&env).await;
-                    env.finish().await;
-                }
-            }
-        )+}
-        mod postgres {$(
-            $(#[$meta])*
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-            async fn $case() {
-                if let Some(env) = crate::api::Env::start(muster_tests::Backend::Postgres).await {
-                    super::$case(&env).await;
-                    env.finish().await;
-                }
-            }
-        )+}
+        both_backends!(with = crate::api::on_env; $($(#[$meta])* $case),+);
     };
 }
 pub(crate) use api_cases;
+
+/// Runs `case` on a fresh [`Env`] on `backend` (skips loudly when Postgres is unavailable and optional).
+pub async fn on_env(backend: Backend, case: impl AsyncFnOnce(&Env)) {
+    if let Some(env) = Env::start(backend).await {
+        case(&env).await;
+        env.finish().await;
+    }
+}
 
 /// A member of a workspace with an API token.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use muster::runner::executor::RunTiming;
 use muster_tests::bench::{Prepared, ServerOptions, World};
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestApp, TestDb};
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_tungstenite::tungstenite::Message;
@@ -317,14 +317,18 @@ async fn a_runner_socket_that_says_nothing_is_closed_after_the_hello_timeout() {
     let Some(db) = TestDb::new(Backend::Sqlite).await else {
         return;
     };
-    let mut app = muster::app::build(db.config()).await.unwrap();
-    app.set_run_timing(RunTiming {
-        runner_hello: Duration::from_millis(300),
-        ..RunTiming::default()
-    });
-    let addr = app.local_addr().unwrap();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let server = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    let TestApp {
+        addr,
+        shutdown,
+        handle: server,
+        ..
+    } = AppBuilder::new(db.config())
+        .timing(RunTiming {
+            runner_hello: Duration::from_millis(300),
+            ..RunTiming::default()
+        })
+        .spawn()
+        .await;
 
     let url = format!("ws://{addr}/api/v1/runners/connect");
     let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())

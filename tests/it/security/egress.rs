@@ -19,7 +19,7 @@ use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::Store;
 use muster_tests::model_server::ModelServer;
-use muster_tests::{Backend, TestDb, git, git_commit_all};
+use muster_tests::{AppBuilder, Backend, TestDb, git, git_commit_all};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -73,28 +73,26 @@ impl World {
             .unwrap();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
         store.close().await;
-        muster_tests::init_tracing();
-        let mut config = db.config();
-        config.embedded_runner = true;
-        config.egress_resolve = names.iter().map(|n| ((*n).to_owned(), target)).collect();
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(RunTiming {
-            idle_tick: Duration::from_millis(200),
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            .configure(|config| {
+                config.egress_resolve = names.iter().map(|n| ((*n).to_owned(), target)).collect();
+            })
+            .timing(RunTiming {
+                idle_tick: Duration::from_millis(200),
+                int_grace: Duration::from_secs(2),
+                term_grace: Duration::from_secs(2),
+                ..RunTiming::default()
+            })
+            .spawn()
+            .await;
         Some(World {
             _db: db,
-            store,
+            store: app.store,
             ws,
             token,
-            addr,
-            shutdown,
+            addr: app.addr,
+            shutdown: app.shutdown,
             scripts: tempfile::tempdir().unwrap(),
             _repo: repo,
         })

@@ -14,7 +14,7 @@ use std::time::Duration;
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster_tests::browser::{Browser, POLL};
-use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use muster_tests::{AppBuilder, Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -234,19 +234,21 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     let (owner, ws) = seed(&store).await;
     let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "headers").await;
     store.close().await;
-    muster_tests::init_tracing();
-    let mut config = db.config();
-    config.embedded_runner = true;
-    let mut app = muster::app::build(config).await.unwrap();
-    app.set_run_timing(RunTiming {
-        int_grace: Duration::from_secs(1),
-        term_grace: Duration::from_secs(1),
-        ..RunTiming::default()
-    });
-    let addr = app.local_addr().unwrap();
-    let state = app.state().clone();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    let TestApp {
+        addr,
+        state,
+        shutdown,
+        handle,
+        ..
+    } = AppBuilder::new(db.config())
+        .embedded_runner()
+        .timing(RunTiming {
+            int_grace: Duration::from_secs(1),
+            term_grace: Duration::from_secs(1),
+            ..RunTiming::default()
+        })
+        .spawn()
+        .await;
     let Some(browser) = Browser::start().await else {
         shutdown.cancel();
         return;

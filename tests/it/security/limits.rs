@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
-use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use muster_tests::{AppBuilder, Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -236,21 +236,23 @@ async fn a_runaway_run_is_stopped_at_the_event_cap(backend: Backend) {
     let store = db.store().await;
     let (owner, ws) = seed(&store).await;
     store.close().await;
-    muster_tests::init_tracing();
-    let mut config = db.config();
-    config.embedded_runner = true;
-    config.max_events_per_run = CAP;
-    let mut app = muster::app::build(config).await.unwrap();
-    app.set_run_timing(RunTiming {
-        int_grace: Duration::from_secs(2),
-        term_grace: Duration::from_secs(2),
-        ..RunTiming::default()
-    });
-    let addr = app.local_addr().unwrap();
-    let state = app.state().clone();
-    let store = state.store.clone();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    let TestApp {
+        addr,
+        store,
+        state,
+        shutdown,
+        handle,
+        ..
+    } = AppBuilder::new(db.config())
+        .embedded_runner()
+        .configure(|config| config.max_events_per_run = CAP)
+        .timing(RunTiming {
+            int_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            ..RunTiming::default()
+        })
+        .spawn()
+        .await;
     let scripts = tempfile::tempdir().unwrap();
 
     let runaway = agent(

@@ -328,16 +328,15 @@ async fn a_linked_brief_is_never_written_through(backend: Backend) {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_linked_brief_is_never_written_through_sqlite() {
-    a_linked_brief_is_never_written_through(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_linked_brief_is_never_written_through_postgres() {
-    a_linked_brief_is_never_written_through(Backend::Postgres).await;
-}
+both_backends!(
+    a_linked_brief_is_never_written_through,
+    skills_never_go_through_a_linked_skills_folder,
+    skill_cleanup_never_follows_a_planted_link,
+    an_agents_env_cannot_choose_where_the_server_writes,
+    folder_import_reads_regular_files_only,
+    data_dir_database_and_key_are_private,
+    remote_images_in_an_issue_become_links,
+);
 
 /// The attack: a repository commits `.claude/skills` as a link to a folder outside it; Muster wrote the
 /// run's skill folders through it. Now nothing is written there: the skills reach the agent in its
@@ -399,17 +398,6 @@ async fn skills_never_go_through_a_linked_skills_folder(backend: Backend) {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn skills_never_go_through_a_linked_skills_folder_sqlite() {
-    skills_never_go_through_a_linked_skills_folder(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn skills_never_go_through_a_linked_skills_folder_postgres() {
-    skills_never_go_through_a_linked_skills_folder(Backend::Postgres).await;
-}
-
 /// The attack: during its run, the agent swaps the skills folder Muster wrote for a link to a folder
 /// outside, holding a folder of the same name; removing "its" skill folder at the end deleted that one.
 /// Now a folder whose path passes through a link is left alone.
@@ -436,17 +424,6 @@ async fn skill_cleanup_never_follows_a_planted_link(backend: Backend) {
     );
     let tmp = w.stop().await;
     assert_eq!(snapshot(&tmp.path().join("precious")), before);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn skill_cleanup_never_follows_a_planted_link_sqlite() {
-    skill_cleanup_never_follows_a_planted_link(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn skill_cleanup_never_follows_a_planted_link_postgres() {
-    skill_cleanup_never_follows_a_planted_link(Backend::Postgres).await;
 }
 
 /// The attack: an agent whose env sets `CODEX_HOME` chose the folder Muster writes the run's skills into.
@@ -516,17 +493,6 @@ async fn an_agents_env_cannot_choose_where_the_server_writes(backend: Backend) {
     );
     assert!(log.contains("/.codex/skills/demo/SKILL.md"), "{log}");
     w.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agents_env_cannot_choose_where_the_server_writes_sqlite() {
-    an_agents_env_cannot_choose_where_the_server_writes(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agents_env_cannot_choose_where_the_server_writes_postgres() {
-    an_agents_env_cannot_choose_where_the_server_writes(Backend::Postgres).await;
 }
 
 /// The attack: a skill folder holding a FIFO made the folder import read forever (a device would too).
@@ -625,17 +591,6 @@ async fn folder_import_reads_regular_files_only(backend: Backend) {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn folder_import_reads_regular_files_only_sqlite() {
-    folder_import_reads_regular_files_only(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn folder_import_reads_regular_files_only_postgres() {
-    folder_import_reads_regular_files_only(Backend::Postgres).await;
-}
-
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -709,17 +664,6 @@ async fn data_dir_database_and_key_are_private(backend: Backend) {
     app.handle.await.unwrap().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn data_dir_database_and_key_are_private_sqlite() {
-    data_dir_database_and_key_are_private(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn data_dir_database_and_key_are_private_postgres() {
-    data_dir_database_and_key_are_private(Backend::Postgres).await;
-}
-
 /// The finding: markdown let an issue body load a remote image in every viewer's browser (a tracking
 /// pixel). Now the rendered issue page shows such images as links; ordinary links and text stay.
 async fn remote_images_in_an_issue_become_links(backend: Backend) {
@@ -758,15 +702,4 @@ async fn remote_images_in_an_issue_become_links(backend: Backend) {
         "{page}"
     );
     w.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn remote_images_in_an_issue_become_links_sqlite() {
-    remote_images_in_an_issue_become_links(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn remote_images_in_an_issue_become_links_postgres() {
-    remote_images_in_an_issue_become_links(Backend::Postgres).await;
 }

@@ -2,7 +2,7 @@
 //! stream, the board socket and the run page socket opened with a token end as soon as it is revoked, and
 //! the token is refused from then on; the owner's other token carries on. On PostgreSQL they are open on a
 //! second replica, so the revocation reaches them through the replicas' relay. (A revoked runner token
-//! already disconnects its runners: `server/tests/runners.rs`.)
+//! already disconnects its runners: `tests/it/runners.rs`.)
 
 use muster_tests::{Backend, TestApp, spawn_app};
 use reqwest::StatusCode;

@@ -23,7 +23,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use muster::domain::*;
 use muster::store::Store;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{Backend, TestDb, spawn_app};
 use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -142,18 +142,13 @@ impl World {
             );
             config.self_exe = bin;
         }
-        muster_tests::init_tracing();
-        let app = muster::app::build(config).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = spawn_app(config).await;
         Some(World {
             _db: db,
-            addr,
-            store,
-            shutdown,
-            handle,
+            addr: app.addr,
+            store: app.store,
+            shutdown: app.shutdown,
+            handle: app.handle,
         })
     }
 

@@ -15,7 +15,7 @@ use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::{DatabaseUrl, Store};
 use muster_tests::model_server::ModelServer;
-use muster_tests::{Backend, TestDb, git, git_commit_all};
+use muster_tests::{AppBuilder, Backend, TestDb, git, git_commit_all};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -73,28 +73,25 @@ impl World {
             .unwrap();
         let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
         store.close().await;
-        muster_tests::init_tracing();
-        let mut config = db.config();
-        config.embedded_runner = true;
+        let config = db.config();
         let (data_dir, runs_dir) = (config.data_dir.clone(), config.runs_dir.clone());
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(RunTiming {
-            idle_tick: Duration::from_millis(200),
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(config)
+            .embedded_runner()
+            .timing(RunTiming {
+                idle_tick: Duration::from_millis(200),
+                int_grace: Duration::from_secs(2),
+                term_grace: Duration::from_secs(2),
+                ..RunTiming::default()
+            })
+            .spawn()
+            .await;
         Some(World {
             db,
-            store,
+            store: app.store,
             ws,
             token,
-            addr,
-            shutdown,
+            addr: app.addr,
+            shutdown: app.shutdown,
             data_dir,
             runs_dir,
             scripts: tempfile::tempdir().unwrap(),
@@ -427,16 +424,11 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
     assert_eq!(me["role"], "owner", "{me}");
 }
 
-#[tokio::test]
-async fn an_agent_cannot_leave_its_run_sqlite() {
-    an_agent_cannot_leave_its_run(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_cannot_leave_its_run_postgres() {
-    an_agent_cannot_leave_its_run(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    an_agent_cannot_leave_its_run,
+    an_agent_cannot_connect_to_a_unix_socket,
+);
 
 /// On CI's kernel the sandbox must be in force (else the attacks above would silently skip).
 #[test]
@@ -667,15 +659,4 @@ async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
         listener.accept().map(|_| ()).unwrap_err().kind(),
         std::io::ErrorKind::WouldBlock
     );
-}
-
-#[tokio::test]
-async fn an_agent_cannot_connect_to_a_unix_socket_sqlite() {
-    an_agent_cannot_connect_to_a_unix_socket(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_cannot_connect_to_a_unix_socket_postgres() {
-    an_agent_cannot_connect_to_a_unix_socket(Backend::Postgres).await;
 }

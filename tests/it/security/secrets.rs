@@ -18,7 +18,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::Store;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -28,16 +28,7 @@ const SECRET: &str = "sk-live-Q7f3x9KpL2mZ8vW4";
 /// The longest a run may take here.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_cannot_leak_its_secret_through_its_output_sqlite() {
-    leak_attempt(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_cannot_leak_its_secret_through_its_output_postgres() {
-    leak_attempt(Backend::Postgres).await;
-}
+both_backends!(an_agent_cannot_leak_its_secret_through_its_output,);
 
 /// The `muster` binary next to this test binary (`cargo test --workspace` builds it; after
 /// `cargo test -p muster-tests`, build it with `cargo build -p muster`).
@@ -124,27 +115,24 @@ impl World {
             .await
             .unwrap();
         store.close().await;
-        let mut config = db.config();
-        config.embedded_runner = true;
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(RunTiming {
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
-        });
-        let addr = app.local_addr().unwrap();
-        let store = app.state().store.clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            .timing(RunTiming {
+                int_grace: Duration::from_secs(2),
+                term_grace: Duration::from_secs(2),
+                ..RunTiming::default()
+            })
+            .spawn()
+            .await;
         Some(World {
             _db: db,
-            addr,
-            store,
+            addr: app.addr,
+            store: app.store,
             ws,
             owner_token,
             scripts,
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
         })
     }
 
@@ -254,7 +242,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-async fn leak_attempt(backend: Backend) {
+async fn an_agent_cannot_leak_its_secret_through_its_output(backend: Backend) {
     let Some(w) = World::start(backend).await else {
         return;
     };

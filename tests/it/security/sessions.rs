@@ -118,15 +118,9 @@ impl Team {
 
     /// Signs `email` in through the form; returns the `muster_session=…` cookie pair.
     pub async fn sign_in(&self, email: &str) -> String {
-        let resp = client_from([127, 0, 0, 1])
-            .post(self.app.url("/login"))
-            .form(&[("email", email), ("password", PASSWORD)])
-            .send()
+        self.app
+            .sign_in_cookie(&client_from([127, 0, 0, 1]), email, PASSWORD)
             .await
-            .unwrap();
-        assert_eq!(resp.status(), StatusCode::SEE_OTHER, "{email} signs in");
-        let set_cookie = resp.headers()["set-cookie"].to_str().unwrap();
-        set_cookie.split(';').next().unwrap().to_owned()
     }
 
     /// An API token of `user` in `ws`.

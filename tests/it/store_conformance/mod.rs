@@ -37,17 +37,10 @@ where
     store.close().await;
 }
 
+/// [`both_backends!`] with each case on a fresh store ([`on`]).
 macro_rules! store_cases {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() { crate::store_conformance::on(muster_tests::Backend::Sqlite, super::$case).await }
-        )+}
-        mod postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            #[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-            async fn $case() { crate::store_conformance::on(muster_tests::Backend::Postgres, super::$case).await }
-        )+}
+    ($($cases:tt)+) => {
+        both_backends!(runtime (flavor = "multi_thread", worker_threads = 4), with = crate::store_conformance::on; $($cases)+);
     };
 }
 pub(crate) use store_cases;

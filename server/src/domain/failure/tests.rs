@@ -41,21 +41,21 @@ fn a_refused_key_names_the_cli_the_status_and_the_secret() {
         (
             RuntimeKind::Claude,
             RuntimeKind::Claude,
-            include_str!("../../../../agents/tests/fixtures/claude/api-error.jsonl"),
+            include_str!("../../../../agents/fixtures/claude/api-error.jsonl"),
             "Claude Code's API key was refused by the provider (401)",
             "check the agent's ANTHROPIC_API_KEY secret",
         ),
         (
             RuntimeKind::Codex,
             RuntimeKind::Codex,
-            include_str!("../../../../agents/tests/fixtures/codex/api-error.jsonl"),
+            include_str!("../../../../agents/fixtures/codex/api-error.jsonl"),
             "Codex's API key was refused by the provider (401)",
             "check the agent's OPENAI_API_KEY secret",
         ),
         (
             RuntimeKind::Opencode,
             RuntimeKind::Opencode,
-            include_str!("../../../../agents/tests/fixtures/opencode/api-error.jsonl"),
+            include_str!("../../../../agents/fixtures/opencode/api-error.jsonl"),
             "OpenCode's API key was refused by the provider (401)",
             "check the agent's OPENAI_API_KEY secret",
         ),
@@ -111,7 +111,7 @@ fn claudes_closing_diagnostic_does_not_hide_the_refusal() {
 fn a_recorded_success_has_no_error() {
     let track = track(
         RuntimeKind::Claude,
-        include_str!("../../../../agents/tests/fixtures/claude/text.jsonl"),
+        include_str!("../../../../agents/fixtures/claude/text.jsonl"),
     );
     assert!(!track.seen());
     assert_eq!(track.reason(), FailureReason::Exit);

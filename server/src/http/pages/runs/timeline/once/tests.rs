@@ -33,10 +33,7 @@ fn text_html(kind: &RunItemKind) -> &str {
 
 /// Every line of a recorded fixture parsed by `kind`'s adapter and numbered from 1.
 fn fixture_events(kind: RuntimeKind, file: &str) -> Vec<RunEvent> {
-    let path = format!(
-        "{}/../agents/tests/fixtures/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/../agents/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
     let adapter = adapter_for(kind);
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e}"))

@@ -1,10 +1,8 @@
 //! The real `muster` binary, as a newcomer runs it: `muster serve` answers health checks on SQLite and on
 //! PostgreSQL and stops cleanly on SIGTERM; bad configuration is one line on stderr and exit code 1.
 //!
-//! These live in the `muster` package because only its own tests get `CARGO_BIN_EXE_muster`, which makes
-//! Cargo build the binary first.
-
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+//! They run the built binary ([`muster_tests::muster_bin`]): `cargo test --workspace` builds it, alone
+//! `cargo build -p muster` does.
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use muster_tests::{Backend, TestDb};
 
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
 
 fn free_addr() -> SocketAddr {
@@ -73,7 +70,7 @@ fn terminate(child: Child) -> Output {
 fn serve_and_check(db: &TestDb, expected_backend: &str) {
     let addr = free_addr();
     let data_dir = db.dir.path().join("data");
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(muster_tests::muster_bin())
         .args(["serve", "--addr", &addr.to_string(), "--log-format", "json"])
         .arg("--data-dir")
         .arg(&data_dir)
@@ -145,7 +142,7 @@ fn serve_on_postgres() {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
+    Command::new(muster_tests::muster_bin())
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -251,7 +248,7 @@ fn migrate_creates_the_database_and_exits() {
 fn a_redirected_text_log_has_no_colour_escapes() {
     let dir = tempfile::tempdir().unwrap();
     let addr = free_addr();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(muster_tests::muster_bin())
         .args(["serve", "--addr", &addr.to_string()])
         .arg("--data-dir")
         .arg(dir.path())

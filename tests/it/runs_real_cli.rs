@@ -6,16 +6,14 @@
 //!
 //! Skips loudly without the CLI unless `MUSTER_REQUIRE_AGENT_CLIS=1` (`.ci/run` sets it).
 
-mod support;
-
 use std::time::Duration;
 
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster_agents::RuntimeKind;
+use muster_tests::engine::*;
 use muster_tests::model_server::{ModelServer, PLAIN_TEXT};
 use muster_tests::{Backend, TestDb};
-use support::*;
 use tokio::time::Instant;
 
 /// A real CLI start (node) on a loaded machine is slow; this bounds the whole run.

@@ -7,9 +7,6 @@
 //! refused by the sandbox, one that commits on the run's branch (caught, the branch put back), the
 //! agent's secret never in the check's output, a cancelled run not checked, an over-budget run checked,
 //! a cancel during the check stopping it.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +14,8 @@ use std::sync::Arc;
 use muster::domain::*;
 use muster::runner::protocol::{AgentSpec, Order, SpecEnv, ToServer};
 use muster::store::Store;
+use muster_tests::engine::{SECRET, new_run, poll, run_processes, seed_workspace, test_timing};
 use muster_tests::{Backend, TestDb, git, git_commit_all};
-use support::{SECRET, new_run, poll, run_processes, seed_workspace, test_timing};
 use tokio_util::sync::CancellationToken;
 
 /// One database, a repository, the configuration a runner would have, and a run row to store into.
@@ -314,16 +311,14 @@ exit 101"#,
     drop(w.db);
 }
 
-#[tokio::test]
-async fn passing_and_failing_checks_sqlite() {
-    passing_and_failing_checks(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn passing_and_failing_checks_postgres() {
-    passing_and_failing_checks(Backend::Postgres).await;
-}
+both_backends!(
+    runtime ();
+    passing_and_failing_checks,
+    a_check_past_its_timeout_is_killed_with_its_group,
+    a_check_cannot_read_the_data_folder_or_move_its_branch,
+    a_cancelled_run_is_not_checked,
+    an_over_budget_run_is_checked_and_a_cancel_stops_a_check,
+);
 
 async fn a_check_past_its_timeout_is_killed_with_its_group(backend: Backend) {
     let Some(w) = World::new(backend).await else {
@@ -353,17 +348,6 @@ async fn a_check_past_its_timeout_is_killed_with_its_group(backend: Backend) {
     .await;
     assert_eq!(done.finished.outcome.status, RunStatus::Succeeded);
     drop(w.db);
-}
-
-#[tokio::test]
-async fn a_check_past_its_timeout_is_killed_with_its_group_sqlite() {
-    a_check_past_its_timeout_is_killed_with_its_group(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_check_past_its_timeout_is_killed_with_its_group_postgres() {
-    a_check_past_its_timeout_is_killed_with_its_group(Backend::Postgres).await;
 }
 
 async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend) {
@@ -430,17 +414,6 @@ async fn a_check_cannot_read_the_data_folder_or_move_its_branch(backend: Backend
     drop(w.db);
 }
 
-#[tokio::test]
-async fn a_check_cannot_read_the_data_folder_or_move_its_branch_sqlite() {
-    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_check_cannot_read_the_data_folder_or_move_its_branch_postgres() {
-    a_check_cannot_read_the_data_folder_or_move_its_branch(Backend::Postgres).await;
-}
-
 async fn a_cancelled_run_is_not_checked(backend: Backend) {
     let Some(w) = World::new(backend).await else {
         return;
@@ -487,19 +460,8 @@ async fn a_cancelled_run_is_not_checked(backend: Backend) {
     drop(w.db);
 }
 
-#[tokio::test]
-async fn a_cancelled_run_is_not_checked_sqlite() {
-    a_cancelled_run_is_not_checked(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_cancelled_run_is_not_checked_postgres() {
-    a_cancelled_run_is_not_checked(Backend::Postgres).await;
-}
-
 /// A Claude stream-json replay reporting 37 tokens of usage.
-const SPEND: &str = include_str!("../../agents/tests/fixtures/claude/text.jsonl");
+const SPEND: &str = include_str!("../../agents/fixtures/claude/text.jsonl");
 
 async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backend) {
     let Some(w) = World::new(backend).await else {
@@ -563,15 +525,4 @@ async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check(backend: Backe
     })
     .await;
     drop(w.db);
-}
-
-#[tokio::test]
-async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check_sqlite() {
-    an_over_budget_run_is_checked_and_a_cancel_stops_a_check(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_over_budget_run_is_checked_and_a_cancel_stops_a_check_postgres() {
-    an_over_budget_run_is_checked_and_a_cancel_stops_a_check(Backend::Postgres).await;
 }

@@ -1,18 +1,18 @@
 //! Shared support of the run engine tests: a real server in-process with its embedded runner, `custom`
 //! agents whose command is a small shell script, polling with a deadline (never a fixed sleep).
-#![allow(clippy::unwrap_used, dead_code)]
+#![allow(clippy::unwrap_used)]
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{AppBuilder, Backend, TestDb};
 use chrono::Utc;
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::state::AppState;
 use muster::store::Store;
-use muster_tests::{Backend, TestDb};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -52,10 +52,15 @@ pub fn test_timing() -> RunTiming {
 impl Env {
     /// A fresh server on `backend` with a workspace and its owner; `None` when the backend is absent.
     pub async fn start(backend: Backend) -> Option<Env> {
+        Self::start_with_timing(backend, test_timing()).await
+    }
+
+    /// [`Env::start`] with other run clocks.
+    pub async fn start_with_timing(backend: Backend, timing: RunTiming) -> Option<Env> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
         let (user, ws) = seed_workspace(&store).await;
-        Some(Self::boot(db, store, ws, user.id).await)
+        Some(Self::boot_with(db, store, ws, user.id, |_| {}, timing).await)
     }
 
     /// Starts the server (and its runner) on a database already seeded with `ws` and its `owner`.
@@ -72,32 +77,28 @@ impl Env {
         configure: impl FnOnce(&mut muster::config::Config),
         timing: RunTiming,
     ) -> Env {
-        muster_tests::init_tracing();
-        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner, "test").await;
+        let token = crate::mint_token(store.as_ref(), ws.id, owner, "test").await;
         store.close().await;
         let scripts = tempfile::tempdir().unwrap();
-        let mut config = db.config();
-        config.embedded_runner = true;
-        // The stand-in agents leave their findings (pids, outputs) beside their scripts: the one folder
-        // outside its run that the sandbox lets them write, as an operator's `--agent-rw-path` would.
-        config.agent_rw_paths = vec![scripts.path().to_path_buf()];
-        configure(&mut config);
-        let mut app = muster::app::build(config).await.unwrap();
-        app.set_run_timing(timing);
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let app = AppBuilder::new(db.config())
+            .embedded_runner()
+            // The stand-in agents leave their findings (pids, outputs) beside their scripts: the one folder
+            // outside its run that the sandbox lets them write, as an operator's `--agent-rw-path` would.
+            .configure(|config| config.agent_rw_paths = vec![scripts.path().to_path_buf()])
+            .configure(configure)
+            .timing(timing)
+            .spawn()
+            .await;
         Env {
-            store: state.store.clone(),
-            state,
-            addr,
+            store: app.store,
+            state: app.state,
+            addr: app.addr,
             ws,
             owner,
             token,
             scripts,
-            shutdown,
-            handle,
+            shutdown: app.shutdown,
+            handle: app.handle,
             db,
         }
     }
@@ -114,7 +115,7 @@ impl Env {
     /// Copies a Claude fixture next to the scripts and returns its path.
     pub fn fixture(&self, name: &str) -> PathBuf {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../agents/tests/fixtures/claude")
+            .join("../agents/fixtures/claude")
             .join(name);
         let dst = self.scripts.path().join(name);
         std::fs::copy(src, &dst).unwrap();

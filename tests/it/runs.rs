@@ -1,18 +1,15 @@
 //! The run engine end to end: a real server in-process with its embedded runner, a `custom` agent whose
 //! command is a small shell script replaying real Claude stream-json lines, real child processes.
 //! Synchronisation is polling the store with a deadline, never a fixed sleep.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, TestDb};
 use serde_json::json;
-use support::*;
 use tokio::time::Instant;
 
 async fn assigned_run_succeeds(backend: Backend) {
@@ -90,16 +87,7 @@ async fn assigned_run_succeeds(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn assigned_run_succeeds_sqlite() {
-    assigned_run_succeeds(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn assigned_run_succeeds_postgres() {
-    assigned_run_succeeds(Backend::Postgres).await;
-}
+both_backends!(assigned_run_succeeds,);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_agent_fails_the_run_and_returns_the_issue() {

@@ -1,7 +1,7 @@
 //! Property tests: no parser panics on any input, and input that matches no known line shape
 //! comes back only as `Raw` (or `Error`), never as invented content.
 
-use muster_agents::{Adapter, AgentEvent, CustomAdapter, CustomFormat, RuntimeKind, adapter_for};
+use crate::{Adapter, AgentEvent, CustomAdapter, CustomFormat, RuntimeKind, adapter_for};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 

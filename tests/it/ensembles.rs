@@ -3,21 +3,18 @@
 //! worktree; the one budget stops a spender after at most one more turn; `first_green` stops the rest;
 //! the reviewer sees neutral labels and no agent names, and an invalid verdict stays invalid; Choose
 //! with merge puts the chosen work on the base branch and removes the other branches.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::PathBuf;
 
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, git};
 use serde_json::{Value, json};
-use support::*;
 
 /// Tokens one turn of the spender reports.
 const TURN_TOKENS: i64 = 100;
 /// The ensembles' token budget in these tests.
-const BUDGET_TOKENS: i64 = 1000;
+const BUDGET_TOKENS: i64 = 500;
 
 fn result_line(tokens: i64, text: &str) -> String {
     muster_tests::ensemble::result_line(tokens, 0.001, text)
@@ -35,6 +32,20 @@ fn writer(env: &Env, name: &str, answer: &str) -> PathBuf {
 }
 
 /// A candidate that writes a change, then keeps reporting turns of [`TURN_TOKENS`] input tokens.
+/// Seconds between two of the spender's turns: the time the server's stop has to reach the runner for
+/// the spend to end within one turn. Two, so a machine busy with other tests still makes it.
+const TURN_SECS: u64 = 2;
+
+/// The test server for a spender: the usual clocks, but a spender quiet for [`TURN_SECS`] between turns
+/// is not stalled.
+async fn spending_env(backend: Backend) -> Option<Env> {
+    let timing = muster::runner::executor::RunTiming {
+        stall_override: Some(std::time::Duration::from_secs(TURN_SECS * 5)),
+        ..muster_tests::engine::test_timing()
+    };
+    Env::start_with_timing(backend, timing).await
+}
+
 fn spender(env: &Env) -> PathBuf {
     let turn = json!({"type": "stream_event", "event": {"type": "message_start", "message": {
         "usage": {"input_tokens": TURN_TOKENS, "output_tokens": 0, "cache_creation_input_tokens": 0,
@@ -42,7 +53,7 @@ fn spender(env: &Env) -> PathBuf {
     env.script(
         "spender.sh",
         &format!(
-            "cat >/dev/null\necho 7 > answer.txt\nwhile true; do echo '{turn}'; sleep 1; done"
+            "cat >/dev/null\necho 7 > answer.txt\nwhile true; do echo '{turn}'; sleep {TURN_SECS}; done"
         ),
     )
 }
@@ -123,7 +134,7 @@ async fn setup(env: &Env) -> PathBuf {
 }
 
 async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
-    let Some(env) = Env::start(backend).await else {
+    let Some(env) = spending_env(backend).await else {
         return;
     };
     let repo = setup(&env).await;
@@ -302,16 +313,10 @@ async fn one_budget_checks_first_and_a_merged_choice(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_budget_checks_first_and_a_merged_choice_sqlite() {
-    one_budget_checks_first_and_a_merged_choice(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn one_budget_checks_first_and_a_merged_choice_postgres() {
-    one_budget_checks_first_and_a_merged_choice(Backend::Postgres).await;
-}
+both_backends!(
+    one_budget_checks_first_and_a_merged_choice,
+    first_green_stops_the_others,
+);
 
 async fn first_green_stops_the_others(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
@@ -346,17 +351,6 @@ async fn first_green_stops_the_others(backend: Backend) {
         "a stopped candidate is not checked: {c:#}"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_green_stops_the_others_sqlite() {
-    first_green_stops_the_others(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn first_green_stops_the_others_postgres() {
-    first_green_stops_the_others(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -566,7 +560,7 @@ async fn a_candidate_can_neither_see_nor_move_another_candidates_branch() {
 async fn muster(env: &Env, args: &[&str]) -> (i32, String, String) {
     let home = env.scripts.path().join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_muster"));
+    let mut cmd = std::process::Command::new(muster_tests::muster_bin());
     cmd.env_clear()
         .env("HOME", &home)
         .env("MUSTER_CONFIG_DIR", &home)
@@ -673,7 +667,7 @@ async fn the_cli_defines_assigns_compares_and_chooses() {
 /// its runner reports is checked against the caps).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_monthly_cap_crossed_mid_run_stops_the_run() {
-    let env = Env::start(Backend::Sqlite).await.unwrap();
+    let env = spending_env(Backend::Sqlite).await.unwrap();
     let agent = env.agent("spend-zq", &spender(&env)).await;
     let resp = reqwest::Client::new()
         .put(format!("http://{}/api/v1/agents/spend-zq/cap", env.addr))

@@ -1,14 +1,12 @@
-//! Every recorded CLI stream in `tests/fixtures/` (copied from the real CLIs, see
+//! Every recorded CLI stream in `fixtures/` (copied from the real CLIs, see
 //! `versions.txt`), parsed line by line with exact expectations.
 
-mod support;
-
-use muster_agents::{AgentEvent, ErrorClass, FileChangeKind, RuntimeKind, TokenUsage, adapter_for};
-use serde_json::json;
-use support::{
+use super::support::{
     assert_fixture, claude_started, finished, fixtures_dir, json_f64, read_fixture, started, text,
     tool_result, usage,
 };
+use crate::{AgentEvent, ErrorClass, FileChangeKind, RuntimeKind, TokenUsage, adapter_for};
+use serde_json::json;
 
 /// Every fixture file a test below asserts on; `every_fixture_file_is_covered` keeps it complete.
 const COVERED: &[&str] = &[

@@ -1,15 +1,15 @@
-//! Helpers for `tests/fixtures.rs`: reading fixture files and building expected events.
+//! Helpers for `fixtures.rs`: reading fixture files and building expected events.
 
 use std::path::{Path, PathBuf};
 
-use muster_agents::{AgentEvent, RuntimeKind, TokenUsage, adapter_for};
+use crate::{AgentEvent, RuntimeKind, TokenUsage, adapter_for};
 
-/// `tests/fixtures/` of this crate.
+/// `fixtures/` of this crate.
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
-/// The text of a fixture file, by path relative to `tests/fixtures/`.
+/// The text of a fixture file, by path relative to `fixtures/`.
 pub fn read_fixture(name: &str) -> String {
     std::fs::read_to_string(fixtures_dir().join(name)).expect("fixture file is readable")
 }

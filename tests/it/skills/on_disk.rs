@@ -1,6 +1,5 @@
 //! Skills on disk: archives and folders in (with their attacks refused), archives out, and materialization
 //! for a run (never touching what the repository owns, removing only what Muster wrote).
-#![allow(clippy::unwrap_used)]
 
 use std::io::Write as _;
 use std::path::Path;

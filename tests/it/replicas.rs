@@ -2,31 +2,25 @@
 //! runner, B runs agents with a one-minute idle tick. A run queued through A is claimed by B at once (a
 //! NOTIFY wake-up, not B's tick); a board viewer on B sees A's change; a log viewer on A sees B's events;
 //! cancelling through A stops B's run.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Duration;
 
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
-use muster_tests::{Backend, TestDb};
+use muster_tests::engine::*;
+use muster_tests::{AppBuilder, Backend, TestDb};
 use serde_json::json;
-use support::*;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A second replica on `env`'s database, without a runner.
 async fn replica(db: &TestDb) -> (muster::state::AppState, String, CancellationToken) {
-    let mut config = db.config();
-    config.embedded_runner = false;
-    let mut app = muster::app::build(config).await.unwrap();
-    app.set_run_timing(test_timing());
-    let url = format!("http://{}", app.local_addr().unwrap());
-    let state = app.state().clone();
-    let stop = CancellationToken::new();
-    tokio::spawn(app.run_until_stopped(stop.clone()));
-    (state, url, stop)
+    let app = AppBuilder::new(db.config())
+        .timing(test_timing())
+        .spawn()
+        .await;
+    let url = app.url("");
+    (app.state, url, app.shutdown)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,25 +3,20 @@
 //! queues a follow-up continuing the agent's last run, comments arriving while it is queued fold into it
 //! (and reach the agent's prompt), an agent's own comments never trigger itself, and agents mentioning
 //! each other stop at the loop guard's depth limit or hourly cap with a Muster comment and an inbox item.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use muster::domain::*;
 use muster_tests::Backend;
+use muster_tests::engine::*;
 use serde_json::json;
-use support::*;
-
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 
 /// Posts a comment through the real CLI as the owner: `muster issue comment KEY BODY`.
 fn comment_cli(env: &Env, issue: &Issue, body: &str) {
     let home = env.scripts.path().join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(BIN)
+    let out = Command::new(muster_tests::muster_bin())
         .env_clear()
         .env("HOME", &home)
         .env("MUSTER_CONFIG_DIR", &home)
@@ -47,9 +42,10 @@ fn stand_in(env: &Env, name: &str, then: &str) -> (PathBuf, PathBuf) {
     let script = env.script(
         &format!("{name}.sh"),
         &format!(
-            "MUSTER='{BIN}'\ncat >> '{prompts}'\necho '=== end of prompt' >> '{prompts}'\n{then}\ncat '{replay}'",
+            "MUSTER='{bin}'\ncat >> '{prompts}'\necho '=== end of prompt' >> '{prompts}'\n{then}\ncat '{replay}'",
             prompts = prompts.display(),
             replay = replay.display(),
+            bin = muster_tests::muster_bin().display(),
         ),
     );
     (script, prompts)
@@ -177,16 +173,14 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reply_queues_a_follow_up_that_folds_comments_sqlite() {
-    reply_queues_a_follow_up_that_folds_comments(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn reply_queues_a_follow_up_that_folds_comments_postgres() {
-    reply_queues_a_follow_up_that_folds_comments(Backend::Postgres).await;
-}
+both_backends!(
+    reply_queues_a_follow_up_that_folds_comments,
+    mention_loop_stops_at_the_depth_limit,
+    mention_loop_stops_at_the_hourly_cap,
+    loop_guard_settings_are_validated,
+    issue_body_mentions_queue_and_parked_issues_take_no_replies,
+    a_comment_during_a_live_run_waits_for_its_end,
+);
 
 /// Two stand-in agents that mention each other forever, through the CLI with their run's token.
 async fn ping_pong(env: &Env) -> Issue {
@@ -256,17 +250,6 @@ async fn mention_loop_stops_at_the_depth_limit(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mention_loop_stops_at_the_depth_limit_sqlite() {
-    mention_loop_stops_at_the_depth_limit(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn mention_loop_stops_at_the_depth_limit_postgres() {
-    mention_loop_stops_at_the_depth_limit(Backend::Postgres).await;
-}
-
 async fn mention_loop_stops_at_the_hourly_cap(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
         return;
@@ -295,17 +278,6 @@ async fn mention_loop_stops_at_the_hourly_cap(backend: Backend) {
             .any(|i| i.kind == InboxKind::LoopGuard && i.issue_id == Some(issue.id))
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mention_loop_stops_at_the_hourly_cap_sqlite() {
-    mention_loop_stops_at_the_hourly_cap(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn mention_loop_stops_at_the_hourly_cap_postgres() {
-    mention_loop_stops_at_the_hourly_cap(Backend::Postgres).await;
 }
 
 async fn loop_guard_settings_are_validated(backend: Backend) {
@@ -349,17 +321,6 @@ async fn loop_guard_settings_are_validated(backend: Backend) {
     assert_eq!(view["agent_runs_per_issue_per_hour"], 1000);
     assert_eq!(view["mention_depth_limit"], 3, "a field left out is kept");
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn loop_guard_settings_are_validated_sqlite() {
-    loop_guard_settings_are_validated(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn loop_guard_settings_are_validated_postgres() {
-    loop_guard_settings_are_validated(Backend::Postgres).await;
 }
 
 async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Backend) {
@@ -406,17 +367,6 @@ async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Ba
         "a reply on a backlog issue queues nothing"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_body_mentions_queue_and_parked_issues_take_no_replies_sqlite() {
-    issue_body_mentions_queue_and_parked_issues_take_no_replies(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn issue_body_mentions_queue_and_parked_issues_take_no_replies_postgres() {
-    issue_body_mentions_queue_and_parked_issues_take_no_replies(Backend::Postgres).await;
 }
 
 async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
@@ -469,15 +419,4 @@ async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
         "{all}"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_comment_during_a_live_run_waits_for_its_end_sqlite() {
-    a_comment_during_a_live_run_waits_for_its_end(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_comment_during_a_live_run_waits_for_its_end_postgres() {
-    a_comment_during_a_live_run_waits_for_its_end(Backend::Postgres).await;
 }

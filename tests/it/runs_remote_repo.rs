@@ -2,16 +2,13 @@
 //! runner's mirror is fetched before each run, the sandboxed agent commits in a worktree of that bare
 //! mirror, the run's branch is pushed back (or the refusal logged, the run still succeeding), and an
 //! unreachable remote fails the run with a clear message. Also the settings API for URLs.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, git, git_commit_all};
 use serde_json::json;
-use support::*;
 
 /// A bare repository `<dir>/remote.git` whose `main` has one commit, and a clone of it
 /// (`<dir>/someone`) that plays another person pushing; returns the remote's `file://` URL.
@@ -185,16 +182,7 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runs_fetch_their_base_and_push_their_branch_sqlite() {
-    runs_fetch_their_base_and_push_their_branch(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn runs_fetch_their_base_and_push_their_branch_postgres() {
-    runs_fetch_their_base_and_push_their_branch(Backend::Postgres).await;
-}
+both_backends!(runs_fetch_their_base_and_push_their_branch,);
 
 /// A remote that refuses the push (a pre-receive hook) leaves the run succeeded, with the diff and an
 /// `error` event saying why; the branch is not there.

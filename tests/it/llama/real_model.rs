@@ -4,9 +4,6 @@
 //! through the API streams text events live (seen through the hub before the run ends), records usage at
 //! zero cost, succeeds, and the issue gets the answer as the agent's comment and moves to review. Asserts
 //! structure, never the model's wording.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,18 +12,13 @@ use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::runner::executor::RunTiming;
 use muster_agents::RuntimeKind;
+use muster_tests::engine::seed_workspace;
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
-use muster_tests::{Backend, TestDb};
+use muster_tests::{AppBuilder, Backend, TestApp, TestDb};
 use serde_json::{Value, json};
-use support::seed_workspace;
-use tokio_util::sync::CancellationToken;
 
 /// The longest the whole run may take on a busy machine.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
-
-fn muster_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_muster"))
-}
 
 async fn real_model_run(backend: Backend) {
     let Some(model) = LocalLlama::start().await else {
@@ -40,26 +32,31 @@ async fn real_model_run(backend: Backend) {
     let (owner, ws) = seed_workspace(&store).await;
     let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
     store.close().await;
-    let mut config = db.config();
-    config.embedded_runner = true;
-    config.self_exe = muster_bin();
-    // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
-    config.runtime_paths = vec![(
-        RuntimeKind::Llama,
-        PathBuf::from("/nonexistent/llama-server"),
-    )];
-    config.llama_urls = vec![("MUSTER_LLAMA_URL".to_owned(), model.base_url.clone())];
-    let mut app = muster::app::build(config).await.unwrap();
-    app.set_run_timing(RunTiming {
-        idle_tick: Duration::from_secs(60),
-        int_grace: Duration::from_secs(2),
-        term_grace: Duration::from_secs(2),
-        ..RunTiming::default()
-    });
-    let addr = app.local_addr().unwrap();
-    let state = app.state().clone();
-    let shutdown = CancellationToken::new();
-    let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    let TestApp {
+        addr,
+        state,
+        shutdown,
+        handle,
+        ..
+    } = AppBuilder::new(db.config())
+        .embedded_runner()
+        .configure(|config| {
+            config.self_exe = muster_tests::muster_bin();
+            // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
+            config.runtime_paths = vec![(
+                RuntimeKind::Llama,
+                PathBuf::from("/nonexistent/llama-server"),
+            )];
+            config.llama_urls = vec![("MUSTER_LLAMA_URL".to_owned(), model.base_url.clone())];
+        })
+        .timing(RunTiming {
+            idle_tick: Duration::from_secs(60),
+            int_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            ..RunTiming::default()
+        })
+        .spawn()
+        .await;
     let api = |method: reqwest::Method, path: &str| {
         reqwest::Client::new()
             .request(method, format!("http://{addr}{path}"))
@@ -128,7 +125,7 @@ async fn real_model_run(backend: Backend) {
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
 
     // Watch the run through the hub, as a browser's socket does.
-    let run = support::poll("a run to be queued", || async {
+    let run = muster_tests::engine::poll("a run to be queued", || async {
         state
             .store
             .list_runs_for_issue(issue.id)
@@ -201,7 +198,7 @@ async fn real_model_run(backend: Backend) {
     assert!(!summary.trim().is_empty());
 
     // The issue: the answer as the agent's comment, moved to review.
-    let issue = support::poll("the issue to reach review", || async {
+    let issue = muster_tests::engine::poll("the issue to reach review", || async {
         let issue = state.store.get_issue_by_id(issue.id).await.unwrap();
         (issue.status == IssueStatus::InReview).then_some(issue)
     })

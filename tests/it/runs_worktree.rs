@@ -1,16 +1,13 @@
 //! Runs in a git worktree, with a run-scoped token: a stand-in agent (a shell script) that edits files,
 //! calls the real `muster` binary to comment on and move its issue, and is refused on another issue.
 //! Also: no survivors after a normal exit, and cancelling on unassignment.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::Path;
 
 use muster::domain::*;
+use muster_tests::engine::*;
 use muster_tests::{Backend, git, git_commit_all};
 use serde_json::json;
-use support::*;
 
 /// Runs git in `dir`, asserting success; returns stdout.
 /// A repository with one commit (`README.md`, `src/lib.rs`) in `dir`.
@@ -33,7 +30,7 @@ async fn worktree_run_with_its_own_token(backend: Backend) {
     let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
     let other = env.issue("Somebody else's").await;
     let out = env.scripts.path().join("out");
-    let muster = env!("CARGO_BIN_EXE_muster");
+    let muster = muster_tests::muster_bin().display().to_string();
     let script = env.script(
         "agent.sh",
         &format!(
@@ -150,16 +147,11 @@ exit 0"#,
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn worktree_run_with_its_own_token_sqlite() {
-    worktree_run_with_its_own_token(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn worktree_run_with_its_own_token_postgres() {
-    worktree_run_with_its_own_token(Backend::Postgres).await;
-}
+both_backends!(
+    worktree_run_with_its_own_token,
+    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects,
+    follow_ups_advance_their_lines_branch,
+);
 
 /// A run token reads its workspace's issues (what `muster issue list` and `show` need) but writes only
 /// its own issue's status and comments: not another issue, not other fields than the status, no tokens,
@@ -480,18 +472,6 @@ echo done"#,
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects_sqlite() {
-    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects_postgres() {
-    an_agent_can_touch_neither_main_nor_another_runs_branch_nor_the_objects(Backend::Postgres)
-        .await;
-}
-
 /// One branch per line of work: follow-ups of an agent on an issue, posted within the same second,
 /// advance its one branch (the first run's commit stays under the follow-up's), and a mentioned agent
 /// works on a line of its own; no run fails on a branch name, and no other branch is made.
@@ -596,15 +576,4 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
     );
     assert_eq!(branches.lines().collect::<Vec<_>>(), [helper_line.as_str()]);
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn follow_ups_advance_their_lines_branch_sqlite() {
-    follow_ups_advance_their_lines_branch(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn follow_ups_advance_their_lines_branch_postgres() {
-    follow_ups_advance_their_lines_branch(Backend::Postgres).await;
 }

@@ -3,17 +3,14 @@
 //! grandchild that left its group and session; its heartbeat file stops growing), the run is
 //! `interrupted`, every event the API served before the kill is still there, and the work it did in its
 //! git worktree is committed on its branch and left to a person (an inbox item), since it changed files.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use muster::domain::*;
+use muster_tests::engine::{poll, run_processes, seed_workspace};
 use muster_tests::{Backend, TestDb, git, git_commit_all};
 use serde_json::{Value, json};
-use support::{poll, run_processes, seed_workspace};
 
 /// A `muster serve` child process and how to reach it.
 struct Server {
@@ -38,7 +35,7 @@ async fn serve(db: &TestDb, data_dir: &Path, logs: &Path) -> Server {
         .append(true)
         .open(logs)
         .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_muster"))
+    let child = Command::new(muster_tests::muster_bin())
         .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(data_dir)
@@ -243,13 +240,4 @@ fn stop(mut server: Server) {
     let _ = server.child.wait();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_nine_mid_run_sqlite() {
-    kill_nine_mid_run(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn kill_nine_mid_run_postgres() {
-    kill_nine_mid_run(Backend::Postgres).await;
-}
+both_backends!(kill_nine_mid_run,);

@@ -6,8 +6,6 @@
 //! supervisor does (commit, then publish on the hub) while the binary follows it; the binary runs as a
 //! child process with a cleared environment, off the async threads via `spawn_blocking`.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -15,11 +13,9 @@ use chrono::{TimeDelta, Utc};
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::state::AppState;
-use muster_tests::{Backend, TestDb};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 
 /// What one run of the binary printed.
 #[derive(Debug)]
@@ -58,11 +54,13 @@ struct Harness {
 impl Harness {
     async fn start() -> Harness {
         let db = TestDb::new(Backend::Sqlite).await.unwrap();
-        let app = muster::app::build(db.config()).await.unwrap();
-        let addr = app.local_addr().unwrap();
-        let state = app.state().clone();
-        let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let TestApp {
+            addr,
+            state,
+            shutdown,
+            handle,
+            ..
+        } = spawn_app(db.config()).await;
         let (user, ws) = state
             .store
             .create_owner_and_workspace(
@@ -95,7 +93,7 @@ impl Harness {
 
     /// Runs `muster ARGS` with the server and token in its (otherwise empty) environment.
     async fn muster(&self, args: &[&str]) -> Out {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(muster_tests::muster_bin());
         cmd.env_clear()
             .env("HOME", self.config.path())
             .env("MUSTER_CONFIG_DIR", self.config.path())
@@ -365,7 +363,7 @@ async fn run_logs_follow_prints_live_events_once_and_exits_0_on_success() {
     let id = run.id.to_string();
     let follower = {
         let args = ["run", "logs", &id, "--follow"].map(str::to_owned);
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(muster_tests::muster_bin());
         cmd.env_clear()
             .env("HOME", h.config.path())
             .env("MUSTER_CONFIG_DIR", h.config.path())

@@ -5,9 +5,6 @@
 //! marked within 30 s, and not executed twice); a token revoked mid-run; and what the server refuses: an
 //! older protocol, a wrong token, events for a run the runner does not hold or under a stale epoch.
 //! Bounded polls only, never a sleep as synchronisation.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,9 +15,9 @@ use muster::domain::*;
 use muster::runner::protocol::{self, ToRunner, ToServer};
 use muster::secrets::SecretBox;
 use muster::store::Store;
+use muster_tests::engine::{poll, run_processes, seed_workspace};
 use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
-use support::{poll, run_processes, seed_workspace};
 use tokio_tungstenite::tungstenite::Message;
 
 /// A child process killed when dropped (a failed assertion never leaves servers behind).
@@ -102,7 +99,7 @@ impl World {
         let port = free_port();
         let log = self.scratch.path().join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        let child = Command::new(muster_tests::muster_bin())
             .args([
                 "serve",
                 "--no-runner",
@@ -169,7 +166,7 @@ impl World {
             path.push(':');
         }
         path.push_str("/usr/local/bin:/usr/bin:/bin");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_muster"));
+        let mut cmd = Command::new(muster_tests::muster_bin());
         cmd.arg("runner");
         for s in servers {
             cmd.args(["--server", s]);
@@ -212,7 +209,7 @@ impl World {
         new.runners = runners.iter().map(|r| (*r).to_owned()).collect();
         new.env = vec![EnvVar {
             key: "SECRET_TOKEN".to_owned(),
-            value: secrets.seal(support::SECRET).unwrap(),
+            value: secrets.seal(muster_tests::engine::SECRET).unwrap(),
             secret: true,
         }];
         self.store.create_agent(self.ws.id, &new).await.unwrap()
@@ -387,7 +384,7 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
         .await
         .unwrap()
         .iter()
-        .any(|e| e.payload.to_string().contains(support::SECRET));
+        .any(|e| e.payload.to_string().contains(muster_tests::engine::SECRET));
     assert!(!secret_shown, "the agent's secret never reaches the log");
 }
 
@@ -755,7 +752,7 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
     assert_eq!(world.run(run.id).await.status, RunStatus::Running);
 }
 
-/// Like `support::poll` with its own deadline.
+/// Like `muster_tests::engine::poll` with its own deadline.
 async fn poll_for<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
@@ -915,7 +912,7 @@ async fn a_runner_holding_a_run_is_refused_under_a_stale_epoch_and_acknowledged_
             .agent
             .env
             .iter()
-            .any(|v| v.secret && v.value == support::SECRET),
+            .any(|v| v.secret && v.value == muster_tests::engine::SECRET),
         "the order carries the agent's secret opened, for the runner only"
     );
     // A stale epoch: refused, nothing written.

@@ -5,8 +5,6 @@
 //! The server runs in-process (`spawn_app` binds before returning, so no waiting); the binary runs as a
 //! child process with a cleared environment, off the async threads via `spawn_blocking`.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -14,7 +12,6 @@ use std::process::{Command, Output, Stdio};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 const EMAIL: &str = "ada@example.com";
 const PASSWORD: &str = "correct horse battery";
 
@@ -124,7 +121,7 @@ impl Harness {
 }
 
 fn run_binary(config: &Path, args: &[String], stdin: Option<&str>) -> Run {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(muster_tests::muster_bin())
         .env_clear()
         .env("HOME", config)
         .env("MUSTER_CONFIG_DIR", config)

@@ -3,18 +3,13 @@
 //! token. Mentioning a person (by an agent or a person, never oneself) gives them an inbox item linking
 //! the comment; a follow-up that delivers to an issue already in review notifies like a first
 //! delivery; the run page and `muster run show` say what started a run and which run it continues.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::process::{Command, Stdio};
 
 use muster::domain::*;
 use muster_tests::Backend;
+use muster_tests::engine::*;
 use serde_json::json;
-use support::*;
-
-const BIN: &str = env!("CARGO_BIN_EXE_muster");
 
 /// Posts a comment through the JSON API with `token`; returns its id.
 async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId {
@@ -37,7 +32,7 @@ async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId
 fn muster(env: &Env, args: &[&str]) -> String {
     let home = env.scripts.path().join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(BIN)
+    let out = Command::new(muster_tests::muster_bin())
         .env_clear()
         .env("HOME", &home)
         .env("MUSTER_CONFIG_DIR", &home)
@@ -62,8 +57,9 @@ async fn stand_in(env: &Env, name: &str, then: &str) -> Agent {
     let script = env.script(
         &format!("{name}.sh"),
         &format!(
-            "MUSTER='{BIN}'\ncat > /dev/null\n{then}\ncat '{}'",
-            replay.display()
+            "MUSTER='{bin}'\ncat > /dev/null\n{then}\ncat '{}'",
+            replay.display(),
+            bin = muster_tests::muster_bin().display(),
         ),
     );
     env.agent(name, &script).await
@@ -195,16 +191,11 @@ It is done. Ask @nobody." || exit 3"#,
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn people_mentioned_get_an_inbox_item_sqlite() {
-    people_mentioned_get_an_inbox_item(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn people_mentioned_get_an_inbox_item_postgres() {
-    people_mentioned_get_an_inbox_item(Backend::Postgres).await;
-}
+both_backends!(
+    people_mentioned_get_an_inbox_item,
+    a_follow_up_is_ready_for_review_and_says_what_started_it,
+    people_only_comments_wake_no_agent_and_helpers_leave_the_status,
+);
 
 async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
@@ -325,17 +316,6 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follow_up_is_ready_for_review_and_says_what_started_it_sqlite() {
-    a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn a_follow_up_is_ready_for_review_and_says_what_started_it_postgres() {
-    a_follow_up_is_ready_for_review_and_says_what_started_it(Backend::Postgres).await;
-}
-
 /// Issue 27: a comment addressed only to people wakes no agent (no tokens spent on "@bob, can you
 /// confirm?"), while a plain reply still continues the assignee's work; a helper brought in by a
 /// mention answers in the thread but leaves the issue's status and review to its owner.
@@ -417,15 +397,4 @@ async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status(backend
         "a helper's answer is not work awaiting review"
     );
     env.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status_sqlite() {
-    people_only_comments_wake_no_agent_and_helpers_leave_the_status(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
-async fn people_only_comments_wake_no_agent_and_helpers_leave_the_status_postgres() {
-    people_only_comments_wake_no_agent_and_helpers_leave_the_status(Backend::Postgres).await;
 }
