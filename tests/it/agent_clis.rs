@@ -661,15 +661,10 @@ impl Engine {
         env: &[(&str, &str, bool)],
         change: impl FnOnce(&mut muster::domain::NewAgent),
     ) -> muster::domain::Agent {
-        use muster::domain::{AgentName, EnvVar, NewAgent, PermissionMode, RuntimeKind};
-        let kind = match cli.kind {
-            RuntimeKind::Claude => RuntimeKind::Claude,
-            RuntimeKind::Codex => RuntimeKind::Codex,
-            _ => RuntimeKind::Opencode,
-        };
+        use muster::domain::{AgentName, EnvVar, NewAgent, PermissionMode};
         let mut new = NewAgent::new(
             AgentName::parse(&format!("{}-agent", cli.binary)).unwrap(),
-            kind,
+            cli.kind,
         );
         new.base_url = Some(format!("{}{}", server.base_url(), cli.base_path));
         new.model = cli.model.map(str::to_owned);

@@ -445,18 +445,27 @@ async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
         .unwrap();
     sign_in(&browser, &server).await;
 
-    // Runtimes lists the agent's server as a ready llama.cpp; the agent's page agrees.
+    // Runtimes lists the agent's server as a ready llama.cpp and the local runtime as ready through it;
+    // the agent's page agrees.
     browser.goto(&server.url("/w/acme/runtimes")).await.unwrap();
-    let row = js(
+    let row = |rows: &str, text: String| {
+        format!(
+            "return Array.from(document.querySelectorAll('{rows}')).map(r => r.innerText).find(t => t.includes('{text}')) || ''"
+        )
+    };
+    let served = js(
         &browser,
-        &format!(
-            "return Array.from(document.querySelectorAll('tr')).map(r => r.innerText).find(t => t.includes('{}')) || ''",
-            model.base_url()
-        ),
+        &row("tr.model-server", model.base_url().to_owned()),
     )
     .await;
-    let row = row.as_str().unwrap().to_lowercase();
-    assert!(row.contains("llama.cpp") && row.contains("ready"), "{row}");
+    let served = served.as_str().unwrap().to_lowercase();
+    assert!(
+        served.contains("llama.cpp") && served.contains("ready"),
+        "{served}"
+    );
+    let runtime = js(&browser, &row("tr", "Local Llama".to_owned())).await;
+    let runtime = runtime.as_str().unwrap().to_lowercase();
+    assert!(runtime.contains("ready (model server)"), "{runtime}");
     browser
         .goto(&server.url("/w/acme/agents/local-llama"))
         .await

@@ -872,7 +872,7 @@ pub async fn choose(
         Some(
             merge_into(repo, base, work, &message, who)
                 .await
-                .map_err(|e| Error::conflict("merge", e))?,
+                .map_err(|e| Error::conflict("merge", e.to_string()))?,
         )
     } else {
         None
@@ -951,7 +951,7 @@ async fn merge_into(
     work: &str,
     message: &str,
     (name, email): (&str, &str),
-) -> std::result::Result<String, String> {
+) -> std::result::Result<String, git::GitError> {
     let base_ref = format!("refs/heads/{base}");
     let old = git::git(repo, &["rev-parse", "--verify", &base_ref])
         .await?
@@ -963,7 +963,11 @@ async fn merge_into(
         &["merge-tree", "--write-tree", "--name-only", &old, &tip],
     )
     .await
-    .map_err(|e| format!("commit {work} does not merge cleanly into {base}: {e}"))?;
+    .map_err(|e| {
+        git::GitError::Other(format!(
+            "commit {work} does not merge cleanly into {base}: {e}"
+        ))
+    })?;
     let tree = tree.lines().next().unwrap_or_default().trim().to_owned();
     let (name, email) = (format!("user.name={name}"), format!("user.email={email}"));
     let commit = git::git(
@@ -993,10 +997,10 @@ async fn merge_into(
     if checked_out.as_deref() == Some(base_ref.as_str()) {
         let dirty = git::git(repo, &["status", "--porcelain", "--untracked-files=no"]).await?;
         if !dirty.trim().is_empty() {
-            return Err(format!(
+            return Err(git::GitError::Other(format!(
                 "{base} is checked out in {} with uncommitted changes; commit or stash them, then choose again",
                 repo.display()
-            ));
+            )));
         }
         git::git(repo, &["merge", "--ff-only", "-q", &commit]).await?;
     } else {

@@ -153,7 +153,7 @@ pub async fn set_repo(
     } else {
         let repo = crate::runner::executor::git::check_repo(raw)
             .await
-            .map_err(|message| Error::invalid([("repo_path", message)]))?;
+            .map_err(|e| Error::invalid([("repo_path", e.to_string())]))?;
         Some(repo)
     };
     let ws = state

@@ -28,6 +28,31 @@ pub use remote::{
     NETWORK_TIMEOUT, REMOTE_HEAD, RepoSource, mirror, mirror_path, mirror_with_timeout, push_branch,
 };
 
+/// What went wrong with git work: a run's worktree, commit, diff or push, or a repository setting. Its
+/// text is the sentence a person reads (on a failed run, beside a setting).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitError {
+    /// git is not on the machine's `PATH`.
+    #[error("git is not installed (not found on PATH)")]
+    NotInstalled,
+    /// git did not finish within its time (`timeout` seconds).
+    #[error("git {command} failed: git did not finish within {timeout} s")]
+    TimedOut { command: String, timeout: u64 },
+    /// git could not be started.
+    #[error("git {command} failed: {reason}")]
+    NotRun { command: String, reason: String },
+    /// git ran and refused: its exit status and what it printed on stderr.
+    #[error("git {command} failed ({status}): {stderr}")]
+    Failed {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    /// Anything else about a repository or its files, as the sentence to show.
+    #[error("{0}")]
+    Other(String),
+}
+
 /// Longest a single git command may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Largest unified diff kept in the run's `diff` event; the rest is cut with a note.
@@ -107,7 +132,7 @@ const SAFE_CONFIG: [&str; 4] = [
 ];
 
 /// Runs `git args…` in `cwd` (with [`SAFE_CONFIG`]); stdout on success, else a message with git's stderr.
-pub async fn git(cwd: &Path, args: &[&str]) -> Result<String, String> {
+pub async fn git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
     git_with(cwd, args, &[]).await
 }
 
@@ -115,7 +140,7 @@ pub async fn git(cwd: &Path, args: &[&str]) -> Result<String, String> {
 /// the worktree's files (`GIT_WORK_TREE`), with an index of its own in the run's folder (`GIT_INDEX_FILE`,
 /// outside the agent's reach). Neither `W/.git`, nor the private repository, nor any index the agent
 /// wrote decides what the server's git reads or runs.
-async fn git_server(tree: &Worktree, args: &[&str]) -> Result<String, String> {
+async fn git_server(tree: &Worktree, args: &[&str]) -> Result<String, GitError> {
     let index = server_index(tree);
     let env = [
         ("GIT_DIR", tree.git_dir.as_path()),
@@ -134,7 +159,11 @@ fn server_index(tree: &Worktree) -> PathBuf {
     }
 }
 
-async fn git_with(cwd: &Path, args: &[&str], extra: &[(String, String)]) -> Result<String, String> {
+async fn git_with(
+    cwd: &Path,
+    args: &[&str],
+    extra: &[(String, String)],
+) -> Result<String, GitError> {
     git_with_timeout(cwd, args, extra, GIT_TIMEOUT).await
 }
 
@@ -143,7 +172,7 @@ async fn git_with_timeout(
     args: &[&str],
     extra: &[(String, String)],
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, GitError> {
     let shown = args.join(" ");
     let args: Vec<String> = SAFE_CONFIG
         .iter()
@@ -158,26 +187,30 @@ async fn git_with_timeout(
     let out = muster_agents::process::run_captured("git", &args, cwd, &env, timeout)
         .await
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound if cwd.is_dir() => {
-                "git is not installed (not found on PATH)".to_owned()
-            }
-            _ => format!("git {shown} failed: {e}"),
+            std::io::ErrorKind::NotFound if cwd.is_dir() => GitError::NotInstalled,
+            std::io::ErrorKind::TimedOut => GitError::TimedOut {
+                command: shown.clone(),
+                timeout: timeout.as_secs(),
+            },
+            _ => GitError::NotRun {
+                command: shown.clone(),
+                reason: e.to_string(),
+            },
         })?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    Err(format!(
-        "git {shown} failed ({}): {}",
-        out.status,
-        stderr.trim()
-    ))
+    Err(GitError::Failed {
+        command: shown,
+        status: out.status.to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+    })
 }
 
 /// Checks a workspace's repository setting and returns the value to store. A URL is checked for syntax
 /// only (the server may not reach it; each runner clones it). A path must name a git repository with at
 /// least one commit and is stored as its top-level folder. The error is a sentence a person can act on.
-pub async fn check_repo(raw: &str) -> Result<String, String> {
+pub async fn check_repo(raw: &str) -> Result<String, GitError> {
     let path = match RepoSource::parse(raw)? {
         RepoSource::Url(url) => return Ok(url),
         RepoSource::Path(path) => path,
@@ -185,37 +218,50 @@ pub async fn check_repo(raw: &str) -> Result<String, String> {
     let path = path.as_path();
     match tokio::fs::metadata(path).await {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!("{} does not exist on the server", path.display()));
+            return Err(GitError::Other(format!(
+                "{} does not exist on the server",
+                path.display()
+            )));
         }
-        Err(e) => return Err(format!("{} cannot be read: {e}", path.display())),
-        Ok(m) if !m.is_dir() => return Err(format!("{} is not a folder", path.display())),
+        Err(e) => {
+            return Err(GitError::Other(format!(
+                "{} cannot be read: {e}",
+                path.display()
+            )));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(GitError::Other(format!(
+                "{} is not a folder",
+                path.display()
+            )));
+        }
         Ok(_) => {}
     }
     let top = git(path, &["rev-parse", "--show-toplevel"])
         .await
         .map_err(|e| {
-            format!(
+            GitError::Other(format!(
                 "{} is not a git repository ({e}); run `git init` there first",
                 path.display()
-            )
+            ))
         })?;
     let top = PathBuf::from(top.trim());
     head_commit(&top).await.map_err(|_| {
-        format!(
+        GitError::Other(format!(
             "{} has no commit yet; make a first commit so runs have a base to branch from",
             top.display()
-        )
+        ))
     })?;
     Ok(top.display().to_string())
 }
 
 /// The commit HEAD points at.
-pub async fn head_commit(repo: &Path) -> Result<String, String> {
+pub async fn head_commit(repo: &Path) -> Result<String, GitError> {
     commit(repo, "HEAD").await
 }
 
 /// The commit `rev` names in `repo`, as a full hash.
-pub async fn commit(repo: &Path, rev: &str) -> Result<String, String> {
+pub async fn commit(repo: &Path, rev: &str) -> Result<String, GitError> {
     let sha = git(
         repo,
         &["rev-parse", "--verify", &format!("{rev}^{{commit}}")],
@@ -248,7 +294,7 @@ pub async fn create(
     names: &Names<'_>,
     start: Option<String>,
     blind: bool,
-) -> Result<Worktree, String> {
+) -> Result<Worktree, GitError> {
     let base = match start {
         Some(sha) => sha,
         None => default_start(repo, url.is_some()).await?,
@@ -276,7 +322,11 @@ pub async fn create(
             ],
         )
         .await
-        .map_err(|e| format!("cannot copy the history of {base} from {source}: {e}"))?;
+        .map_err(|e| {
+            GitError::Other(format!(
+                "cannot copy the history of {base} from {source}: {e}"
+            ))
+        })?;
         None
     } else {
         let objects = git_dir.join("objects");
@@ -313,12 +363,12 @@ pub async fn create(
     record(run_dir, &tree).await?;
     tokio::fs::write(run_dir.join(EXCLUDE_FILE), exclusions(names.brief))
         .await
-        .map_err(|e| format!("cannot write the git exclude file: {e}"))?;
+        .map_err(|e| GitError::Other(format!("cannot write the git exclude file: {e}")))?;
     Ok(tree)
 }
 
 /// Writes the private repository's `objects/info/alternates`: `objects` alone, or nothing.
-async fn write_alternates(private: &Path, objects: Option<&Path>) -> Result<(), String> {
+async fn write_alternates(private: &Path, objects: Option<&Path>) -> Result<(), GitError> {
     let file = private.join("objects/info/alternates");
     let written = match objects {
         Some(dir) => tokio::fs::write(&file, format!("{}\n", dir.display())).await,
@@ -327,7 +377,7 @@ async fn write_alternates(private: &Path, objects: Option<&Path>) -> Result<(), 
             other => other,
         },
     };
-    written.map_err(|e| format!("cannot write {}: {e}", file.display()))
+    written.map_err(|e| GitError::Other(format!("cannot write {}: {e}", file.display())))
 }
 
 /// The commit at the tip of `branch` in `repo` (a repository, or a mirror when `mirror`: there first
@@ -358,7 +408,7 @@ pub async fn branch_tip(repo: &Path, mirror: bool, branch: &str) -> Option<Strin
 
 /// Where a worktree starts when nothing says: the repository's HEAD, or for a mirror the remote's HEAD
 /// as last fetched.
-async fn default_start(repo: &Path, mirror: bool) -> Result<String, String> {
+async fn default_start(repo: &Path, mirror: bool) -> Result<String, GitError> {
     let base = if mirror {
         git(
             repo,
@@ -374,19 +424,20 @@ async fn default_start(repo: &Path, mirror: bool) -> Result<String, String> {
         head_commit(repo).await
     };
     base.map_err(|e| {
-        format!(
+        GitError::Other(format!(
             "the repository {} has no commit to branch from: {e}",
             repo.display()
-        )
+        ))
     })
 }
 
 /// Writes the worktree's facts to `<run_dir>/worktree.json` (read again after a crash).
-async fn record(run_dir: &Path, tree: &Worktree) -> Result<(), String> {
-    let json = serde_json::to_vec_pretty(tree).map_err(|e| e.to_string())?;
+async fn record(run_dir: &Path, tree: &Worktree) -> Result<(), GitError> {
+    let json = serde_json::to_vec_pretty(tree)
+        .map_err(|e| GitError::Other(format!("cannot record the worktree: {e}")))?;
     tokio::fs::write(run_dir.join(STATE_FILE), json)
         .await
-        .map_err(|e| format!("cannot record the worktree: {e}"))
+        .map_err(|e| GitError::Other(format!("cannot record the worktree: {e}")))
 }
 
 /// What Muster puts in a worktree that is not the agent's work: the brief, and the skill folders it
@@ -457,12 +508,14 @@ pub async fn commit_work(
     tree: &Worktree,
     message: &str,
     author: &str,
-) -> Result<Committed, String> {
+) -> Result<Committed, GitError> {
     let index = server_index(tree);
     if let Err(e) = tokio::fs::remove_file(&index).await
         && e.kind() != std::io::ErrorKind::NotFound
     {
-        return Err(format!("cannot clear the server's index: {e}"));
+        return Err(GitError::Other(format!(
+            "cannot clear the server's index: {e}"
+        )));
     }
     let parent = agent_commits(tree)
         .await
@@ -563,7 +616,7 @@ async fn agent_commits(tree: &Worktree) -> Option<String> {
 
 /// Moves the line's branch in the run's repository to `commit`, only from where it pointed when the run
 /// was prepared (or only if it does not exist yet).
-async fn move_line(tree: &Worktree, commit: &str) -> Result<(), String> {
+async fn move_line(tree: &Worktree, commit: &str) -> Result<(), GitError> {
     let name = format!("refs/heads/{}", tree.branch);
     let old = tree.line_tip.as_deref().unwrap_or(NO_COMMIT);
     git(&tree.repo, &["update-ref", &name, commit, old])
@@ -574,11 +627,11 @@ async fn move_line(tree: &Worktree, commit: &str) -> Result<(), String> {
                 || "did not exist".to_owned(),
                 |t| format!("pointed at {}", short(t)),
             );
-            format!(
+            GitError::Other(format!(
                 "the branch {} was moved by someone else while the run worked (it {was}); the run's work is commit {}: {e}",
                 tree.branch,
                 short(commit)
-            )
+            ))
         })
 }
 
@@ -589,7 +642,7 @@ fn short(sha: &str) -> &str {
 
 /// The diff from the run's start to `commit`: stat and unified patch (capped at [`MAX_PATCH_BYTES`]),
 /// made in the run's repository with no external diff or text conversion.
-pub async fn diff(tree: &Worktree, commit: &str) -> Result<Diff, String> {
+pub async fn diff(tree: &Worktree, commit: &str) -> Result<Diff, GitError> {
     let args = |stat: bool| {
         let mut a = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
         if stat {
@@ -624,11 +677,14 @@ pub async fn diff(tree: &Worktree, commit: &str) -> Result<Diff, String> {
 }
 
 /// Removes the worktree and the run's private repository (the work is in the run's repository by then).
-pub async fn remove(tree: &Worktree) -> Result<(), String> {
+pub async fn remove(tree: &Worktree) -> Result<(), GitError> {
     for dir in [&tree.path, &tree.private] {
         match tokio::fs::remove_dir_all(dir).await {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("cannot remove {}: {e}", dir.display()));
+                return Err(GitError::Other(format!(
+                    "cannot remove {}: {e}",
+                    dir.display()
+                )));
             }
             _ => {}
         }
@@ -645,7 +701,7 @@ pub async fn discard(tree: &Worktree) {
 
 /// Deletes `branch` of `repo` only while it still points at `commit` (what Muster last put there): a
 /// branch a person moved or made is never deleted. `Ok(false)` when it was left alone.
-pub async fn prune_branch(repo: &Path, branch: &str, commit: &str) -> Result<bool, String> {
+pub async fn prune_branch(repo: &Path, branch: &str, commit: &str) -> Result<bool, GitError> {
     let name = format!("refs/heads/{branch}");
     match branch_tip(repo, false, branch).await {
         None => Ok(false),

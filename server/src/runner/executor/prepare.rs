@@ -68,10 +68,10 @@ impl PrepareError {
     }
 
     /// A git or worktree failure: reported as one, never as the agent's configuration.
-    fn git(message: impl Into<String>) -> Self {
+    fn git(message: impl std::fmt::Display) -> Self {
         Self {
             reason: FailureReason::Git,
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 }

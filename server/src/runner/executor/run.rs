@@ -378,7 +378,7 @@ async fn push_work(tree: &Worktree, commit: &str, url: &str, log: &mut EventLog)
         }),
         Err(e) => {
             tracing::warn!(error = %e, "cannot push the run's branch");
-            log.push(RunEventBody::error(e));
+            log.push(RunEventBody::error(e.to_string()));
         }
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
 
-use super::Worktree;
+use super::{GitError, Worktree};
 
 /// Longest a clone, fetch or push may take before the run is told the remote does not answer.
 pub const NETWORK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -42,26 +42,28 @@ const SCHEMES: [&str; 5] = ["file", "http", "https", "ssh", "git"];
 impl RepoSource {
     /// Parses a repository setting. A URL is checked for syntax only (the server may not reach it);
     /// anything that is not a URL must be an absolute path. The error is a sentence a person can act on.
-    pub fn parse(raw: &str) -> Result<RepoSource, String> {
+    pub fn parse(raw: &str) -> Result<RepoSource, GitError> {
         let raw = raw.trim();
         if raw.is_empty() {
-            return Err("must not be empty".to_owned());
+            return Err(GitError::Other("must not be empty".to_owned()));
         }
         if raw.chars().any(char::is_control) {
-            return Err("must not contain control characters".to_owned());
+            return Err(GitError::Other(
+                "must not contain control characters".to_owned(),
+            ));
         }
         if raw.starts_with('/') {
             return Ok(RepoSource::Path(PathBuf::from(raw)));
         }
         if raw.contains("::") {
-            return Err(format!(
+            return Err(GitError::Other(format!(
                 "{raw} is a git remote-helper address (`transport::address`), which Muster does not run; give an https://, ssh:// or git:// URL"
-            ));
+            )));
         }
         if raw.chars().any(char::is_whitespace) {
-            return Err(format!(
+            return Err(GitError::Other(format!(
                 "{raw} contains spaces; a git URL has none (encode them as %20)"
-            ));
+            )));
         }
         if let Some((scheme, rest)) = raw.split_once("://") {
             return parse_url(raw, &scheme.to_ascii_lowercase(), rest).map(RepoSource::Url);
@@ -72,72 +74,78 @@ impl RepoSource {
         {
             return parse_scp(raw, host, path).map(RepoSource::Url);
         }
-        Err(format!(
+        Err(GitError::Other(format!(
             "{raw} is not an absolute path or a git URL; give the full path on the server (e.g. /home/me/project) or a URL (https://host/org/repo.git, ssh://host/repo.git, git@host:org/repo.git)"
-        ))
+        )))
     }
 }
 
 /// Checks `scheme://rest`; returns the URL as it is stored.
-fn parse_url(raw: &str, scheme: &str, rest: &str) -> Result<String, String> {
+fn parse_url(raw: &str, scheme: &str, rest: &str) -> Result<String, GitError> {
     if !SCHEMES.contains(&scheme) {
-        return Err(format!(
+        return Err(GitError::Other(format!(
             "the URL scheme `{scheme}://` is not supported; use https://, http://, ssh://, git:// or file://"
-        ));
+        )));
     }
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
     if scheme == "file" {
         if !authority.is_empty() {
-            return Err(format!(
+            return Err(GitError::Other(format!(
                 "{raw} names a host; a file:// URL is a folder on each runner, written file:///absolute/path"
-            ));
+            )));
         }
         if path.len() < 2 {
-            return Err(format!(
+            return Err(GitError::Other(format!(
                 "{raw} names no folder; write file:///absolute/path"
-            ));
+            )));
         }
         return Ok(raw.to_owned());
     }
     if let Some((userinfo, _)) = authority.rsplit_once('@') {
         let http = scheme.starts_with("http");
         if http || userinfo.contains(':') {
-            return Err(format!(
+            return Err(GitError::Other(format!(
                 "{scheme}:// URLs must not carry credentials (they would be shown on pages and in run logs); remove the part before `@` and give the runners' git a credential helper instead (e.g. `git config --global credential.helper store` on each runner)"
-            ));
+            )));
         }
     }
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if host.is_empty() || host.starts_with(':') {
-        return Err(format!("{raw} names no host; write {scheme}://host/path"));
+        return Err(GitError::Other(format!(
+            "{raw} names no host; write {scheme}://host/path"
+        )));
     }
     if host.starts_with('-') {
-        return Err(format!("{raw}: a host name cannot start with `-`"));
+        return Err(GitError::Other(format!(
+            "{raw}: a host name cannot start with `-`"
+        )));
     }
     if path.len() < 2 {
-        return Err(format!(
+        return Err(GitError::Other(format!(
             "{raw} names no repository; write {scheme}://{host}/path/to/repo.git"
-        ));
+        )));
     }
     Ok(raw.to_owned())
 }
 
 /// Checks scp-like `[user@]host:path`; returns it as it is stored.
-fn parse_scp(raw: &str, host: &str, path: &str) -> Result<String, String> {
+fn parse_scp(raw: &str, host: &str, path: &str) -> Result<String, GitError> {
     let name = host.rsplit_once('@').map_or(host, |(_, h)| h);
     if name.is_empty() || host.starts_with('@') {
-        return Err(format!(
+        return Err(GitError::Other(format!(
             "{raw} names no host; write user@host:path/to/repo.git"
-        ));
+        )));
     }
     if host.starts_with('-') {
-        return Err(format!("{raw}: a host name cannot start with `-`"));
+        return Err(GitError::Other(format!(
+            "{raw}: a host name cannot start with `-`"
+        )));
     }
     if path.is_empty() {
-        return Err(format!(
+        return Err(GitError::Other(format!(
             "{raw} names no repository; write {host}:path/to/repo.git"
-        ));
+        )));
     }
     Ok(raw.to_owned())
 }
@@ -160,7 +168,7 @@ fn network_env() -> Vec<(String, String)> {
 }
 
 /// Runs a git command that talks to a remote, bounded by `timeout`, with [`network_env`].
-async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
+async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<String, GitError> {
     // A transfer that stalls below 1 KB/s for a minute gives up before the hard timeout.
     let mut all = vec![
         "-c",
@@ -171,12 +179,11 @@ async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<Str
     all.extend_from_slice(args);
     super::git_with_timeout(cwd, &all, &network_env(), timeout)
         .await
-        .map_err(|e| {
-            if e.contains("did not finish within") {
-                format!("the remote did not answer within {} s", timeout.as_secs())
-            } else {
-                e
+        .map_err(|e| match e {
+            GitError::TimedOut { timeout, .. } => {
+                GitError::Other(format!("the remote did not answer within {timeout} s"))
             }
+            other => other,
         })
 }
 
@@ -201,7 +208,7 @@ pub fn mirror_path(cache_dir: &Path, url: &str) -> PathBuf {
 
 /// Brings the bare mirror of `url` in `cache_dir` up to date (cloning it on first use) and returns its
 /// path; runs' worktrees are then made from it at [`REMOTE_HEAD`].
-pub async fn mirror(cache_dir: &Path, url: &str) -> Result<PathBuf, String> {
+pub async fn mirror(cache_dir: &Path, url: &str) -> Result<PathBuf, GitError> {
     mirror_with_timeout(cache_dir, url, NETWORK_TIMEOUT).await
 }
 
@@ -210,7 +217,7 @@ pub async fn mirror_with_timeout(
     cache_dir: &Path,
     url: &str,
     timeout: Duration,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, GitError> {
     let shown = crate::redact::without_credentials(url);
     let path = mirror_path(cache_dir, url);
     let lock = mirror_lock(&path);
@@ -218,12 +225,12 @@ pub async fn mirror_with_timeout(
     if path.is_dir() {
         fetch(&path, url, timeout)
             .await
-            .map_err(|e| format!("cannot fetch {shown}: {e}"))?;
+            .map_err(|e| GitError::Other(format!("cannot fetch {shown}: {e}")))?;
         return Ok(path);
     }
     tokio::fs::create_dir_all(cache_dir)
         .await
-        .map_err(|e| format!("cannot create {}: {e}", cache_dir.display()))?;
+        .map_err(|e| GitError::Other(format!("cannot create {}: {e}", cache_dir.display())))?;
     let mut tmp = path.clone().into_os_string();
     tmp.push(".partial");
     let tmp = PathBuf::from(tmp);
@@ -236,16 +243,16 @@ pub async fn mirror_with_timeout(
     };
     if let Err(e) = made.await {
         let _ = tokio::fs::remove_dir_all(&tmp).await;
-        return Err(format!("cannot clone {shown}: {e}"));
+        return Err(GitError::Other(format!("cannot clone {shown}: {e}")));
     }
-    tokio::fs::rename(&tmp, &path)
-        .await
-        .map_err(|e| format!("cannot move the clone of {shown} into place: {e}"))?;
+    tokio::fs::rename(&tmp, &path).await.map_err(|e| {
+        GitError::Other(format!("cannot move the clone of {shown} into place: {e}"))
+    })?;
     Ok(path)
 }
 
 /// Fetches the remote's HEAD and branches into the mirror at `repo`, pruning branches it deleted.
-async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), String> {
+async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), GitError> {
     let head = format!("+HEAD:{REMOTE_HEAD}");
     let branches = format!("+refs/heads/*:{REMOTE_BRANCHES}/*");
     let args = [
@@ -261,10 +268,14 @@ async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), String> 
         &branches,
     ];
     match git_network(repo, &args, timeout).await {
-        Err(e) if e.contains("couldn't find remote ref HEAD") => Err(
-            "the remote repository has no commit yet; push a first commit so runs have a base"
-                .to_owned(),
-        ),
+        Err(GitError::Failed { stderr, .. })
+            if stderr.contains("couldn't find remote ref HEAD") =>
+        {
+            Err(GitError::Other(
+                "the remote repository has no commit yet; push a first commit so runs have a base"
+                    .to_owned(),
+            ))
+        }
         other => other.map(drop),
     }
 }
@@ -272,7 +283,7 @@ async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), String> 
 /// Pushes `commit` (what the run committed, never a tip read later) to the run's branch at `url`, never
 /// forced: a remote whose branch of that name has moved elsewhere, or that refuses it, keeps its own and
 /// the error says why.
-pub async fn push_branch(tree: &Worktree, commit: &str, url: &str) -> Result<(), String> {
+pub async fn push_branch(tree: &Worktree, commit: &str, url: &str) -> Result<(), GitError> {
     push_branch_with_timeout(tree, commit, url, NETWORK_TIMEOUT).await
 }
 
@@ -281,7 +292,7 @@ async fn push_branch_with_timeout(
     commit: &str,
     url: &str,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), GitError> {
     let refspec = format!("{commit}:refs/heads/{}", tree.branch);
     // From the mirror, whose config the agent cannot write, not from the agent's worktree.
     git_network(
@@ -293,7 +304,7 @@ async fn push_branch_with_timeout(
     .map(drop)
     .map_err(|e| {
         let shown = crate::redact::without_credentials(url);
-        format!("cannot push {} to {shown}: {e}", tree.branch)
+        GitError::Other(format!("cannot push {} to {shown}: {e}", tree.branch))
     })
 }
 
