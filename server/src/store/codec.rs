@@ -4,6 +4,8 @@
 //! `text` on both, and a value that fails validation on the way out is reported as a decode error (a
 //! corrupt row), never trusted.
 
+use std::str::FromStr;
+
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
 use sqlx::{Database, Decode, Encode, Postgres, Sqlite, Type};
@@ -13,9 +15,8 @@ use uuid::fmt::Hyphenated;
 use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentName, CommentId, Email, EnsembleId, EnsembleRunId,
     EnsembleStatus, FailureReason, InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix,
-    IssueStatus, IssueTitle, PermissionMode, Priority, Role, RunId, RunStatus, RunTrigger,
-    RunnerId, RunnerTokenId, RuntimeKind, SessionId, SkillId, SkillSource, Slug, TokenId, UserId,
-    WorkspaceId,
+    IssueStatus, IssueTitle, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId,
+    SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -120,45 +121,22 @@ text_codec!(
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Named<T>(pub T);
 
-/// The agents crate's types stored as [`Named`].
-pub(super) trait StoredName: Sized + Send + Sync {
-    fn name(&self) -> &'static str;
-    fn from_name(text: &str) -> Result<Self, muster_agents::UnknownChoice>;
-}
-
-impl StoredName for RuntimeKind {
-    fn name(&self) -> &'static str {
-        self.as_str()
-    }
-    fn from_name(text: &str) -> Result<Self, muster_agents::UnknownChoice> {
-        text.parse()
-    }
-}
-
-impl StoredName for PermissionMode {
-    fn name(&self) -> &'static str {
-        self.as_str()
-    }
-    fn from_name(text: &str) -> Result<Self, muster_agents::UnknownChoice> {
-        text.parse()
-    }
-}
-
 macro_rules! named_codec_for {
     ($($db:ty),+) => {$(
-        impl<T: StoredName> Type<$db> for Named<T> {
+        impl<T> Type<$db> for Named<T> {
             fn type_info() -> <$db as Database>::TypeInfo { <str as Type<$db>>::type_info() }
             fn compatible(ty: &<$db as Database>::TypeInfo) -> bool { <String as Type<$db>>::compatible(ty) }
         }
-        impl<T: StoredName> Encode<'_, $db> for Named<T> {
+        impl<T: Copy + Into<&'static str>> Encode<'_, $db> for Named<T> {
             fn encode_by_ref(&self, buf: &mut <$db as Database>::ArgumentBuffer) -> Result<IsNull, BoxDynError> {
-                <String as Encode<$db>>::encode(self.0.name().to_owned(), buf)
+                let text: &'static str = self.0.into();
+                <String as Encode<$db>>::encode(text.to_owned(), buf)
             }
         }
-        impl<'r, T: StoredName> Decode<'r, $db> for Named<T> {
+        impl<'r, T: FromStr<Err = muster_agents::UnknownChoice>> Decode<'r, $db> for Named<T> {
             fn decode(v: <$db as Database>::ValueRef<'r>) -> Result<Self, BoxDynError> {
                 let text = <String as Decode<$db>>::decode(v)?;
-                Ok(Named(T::from_name(&text)?))
+                Ok(Named(text.parse()?))
             }
         }
     )+};

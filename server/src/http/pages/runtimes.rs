@@ -6,7 +6,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use muster_agents::{Detection, DetectionStatus, RuntimeKind};
+use muster_agents::{Detection, DetectionStatus};
 use muster_llama::probe::{DEFAULT_PORTS, ModelServer};
 use muster_web::views::{ModelServerRowView, NavItem, RuntimeRowView, RuntimesView};
 
@@ -42,10 +42,7 @@ fn render(
         nav: nav(&member.caller, &member.csrf, NavItem::Runtimes),
         sandboxed: matches!(sandbox, crate::sandbox::Mode::Sandboxed { .. }),
         sandbox: sandbox.describe(),
-        runtimes: found
-            .iter()
-            .map(|d| served_llama(runtime_row(d), local))
-            .collect(),
+        runtimes: found.iter().map(|d| served_llama(d, local)).collect(),
         detected_at: Some(at),
         redetect_url: format!("/w/{}/runtimes/detect", member.caller.ws.slug),
         model_servers: local.servers.iter().map(server_row).collect(),
@@ -76,9 +73,9 @@ fn runtime_row(d: &Detection) -> RuntimeRowView {
 
 /// The local-Llama row when no llama.cpp binary is on PATH but a model server answers: its agents run
 /// (Muster's loop needs a server, not a binary), so the row says ready instead of "Not installed".
-fn served_llama(mut row: RuntimeRowView, local: &LocalModels) -> RuntimeRowView {
-    let local_model = row.kind.parse().is_ok_and(RuntimeKind::is_local_model);
-    if !local_model || row.status == DetectionStatus::Found.as_str() {
+fn served_llama(d: &Detection, local: &LocalModels) -> RuntimeRowView {
+    let mut row = runtime_row(d);
+    if !d.kind.is_local_model() || d.status == DetectionStatus::Found {
         return row;
     }
     if let Some(ready) = local
