@@ -97,3 +97,12 @@ mod startup;
 mod store_conformance;
 mod triggers;
 mod usage;
+
+/// The harness starts agents' `sandbox-exec` step and the CLI tests with [`muster_tests::muster_bin`];
+/// that must be the binary cargo built for this test run, not one left from an earlier build.
+#[test]
+fn the_harness_runs_the_binary_cargo_built_for_these_tests() {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_muster"));
+    assert_eq!(muster_tests::muster_bin(), built);
+    assert!(built.is_file(), "{} is missing", built.display());
+}

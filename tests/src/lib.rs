@@ -291,8 +291,9 @@ pub fn replace_database(url: &str, name: &str) -> String {
     }
 }
 
-/// The `muster` binary of this build, beside the test executable's `deps` folder (`cargo test --workspace`
-/// builds it; alone, `cargo build -p muster` does). Runs start every agent through its `sandbox-exec` step.
+/// The `muster` binary of this build, beside the test executable's `deps` folder: `it` is a test of the
+/// `muster` package, so `cargo test` builds that binary before it runs (`CARGO_BIN_EXE_muster`; a test
+/// in `it` checks that both name one file). Runs start every agent through its `sandbox-exec` step.
 pub fn muster_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let mut dir = exe.parent().expect("a folder").to_path_buf();
