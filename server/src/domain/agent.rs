@@ -35,44 +35,39 @@ impl AgentName {
 // The runtime kinds and permission modes are the agents crate's: it is the one place that knows a CLI.
 pub use muster_agents::{PermissionMode, RuntimeKind};
 
-/// The OpenAPI schema of [`RuntimeKind`]: one of its stored names (the agents crate knows no OpenAPI).
-pub struct RuntimeKindSchema;
+/// The OpenAPI schema of a type from the agents crate (which knows no OpenAPI): a string that is one of
+/// its stored names, under the name the API has always given it.
+macro_rules! names_schema_of {
+    ($(#[$meta:meta])* $schema:ident, $of:ident, $name:literal) => {
+        $(#[$meta])*
+        pub struct $schema;
 
-impl utoipa::PartialSchema for RuntimeKindSchema {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        names_schema(RuntimeKind::ALL.map(RuntimeKind::as_str))
-    }
+        impl utoipa::PartialSchema for $schema {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                super::names_schema($of::ALL.map($of::as_str))
+            }
+        }
+
+        impl utoipa::ToSchema for $schema {
+            fn name() -> std::borrow::Cow<'static, str> {
+                $name.into()
+            }
+        }
+    };
 }
 
-impl utoipa::ToSchema for RuntimeKindSchema {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "AgentKind".into()
-    }
-}
-
-/// The OpenAPI schema of [`PermissionMode`]: one of its stored names.
-pub struct PermissionModeSchema;
-
-impl utoipa::PartialSchema for PermissionModeSchema {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        names_schema(PermissionMode::ALL.map(PermissionMode::as_str))
-    }
-}
-
-impl utoipa::ToSchema for PermissionModeSchema {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "PermissionMode".into()
-    }
-}
-
-fn names_schema<const N: usize>(
-    names: [&'static str; N],
-) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(names))
-        .into()
-}
+names_schema_of!(
+    /// The OpenAPI schema of [`RuntimeKind`].
+    RuntimeKindSchema,
+    RuntimeKind,
+    "AgentKind"
+);
+names_schema_of!(
+    /// The OpenAPI schema of [`PermissionMode`].
+    PermissionModeSchema,
+    PermissionMode,
+    "PermissionMode"
+);
 
 /// One environment variable handed to the agent's process.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

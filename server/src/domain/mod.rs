@@ -137,10 +137,7 @@ macro_rules! string_enum {
         // The OpenAPI schema: a string that is one of these names.
         impl utoipa::PartialSchema for $name {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                utoipa::openapi::schema::ObjectBuilder::new()
-                    .schema_type(utoipa::openapi::schema::Type::String)
-                    .enum_values(Some([$($text),+]))
-                    .into()
+                $crate::domain::names_schema([$($text),+])
             }
         }
 
@@ -148,6 +145,16 @@ macro_rules! string_enum {
     };
 }
 pub(crate) use string_enum;
+
+/// The OpenAPI schema of a string that is one of `names`.
+pub(crate) fn names_schema<const N: usize>(
+    names: [&'static str; N],
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(names))
+        .into()
+}
 
 /// Checks a string's length in characters, trimmed, for `field`.
 pub(crate) fn bounded_text(
