@@ -78,6 +78,7 @@ mod http_forms;
 mod http_health;
 mod http_pages;
 mod http_runs;
+mod http_typed_forms;
 mod llama;
 mod mentions;
 mod metrics;

@@ -1,5 +1,5 @@
-//! Extractors: who is calling (session cookie or bearer token), in which workspace, and form bodies with
-//! their CSRF check.
+//! Extractors: who is calling (session cookie or bearer token), in which workspace, and JSON, query and
+//! path input with our error format (form bodies are in `form.rs`).
 
 use std::collections::HashMap;
 
@@ -57,42 +57,54 @@ impl CurrentUser {
 impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = Error;
 
+    /// Looks the caller up once per request: the answer is kept in the request's extensions, where the
+    /// extractors that run after (a page's [`Form`] after its `WsMember`) find it.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-            let token = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .ok_or(Error::Unauthorized)?;
-            let found = match state
-                .store
-                .use_api_token(&auth::hash_secret(token.trim()), chrono::Utc::now())
-                .await
-            {
-                Err(crate::store::Error::NotFound) => return Err(Error::Unauthorized),
-                other => other?,
-            };
-            let user = state.store.get_user(found.user_id).await?;
-            return Ok(CurrentUser {
-                user,
-                session_secret: None,
-                token: Some(found),
-            });
+        if let Some(current) = parts.extensions.get::<CurrentUser>() {
+            return Ok(current.clone());
         }
-        let secret = cookie(&parts.headers, SESSION_COOKIE).ok_or(Error::Unauthorized)?;
-        match state
+        let current = look_up(parts, state).await?;
+        parts.extensions.insert(current.clone());
+        Ok(current)
+    }
+}
+
+/// The caller by bearer token or session cookie, from the store.
+async fn look_up(parts: &Parts, state: &AppState) -> Result<CurrentUser> {
+    if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or(Error::Unauthorized)?;
+        let found = match state
             .store
-            .session_user(&auth::hash_secret(secret), chrono::Utc::now())
+            .use_api_token(&auth::hash_secret(token.trim()), chrono::Utc::now())
             .await
         {
-            Ok((_, user)) => Ok(CurrentUser {
-                user,
-                session_secret: Some(secret.to_owned()),
-                token: None,
-            }),
-            Err(crate::store::Error::NotFound) => Err(Error::Unauthorized),
-            Err(e) => Err(e.into()),
-        }
+            Err(crate::store::Error::NotFound) => return Err(Error::Unauthorized),
+            other => other?,
+        };
+        let user = state.store.get_user(found.user_id).await?;
+        return Ok(CurrentUser {
+            user,
+            session_secret: None,
+            token: Some(found),
+        });
+    }
+    let secret = cookie(&parts.headers, SESSION_COOKIE).ok_or(Error::Unauthorized)?;
+    match state
+        .store
+        .session_user(&auth::hash_secret(secret), chrono::Utc::now())
+        .await
+    {
+        Ok((_, user)) => Ok(CurrentUser {
+            user,
+            session_secret: Some(secret.to_owned()),
+            token: None,
+        }),
+        Err(crate::store::Error::NotFound) => Err(Error::Unauthorized),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -356,76 +368,6 @@ fn run_route_may(parts: &Parts, scope: &RunScope) -> bool {
         "/api/v1/issues/{key}/move" => own_issue() && parts.method == Method::POST,
         "/api/v1/runs/{id}" | "/api/v1/runs/{id}/events" => own_run() && read,
         _ => false,
-    }
-}
-
-/// A url-encoded form body as ordered pairs (repeated fields allowed), CSRF-checked against the session.
-#[derive(Debug, Clone, Default)]
-pub struct UiForm(pub Vec<(String, String)>);
-
-impl UiForm {
-    /// The first value of `name`, or "".
-    pub fn get(&self, name: &str) -> &str {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.as_str())
-    }
-
-    /// Every value of `name`, in order.
-    pub fn all(&self, name: &str) -> Vec<&str> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-
-    /// Whether `name` was sent at all.
-    pub fn has(&self, name: &str) -> bool {
-        self.0.iter().any(|(k, _)| k == name)
-    }
-}
-
-/// Parses a url-encoded body into pairs.
-pub async fn form_pairs(req: Request, state: &AppState) -> Result<(Parts, Vec<(String, String)>)> {
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
-        .await
-        .map_err(|_| {
-            Error::Rejected(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "form",
-                format!("is larger than {} MiB", MAX_FORM_BYTES >> 20),
-            )
-        })?;
-    let _ = state;
-    let pairs = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&bytes).map_err(|e| {
-        Error::Rejected(
-            StatusCode::BAD_REQUEST,
-            "form",
-            format!("cannot be read: {e}"),
-        )
-    })?;
-    Ok((parts, pairs))
-}
-
-impl FromRequest<AppState> for UiForm {
-    type Rejection = Error;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self> {
-        let (mut parts, pairs) = form_pairs(req, state).await?;
-        let current = CurrentUser::from_request_parts(&mut parts, state).await?;
-        let sent = pairs
-            .iter()
-            .find(|(k, _)| k == "_csrf")
-            .map(|(_, v)| v.as_str())
-            .or_else(|| parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()))
-            .unwrap_or_default();
-        if !auth::constant_time_eq(sent, &current.csrf()) {
-            return Err(Error::CsrfMismatch);
-        }
-        Ok(UiForm(pairs))
     }
 }
 

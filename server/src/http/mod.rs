@@ -3,6 +3,7 @@
 pub mod api;
 mod error;
 pub mod extract;
+pub mod form;
 pub mod headers;
 mod health;
 mod metrics;

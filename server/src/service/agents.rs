@@ -399,9 +399,14 @@ pub async fn create_checked(
         )]));
     }
     let profile = build_profile(state, None, input, earlier)?;
-    let agent = state.store.create_agent(caller.ws.id, &profile).await?;
-    attach_default_skills(state, &agent).await?;
-    Ok(agent)
+    let defaults: Vec<crate::domain::Slug> = DEFAULT_SKILLS
+        .iter()
+        .filter_map(|raw| crate::domain::Slug::parse(raw).ok())
+        .collect();
+    Ok(state
+        .store
+        .create_agent_with_skills(caller.ws.id, &profile, &defaults)
+        .await?)
 }
 
 /// Finds an agent by name in the caller's workspace.
@@ -438,24 +443,9 @@ pub async fn update_checked(
         .await?)
 }
 
-/// The built-in skills every new agent starts with (a person may detach them): `report-to-the-board`
-/// says how to comment and move the issue, which every run should do.
+/// The built-in skills every new agent starts with, those the workspace has (a person may detach them):
+/// `report-to-the-board` says how to comment and move the issue, which every run should do.
 pub const DEFAULT_SKILLS: &[&str] = &["report-to-the-board"];
-
-/// Attaches [`DEFAULT_SKILLS`] to a new agent, those the workspace has (a deleted one is skipped).
-async fn attach_default_skills(state: &Engine, agent: &Agent) -> Result<()> {
-    for raw in DEFAULT_SKILLS {
-        let Ok(slug) = crate::domain::Slug::parse(raw) else {
-            continue;
-        };
-        match state.store.get_skill(agent.workspace_id, &slug).await {
-            Ok(skill) => state.store.attach_skill(agent.id, skill.id, true).await?,
-            Err(crate::store::Error::NotFound) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
 
 /// Deletes an agent: owners and admins only; refused while it has runs.
 pub async fn delete(state: &Engine, caller: &Caller, name: &str) -> Result<()> {

@@ -15,6 +15,14 @@ use crate::domain::{
 pub trait AgentStore: Send + Sync {
     /// Creates an agent (`agent_workspace_name_key` on a duplicate name).
     async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent>;
+    /// Creates an agent with the workspace's skills named in `skills` attached and enabled (a name the
+    /// workspace has no skill for is skipped), in one transaction: the agent never exists without them.
+    async fn create_agent_with_skills(
+        &self,
+        ws: WorkspaceId,
+        new: &NewAgent,
+        skills: &[Slug],
+    ) -> Result<Agent>;
     /// An agent by id within `ws`.
     async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent>;
     /// An agent by name within `ws`.
@@ -242,6 +250,30 @@ macro_rules! impl_agents_store {
                         .bind(now).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
                         .fetch_one(&self.pool).await?;
                     Ok(row.into())
+                }
+
+                async fn create_agent_with_skills(&self, ws: WorkspaceId, new: &NewAgent, skills: &[Slug]) -> Result<Agent> {
+                    let now = now();
+                    let mut tx = self.begin_write().await?;
+                    let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
+                        "insert into agent (agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, ",
+                        "permission_mode, max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, ",
+                        "command, base_url, runner_names, created_at, updated_at, egress_hosts, no_network) values ($1, $2, ",
+                        "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21) returning ",
+                        agent_cols!()))
+                        .bind(AgentId::new()).bind(ws), new)
+                        .bind(now).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
+                        .fetch_one(&mut *tx).await?;
+                    let agent: Agent = row.into();
+                    for slug in skills {
+                        sqlx::query::<$db>(
+                            "insert into agent_skill (agent_id, skill_id, enabled) \
+                             select $1, skill_id, true from skill where workspace_id = $2 and slug = $3 \
+                             on conflict (agent_id, skill_id) do nothing")
+                            .bind(agent.id).bind(ws).bind(slug).execute(&mut *tx).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(agent)
                 }
 
                 async fn get_agent(&self, ws: WorkspaceId, id: AgentId) -> Result<Agent> {

@@ -4,6 +4,7 @@
 //! `postgres::case` test for each, on a fresh database. The test names in the summary show that both
 //! halves ran.
 
+mod agent_with_skills;
 mod board;
 mod deletes;
 mod ensembles;

@@ -11,7 +11,8 @@ use serde::Deserialize;
 
 use super::views::nav;
 use super::{PageResult, form_errors, see_other};
-use crate::http::extract::{SESSION_COOKIE, UiForm, WsMember, cookie};
+use crate::http::extract::{SESSION_COOKIE, WsMember, cookie};
+use crate::http::form::Form;
 use crate::service::Error;
 use crate::service::members::{self, PasswordChange};
 use crate::state::AppState;
@@ -48,17 +49,26 @@ pub(crate) fn client_ip(extensions: &Extensions) -> std::net::IpAddr {
         .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |c| c.0.ip())
 }
 
+/// The password form: the current password, and the new one twice.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct PasswordForm {
+    current_password: String,
+    new_password: String,
+    new_password_again: String,
+}
+
 async fn change_password(
     State(state): State<AppState>,
     member: WsMember,
     extensions: Extensions,
     headers: HeaderMap,
-    form: UiForm,
+    Form(form): Form<PasswordForm>,
 ) -> PageResult {
     let input = PasswordChange {
-        current_password: form.get("current_password").to_owned(),
-        new_password: form.get("new_password").to_owned(),
-        new_password_again: Some(form.get("new_password_again").to_owned()),
+        current_password: form.current_password,
+        new_password: form.new_password,
+        new_password_again: Some(form.new_password_again),
     };
     let keep = cookie(&headers, SESSION_COOKIE).map(crate::auth::hash_secret);
     let result = members::change_password(

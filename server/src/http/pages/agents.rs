@@ -12,11 +12,14 @@ use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::domain::{Actor, Agent, NewAgent, PermissionMode, RuntimeKind};
 use crate::http::Error;
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NoFields};
 use crate::redact::without_credentials;
-use crate::service::Problems;
-use crate::service::agents::{self as svc, AgentInput, EnvInput};
+use crate::service::agents::{self as svc, AgentInput};
 use crate::state::AppState;
+
+mod form;
+use form::AgentForm;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -294,27 +297,29 @@ impl<'a> Keeper<'a> {
 fn form_from_input(
     member: &WsMember,
     agent: Option<&Agent>,
-    form: &UiForm,
+    form: &AgentForm,
     keeper: &Keeper<'_>,
 ) -> AgentFormView {
     let defaults = NewAgent::default();
     let mut view = form_from_profile(member, agent, agent.map_or(&defaults, |a| &a.profile));
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
     // A field the form did not send (disabled for a member) shows what is stored.
-    if form.has("name") {
-        view.name = form.get("name").to_owned();
+    if let Some(name) = &form.name {
+        view.name.clone_from(name);
     }
-    view.color = form.get("color").to_owned();
+    view.color.clone_from(&form.color);
     view.kind = options(
         &RuntimeKind::ALL,
         RuntimeKind::as_str,
         RuntimeKind::label,
-        form.get("kind"),
+        &form.kind,
     );
-    if form.has("model") {
-        view.model = form.get("model").to_owned();
+    if let Some(model) = &form.model {
+        view.model.clone_from(model);
     }
-    view.instructions = form.get("instructions").to_owned();
-    view.env = env_rows(form, keeper)
+    view.instructions.clone_from(&form.instructions);
+    view.env = form
+        .env_rows(keeper)
         .into_iter()
         .map(|e| {
             let typed = e.value.filter(|v| !v.is_empty());
@@ -334,111 +339,26 @@ fn form_from_input(
             }
         })
         .collect();
-    view.extra_args = form.get("extra_args").to_owned();
-    view.runners = form.get("runners").to_owned();
-    view.egress_hosts = form.get("egress_hosts").to_owned();
-    view.network = network_options(form.get("network") == "none");
+    view.extra_args = text(&form.extra_args);
+    view.runners = text(&form.runners);
+    view.egress_hosts = text(&form.egress_hosts);
+    view.network = network_options(form.network.as_deref() == Some("none"));
     view.permission_mode = options(
         &PermissionMode::ALL,
         PermissionMode::as_str,
         PermissionMode::label,
-        form.get("permission_mode"),
+        &form.permission_mode,
     );
-    view.max_concurrent_runs = form.get("max_concurrent_runs").to_owned();
-    if form.has("stall_timeout_secs") {
-        view.stall_timeout_secs = form.get("stall_timeout_secs").to_owned();
+    view.max_concurrent_runs = form.max_concurrent_runs.text().to_owned();
+    if form.stall_timeout_secs.sent() {
+        view.stall_timeout_secs = form.stall_timeout_secs.text().to_owned();
     }
-    view.max_retries = form.get("max_retries").to_owned();
-    view.budget_usd = form.get("budget_usd").to_owned();
-    view.budget_tokens = form.get("budget_tokens").to_owned();
-    view.command = form.get("command").to_owned();
-    view.base_url = form.get("base_url").to_owned();
+    view.max_retries = form.max_retries.text().to_owned();
+    view.budget_usd = form.budget_usd.text().to_owned();
+    view.budget_tokens = form.budget_tokens.text().to_owned();
+    view.command = text(&form.command);
+    view.base_url = text(&form.base_url);
     view
-}
-
-/// The environment rows sent; a secret row left empty takes the value kept from the last try, if any.
-fn env_rows(form: &UiForm, keeper: &Keeper<'_>) -> Vec<EnvInput> {
-    let keys = form.all("env_key");
-    let values = form.all("env_value");
-    let kept = form.all("env_kept");
-    let secret_rows = form.all("env_secret");
-    keys.iter()
-        .enumerate()
-        .filter(|(_, k)| !k.trim().is_empty())
-        .map(|(i, k)| {
-            let secret = secret_rows.contains(&i.to_string().as_str());
-            let typed = values.get(i).map(|v| (*v).to_owned());
-            let value = match (&typed, kept.get(i)) {
-                (Some(v), Some(sealed)) if secret && v.is_empty() && !sealed.is_empty() => {
-                    keeper.open(sealed).or(typed)
-                }
-                _ => typed,
-            };
-            EnvInput {
-                key: k.trim().to_owned(),
-                value,
-                secret,
-            }
-        })
-        .collect()
-}
-
-/// Parses the form into agent input; numbers that do not parse are field errors, returned beside the
-/// input (their fields left unset) so the service reports them with every other problem in one 422.
-fn agent_input(form: &UiForm, keeper: &Keeper<'_>) -> (AgentInput, Problems) {
-    let mut bad = Vec::new();
-    let mut int = |field: &'static str| -> Option<i64> {
-        let raw = form.get(field).trim();
-        if raw.is_empty() {
-            return None;
-        }
-        raw.parse::<i64>()
-            .map_err(|_| bad.push((field, "must be a whole number".to_owned())))
-            .ok()
-    };
-    let max_concurrent_runs = int("max_concurrent_runs")
-        .map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
-    let stall_timeout_secs =
-        int("stall_timeout_secs").map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
-    let max_retries =
-        int("max_retries").map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
-    let budget_tokens = int("budget_tokens").or(Some(0));
-    let budget_usd = match form.get("budget_usd").trim().trim_start_matches('$') {
-        "" => Some(0.0),
-        raw => raw
-            .parse::<f64>()
-            .map_err(|_| bad.push(("budget_usd", "must be an amount like 2.50".to_owned())))
-            .ok(),
-    };
-    let mut problems = Problems::default();
-    for (field, message) in bad {
-        problems.add(field, message);
-    }
-    // A member's form has the owners' fields (runtime, name, model, stall timeout) disabled, and
-    // browsers do not send disabled fields: absent means "unchanged", never "cleared".
-    let sent = |name: &str| form.has(name).then(|| form.get(name).to_owned());
-    let input = AgentInput {
-        name: sent("name"),
-        color: filled(form, "color"),
-        kind: filled(form, "kind"),
-        model: sent("model"),
-        instructions: Some(form.get("instructions").to_owned()),
-        env: form.has("env_key").then(|| env_rows(form, keeper)),
-        extra_args: sent("extra_args").map(|a| a.lines().map(str::to_owned).collect()),
-        permission_mode: filled(form, "permission_mode"),
-        max_concurrent_runs,
-        stall_timeout_secs,
-        max_retries,
-        budget_usd,
-        budget_tokens,
-        command: sent("command"),
-        base_url: sent("base_url"),
-        runners: sent("runners").map(|r| r.split(',').map(str::to_owned).collect()),
-        egress_hosts: sent("egress_hosts")
-            .map(|h| h.split(['\n', ',']).map(|l| l.trim().to_owned()).collect()),
-        no_network: form.has("network").then(|| form.get("network") == "none"),
-    };
-    (input, problems)
 }
 
 /// The agent form's network choices.
@@ -456,11 +376,6 @@ fn network_options(no_network: bool) -> Vec<OptionView> {
     .collect()
 }
 
-/// A field that must have a value to mean anything (a select or colour): empty leaves it as it is.
-fn filled(form: &UiForm, name: &str) -> Option<String> {
-    Some(form.get(name).trim().to_owned()).filter(|v| !v.is_empty())
-}
-
 async fn new(member: WsMember) -> PageResult {
     if !svc::may_manage_runtime(&member.caller) {
         return Err(Error::not_allowed([(
@@ -473,9 +388,13 @@ async fn new(member: WsMember) -> PageResult {
     Ok(muster_web::pages::agent_form(&form_from_profile(&member, None, &defaults)).into_response())
 }
 
-async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+async fn create(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<AgentForm>,
+) -> PageResult {
     let keeper = Keeper::new(&state, &member);
-    let (input, problems) = agent_input(&form, &keeper);
+    let (input, problems) = form.input(&keeper);
     let result = svc::create_checked(&state, &member.caller, &input, problems).await;
     match result {
         Ok(agent) => Ok(see_other(&format!(
@@ -506,11 +425,11 @@ async fn update(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, name)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<AgentForm>,
 ) -> PageResult {
     let agent = svc::by_name(&state, &member.caller, &name).await?;
     let keeper = Keeper::new(&state, &member);
-    let (mut input, problems) = agent_input(&form, &keeper);
+    let (mut input, problems) = form.input(&keeper);
     keep_hidden_credentials(&member, &agent, &mut input);
     let result = svc::update_checked(&state, &member.caller, &name, &input, problems).await;
     match result {
@@ -543,9 +462,8 @@ async fn delete(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, name)): Path<(String, String)>,
-    form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     svc::delete(&state, &member.caller, &name).await?;
     Ok(see_other(&format!("/w/{}/agents", member.caller.ws.slug)))
 }

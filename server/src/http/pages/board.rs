@@ -18,11 +18,12 @@ use serde::Deserialize;
 use columns::board_columns;
 
 use super::inbox::nav_with_inbox;
-use super::views::{People, issue_form, issue_form_with_errors, issue_input};
+use super::views::{IssueForm, People, issue_form, issue_form_with_errors};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::domain::{IssueStatus, Priority};
 use crate::http::Error;
-use crate::http::extract::{HxRequest, UiForm, WsMember};
+use crate::http::extract::{HxRequest, WsMember};
+use crate::http::form::Form;
 use crate::service::issues as svc;
 use crate::state::AppState;
 
@@ -136,8 +137,12 @@ async fn show(
     Ok(muster_web::pages::board(&view).into_response())
 }
 
-async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    match svc::create(&state, &member.caller, &issue_input(&form)).await {
+async fn create(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<IssueForm>,
+) -> PageResult {
+    match svc::create(&state, &member.caller, &form.input()).await {
         Ok(_) => Ok(see_other(&format!("/w/{}", member.caller.ws.slug))),
         Err(e) => {
             let errors = form_errors(e)?;
@@ -149,15 +154,23 @@ async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -
     }
 }
 
+/// A card dropped in a column: its status, and its place there (none: the end).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct MoveForm {
+    status: String,
+    index: String,
+}
+
 async fn move_card(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
     HxRequest(hx): HxRequest,
-    form: UiForm,
+    Form(form): Form<MoveForm>,
 ) -> PageResult {
     let index =
-        match form.get("index") {
+        match form.index.as_str() {
             "" => None,
             raw => Some(raw.parse::<usize>().map_err(|_| {
                 Error::invalid([("index", "must be a position (0, 1, …)".to_owned())])
@@ -167,7 +180,7 @@ async fn move_card(
         &state,
         &member.caller,
         &svc::parse_key(&key)?,
-        form.get("status"),
+        &form.status,
         index,
     )
     .await?;

@@ -15,7 +15,8 @@ use super::runs::thousands;
 use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::domain::{Actor, EarlyStop, Ensemble};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NoFields};
 use crate::service::Problems;
 use crate::service::ensembles::{self as svc, EnsembleInput};
 use crate::state::AppState;
@@ -112,8 +113,9 @@ async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
     Ok(muster_web::pages::ensembles(&view).into_response())
 }
 
-/// The form's fields as text: from a stored ensemble, or as the person typed them.
-#[derive(Debug, Default)]
+/// The form's fields as text: from a stored ensemble, or as the person sent them (the form's body).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
 struct Typed {
     name: String,
     members: Vec<String>,
@@ -155,22 +157,6 @@ impl Typed {
             budget_usd: text(s.budget.usd.map(|u| u.to_string())),
             budget_tokens: text(s.budget.tokens.map(|t| t.to_string())),
             share: text(s.share.map(|f| f.to_string())),
-        }
-    }
-
-    fn from_form(form: &UiForm) -> Self {
-        let get = |name: &str| form.get(name).to_owned();
-        Typed {
-            name: get("name"),
-            members: form.all("members").into_iter().map(str::to_owned).collect(),
-            check: get("check"),
-            check_timeout: get("check_timeout"),
-            early_stop: get("early_stop"),
-            quorum: get("quorum"),
-            reviewer: get("reviewer"),
-            budget_usd: get("budget_usd"),
-            budget_tokens: get("budget_tokens"),
-            share: get("share"),
         }
     }
 }
@@ -235,10 +221,10 @@ fn form_view(
 /// Parses the form into the service's input; what does not parse (a number, K of a quorum) becomes a
 /// field problem returned beside it, so the service reports it with its own in one 422. A check timeout
 /// without a check command is dropped: it would time nothing.
-fn ensemble_input(form: &UiForm) -> (EnsembleInput, Problems) {
+fn ensemble_input(form: &Typed) -> (EnsembleInput, Problems) {
     let mut problems = Problems::default();
-    let check = form.get("check").trim().to_owned();
-    let check_timeout_secs = match form.get("check_timeout").trim() {
+    let check = form.check.trim().to_owned();
+    let check_timeout_secs = match form.check_timeout.trim() {
         "" => None,
         _ if check.is_empty() => None,
         raw => raw
@@ -246,9 +232,9 @@ fn ensemble_input(form: &UiForm) -> (EnsembleInput, Problems) {
             .map_err(|_| problems.add("check_timeout", "must be a whole number of seconds"))
             .ok(),
     };
-    let early_stop = match form.get("early_stop").trim() {
+    let early_stop = match form.early_stop.trim() {
         "" => None,
-        "quorum" => match form.get("quorum").trim().parse::<u8>() {
+        "quorum" => match form.quorum.trim().parse::<u8>() {
             Ok(k) if (1..=8).contains(&k) => Some(format!("quorum {k}")),
             _ => {
                 problems.add("quorum", "K must be a whole number from 1 to 8");
@@ -257,25 +243,21 @@ fn ensemble_input(form: &UiForm) -> (EnsembleInput, Problems) {
         },
         other => Some(other.to_owned()),
     };
-    let budget_usd = match form.get("budget_usd").trim().trim_start_matches('$') {
+    let budget_usd = match form.budget_usd.trim().trim_start_matches('$') {
         "" => Some(0.0),
         raw => raw
             .parse::<f64>()
             .map_err(|_| problems.add("budget_usd", "must be an amount like 2.50"))
             .ok(),
     };
-    let budget_tokens = match form
-        .get("budget_tokens")
-        .replace([',', '_', ' '], "")
-        .as_str()
-    {
+    let budget_tokens = match form.budget_tokens.replace([',', '_', ' '], "").as_str() {
         "" => Some(0),
         raw => raw
             .parse::<i64>()
             .map_err(|_| problems.add("budget_tokens", "must be a whole number of tokens"))
             .ok(),
     };
-    let share = match form.get("share").trim() {
+    let share = match form.share.trim() {
         "" => Some(0.0),
         raw => match raw.strip_suffix('%') {
             Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
@@ -285,12 +267,12 @@ fn ensemble_input(form: &UiForm) -> (EnsembleInput, Problems) {
         .ok(),
     };
     let input = EnsembleInput {
-        name: Some(form.get("name").to_owned()),
-        members: Some(form.all("members").into_iter().map(str::to_owned).collect()),
+        name: Some(form.name.clone()),
+        members: Some(form.members.clone()),
         check: Some(check),
         check_timeout_secs,
         early_stop,
-        reviewer: Some(form.get("reviewer").to_owned()),
+        reviewer: Some(form.reviewer.clone()),
         budget_usd,
         budget_tokens,
         share,
@@ -309,14 +291,18 @@ async fn new(State(state): State<AppState>, member: WsMember) -> PageResult {
     Ok(muster_web::pages::ensemble_form(&view).into_response())
 }
 
-async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+async fn create(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<Typed>,
+) -> PageResult {
     let (input, problems) = ensemble_input(&form);
     match svc::create_checked(&state, &member.caller, &input, problems).await {
         Ok(_) => Ok(see_other(&format!("{}/ensembles", base(&member)))),
         Err(e) => {
             let errors = form_errors(e)?;
             let people = people(&state, &member).await?;
-            let view = form_view(&member, &people, None, Typed::from_form(&form), errors);
+            let view = form_view(&member, &people, None, form, errors);
             Ok(invalid(muster_web::pages::ensemble_form(&view)))
         }
     }
@@ -345,7 +331,7 @@ async fn update(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, name)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<Typed>,
 ) -> PageResult {
     let (input, problems) = ensemble_input(&form);
     match svc::update_checked(&state, &member.caller, &name, &input, problems).await {
@@ -353,13 +339,7 @@ async fn update(
         Err(e) => {
             let errors = form_errors(e)?;
             let people = people(&state, &member).await?;
-            let view = form_view(
-                &member,
-                &people,
-                Some(&name),
-                Typed::from_form(&form),
-                errors,
-            );
+            let view = form_view(&member, &people, Some(&name), form, errors);
             Ok(invalid(muster_web::pages::ensemble_form(&view)))
         }
     }
@@ -369,9 +349,8 @@ async fn delete(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, name)): Path<(String, String)>,
-    form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     svc::delete(&state, &member.caller, &name).await?;
     Ok(see_other(&format!("{}/ensembles", base(&member))))
 }

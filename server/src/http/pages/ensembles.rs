@@ -15,7 +15,8 @@ use super::inbox::nav_with_inbox;
 use super::runs::thousands;
 use super::{PageResult, form_errors, see_other};
 use crate::domain::EnsembleRun;
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::Form;
 use crate::service::ensembles::{self as svc, Comparison};
 use crate::service::issues::parse_key;
 use crate::state::AppState;
@@ -282,10 +283,10 @@ async fn assign(
     State(state): State<AppState>,
     member: WsMember,
     Path((slug, key)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<AssignForm>,
 ) -> PageResult {
     let parsed = parse_key(&key)?;
-    match svc::assign(&state, &member.caller, &parsed, form.get("ensemble")).await {
+    match svc::assign(&state, &member.caller, &parsed, &form.ensemble).await {
         Ok(_) => Ok(see_other(&format!("/w/{slug}/issues/{key}/ensemble"))),
         Err(e) => {
             let errors = form_errors(e)?;
@@ -308,19 +309,11 @@ async fn choose(
     State(state): State<AppState>,
     member: WsMember,
     Path((slug, key)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<ChooseForm>,
 ) -> PageResult {
     let parsed = parse_key(&key)?;
-    let merge = !form.get("merge").is_empty();
-    match svc::choose(
-        &state,
-        &member.caller,
-        &parsed,
-        form.get("candidate"),
-        merge,
-    )
-    .await
-    {
+    let merge = !form.merge.is_empty();
+    match svc::choose(&state, &member.caller, &parsed, &form.candidate, merge).await {
         Ok(_) => Ok(see_other(&format!("/w/{slug}/issues/{key}/ensemble"))),
         Err(e) => {
             let errors = form_errors(e)?;
@@ -329,4 +322,19 @@ async fn choose(
             Ok(super::invalid(muster_web::pages::ensemble(&view)))
         }
     }
+}
+
+/// Runs an issue through the ensemble named `ensemble`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct AssignForm {
+    ensemble: String,
+}
+
+/// The candidate a person chose, and whether to merge it (any value) or only pick it.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct ChooseForm {
+    candidate: String,
+    merge: String,
 }

@@ -17,7 +17,8 @@ use super::views::{People, nav};
 use super::{PageResult, see_other};
 use crate::domain::{InboxItemId, InboxKind, IssueFilter};
 use crate::http::Error;
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NoFields};
 use crate::service::runs as runs_svc;
 use crate::state::AppState;
 
@@ -174,7 +175,7 @@ async fn read(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let caller = &member.caller;
     state
@@ -184,7 +185,11 @@ async fn read(
     Ok(see_other(&format!("/w/{}/inbox", caller.ws.slug)))
 }
 
-async fn read_all(State(state): State<AppState>, member: WsMember, _form: UiForm) -> PageResult {
+async fn read_all(
+    State(state): State<AppState>,
+    member: WsMember,
+    _form: Form<NoFields>,
+) -> PageResult {
     let caller = &member.caller;
     state
         .store
@@ -199,7 +204,7 @@ async fn retry(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let caller = &member.caller;
     let id = parse_item(&id)?;

@@ -10,7 +10,8 @@ use muster_web::views::{InvitationRowView, InvitationsView};
 use super::{PageResult, see_other};
 use crate::domain::User;
 use crate::http::Error;
-use crate::http::extract::{CurrentUser, UiForm};
+use crate::http::extract::CurrentUser;
+use crate::http::form::{Form, NoFields};
 use crate::service::invitations as svc;
 use crate::state::AppState;
 
@@ -58,7 +59,7 @@ async fn accept(
     State(state): State<AppState>,
     current: CurrentUser,
     Path(id): Path<String>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let user = person(current)?;
     let member = svc::accept(&state, &user, &id).await?;
@@ -70,7 +71,7 @@ async fn decline(
     State(state): State<AppState>,
     current: CurrentUser,
     Path(id): Path<String>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let user = person(current)?;
     svc::decline(&state, &user, &id).await?;

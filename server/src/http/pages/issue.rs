@@ -15,10 +15,11 @@ use muster_web::views::{
 use super::inbox::nav_with_inbox;
 use super::mentions;
 use super::runs::thread_run;
-use super::views::{People, assignee_value, issue_form, issue_input, status_label};
+use super::views::{IssueForm, People, assignee_value, issue_form, status_label};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::domain::{Activity, ActivityKind, Issue};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NoFields};
 use crate::service::comments as comments_svc;
 use crate::service::issues as svc;
 use crate::service::thread::{self as thread_svc, Entry};
@@ -356,22 +357,22 @@ async fn show(
     Ok(muster_web::pages::issue(&view).into_response())
 }
 
-/// Whether the submitted form has a field at all (the side panel sends no title, the text form no status).
-fn sent(form: &UiForm, name: &str) -> bool {
-    form.0.iter().any(|(k, _)| k == name)
+/// A comment as sent: its text, and the run it answers when written in a run's reply box.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct CommentForm {
+    body: String,
+    reply_to: String,
 }
 
-/// The fields the form sent; the others stay as they are.
-fn sent_input(form: &UiForm) -> svc::IssueInput {
-    let all = issue_input(form);
-    svc::IssueInput {
-        title: all.title.filter(|_| sent(form, "title")),
-        body: all.body.filter(|_| sent(form, "body")),
-        status: all.status.filter(|_| sent(form, "status")),
-        priority: all.priority.filter(|_| sent(form, "priority")),
-        assignee: all.assignee.filter(|_| sent(form, "assignee")),
-        labels: all.labels.filter(|_| sent(form, "labels")),
-    }
+/// A task-list box ticked or cleared: its number, whether it is done, and the digest of the description
+/// the page shows.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct TaskForm {
+    task: String,
+    done: String,
+    digest: String,
 }
 
 /// Ticks or clears a task-list box of the description (the page's script sends `task`, `done` and the
@@ -380,25 +381,17 @@ async fn set_task(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<TaskForm>,
 ) -> crate::http::Result<axum::Json<serde_json::Value>> {
     let key = svc::parse_key(&key)?;
-    let Ok(index) = form.get("task").trim().parse::<usize>() else {
+    let Ok(index) = form.task.trim().parse::<usize>() else {
         return Err(crate::http::Error::invalid([(
             "task",
-            format!("{:?} is not a task-list box number", form.get("task")),
+            format!("{:?} is not a task-list box number", form.task),
         )]));
     };
-    let done = matches!(form.get("done"), "true" | "on" | "1");
-    let issue = svc::set_task(
-        &state,
-        &member.caller,
-        &key,
-        index,
-        done,
-        form.get("digest"),
-    )
-    .await?;
+    let done = matches!(form.done.as_str(), "true" | "on" | "1");
+    let issue = svc::set_task(&state, &member.caller, &key, index, done, &form.digest).await?;
     Ok(axum::Json(
         serde_json::json!({ "digest": svc::body_digest(&issue.body) }),
     ))
@@ -408,10 +401,10 @@ async fn update(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<IssueForm>,
 ) -> PageResult {
     let key = svc::parse_key(&key)?;
-    match svc::update(&state, &member.caller, &key, &sent_input(&form)).await {
+    match svc::update(&state, &member.caller, &key, &form.sent_input()).await {
         Ok(issue) => Ok(see_other(&format!(
             "/w/{}/issues/{}",
             member.caller.ws.slug, issue.key
@@ -428,24 +421,21 @@ async fn update(
                 .map(|l| l.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
-            let value = |name: &str, current: &str| {
-                if sent(&form, name) {
-                    form.get(name).to_owned()
-                } else {
-                    current.to_owned()
-                }
+            // A field the form did not send shows what the issue has.
+            let value = |sent: &Option<String>, current: &str| {
+                sent.clone().unwrap_or_else(|| current.to_owned())
             };
             view.form = issue_form(
                 &people,
-                &value("title", issue.title.as_str()),
-                &value("body", &issue.body),
-                &value("status", issue.status.as_str()),
-                &value("priority", issue.priority.as_str()),
-                &value("assignee", &assignee),
-                &value("labels", &labels),
+                &value(&form.title, issue.title.as_str()),
+                &value(&form.body, &issue.body),
+                &value(&form.status, issue.status.as_str()),
+                &value(&form.priority, issue.priority.as_str()),
+                &value(&form.assignee, &assignee),
+                &value(&form.labels, &labels),
             );
             view.form.errors = errors;
-            view.edit_text = sent(&form, "title") || sent(&form, "body");
+            view.edit_text = form.title.is_some() || form.body.is_some();
             Ok(invalid(muster_web::pages::issue(&view)))
         }
     }
@@ -455,10 +445,10 @@ async fn comment(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<CommentForm>,
 ) -> PageResult {
     let key = svc::parse_key(&key)?;
-    let body = form.get("body");
+    let body = form.body.as_str();
     match svc::comment(&state, &member.caller, &key, body).await {
         Ok(_) => Ok(see_other(&format!(
             "/w/{}/issues/{key}#comments",
@@ -469,7 +459,7 @@ async fn comment(
             let issue = state.store.get_issue(member.caller.ws.id, &key).await?;
             let mut view = page_view(&state, &member, &issue).await?;
             let reply = view.thread.iter_mut().find_map(|e| match e {
-                ThreadEntryView::Run(r) if r.id == form.get("reply_to") => r.reply.as_mut(),
+                ThreadEntryView::Run(r) if r.id == form.reply_to => r.reply.as_mut(),
                 _ => None,
             });
             match reply {
@@ -491,11 +481,11 @@ async fn edit_comment(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key, id)): Path<(String, String, String)>,
-    form: UiForm,
+    Form(form): Form<CommentForm>,
 ) -> PageResult {
     let key = svc::parse_key(&key)?;
     let comment = comments_svc::parse_id(&id, &key)?;
-    let body = form.get("body");
+    let body = form.body.as_str();
     match comments_svc::edit(&state, &member.caller, &key, comment, body).await {
         Ok(_) => Ok(see_other(&format!(
             "/w/{}/issues/{key}#comment-{comment}",
@@ -519,7 +509,7 @@ async fn delete_comment(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key, id)): Path<(String, String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let key = svc::parse_key(&key)?;
     let comment = comments_svc::parse_id(&id, &key)?;
@@ -560,7 +550,7 @@ async fn delete(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     svc::delete(&state, &member.caller, &svc::parse_key(&key)?).await?;
     Ok(see_other(&format!("/w/{}", member.caller.ws.slug)))

@@ -12,7 +12,8 @@ use muster_web::views::{
 use super::views::{People, nav};
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::domain::{Actor, Role};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NameForm, NoFields};
 use crate::service::invitations;
 use crate::service::members::{self as svc, MemberInput};
 use crate::service::tokens;
@@ -86,12 +87,33 @@ async fn list(State(state): State<AppState>, member: WsMember) -> PageResult {
     Ok(muster_web::pages::members(&members_view(&state, &member).await?).into_response())
 }
 
-async fn add(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+/// A person added by an owner or admin.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct AddForm {
+    email: String,
+    name: String,
+    password: String,
+    role: String,
+}
+
+/// A member's new role.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct RoleForm {
+    role: String,
+}
+
+async fn add(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<AddForm>,
+) -> PageResult {
     let input = MemberInput {
-        email: form.get("email").to_owned(),
-        name: Some(form.get("name").to_owned()),
-        password: Some(form.get("password").to_owned()),
-        role: Some(form.get("role").to_owned()),
+        email: form.email,
+        name: Some(form.name),
+        password: Some(form.password),
+        role: Some(form.role),
     };
     match svc::add(&state, &member.caller, &input).await {
         Ok(_) => Ok(see_other(&format!("/w/{}/members", member.caller.ws.slug))),
@@ -99,8 +121,8 @@ async fn add(State(state): State<AppState>, member: WsMember, form: UiForm) -> P
             let mut view = members_view(&state, &member).await?;
             view.errors = form_errors(e)?;
             view.email = input.email;
-            view.name = form.get("name").to_owned();
-            view.role = role_options(form.get("role"));
+            view.name = input.name.unwrap_or_default();
+            view.role = role_options(input.role.as_deref().unwrap_or_default());
             Ok(invalid(muster_web::pages::members(&view)))
         }
     }
@@ -110,10 +132,10 @@ async fn set_role(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, user_id)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<RoleForm>,
 ) -> PageResult {
     let user = svc::parse_user_id(&user_id)?;
-    match svc::set_role(&state, &member.caller, user, form.get("role")).await {
+    match svc::set_role(&state, &member.caller, user, &form.role).await {
         Ok(_) => Ok(see_other(&format!("/w/{}/members", member.caller.ws.slug))),
         Err(e) => {
             let mut view = members_view(&state, &member).await?;
@@ -127,9 +149,8 @@ async fn remove(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, user_id)): Path<(String, String)>,
-    form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     let user = svc::parse_user_id(&user_id)?;
     match svc::remove(&state, &state.live, &member.caller, user).await {
         Ok(()) => Ok(see_other(&format!("/w/{}/members", member.caller.ws.slug))),
@@ -145,7 +166,7 @@ async fn revoke_invitation(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     invitations::revoke(&state, &member.caller, &id).await?;
     Ok(see_other(&format!("/w/{}/members", member.caller.ws.slug)))
@@ -178,8 +199,12 @@ async fn token_list(State(state): State<AppState>, member: WsMember) -> PageResu
 }
 
 /// Creates a token and shows it once, on this response (never stored, never shown again).
-async fn create_token(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    match tokens::create(&state, &member.caller, form.get("name")).await {
+async fn create_token(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<NameForm>,
+) -> PageResult {
+    match tokens::create(&state, &member.caller, &form.name).await {
         Ok(created) => {
             let mut view = tokens_view(&state, &member).await?;
             view.new_token = Some(created.token);
@@ -192,7 +217,7 @@ async fn create_token(State(state): State<AppState>, member: WsMember, form: UiF
         Err(e) => {
             let mut view = tokens_view(&state, &member).await?;
             view.errors = form_errors(e)?;
-            view.name = form.get("name").to_owned();
+            view.name = form.name;
             Ok(invalid(muster_web::pages::tokens(&view)))
         }
     }
@@ -202,9 +227,8 @@ async fn revoke_token(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     tokens::revoke(&state, &member.caller, &id).await?;
     Ok(see_other(&format!("/w/{}/tokens", member.caller.ws.slug)))
 }

@@ -10,7 +10,8 @@ use muster_web::views::{FormErrors, NavItem, RunnerRowView, RunnersView, TokenRo
 
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NameForm, NoFields};
 use crate::service::runners::{self as svc, RunnerStatus};
 use crate::state::AppState;
 
@@ -122,8 +123,12 @@ async fn show(State(state): State<AppState>, member: WsMember) -> PageResult {
 }
 
 /// Creates a runner token and shows it once, on this response (never stored, never shown again).
-async fn create_token(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    match svc::create_token(&state, &member.caller, form.get("name")).await {
+async fn create_token(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<NameForm>,
+) -> PageResult {
+    match svc::create_token(&state, &member.caller, &form.name).await {
         Ok(created) => {
             let mut view = runners_view(&state, &member).await?;
             view.new_token = Some(created.token);
@@ -137,7 +142,7 @@ async fn create_token(State(state): State<AppState>, member: WsMember, form: UiF
             let errors = form_errors(e)?;
             let mut view = runners_view(&state, &member).await?;
             view.errors = errors;
-            view.name = form.get("name").to_owned();
+            view.name = form.name;
             Ok(invalid(muster_web::pages::runners(&view)))
         }
     }
@@ -147,7 +152,7 @@ async fn revoke_token(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     svc::revoke_token(&state, &member.caller, &id).await?;
     Ok(see_other(&format!("/w/{}/runners", member.caller.ws.slug)))

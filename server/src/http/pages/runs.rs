@@ -21,7 +21,8 @@ use super::{PageResult, see_other};
 use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{Actor, Agent, Run, RunId, RunStatus, RunTrigger, RuntimeKind, Usage};
 use crate::http::Error;
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NoFields};
 use crate::markdown::to_safe_html;
 use crate::service::runners::{self, Candidate};
 use crate::service::runs as svc;
@@ -100,7 +101,7 @@ async fn cancel(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let run = svc::cancel(&state, &member.caller, parse_run_id(&id)?).await?;
     Ok(see_other(&run_url(member.caller.ws.slug.as_str(), run.id)))
@@ -110,7 +111,7 @@ async fn retry(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, id)): Path<(String, String)>,
-    _form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
     let queued = svc::retry(&state, &member.caller, parse_run_id(&id)?).await?;
     Ok(see_other(&run_url(

@@ -12,7 +12,8 @@ use muster_web::views::{ModelServerRowView, NavItem, RuntimeRowView, RuntimesVie
 
 use super::views::nav;
 use super::{PageResult, see_other};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::{Form, NoFields};
 use crate::runtimes::{Detected, LocalModels, REDETECT_EVERY, TooSoon};
 use crate::service::runtimes as svc;
 use crate::state::AppState;
@@ -114,8 +115,11 @@ fn server_row(s: &ModelServer) -> ModelServerRowView {
     }
 }
 
-async fn redetect(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    let _ = form;
+async fn redetect(
+    State(state): State<AppState>,
+    member: WsMember,
+    _form: Form<NoFields>,
+) -> PageResult {
     match svc::redetect(&state, &member.caller).await? {
         Ok(_) => Ok(see_other(&format!("/w/{}/runtimes", member.caller.ws.slug))),
         Err(TooSoon(wait)) => {

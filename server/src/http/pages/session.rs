@@ -1,8 +1,8 @@
 //! Signing in and out, and the first-run setup that creates the owner and the workspace.
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use muster_web::views::{LoginView, SetupView};
@@ -12,7 +12,8 @@ use super::{PageResult, form_errors, invalid, see_other};
 use crate::auth;
 use crate::domain::{Email, NewSession, NewUser, NewWorkspace};
 use crate::http::Error;
-use crate::http::extract::{CurrentUser, SESSION_COOKIE, form_pairs};
+use crate::http::extract::{CurrentUser, SESSION_COOKIE};
+use crate::http::form::{Form, NoFields, PublicForm};
 use crate::service::{Problems, members};
 use crate::state::AppState;
 
@@ -106,20 +107,28 @@ async fn setup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>) 
     Ok(muster_web::pages::setup(&view).into_response())
 }
 
-async fn setup(State(state): State<AppState>, req: Request) -> PageResult {
-    let (_, pairs) = form_pairs(req, &state).await?;
-    let get = |k: &str| {
-        pairs
-            .iter()
-            .find(|(n, _)| n == k)
-            .map_or(String::new(), |(_, v)| v.clone())
-    };
+/// The first-run setup form: the link's token, the workspace, and its owner.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SetupForm {
+    token: String,
+    workspace_name: String,
+    issue_prefix: String,
+    name: String,
+    email: String,
+    password: String,
+}
+
+async fn setup(
+    State(state): State<AppState>,
+    PublicForm(form): PublicForm<SetupForm>,
+) -> PageResult {
     let mut view = SetupView {
-        token: get("token"),
-        workspace_name: get("workspace_name"),
-        issue_prefix: get("issue_prefix"),
-        name: get("name"),
-        email: get("email"),
+        token: form.token,
+        workspace_name: form.workspace_name,
+        issue_prefix: form.issue_prefix,
+        name: form.name,
+        email: form.email,
         errors: Default::default(),
     };
     match setup_token_ok(&state, &view.token).await? {
@@ -127,7 +136,7 @@ async fn setup(State(state): State<AppState>, req: Request) -> PageResult {
         SetupLink::Wrong => return Err(Error::NotFound.into()),
         SetupLink::Done => return Ok(setup_done()),
     }
-    let password = get("password");
+    let password = form.password;
     let mut p = Problems::default();
     let (slug, default_prefix) = members::slug_and_prefix(&view.workspace_name);
     let prefix = if view.issue_prefix.trim().is_empty() {
@@ -205,22 +214,31 @@ fn safe_next(next: &str) -> &str {
 
 /// The client's address: the TCP peer (no proxy header is trusted). Unknown only without a listener
 /// (then every such caller shares one limit).
-fn client_ip(parts: &axum::http::request::Parts) -> std::net::IpAddr {
-    parts
-        .extensions
+fn client_ip(extensions: &Extensions) -> std::net::IpAddr {
+    extensions
         .get::<ConnectInfo<std::net::SocketAddr>>()
         .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |c| c.0.ip())
 }
 
-async fn login(State(state): State<AppState>, req: Request) -> PageResult {
-    let (parts, pairs) = form_pairs(req, &state).await?;
-    let get = |k: &str| {
-        pairs
-            .iter()
-            .find(|(n, _)| n == k)
-            .map_or(String::new(), |(_, v)| v.clone())
-    };
-    let (email, password, next) = (get("email"), get("password"), get("next"));
+/// The sign-in form, and where to go after.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct LoginForm {
+    email: String,
+    password: String,
+    next: String,
+}
+
+async fn login(
+    State(state): State<AppState>,
+    extensions: Extensions,
+    PublicForm(form): PublicForm<LoginForm>,
+) -> PageResult {
+    let LoginForm {
+        email,
+        password,
+        next,
+    } = form;
     let next = safe_next(&next).to_owned();
     let refused = |status, message: String| {
         let view = LoginView {
@@ -230,7 +248,7 @@ async fn login(State(state): State<AppState>, req: Request) -> PageResult {
         };
         (status, muster_web::pages::login(&view)).into_response()
     };
-    let attempt = match state.login_throttle.attempt(client_ip(&parts), &email) {
+    let attempt = match state.login_throttle.attempt(client_ip(&extensions), &email) {
         Ok(attempt) => attempt,
         Err(wait) => {
             let secs = crate::throttle::retry_after_secs(wait);
@@ -300,9 +318,8 @@ async fn start_session(state: &AppState, user: crate::domain::UserId, to: &str) 
 async fn logout(
     State(state): State<AppState>,
     headers: HeaderMap,
-    form: crate::http::extract::UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     if let Some(secret) = crate::http::extract::cookie(&headers, SESSION_COOKIE) {
         let hash = auth::hash_secret(secret);
         state.store.delete_session(&hash).await?;

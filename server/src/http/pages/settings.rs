@@ -9,7 +9,8 @@ use muster_web::views::{FormErrors, NavItem, SettingsView};
 
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::Form;
 use crate::service::workspace::{self as svc, NumberInput, WorkspaceInput};
 use crate::state::AppState;
 
@@ -55,16 +56,32 @@ async fn show(member: WsMember, Query(q): Query<ShowQuery>) -> PageResult {
     Ok(muster_web::pages::settings(&v).into_response())
 }
 
-async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    let text = |name: &str| Some(NumberInput::Text(form.get(name).to_owned()));
+/// The settings form as sent; the limits are text, checked by the service with the API's own messages.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct SettingsForm {
+    repo_path: String,
+    mention_depth_limit: String,
+    agent_runs_per_issue_per_hour: String,
+    check_command: String,
+    /// One host per line (or comma); not sent by a form without the field.
+    egress_hosts: Option<String>,
+}
+
+async fn save(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<SettingsForm>,
+) -> PageResult {
+    let text = |value: &str| Some(NumberInput::Text(value.to_owned()));
     let input = WorkspaceInput {
-        repo_path: Some(form.get("repo_path").to_owned()),
-        mention_depth_limit: text("mention_depth_limit"),
-        agent_runs_per_issue_per_hour: text("agent_runs_per_issue_per_hour"),
-        check_command: Some(form.get("check_command").to_owned()),
+        repo_path: Some(form.repo_path.clone()),
+        mention_depth_limit: text(&form.mention_depth_limit),
+        agent_runs_per_issue_per_hour: text(&form.agent_runs_per_issue_per_hour),
+        check_command: Some(form.check_command.clone()),
         check_timeout_secs: None,
-        egress_hosts: form.has("egress_hosts").then(|| {
-            form.get("egress_hosts")
+        egress_hosts: form.egress_hosts.as_ref().map(|hosts| {
+            hosts
                 .split(['\n', ','])
                 .map(|l| l.trim().to_owned())
                 .collect()
@@ -78,11 +95,11 @@ async fn save(State(state): State<AppState>, member: WsMember, form: UiForm) -> 
         Err(e) => {
             let mut v = view(&member);
             v.errors = form_errors(e)?;
-            v.repo_input = form.get("repo_path").to_owned();
-            v.mention_depth_input = form.get("mention_depth_limit").to_owned();
-            v.runs_per_hour_input = form.get("agent_runs_per_issue_per_hour").to_owned();
-            v.check_input = form.get("check_command").to_owned();
-            v.egress_input = form.get("egress_hosts").to_owned();
+            v.repo_input = form.repo_path;
+            v.mention_depth_input = form.mention_depth_limit;
+            v.runs_per_hour_input = form.agent_runs_per_issue_per_hour;
+            v.check_input = form.check_command;
+            v.egress_input = form.egress_hosts.unwrap_or_default();
             Ok(invalid(muster_web::pages::settings(&v)))
         }
     }

@@ -14,7 +14,8 @@ use muster_web::views::{
 use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::http::Error;
-use crate::http::extract::{HxRequest, UiForm, WsMember};
+use crate::http::extract::{HxRequest, WsMember};
+use crate::http::form::{Form, NoFields};
 use crate::service::skills::{self as svc, SkillInput, SkillView};
 use crate::skills::archive::MAX_ARCHIVE_BYTES;
 use crate::state::AppState;
@@ -127,11 +128,45 @@ async fn new(member: WsMember) -> PageResult {
     )
 }
 
-async fn create(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    let input = SkillInput {
-        skill_md: form.get("skill_md").replace("\r\n", "\n"),
-        files: None,
-    };
+/// A SKILL.md as typed into the page's text area.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct SkillForm {
+    skill_md: String,
+}
+
+impl SkillForm {
+    /// The input the service takes, with the browser's CRLF line ends made LF.
+    fn input(&self) -> SkillInput {
+        SkillInput {
+            skill_md: self.skill_md.replace("\r\n", "\n"),
+            files: None,
+        }
+    }
+}
+
+/// A folder on the server to import.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct ImportForm {
+    path: String,
+}
+
+/// A skill to attach (by name) and whether runs get it: the switch sends `true` or `false`, the attach
+/// form's box `true` or nothing.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct AttachForm {
+    skill: String,
+    enabled: String,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<SkillForm>,
+) -> PageResult {
+    let input = form.input();
     match svc::create(&state, &member.caller, &input).await {
         Ok(skill) => Ok(see_other(&format!(
             "{}/skills/{}",
@@ -187,12 +222,9 @@ async fn update(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, skill)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<SkillForm>,
 ) -> PageResult {
-    let input = SkillInput {
-        skill_md: form.get("skill_md").replace("\r\n", "\n"),
-        files: None,
-    };
+    let input = form.input();
     match svc::update(&state, &member.caller, &skill, &input).await {
         Ok(s) => Ok(see_other(&format!(
             "{}/skills/{}",
@@ -206,9 +238,9 @@ async fn update(
     }
 }
 
-async fn preview(member: WsMember, form: UiForm) -> PageResult {
+async fn preview(member: WsMember, Form(form): Form<SkillForm>) -> PageResult {
     let _ = member;
-    let (safe_html, problems) = svc::preview(&form.get("skill_md").replace("\r\n", "\n"));
+    let (safe_html, problems) = svc::preview(&form.input().skill_md);
     Ok(muster_web::pages::skill_preview(&SkillPreviewView {
         problems,
         safe_html,
@@ -280,8 +312,12 @@ async fn upload(
     }
 }
 
-async fn import_path(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    let path = form.get("path").to_owned();
+async fn import_path(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<ImportForm>,
+) -> PageResult {
+    let path = form.path;
     match svc::import_folder(&state, &member.caller, &path).await {
         Ok(s) => Ok(see_other(&format!(
             "{}/skills/{}",
@@ -305,9 +341,8 @@ async fn delete(
     State(state): State<AppState>,
     member: WsMember,
     Path((_, skill)): Path<(String, String)>,
-    form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     svc::delete(&state, &member.caller, &skill).await?;
     Ok(see_other(&format!("{}/skills", base(&member))))
 }
@@ -379,10 +414,10 @@ async fn attach(
     member: WsMember,
     HxRequest(hx): HxRequest,
     Path((_, name)): Path<(String, String)>,
-    form: UiForm,
+    Form(form): Form<AttachForm>,
 ) -> PageResult {
-    let enabled = form.get("enabled") == "true";
-    svc::attach(&state, &member.caller, &name, form.get("skill"), enabled).await?;
+    let enabled = form.enabled == "true";
+    svc::attach(&state, &member.caller, &name, &form.skill, enabled).await?;
     changed(&state, &member, &name, hx).await
 }
 
@@ -391,9 +426,9 @@ async fn toggle(
     member: WsMember,
     HxRequest(hx): HxRequest,
     Path((_, name, skill)): Path<(String, String, String)>,
-    form: UiForm,
+    Form(form): Form<AttachForm>,
 ) -> PageResult {
-    let enabled = form.get("enabled") == "true";
+    let enabled = form.enabled == "true";
     svc::attach(&state, &member.caller, &name, &skill, enabled).await?;
     changed(&state, &member, &name, hx).await
 }
@@ -403,9 +438,8 @@ async fn detach(
     member: WsMember,
     HxRequest(hx): HxRequest,
     Path((_, name, skill)): Path<(String, String, String)>,
-    form: UiForm,
+    _form: Form<NoFields>,
 ) -> PageResult {
-    let _ = form;
     svc::detach(&state, &member.caller, &name, &skill).await?;
     changed(&state, &member, &name, hx).await
 }

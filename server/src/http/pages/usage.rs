@@ -17,7 +17,8 @@ use super::views::nav;
 use super::{PageResult, form_errors, invalid, see_other};
 use crate::domain::GroupBy;
 use crate::domain::usage::{Totals, UsageReport, month_start};
-use crate::http::extract::{UiForm, WsMember};
+use crate::http::extract::WsMember;
+use crate::http::form::Form;
 use crate::service::usage::{self as svc, CapInput, UsageQuery};
 use crate::state::AppState;
 
@@ -318,12 +319,25 @@ async fn show(
     Ok(muster_web::pages::usage(&v).into_response())
 }
 
-async fn save_cap(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
+/// A monthly cap: the workspace's, or (named in `agent`) one agent's; amounts as typed.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct CapForm {
+    agent: String,
+    usd: String,
+    tokens: String,
+}
+
+async fn save_cap(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<CapForm>,
+) -> PageResult {
     let input = CapInput {
-        usd: Some(form.get("usd").to_owned()),
-        tokens: Some(form.get("tokens").to_owned()),
+        usd: Some(form.usd),
+        tokens: Some(form.tokens),
     };
-    let agent = form.get("agent").trim().to_owned();
+    let agent = form.agent.trim().to_owned();
     let saved = if agent.is_empty() {
         svc::set_workspace_cap(&state, &member.caller, &input).await
     } else {
@@ -542,8 +556,19 @@ async fn rates(
     Ok(muster_web::pages::rates(&v).into_response())
 }
 
-async fn save_rates(State(state): State<AppState>, member: WsMember, form: UiForm) -> PageResult {
-    match svc::set_rate_table(&state, &member.caller, form.get("rates")).await {
+/// The price table as JSON text.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct RatesForm {
+    rates: String,
+}
+
+async fn save_rates(
+    State(state): State<AppState>,
+    member: WsMember,
+    Form(form): Form<RatesForm>,
+) -> PageResult {
+    match svc::set_rate_table(&state, &member.caller, &form.rates).await {
         Ok(_) => Ok(see_other(&format!(
             "/w/{}/usage/rates?saved=1",
             member.caller.ws.slug
@@ -553,7 +578,7 @@ async fn save_rates(State(state): State<AppState>, member: WsMember, form: UiFor
             let (table, custom) = svc::rate_table(&state, member.caller.ws.id).await?;
             let mut v = rates_view(&member, &table, custom);
             v.errors = errors;
-            v.json = form.get("rates").to_owned();
+            v.json = form.rates;
             Ok(invalid(muster_web::pages::rates(&v)))
         }
     }

@@ -274,33 +274,67 @@ pub fn issue_form(
     }
 }
 
-/// The issue fields of a submitted issue form, as raw input for the use-case.
-pub fn issue_input(form: &crate::http::extract::UiForm) -> crate::service::issues::IssueInput {
-    crate::service::issues::IssueInput {
-        title: Some(form.get("title").to_owned()),
-        body: Some(form.get("body").to_owned()),
+/// An issue form as sent. A field the form did not send is `None`: the side panel sends no title, the
+/// text form no status.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct IssueForm {
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub status: Option<String>,
+    pub priority: Option<String>,
+    pub assignee: Option<String>,
+    /// Comma-separated.
+    pub labels: Option<String>,
+}
+
+impl IssueForm {
+    /// Every issue field, as a new issue takes them (a field not sent is empty).
+    pub fn input(&self) -> crate::service::issues::IssueInput {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
         // A form without a choice keeps the default (create) or the current value (edit).
-        status: Some(form.get("status").to_owned()).filter(|s| !s.is_empty()),
-        priority: Some(form.get("priority").to_owned()).filter(|s| !s.is_empty()),
-        assignee: Some(form.get("assignee").to_owned()),
-        labels: Some(form.get("labels").split(',').map(str::to_owned).collect()),
+        let choice = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+        crate::service::issues::IssueInput {
+            title: Some(text(&self.title)),
+            body: Some(text(&self.body)),
+            status: choice(&self.status),
+            priority: choice(&self.priority),
+            assignee: Some(text(&self.assignee)),
+            labels: Some(text(&self.labels).split(',').map(str::to_owned).collect()),
+        }
+    }
+
+    /// The fields the form sent; the others stay as they are (an edit).
+    pub fn sent_input(&self) -> crate::service::issues::IssueInput {
+        let all = self.input();
+        crate::service::issues::IssueInput {
+            title: all.title.filter(|_| self.title.is_some()),
+            body: all.body.filter(|_| self.body.is_some()),
+            status: all.status.filter(|_| self.status.is_some()),
+            priority: all.priority.filter(|_| self.priority.is_some()),
+            assignee: all.assignee.filter(|_| self.assignee.is_some()),
+            labels: all.labels.filter(|_| self.labels.is_some()),
+        }
     }
 }
 
 /// The issue form re-filled from a submission that failed, with its messages.
 pub fn issue_form_with_errors(
     people: &People,
-    form: &crate::http::extract::UiForm,
+    form: &IssueForm,
     errors: muster_web::views::FormErrors,
 ) -> IssueFormView {
+    fn text(v: &Option<String>) -> &str {
+        v.as_deref().unwrap_or_default()
+    }
     let mut view = issue_form(
         people,
-        form.get("title"),
-        form.get("body"),
-        form.get("status"),
-        form.get("priority"),
-        form.get("assignee"),
-        form.get("labels"),
+        text(&form.title),
+        text(&form.body),
+        text(&form.status),
+        text(&form.priority),
+        text(&form.assignee),
+        text(&form.labels),
     );
     view.errors = errors;
     view

@@ -11,7 +11,8 @@ use super::super::views::{People, assignee_value, nav};
 use super::super::{PageResult, see_other};
 use crate::domain::{Actor, Issue};
 use crate::http::Error;
-use crate::http::extract::{HxRequest, UiForm, WsMember};
+use crate::http::extract::{HxRequest, WsMember};
+use crate::http::form::Form;
 use crate::service::issues::{self as svc, IssueInput};
 use crate::state::AppState;
 
@@ -75,6 +76,13 @@ fn menu_view(nav: muster_web::views::Nav, issue: &Issue, people: &People) -> Car
     }
 }
 
+/// The assignee form: `""` is nobody, absent is a mistake.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub(super) struct AssignForm {
+    assignee: Option<String>,
+}
+
 /// `POST /w/{slug}/issues/{key}/assign` with `assignee` (`""` for nobody, `user:<id>`, `agent:<id>`, an
 /// agent's name or a member's email): 204 for htmx and the palette, else back to the board.
 pub(super) async fn assign(
@@ -82,17 +90,17 @@ pub(super) async fn assign(
     member: WsMember,
     Path((_, key)): Path<(String, String)>,
     HxRequest(hx): HxRequest,
-    form: UiForm,
+    Form(form): Form<AssignForm>,
 ) -> PageResult {
-    if !form.has("assignee") {
+    let Some(assignee) = form.assignee else {
         return Err(Error::invalid([(
             "assignee",
             "is missing: send \"\" for nobody, user:<id>, agent:<id> or an agent's name".to_owned(),
         )])
         .into());
-    }
+    };
     let input = IssueInput {
-        assignee: Some(form.get("assignee").to_owned()),
+        assignee: Some(assignee),
         ..IssueInput::default()
     };
     svc::update(&state, &member.caller, &svc::parse_key(&key)?, &input).await?;

@@ -1,12 +1,9 @@
 use super::*;
 
-fn form(pairs: &[(&str, &str)]) -> UiForm {
-    UiForm(
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-    )
+/// The form's fields as a browser would send these pairs.
+fn form(pairs: &[(&str, &str)]) -> Typed {
+    let body = serde_urlencoded::to_string(pairs).unwrap();
+    serde_html_form::from_str(&body).unwrap()
 }
 
 fn fields(problems: Problems) -> Vec<String> {
