@@ -405,11 +405,31 @@ fn names(doc: &Value, list: &str, field: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Nothing accepted a connection at a model server's address. Its text is "host:port (why)", without
+/// the URL's credentials; sentences about the server put it after "at".
+#[derive(Debug, thiserror::Error)]
+#[error("{address} ({why})")]
+pub struct Unreachable {
+    /// `host:port`, as connected to.
+    pub address: String,
+    pub why: NoConnection,
+}
+
+/// Why a connection was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum NoConnection {
+    /// The connection failed (refused, no route, no such name, …).
+    #[error("{0}")]
+    Failed(#[source] std::io::Error),
+    /// Nothing answered within the timeout (in milliseconds).
+    #[error("no answer within {0} ms")]
+    NoAnswer(u128),
+}
+
 /// Whether something accepts a TCP connection at `url`'s host and port (its scheme's default port when
-/// it names none), within `timeout`: `Err` is "host:port (why)", without the URL's credentials. Only a
-/// connection is tried, no request: no key is sent, nothing is spent. `Ok` too for a URL without a host,
-/// which the client that uses it refuses with its own words.
-pub async fn accepts_connections(url: &str, timeout: Duration) -> Result<(), String> {
+/// it names none), within `timeout`. Only a connection is tried, no request: no key is sent, nothing is
+/// spent. `Ok` too for a URL without a host, which the client that uses it refuses with its own words.
+pub async fn accepts_connections(url: &str, timeout: Duration) -> Result<(), Unreachable> {
     let Ok(parsed) = reqwest::Url::parse(url.trim()) else {
         return Ok(());
     };
@@ -420,11 +440,14 @@ pub async fn accepts_connections(url: &str, timeout: Duration) -> Result<(), Str
     let address = format!("{}:{port}", host.trim_end_matches('.'));
     match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address.as_str())).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("{address} ({e})")),
-        Err(_) => Err(format!(
-            "{address} (no answer within {} ms)",
-            timeout.as_millis()
-        )),
+        Ok(Err(e)) => Err(Unreachable {
+            address,
+            why: NoConnection::Failed(e),
+        }),
+        Err(_) => Err(Unreachable {
+            address,
+            why: NoConnection::NoAnswer(timeout.as_millis()),
+        }),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::domain::{
     Usage,
 };
 use crate::engine::Engine;
+use crate::engine::order::Unread;
 use crate::hub::Relayed;
 use crate::runner::protocol::Order;
 use crate::store;
@@ -146,7 +147,7 @@ pub(crate) async fn shape_order(
     issue: &Issue,
     agent_name: &str,
     order: &mut Order,
-) -> Result<(), String> {
+) -> Result<(), Unread> {
     let Some(id) = run.ensemble_run_id else {
         return Ok(());
     };
@@ -154,7 +155,7 @@ pub(crate) async fn shape_order(
         .store
         .get_ensemble_run(id)
         .await
-        .map_err(|e| format!("cannot read the run's ensemble: {e}"))?;
+        .map_err(Unread::of("the run's ensemble"))?;
     // A candidate neither continues its agent's earlier work on the issue nor sees anyone else's.
     order.resume = None;
     if er.settings.members.contains(&run.agent_id) {
@@ -169,14 +170,14 @@ pub(crate) async fn shape_order(
         .store
         .list_ensemble_members_runs(id)
         .await
-        .map_err(|e| format!("cannot read the ensemble's runs: {e}"))?;
+        .map_err(Unread::of("the ensemble's runs"))?;
     // Nothing in what the reviewer reads may say whose work it is: the members' names, models and
     // runtimes are hidden wherever they appear (a commit message, a check's output).
     let agents = engine
         .store
         .list_agents(run.workspace_id)
         .await
-        .map_err(|e| format!("cannot read the workspace's agents: {e}"))?;
+        .map_err(Unread::of("the workspace's agents"))?;
     let mut hidden: Vec<String> = Vec::new();
     for a in agents
         .iter()
@@ -192,11 +193,11 @@ pub(crate) async fn shape_order(
     for (label, candidate) in &er.review_labels {
         let (diff, truncated) = diff_of(engine, *candidate)
             .await
-            .map_err(|e| format!("cannot read a candidate's diff: {e}"))?
+            .map_err(Unread::of("a candidate's diff"))?
             .unwrap_or_default();
         let check = check_of(engine, *candidate)
             .await
-            .map_err(|e| format!("cannot read a candidate's check: {e}"))?;
+            .map_err(Unread::of("a candidate's check"))?;
         let mut diff = diff;
         let cut = truncated || diff.len() > REVIEW_DIFF_BYTES;
         if diff.len() > REVIEW_DIFF_BYTES {

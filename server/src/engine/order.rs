@@ -14,6 +14,28 @@ pub(crate) struct Refusal {
     pub message: String,
 }
 
+/// A store read that shaping an order needs failed; `what` names what was read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {what}: {source}")]
+pub(crate) struct Unread {
+    pub what: &'static str,
+    #[source]
+    pub source: crate::store::Error,
+}
+
+impl Unread {
+    /// Turns a store error into this, for `map_err`.
+    pub(crate) fn of(what: &'static str) -> impl FnOnce(crate::store::Error) -> Unread {
+        move |source| Unread { what, source }
+    }
+}
+
+impl From<Unread> for Refusal {
+    fn from(e: Unread) -> Self {
+        config(e.to_string())
+    }
+}
+
 fn config(message: impl Into<String>) -> Refusal {
     Refusal {
         reason: FailureReason::Config,
@@ -53,11 +75,8 @@ pub(crate) fn branch_slug(name: &str) -> String {
 pub async fn skill_bundles(
     store: &dyn crate::store::Store,
     agent: crate::domain::AgentId,
-) -> Result<Vec<SkillBundle>, String> {
-    let attached = store
-        .agent_skills(agent)
-        .await
-        .map_err(|e| format!("cannot load the agent's skills: {e}"))?;
+) -> crate::store::Result<Vec<SkillBundle>> {
+    let attached = store.agent_skills(agent).await?;
     Ok(attached
         .into_iter()
         .filter(|a| a.enabled)
@@ -104,7 +123,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         .map_err(|e| config(format!("cannot read the workspace: {e}")))?;
     let skills = skill_bundles(store.as_ref(), agent.id)
         .await
-        .map_err(config)?;
+        .map_err(|e| config(format!("cannot load the agent's skills: {e}")))?;
     let mut spec = agent_spec(engine, &agent)?;
     if !spec.no_network {
         for host in &ws.egress_hosts {
@@ -148,8 +167,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         blind: false,
     };
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
-        .await
-        .map_err(config)?;
+        .await?;
     Ok(order)
 }
 

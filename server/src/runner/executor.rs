@@ -20,6 +20,7 @@ mod brief;
 mod check;
 mod egress;
 pub(crate) mod ending;
+mod error;
 mod events;
 pub mod git;
 mod prepare;
@@ -28,6 +29,7 @@ mod usage_log;
 mod watch;
 
 pub(crate) use brief::{prompt as brief_prompt, render as render_brief};
+pub(crate) use error::Error;
 pub(crate) use run::{Host, RunSignal};
 
 use std::sync::Arc;

@@ -43,6 +43,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
+use super::error::SandboxError;
 use super::policy::{Access, Policy, ProcessView};
 
 /// The subcommand name (hidden from `--help`).
@@ -67,9 +68,9 @@ pub fn run(
     stage: Stage,
     program: &OsString,
     args: &[OsString],
-) -> Result<u8, String> {
-    let policy: Policy = serde_json::from_str(policy_json)
-        .map_err(|e| format!("the sandbox policy cannot be read: {e}"))?;
+) -> Result<u8, SandboxError> {
+    let policy: Policy =
+        serde_json::from_str(policy_json).map_err(SandboxError::PolicyUnreadable)?;
     if let Some(parent) = stage.parent {
         super::init::die_with(parent)?;
     }
@@ -80,56 +81,58 @@ pub fn run(
         return super::init::enter(policy_json, stage.probe, program, args);
     }
     restrict(&policy)?;
-    let e = std::process::Command::new(program).args(args).exec();
-    Err(format!("cannot execute {}: {e}", program.to_string_lossy()))
+    let source = std::process::Command::new(program).args(args).exec();
+    Err(SandboxError::Exec {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    })
 }
 
 /// Steps 1–5: the Landlock domain, `no_new_privs`, no capabilities, no unix sockets.
-pub fn restrict(policy: &Policy) -> Result<(), String> {
-    let abi = abi(policy.abi)
-        .ok_or_else(|| format!("Landlock ABI {} is not supported by this build", policy.abi))?;
-    let fail = |what: &str, e: &dyn std::fmt::Display| format!("sandbox: {what}: {e}");
+pub fn restrict(policy: &Policy) -> Result<(), SandboxError> {
+    let abi = abi(policy.abi).ok_or(SandboxError::UnsupportedAbi(policy.abi))?;
     let all = AccessFs::from_all(abi);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(all)
-        .map_err(|e| fail("file-system rights", &e))?;
+        .map_err(|e| SandboxError::step("file-system rights", e))?;
     if policy.abi >= 4 {
         ruleset = ruleset
             .handle_access(AccessNet::ConnectTcp)
-            .map_err(|e| fail("TCP connect rules", &e))?;
+            .map_err(|e| SandboxError::step("TCP connect rules", e))?;
     }
     if policy.abi >= 6 {
         ruleset = ruleset
             .scope(Scope::from_all(abi))
-            .map_err(|e| fail("signal and socket scoping", &e))?;
+            .map_err(|e| SandboxError::step("signal and socket scoping", e))?;
     }
     let mut created = ruleset
         .create()
-        .map_err(|e| fail("creating the ruleset", &e))?;
+        .map_err(|e| SandboxError::step("creating the ruleset", e))?;
     for rule in &policy.paths {
         // Opened here, so `/proc/self` names this process (the agent after `exec`), and `/proc` the
         // namespace's own proc mounted just before.
-        let fd = PathFd::new(&rule.path).map_err(|e| fail(&rule.path.display().to_string(), &e))?;
+        let fd = PathFd::new(&rule.path)
+            .map_err(|e| SandboxError::step(rule.path.display().to_string(), e))?;
         created = created
             .add_rule(PathBeneath::new(fd, rights(rule.access, abi)))
-            .map_err(|e| fail(&rule.path.display().to_string(), &e))?;
+            .map_err(|e| SandboxError::step(rule.path.display().to_string(), e))?;
     }
     if policy.abi >= 4 {
         for port in &policy.connect_ports {
             created = created
                 .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-                .map_err(|e| fail(&format!("port {port}"), &e))?;
+                .map_err(|e| SandboxError::step(format!("port {port}"), e))?;
         }
     }
     let status = created
         .restrict_self()
-        .map_err(|e| fail("enforcing the ruleset", &e))?;
+        .map_err(|e| SandboxError::step("enforcing the ruleset", e))?;
     if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
-        return Err(format!(
-            "sandbox: the kernel did not fully enforce the ruleset ({:?}, no_new_privs {})",
-            status.ruleset, status.no_new_privs
-        ));
+        return Err(SandboxError::NotEnforced {
+            ruleset: status.ruleset,
+            no_new_privs: status.no_new_privs,
+        });
     }
     drop_capabilities()?;
     refuse_sockets()
@@ -137,23 +140,19 @@ pub fn restrict(policy: &Policy) -> Result<(), String> {
 
 /// Step 5: the seccomp filter (installed after `no_new_privs`, which `restrict_self` set; it stays in
 /// force across `exec` and in every child).
-fn refuse_sockets() -> Result<(), String> {
+fn refuse_sockets() -> Result<(), SandboxError> {
     let filter = socket_filter()?;
     seccompiler::apply_filter(&filter)
-        .map_err(|e| format!("sandbox: installing the seccomp filter: {e}"))
+        .map_err(|e| SandboxError::step("installing the seccomp filter", e))
 }
 
 /// The filter of step 5 for this build's architecture (x86_64, aarch64 or riscv64; others are refused).
-pub fn socket_filter() -> Result<BpfProgram, String> {
-    fn fail(e: impl std::fmt::Display) -> String {
-        format!("sandbox: building the seccomp filter: {e}")
+pub fn socket_filter() -> Result<BpfProgram, SandboxError> {
+    fn fail(e: impl std::fmt::Display) -> SandboxError {
+        SandboxError::step("building the seccomp filter", e)
     }
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
-        format!(
-            "sandbox: no seccomp filter for the {} architecture: agents cannot be sandboxed here",
-            std::env::consts::ARCH
-        )
-    })?;
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|_| SandboxError::NoSeccompArch(std::env::consts::ARCH))?;
     let arg = |index: u8, op: SeccompCmpOp, value: libc::c_int| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64).map_err(fail)
     };
@@ -163,7 +162,7 @@ pub fn socket_filter() -> Result<BpfProgram, String> {
     let netlink =
         SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, libc::AF_NETLINK)?]).map_err(fail)?;
     // UDP (and ICMP "ping" sockets, also SOCK_DGRAM) over IPv4 and IPv6: Landlock rules cover TCP only.
-    let datagram = |family: libc::c_int| -> Result<SeccompRule, String> {
+    let datagram = |family: libc::c_int| -> Result<SeccompRule, SandboxError> {
         SeccompRule::new(vec![
             arg(0, SeccompCmpOp::Eq, family)?,
             arg(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM)?,
@@ -231,9 +230,9 @@ fn rights(access: Access, abi: ABI) -> BitFlags<AccessFs> {
 /// and checks that none is left. A process without CAP_SETPCAP (any non-root user: `muster runner` on a
 /// workstation) cannot shrink its bounding set; it holds no capability to lose, and with `no_new_privs`
 /// (set before) no exec can gain one, so its bounding set is left as it is.
-fn drop_capabilities() -> Result<(), String> {
+fn drop_capabilities() -> Result<(), SandboxError> {
     let can_bound = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)
-        .map_err(|e| format!("sandbox: reading the effective capabilities: {e}"))?;
+        .map_err(|e| SandboxError::step("reading the effective capabilities", e))?;
     let all = [
         CapSet::Bounding,
         CapSet::Ambient,
@@ -247,15 +246,13 @@ fn drop_capabilities() -> Result<(), String> {
         .collect();
     for set in sets.iter().copied() {
         caps::clear(None, set)
-            .map_err(|e| format!("sandbox: dropping {set:?} capabilities: {e}"))?;
+            .map_err(|e| SandboxError::step(format!("dropping {set:?} capabilities"), e))?;
     }
     for set in sets.iter().copied() {
         let left = caps::read(None, set)
-            .map_err(|e| format!("sandbox: reading {set:?} capabilities: {e}"))?;
+            .map_err(|e| SandboxError::step(format!("reading {set:?} capabilities"), e))?;
         if !left.is_empty() {
-            return Err(format!(
-                "sandbox: {set:?} capabilities are still held: {left:?}"
-            ));
+            return Err(SandboxError::CapabilitiesHeld { set, left });
         }
     }
     Ok(())

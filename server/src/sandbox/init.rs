@@ -33,6 +33,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, sigprocmask};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::error::SandboxError;
 use super::policy::Policy;
 
 /// The signals a stop sends that the exec step ignores and init forwards to the agent.
@@ -46,20 +47,18 @@ const FORWARDED: [Signal; 4] = [
 /// Binds this process's life to `parent`'s: SIGKILL when it dies, and an error if it already did (the
 /// parent pid is read from `/proc/self/stat`, which as long as this process has not mounted its own
 /// `/proc` is the parent namespace's view: `getppid` says 0 for init, whose parent is outside).
-pub fn die_with(parent: u32) -> Result<(), String> {
+pub fn die_with(parent: u32) -> Result<(), SandboxError> {
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-        .map_err(|e| format!("sandbox: binding the agent to the runner's life: {e}"))?;
+        .map_err(|e| SandboxError::step("binding the agent to the runner's life", e))?;
     let stat = std::fs::read_to_string("/proc/self/stat")
-        .map_err(|e| format!("sandbox: reading /proc/self/stat: {e}"))?;
+        .map_err(|e| SandboxError::step("reading /proc/self/stat", e))?;
     // After the `(comm)` field: state, then ppid.
     let ppid = stat
         .rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().nth(1))
         .and_then(|p| p.parse::<u32>().ok());
     if ppid != Some(parent) {
-        return Err(format!(
-            "sandbox: the process that started the agent ({parent}) is gone; not starting it"
-        ));
+        return Err(SandboxError::ParentGone(parent));
     }
     Ok(())
 }
@@ -71,9 +70,9 @@ pub fn enter(
     probe: bool,
     program: &OsString,
     args: &[OsString],
-) -> Result<u8, String> {
+) -> Result<u8, SandboxError> {
     unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS)
-        .map_err(|e| format!("sandbox: cannot make the agent's private process namespace: {e}"))?;
+        .map_err(|e| SandboxError::step("cannot make the agent's private process namespace", e))?;
     // Nothing mounted here (the namespace's /proc) may propagate back to the machine's mount table.
     mount(
         None::<&str>,
@@ -82,12 +81,12 @@ pub fn enter(
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None::<&str>,
     )
-    .map_err(|e| format!("sandbox: making the agent's mounts private: {e}"))?;
+    .map_err(|e| SandboxError::step("making the agent's mounts private", e))?;
     // Signals to the group are for the agent (init forwards them); this process only waits for init.
     // The mask is inherited by nothing: the standard library empties it in every child it starts.
     block(&FORWARDED)?;
     let exe = std::fs::read_link("/proc/self/exe")
-        .map_err(|e| format!("sandbox: finding the muster executable: {e}"))?;
+        .map_err(|e| SandboxError::step("finding the muster executable", e))?;
     let mut init = std::process::Command::new(exe);
     init.args([super::exec::SUBCOMMAND, "--init", "--parent-pid"])
         .arg(std::process::id().to_string())
@@ -98,7 +97,7 @@ pub fn enter(
     init.arg("--").arg(program).args(args);
     let status = init
         .status()
-        .map_err(|e| format!("sandbox: starting the agent's namespace: {e}"))?;
+        .map_err(|e| SandboxError::step("starting the agent's namespace", e))?;
     let code = exit_code(status.code(), {
         use std::os::unix::process::ExitStatusExt as _;
         status.signal()
@@ -134,7 +133,7 @@ pub fn run(
     probe: bool,
     program: &OsString,
     args: &[OsString],
-) -> Result<u8, String> {
+) -> Result<u8, SandboxError> {
     // Blocked before anything can arrive, and taken with `sigwait` below: PID 1 would otherwise drop
     // them, having no handler.
     let mut waited = FORWARDED.to_vec();
@@ -147,7 +146,7 @@ pub fn run(
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         None::<&str>,
     )
-    .map_err(|e| format!("sandbox: mounting the agent's own /proc: {e}"))?;
+    .map_err(|e| SandboxError::step("mounting the agent's own /proc", e))?;
     if probe {
         return Ok(0);
     }
@@ -156,14 +155,15 @@ pub fn run(
         .args(args)
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot execute {}: {e}", program.to_string_lossy()))?;
-    let agent = Pid::from_raw(
-        i32::try_from(agent.id()).map_err(|_| "sandbox: the agent's pid is out of range")?,
-    );
+        .map_err(|source| SandboxError::Exec {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+    let agent = Pid::from_raw(i32::try_from(agent.id()).map_err(|_| SandboxError::PidOutOfRange)?);
     loop {
         let signal = set
             .wait()
-            .map_err(|e| format!("sandbox: waiting for the agent: {e}"))?;
+            .map_err(|e| SandboxError::step("waiting for the agent", e))?;
         if signal != Signal::SIGCHLD {
             // ESRCH: the group is gone, and its SIGCHLD is on its way.
             let _ = killpg(agent, signal);
@@ -176,7 +176,7 @@ pub fn run(
 }
 
 /// Reaps every child that has ended; `Some(code)` once the agent is among them.
-fn reap(agent: Pid) -> Result<Option<u8>, String> {
+fn reap(agent: Pid) -> Result<Option<u8>, SandboxError> {
     loop {
         match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) if pid == agent => {
@@ -187,19 +187,19 @@ fn reap(agent: Pid) -> Result<Option<u8>, String> {
             }
             Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => return Ok(None),
             Ok(_) | Err(Errno::EINTR) => {} // another descendant, reparented to init: reaped
-            Err(e) => return Err(format!("sandbox: reaping the agent's processes: {e}")),
+            Err(e) => return Err(SandboxError::step("reaping the agent's processes", e)),
         }
     }
 }
 
 /// Blocks `signals` in this (single-threaded) process and returns them as a set.
-fn block(signals: &[Signal]) -> Result<SigSet, String> {
+fn block(signals: &[Signal]) -> Result<SigSet, SandboxError> {
     let mut set = SigSet::empty();
     for signal in signals {
         set.add(*signal);
     }
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)
-        .map_err(|e| format!("sandbox: blocking signals: {e}"))?;
+        .map_err(|e| SandboxError::step("blocking signals", e))?;
     Ok(set)
 }
 

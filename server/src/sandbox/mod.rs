@@ -14,6 +14,7 @@
 //! Where the kernel lacks what the sandbox relies on, agents do not start (the run fails with the reason)
 //! unless the operator chose to run them unsandboxed.
 
+mod error;
 pub mod exec;
 pub mod init;
 pub mod policy;
@@ -28,6 +29,7 @@ use serde::Serialize;
 
 use crate::domain::{SandboxNote, SandboxPath};
 
+pub use error::SandboxError;
 pub use policy::{Access, PathRule, Policy, ProcessView};
 
 /// The Landlock ABI the sandbox relies on: file-system rights including `refer`, `truncate` and device
@@ -158,8 +160,8 @@ pub fn wrap(
     self_exe: &std::path::Path,
     home: &std::path::Path,
     tmp: &std::path::Path,
-) -> Result<muster_agents::LaunchSpec, String> {
-    let json = serde_json::to_string(policy).map_err(|e| e.to_string())?;
+) -> Result<muster_agents::LaunchSpec, SandboxError> {
+    let json = serde_json::to_string(policy).map_err(SandboxError::PolicyUnwritable)?;
     let mut args = vec![
         exec::SUBCOMMAND.to_owned(),
         "--parent-pid".to_owned(),

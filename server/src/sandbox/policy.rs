@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::SandboxError;
+
 /// What a rule allows beneath its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -148,7 +150,7 @@ const SYSTEM_EXEC: [&str; 5] = ["/usr", "/bin", "/sbin", "/lib", "/lib64"];
 
 /// Builds the run's policy. Fails with a sentence when a rule would expose a protected folder or a needed
 /// path cannot be found.
-pub fn for_run(facts: &RunFacts<'_>) -> Result<Policy, String> {
+pub fn for_run(facts: &RunFacts<'_>) -> Result<Policy, SandboxError> {
     let mut rules: Vec<PathRule> = Vec::new();
     let mut add = |path: PathBuf, access: Access| {
         if !rules.iter().any(|r| r.path == path && r.access == access) {
@@ -180,7 +182,7 @@ pub fn for_run(facts: &RunFacts<'_>) -> Result<Policy, String> {
     add(PathBuf::from(proc), Access::Read);
     add(PathBuf::from("/dev/urandom"), Access::FileRead);
     add(PathBuf::from("/dev/null"), Access::FileReadWrite);
-    for (path, access) in program_rules(facts)? {
+    for (path, access) in program_rules(facts) {
         add(path, access);
     }
     for path in facts.extra_rw {
@@ -197,11 +199,10 @@ pub fn for_run(facts: &RunFacts<'_>) -> Result<Policy, String> {
     for rule in &rules {
         for protected in facts.protected {
             if covers(rule, protected) {
-                return Err(format!(
-                    "the sandbox rule for {} would expose {}; move the agent's program elsewhere",
-                    rule.path.display(),
-                    protected.display()
-                ));
+                return Err(SandboxError::Exposes {
+                    rule: rule.path.clone(),
+                    protected: protected.to_path_buf(),
+                });
             }
         }
     }
@@ -229,7 +230,7 @@ fn covers(rule: &PathRule, protected: &Path) -> bool {
 
 /// The narrow git list for a worktree (SANDBOX.md pitfall 9): `W/.git` is a file naming the worktree's
 /// git dir `R/.git/worktrees/<wt>`, whose `commondir` names `R/.git`.
-fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, String> {
+fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, SandboxError> {
     let Ok(text) = std::fs::read_to_string(workdir.join(".git")) else {
         return Ok(Vec::new()); // No repository, or a plain clone inside W (covered by W's rule).
     };
@@ -241,10 +242,11 @@ fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, 
         Ok(c) => gitdir.join(c.trim()),
         Err(_) => gitdir.clone(),
     };
-    let common = std::fs::canonicalize(&common)
-        .map_err(|e| format!("cannot resolve {}: {e}", common.display()))?;
-    let gitdir = std::fs::canonicalize(&gitdir)
-        .map_err(|e| format!("cannot resolve {}: {e}", gitdir.display()))?;
+    let resolve = |path: PathBuf| {
+        std::fs::canonicalize(&path).map_err(|source| SandboxError::Resolve { path, source })
+    };
+    let common = resolve(common)?;
+    let gitdir = resolve(gitdir)?;
     let mut rules = vec![(common.clone(), Access::Read)];
     // A private repository reads the workspace's repository's objects (never writes them): the folders
     // its alternates name, as the server wrote them before the agent started.
@@ -254,8 +256,13 @@ fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, 
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
         {
-            let dir = std::fs::canonicalize(common.join("objects").join(line))
-                .map_err(|e| format!("cannot resolve the alternate objects folder {line}: {e}"))?;
+            let dir =
+                std::fs::canonicalize(common.join("objects").join(line)).map_err(|source| {
+                    SandboxError::ResolveAlternate {
+                        line: line.to_owned(),
+                        source,
+                    }
+                })?;
             rules.push((dir, Access::Read));
         }
     }
@@ -271,8 +278,9 @@ fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, 
         common.join("logs/refs/heads/muster"),
     ];
     for dir in writable {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        if let Err(source) = std::fs::create_dir_all(&dir) {
+            return Err(SandboxError::CreateDir { path: dir, source });
+        }
         rules.push((dir, write));
     }
     Ok(rules)
@@ -280,7 +288,7 @@ fn git_rules(workdir: &Path, read_only: bool) -> Result<Vec<(PathBuf, Access)>, 
 
 /// The program's own rules: its install folder (or the file alone when it is a lone script), `node` for a
 /// node launcher, and a custom command's first word.
-fn program_rules(facts: &RunFacts<'_>) -> Result<Vec<(PathBuf, Access)>, String> {
+fn program_rules(facts: &RunFacts<'_>) -> Vec<(PathBuf, Access)> {
     let mut rules = Vec::new();
     let mut programs = vec![facts.program.to_path_buf()];
     if let Some(word) = facts
@@ -305,7 +313,7 @@ fn program_rules(facts: &RunFacts<'_>) -> Result<Vec<(PathBuf, Access)>, String>
             rules.push(install_rule(&node));
         }
     }
-    Ok(rules)
+    rules
 }
 
 /// The folder an installed program needs: the outermost `node_modules` above it (npm links `.bin`
@@ -419,7 +427,20 @@ mod tests {
             process_view: ProcessView::Namespace,
         };
         let e = for_run(&facts).unwrap_err();
-        assert!(e.contains("would expose"), "{e}");
+        let SandboxError::Exposes { rule, protected } = &e else {
+            panic!("not a rule that exposes a protected folder: {e}");
+        };
+        assert_eq!(protected, &data);
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+        assert!(real(&data).starts_with(real(rule)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the sandbox rule for {} would expose {}; move the agent's program elsewhere",
+                rule.display(),
+                data.display()
+            )
+        );
         let other = tempfile::tempdir().unwrap();
         let script = other.path().join("agent.sh");
         std::fs::write(&script, "#!/bin/sh\n").unwrap();

@@ -72,7 +72,7 @@ pub(super) async fn write(
     kind: RuntimeKind,
     brief: String,
     tracked: bool,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, super::Error> {
     let workdir = workdir.to_path_buf();
     let name = kind.brief_file();
     tokio::task::spawn_blocking(move || {
@@ -85,11 +85,11 @@ pub(super) async fn write(
             brief
         };
         crate::confined::replace(&workdir, Path::new(name), text.as_bytes())
-            .map_err(|e| format!("cannot write the brief: {e}"))?;
+            .map_err(super::Error::Brief)?;
         Ok(workdir.join(name))
     })
     .await
-    .map_err(|e| format!("cannot write the brief: {e}"))?
+    .map_err(super::Error::BriefTask)?
 }
 
 /// The repository's own `name` in the worktree: its text, read without following a link out of the

@@ -26,7 +26,7 @@ use super::RunTiming;
 use super::run::RunSignal;
 use crate::domain::{CheckResult, CheckSpec};
 use crate::redact::Redactor;
-use crate::sandbox::Policy;
+use crate::sandbox::{Policy, SandboxError};
 
 /// Output kept of a check (the end of it), in bytes.
 pub(super) const KEEP_BYTES: usize = 64 * 1024;
@@ -76,7 +76,7 @@ pub(super) fn not_run(spec: &CheckSpec, why: impl Into<String>) -> CheckResult {
 
 /// The check's launch: `sh -c <command>` in `workdir`, its environment, through the exec step when the
 /// agent was sandboxed.
-fn launch(spec: &CheckSpec, workdir: &Path, c: &Confinement) -> Result<LaunchSpec, String> {
+fn launch(spec: &CheckSpec, workdir: &Path, c: &Confinement) -> Result<LaunchSpec, SandboxError> {
     let (home, tmp) = (c.run_dir.join("home"), c.run_dir.join("tmp"));
     let mut env = vec![
         ("MUSTER_ISSUE".to_owned(), c.issue_key.clone()),
@@ -120,7 +120,7 @@ pub(super) async fn run(
     let started = Instant::now();
     let launch = match launch(spec, workdir, confinement) {
         Ok(l) => l,
-        Err(e) => return Outcome::Done(not_run(spec, format!("cannot build the sandbox: {e}"))),
+        Err(e) => return Outcome::Done(not_run(spec, super::Error::Sandbox(e).to_string())),
     };
     let mut child = match process::spawn(&launch).await {
         Ok(child) => child,

@@ -48,7 +48,7 @@ pub(super) async fn open(
     agent: &AgentSpec,
     urls: &[String],
     sandboxed: bool,
-) -> Result<Egress, String> {
+) -> Result<Egress, super::Error> {
     let mut allow = AllowList {
         hosts: agent.egress_hosts.clone(),
         endpoints: Vec::new(),
@@ -76,7 +76,7 @@ pub(super) async fn open(
             .collect();
         let proxy = RunProxy::open(allow.clone(), Arc::new(overrides))
             .await
-            .map_err(|e| format!("cannot open the run's egress proxy: {e}"))?;
+            .map_err(super::Error::Egress)?;
         direct_ports.push(proxy.port());
         Some(proxy)
     } else {

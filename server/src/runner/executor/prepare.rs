@@ -13,11 +13,12 @@ use muster_agents::{
     Adapter, CustomAdapter, CustomFormat, LaunchSpec, PermissionMode, RunSpec, RuntimeKind,
 };
 
+use super::Error;
 use super::brief;
 use super::git::{self, Worktree};
 use super::run::Host;
 use crate::config::Config;
-use crate::domain::{FailureReason, RunId};
+use crate::domain::RunId;
 use crate::runner::protocol::{AgentSpec, Order};
 
 /// A run ready to spawn.
@@ -50,30 +51,6 @@ pub(super) struct Prepared {
     /// Where the agent's model server should accept connections (its base URL, for the known CLIs and
     /// the local loop): checked again when the CLI reports an error while it runs.
     pub model_probe: Option<String>,
-}
-
-/// Why a run could not be prepared; `reason` decides retries (never for config problems).
-#[derive(Debug)]
-pub(super) struct PrepareError {
-    pub reason: FailureReason,
-    pub message: String,
-}
-
-impl PrepareError {
-    fn config(message: impl Into<String>) -> Self {
-        Self {
-            reason: FailureReason::Config,
-            message: message.into(),
-        }
-    }
-
-    /// A git or worktree failure: reported as one, never as the agent's configuration.
-    fn git(message: impl std::fmt::Display) -> Self {
-        Self {
-            reason: FailureReason::Git,
-            message: message.to_string(),
-        }
-    }
 }
 
 /// Where a run keeps its files.
@@ -129,25 +106,19 @@ fn probe_url(url: &str, overrides: &[(String, SocketAddr)]) -> String {
 /// [`probe_url`]): a wrong base URL fails the run in seconds, naming the address, instead of after the
 /// CLI's own minutes of retries (Claude Code: 10) and Muster's retries of a "network" failure. Only a
 /// connection is tried: no request, no key sent, no tokens spent.
-async fn preflight(probe: &str) -> Result<(), PrepareError> {
+async fn preflight(probe: &str) -> Result<(), Error> {
     muster_llama::probe::accepts_connections(probe, PROBE_TIMEOUT)
         .await
-        .map_err(|why| PrepareError {
-            reason: FailureReason::Unreachable,
-            message: format!("nothing accepted a connection at {why}, its base URL's address"),
-        })
+        .map_err(Error::Unreachable)
 }
 
 /// Creates the work directory (a git worktree when the workspace has a repository), writes the brief
 /// and the skills, and builds the launch spec. A worktree made here is discarded again if a later step
 /// fails.
-pub(super) async fn prepare(host: &Host, order: &Order) -> Result<Prepared, PrepareError> {
+pub(super) async fn prepare(host: &Host, order: &Order) -> Result<Prepared, Error> {
     let dir = run_dir(&host.config, order.run_id);
     for sub in ["home", "tmp"] {
-        let path = dir.join(sub);
-        tokio::fs::create_dir_all(&path)
-            .await
-            .map_err(|e| PrepareError::config(format!("cannot create {}: {e}", path.display())))?;
+        create_dir(dir.join(sub)).await?;
     }
     let started = work_dir(host, order, &dir).await?;
     let (worktree, from_branch) = match started {
@@ -173,7 +144,7 @@ async fn finish_prepare(
     order: &Order,
     worktree: Option<Worktree>,
     from_branch: Option<String>,
-) -> Result<Prepared, PrepareError> {
+) -> Result<Prepared, Error> {
     let dir = run_dir(&host.config, order.run_id);
     let (workdir, home) = (dir.join("work"), dir.join("home"));
     let p = &order.agent;
@@ -183,12 +154,9 @@ async fn finish_prepare(
         continue_session(host, order, kind, &home, &workdir, from_branch).await;
     // The repository's own context file, if any, is kept and the brief added after it.
     let tracked = worktree.as_ref().is_some_and(|t| t.brief_tracked);
-    let brief_path = brief::write(&workdir, p.kind, order.brief.clone(), tracked)
-        .await
-        .map_err(PrepareError::config)?;
-    let skills = crate::skills::materialize(p.kind, &order.skills, &workdir, &home, &brief_path)
-        .await
-        .map_err(PrepareError::config)?;
+    let brief_path = brief::write(&workdir, p.kind, order.brief.clone(), tracked).await?;
+    let skills =
+        crate::skills::materialize(p.kind, &order.skills, &workdir, &home, &brief_path).await?;
     let mut env = vec![
         ("MUSTER_ISSUE".to_owned(), order.issue_key.clone()),
         ("MUSTER_RUN_ID".to_owned(), order.run_id.to_string()),
@@ -208,11 +176,8 @@ async fn finish_prepare(
     let (binary, extra_args, adapter) = program(host, p, kind).await?;
     let mode = crate::sandbox::mode(&host.config);
     if let crate::sandbox::Mode::Refused { reason } = &mode {
-        return Err(PrepareError {
-            reason: FailureReason::Sandbox,
-            message: format!(
-                "agents cannot start on this runner: {reason}; the operator can start it with --allow-unsandboxed-agents"
-            ),
+        return Err(Error::SandboxRefused {
+            reason: reason.clone(),
         });
     }
     let sandboxed = matches!(mode, crate::sandbox::Mode::Sandboxed { .. });
@@ -245,9 +210,7 @@ async fn finish_prepare(
     let model_urls = super::egress::model_urls(kind, base_url.as_deref(), &env);
     let api_urls: Vec<String> = api_url.into_iter().chain(host.api_url.clone()).collect();
     let mut egress =
-        super::egress::open(&host.config, p, &[model_urls, api_urls].concat(), sandboxed)
-            .await
-            .map_err(PrepareError::config)?;
+        super::egress::open(&host.config, p, &[model_urls, api_urls].concat(), sandboxed).await?;
     env.extend(egress.env());
     let spec = RunSpec {
         binary,
@@ -277,9 +240,7 @@ async fn finish_prepare(
     let usage_log = adapter
         .usage_log_dir(&spec)
         .map(super::usage_log::UsageLog::at);
-    let launch = adapter
-        .command(&spec)
-        .map_err(|e| PrepareError::config(e.to_string()))?;
+    let launch = adapter.command(&spec).map_err(Error::Command)?;
     let (launch, mut sandbox, policy) = confine(
         host,
         &mode,
@@ -323,7 +284,7 @@ async fn relocate(
     previous: crate::domain::RunId,
     home: &Path,
     workdir: &Path,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let old = run_dir(&host.config, previous).join("work");
     for relative in muster_agents::adapter_for(kind).session_databases() {
         let db = home.join(relative);
@@ -333,7 +294,8 @@ async fn relocate(
                 &old.display().to_string(),
                 &workdir.display().to_string(),
             )
-            .await?;
+            .await
+            .map_err(Error::Relocate)?;
         }
     }
     Ok(())
@@ -348,7 +310,7 @@ async fn carry(
     session: &str,
     home: &Path,
     workdir: &Path,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     use muster_agents::session::SessionPlace;
     let old = run_dir(&host.config, previous);
     let (new_home, new_work, id) = (
@@ -371,8 +333,7 @@ async fn carry(
         )
     })
     .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
+    .map_err(Error::CarryTask)??;
     relocate(host, kind, previous, home, workdir).await
 }
 
@@ -397,7 +358,8 @@ async fn continue_session(
             .unwrap_or_else(|| "the previous run reported no session".to_owned())),
         Some(session) => carry(host, kind, resume.previous_run_id, &session, home, workdir)
             .await
-            .map(|()| session),
+            .map(|()| session)
+            .map_err(|e| e.to_string()),
     };
     let branch_missing = resume
         .branch
@@ -430,7 +392,7 @@ fn confine(
         crate::domain::SandboxNote,
         Option<crate::sandbox::Policy>,
     ),
-    PrepareError,
+    Error,
 > {
     use crate::sandbox::{self, Mode};
     let Mode::Sandboxed { abi } = mode else {
@@ -439,9 +401,8 @@ fn confine(
     let search_path = muster_agents::process::inherited_path();
     let cwd = launch.cwd.clone();
     if which::which_in(&launch.program, search_path.as_ref(), &cwd).is_err() {
-        return Err(PrepareError {
-            reason: FailureReason::MissingCli,
-            message: format!("{} is not installed", launch.program.display()),
+        return Err(Error::MissingCli {
+            program: launch.program,
         });
     }
     // Direct connections: the run's egress proxy, Muster's API and model servers on this machine's
@@ -470,11 +431,9 @@ fn confine(
         muster: &host.config.self_exe,
         process_view: sandbox::process_view(&host.config.self_exe),
     };
-    let policy = sandbox::policy::for_run(&facts)
-        .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
+    let policy = sandbox::policy::for_run(&facts)?;
     let payload = sandbox::event_note(mode, Some(&policy));
-    let launch = sandbox::wrap(launch, &policy, &host.config.self_exe, &home, &tmp)
-        .map_err(|e| PrepareError::config(format!("cannot build the sandbox: {e}")))?;
+    let launch = sandbox::wrap(launch, &policy, &host.config.self_exe, &home, &tmp)?;
     Ok((launch, payload, Some(policy)))
 }
 
@@ -483,20 +442,13 @@ fn confine(
 /// exists (for a git URL: the remote's branch as last fetched, else the mirror's), else at the branch of
 /// the run it continues (a line named before lines were), else at the ensemble's base commit or the
 /// repository's HEAD.
-async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Started>, PrepareError> {
+async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Started>, Error> {
     let Some(repo) = order.repo.as_deref() else {
-        let workdir = dir.join("work");
-        tokio::fs::create_dir_all(&workdir).await.map_err(|e| {
-            PrepareError::config(format!("cannot create {}: {e}", workdir.display()))
-        })?;
+        create_dir(dir.join("work")).await?;
         return Ok(None);
     };
     let brief = order.agent.kind.brief_file();
-    let source = git::RepoSource::parse(repo).map_err(|e| {
-        PrepareError::config(format!(
-            "the workspace's repository setting is invalid: {e}"
-        ))
-    })?;
+    let source = git::RepoSource::parse(repo).map_err(Error::RepoSetting)?;
     let names = git::Names {
         branch: &order.branch,
         brief,
@@ -505,9 +457,7 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
     let (repo, url) = match source {
         git::RepoSource::Path(path) => (path, None),
         git::RepoSource::Url(url) => {
-            let mirror = git::mirror(&host.repo_cache, &url)
-                .await
-                .map_err(PrepareError::git)?;
+            let mirror = git::mirror(&host.repo_cache, &url).await?;
             (mirror, Some(url))
         }
     };
@@ -517,11 +467,14 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
     let (start, from) = match (order.base.as_deref(), line, previous) {
         // An ensemble's candidate starts at the commit every candidate starts at.
         (Some(base), _, _) => (
-            Some(git::commit(&repo, base).await.map_err(|e| {
-                PrepareError::git(format!(
-                    "the run starts at commit {base}, which the repository does not have: {e}"
-                ))
-            })?),
+            Some(
+                git::commit(&repo, base)
+                    .await
+                    .map_err(|source| Error::MissingBase {
+                        base: base.to_owned(),
+                        source,
+                    })?,
+            ),
             None,
         ),
         (None, Some(tip), _) => (Some(tip), Some(order.branch.clone())),
@@ -533,11 +486,19 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
     };
     let tree = git::create(&repo, url.as_deref(), dir, &names, start, order.blind)
         .await
-        .map_err(|e| PrepareError::git(format!("cannot create the run's git worktree: {e}")))?;
+        .map_err(Error::Worktree)?;
     Ok(Some(Started {
         tree,
         from_previous: from,
     }))
+}
+
+/// Creates `path` and the folders above it.
+async fn create_dir(path: PathBuf) -> Result<(), Error> {
+    match tokio::fs::create_dir_all(&path).await {
+        Ok(()) => Ok(()),
+        Err(source) => Err(Error::CreateDir { path, source }),
+    }
 }
 
 /// A new worktree, and the previous run's branch when it starts from there (else from HEAD).
@@ -552,13 +513,13 @@ async fn program(
     host: &Host,
     p: &AgentSpec,
     kind: RuntimeKind,
-) -> Result<(PathBuf, Vec<String>, Box<dyn Adapter>), PrepareError> {
+) -> Result<(PathBuf, Vec<String>, Box<dyn Adapter>), Error> {
     if p.kind.is_custom() {
         let command = p
             .command
             .clone()
             .filter(|c| !c.trim().is_empty())
-            .ok_or_else(|| PrepareError::config("a custom agent needs a command"))?;
+            .ok_or(Error::NoCommand)?;
         let mut args = vec!["-c".to_owned(), command, "muster-agent".to_owned()];
         args.extend(p.extra_args.iter().cloned());
         let adapter = Box::new(CustomAdapter::new(CustomFormat::StreamJson));

@@ -24,7 +24,7 @@ use super::prepare::{self, Prepared};
 use super::usage_log::UsageLog;
 use super::watch::{self, Line, Watch};
 use crate::config::Config;
-use crate::domain::{DiffNote, FailureReason, RunEventBody, RunId, SandboxNote, SessionNote};
+use crate::domain::{DiffNote, RunEventBody, RunId, SandboxNote, SessionNote};
 use crate::redact::Redactor;
 use crate::runner::core::Link;
 use crate::runner::protocol::{Held, Order, Orphan, Started, ToServer};
@@ -529,18 +529,15 @@ async fn run_child(
 async fn launch(host: &Host, order: &Order) -> Result<(Prepared, Child), Ending> {
     let prepared = prepare::prepare(host, order)
         .await
-        .map_err(|e| Ending::NotStarted(e.reason, e.message))?;
+        .map_err(|e| Ending::NotStarted(e.reason(), e.to_string()))?;
     match process::spawn(&prepared.launch).await {
         Ok(child) => Ok((prepared, child)),
         Err(e) => {
             if let Some(tree) = &prepared.worktree {
                 git::discard(tree).await;
             }
-            let reason = match e {
-                muster_agents::Error::NotInstalled { .. } => FailureReason::MissingCli,
-                _ => FailureReason::Config,
-            };
-            Err(Ending::NotStarted(reason, format!("{e}")))
+            let e = super::Error::Spawn(e);
+            Err(Ending::NotStarted(e.reason(), e.to_string()))
         }
     }
 }

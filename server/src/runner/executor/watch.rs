@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use muster_agents::{Adapter, AgentEvent, ErrorClass, RateTable};
+use muster_llama::probe::Unreachable;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -61,7 +62,7 @@ const QUIET_PROBE_AFTER: Duration = Duration::from_secs(5);
 const QUIET_MISSES: u32 = 3;
 
 /// A check of the model server in flight.
-type Probe = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+type Probe = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Unreachable>> + Send>>;
 
 /// The runner's checks of the agent's model server while the run goes on: after a CLI's error that may
 /// mean "no connection" (one miss ends the run, the CLI has already failed to connect), and while the agent
@@ -83,8 +84,8 @@ struct ModelWatch<'a> {
 enum Checked {
     Fine,
     EgressRefused,
-    /// Nothing accepts connections at this address ("host:port (why)").
-    Unreachable(String),
+    /// Nothing accepts connections at the model server's address.
+    Unreachable(Unreachable),
 }
 
 impl<'a> ModelWatch<'a> {
@@ -126,14 +127,14 @@ impl<'a> ModelWatch<'a> {
         None
     }
 
-    async fn next(&mut self) -> Result<(), String> {
+    async fn next(&mut self) -> Result<(), Unreachable> {
         match self.probe.as_mut() {
             Some(probe) => probe.await,
             None => std::future::pending().await,
         }
     }
 
-    fn finished(&mut self, result: Result<(), String>) -> Checked {
+    fn finished(&mut self, result: Result<(), Unreachable>) -> Checked {
         self.probe = None;
         match result {
             Ok(()) => {
