@@ -1,7 +1,10 @@
 //! The command line: `muster serve`, `muster migrate`, the API client (`login`, `logout`, `issue`,
 //! `agent`) and `admin bootstrap`. Server and connection flags are also environment variables (`MUSTER_*`),
-//! documented in `--help`. This is the only module that reads the environment, through clap; the client
-//! subcommands' own flags (in `client::*`) have no environment variables.
+//! documented in `--help`. This is the only module that reads the environment: through clap, when it parses
+//! the command line, and `child_env`. A command's flags live beside the command (`runner::remote::RunnerArgs`,
+//! `host::AgentHostArgs`, `runtimes::RuntimePaths`, `sandbox::exec::SandboxExecArgs`,
+//! `client::runtime::LlamaLoopArgs`, the client subcommands' in `client::*`, which have no environment
+//! variables); `serve`'s, the database's and the connection's are here.
 
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
@@ -11,8 +14,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::client::runtime::LlamaLoopArgs;
 use crate::client::{self, Remote, Secret};
 use crate::config::Config;
+use crate::host::AgentHostArgs;
+use crate::runner::remote::RunnerArgs;
+use crate::runtimes::RuntimePaths;
+use crate::sandbox::exec::SandboxExecArgs;
 use crate::store::{self, DatabaseUrl, PoolOptions};
 use crate::telemetry::LogFormat;
 
@@ -91,28 +99,6 @@ pub enum Command {
     /// thread exists.
     #[command(hide = true)]
     SandboxExec(SandboxExecArgs),
-}
-
-/// `muster sandbox-exec` options (set by the runner).
-#[derive(Debug, Args)]
-pub struct SandboxExecArgs {
-    /// The policy: JSON of `sandbox::Policy`.
-    #[arg(long)]
-    pub policy: String,
-    /// The pid of the process that starts this one: the exec step dies with it.
-    #[arg(long)]
-    pub parent_pid: Option<u32>,
-    /// Run as the init of the agent's private PID namespace (started by the exec step itself).
-    #[arg(long)]
-    pub init: bool,
-    /// Only check that a private PID namespace with its own /proc can be made here, then exit.
-    #[arg(long)]
-    pub probe: bool,
-    /// The program to execute inside the sandbox.
-    pub program: std::ffi::OsString,
-    /// Its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<std::ffi::OsString>,
 }
 
 /// How the client commands reach a Muster server. Flags and variables override `muster login`'s file.
@@ -330,121 +316,6 @@ pub struct DbArgs {
     pub db_max_connections: u32,
 }
 
-/// Where the agent CLIs are, when not on `PATH` (or to pin one build).
-#[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Agent CLIs")]
-pub struct RuntimePaths {
-    /// Path of the Claude Code binary [default: `claude` on PATH].
-    #[arg(long, env = "MUSTER_CLAUDE_PATH", global = true)]
-    pub claude_path: Option<PathBuf>,
-    /// Path of the Codex binary [default: `codex` on PATH].
-    #[arg(long, env = "MUSTER_CODEX_PATH", global = true)]
-    pub codex_path: Option<PathBuf>,
-    /// Path of the OpenCode binary [default: `opencode` on PATH].
-    #[arg(long, env = "MUSTER_OPENCODE_PATH", global = true)]
-    pub opencode_path: Option<PathBuf>,
-    /// Path of a llama.cpp / Ollama / llamafile binary [default: the first found on PATH].
-    #[arg(long, env = "MUSTER_LLAMA_PATH", global = true)]
-    pub llama_path: Option<PathBuf>,
-    /// URL of a local OpenAI-compatible model server (llama-server, Ollama, vLLM, …), probed before the usual
-    /// loopback ports and used by `llama` agents without a base URL of their own.
-    #[arg(long, env = "MUSTER_LLAMA_URL", global = true)]
-    pub llama_url: Option<String>,
-    /// Ollama's address as Ollama reads it (e.g. 127.0.0.1:11434 or http://host:11434).
-    #[arg(long, env = "OLLAMA_HOST", global = true)]
-    pub ollama_host: Option<String>,
-    /// An OpenAI-compatible API base of a local server (e.g. http://127.0.0.1:8080/v1).
-    #[arg(long, env = "LLAMA_API_BASE", global = true)]
-    pub llama_api_base: Option<String>,
-}
-
-impl RuntimePaths {
-    /// The explicitly configured local model servers, as `(source, url)`.
-    pub fn llama_urls(&self) -> Vec<(String, String)> {
-        let mut urls = Vec::new();
-        if let Some(url) = self.llama_url.as_deref().filter(|u| !u.trim().is_empty()) {
-            urls.push(("MUSTER_LLAMA_URL".to_owned(), url.trim().to_owned()));
-        }
-        if let Some(host) = self.ollama_host.as_deref().filter(|u| !u.trim().is_empty()) {
-            urls.push((
-                "OLLAMA_HOST".to_owned(),
-                muster_llama::probe::ollama_host_url(host),
-            ));
-        }
-        if let Some(url) = self
-            .llama_api_base
-            .as_deref()
-            .filter(|u| !u.trim().is_empty())
-        {
-            urls.push(("LLAMA_API_BASE".to_owned(), url.trim().to_owned()));
-        }
-        urls
-    }
-}
-
-/// `muster llama-loop` options (set by the llama adapter from the agent profile).
-#[derive(Debug, Args)]
-pub struct LlamaLoopArgs {
-    /// Model server URL, with or without /v1 [default: MUSTER_LLAMA_URL, else the first local server found].
-    /// The runner passes it in the environment: a URL with credentials is refused on the command line.
-    #[arg(long, env = muster_agents::llama::BASE_URL_ENV, hide_env_values = true)]
-    pub base_url: Option<String>,
-    /// Model name [default: the first the server lists].
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Sampling temperature.
-    #[arg(long)]
-    pub temperature: Option<f32>,
-    /// Most tokens per answer.
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    /// The model's context size in tokens: the conversation must fit.
-    #[arg(long)]
-    pub ctx_size: Option<u32>,
-    /// Offer no tools: one streamed answer becomes the summary.
-    #[arg(long)]
-    pub no_tools: bool,
-    /// Offer only the reading tools (no write_file, no run_command).
-    #[arg(long)]
-    pub read_only: bool,
-    /// Most model turns per run.
-    #[arg(long, default_value_t = 20)]
-    pub max_turns: u32,
-    /// Seconds a run_command call may take.
-    #[arg(long, default_value_t = 60)]
-    pub command_timeout: u64,
-    /// Seconds of silence from the server within a stream before the run fails.
-    #[arg(long, default_value_t = 120)]
-    pub idle_timeout: u64,
-    /// The brief: the system prompt.
-    #[arg(long)]
-    pub system_file: PathBuf,
-    /// A folder of <skill>/SKILL.md files appended to the system prompt.
-    #[arg(long)]
-    pub skills_dir: Option<PathBuf>,
-    /// The run's working directory; tools cannot leave it.
-    #[arg(long, default_value = ".")]
-    pub workdir: PathBuf,
-    #[command(flatten)]
-    pub servers: RuntimePaths,
-}
-
-impl RuntimePaths {
-    /// The overrides that are set, by runtime kind.
-    pub fn overrides(&self) -> Vec<(muster_agents::RuntimeKind, PathBuf)> {
-        use muster_agents::RuntimeKind as K;
-        [
-            (K::Claude, &self.claude_path),
-            (K::Codex, &self.codex_path),
-            (K::Opencode, &self.opencode_path),
-            (K::Llama, &self.llama_path),
-        ]
-        .into_iter()
-        .filter_map(|(k, p)| p.clone().map(|p| (k, p)))
-        .collect()
-    }
-}
-
 /// `muster serve` options.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -491,84 +362,6 @@ pub struct ServeArgs {
     pub agents: AgentHostArgs,
     #[command(flatten)]
     pub db: DbArgs,
-}
-
-/// How this machine runs agents: shared by `serve` (its embedded runner) and `muster runner`.
-#[derive(Debug, Args)]
-pub struct AgentHostArgs {
-    /// Folder of the runs' work folders (worktree, HOME, TMPDIR), kept out of the data folder
-    /// [default: $XDG_CACHE_HOME/muster/runs, e.g. ~/.cache/muster/runs].
-    #[arg(long, env = "MUSTER_RUNS_DIR")]
-    pub runs_dir: Option<PathBuf>,
-    /// Run agents without a sandbox when the kernel has no (or too old a) Landlock; without this flag such
-    /// runs fail with the reason instead of starting.
-    #[arg(long, env = "MUSTER_ALLOW_UNSANDBOXED_AGENTS")]
-    pub allow_unsandboxed_agents: bool,
-    /// TCP ports a sandboxed agent may connect to directly, besides its egress proxy, Muster's own API
-    /// port and a loopback model endpoint's port (comma-separated; none by default: every other host is
-    /// reached through the egress proxy and the agent's allow-list).
-    #[arg(long, env = "MUSTER_AGENT_PORTS", value_delimiter = ',')]
-    pub agent_ports: Vec<u16>,
-    /// Folders every sandboxed agent may also read and write, besides its own run's (comma-separated;
-    /// e.g. a shared build cache). None may contain the data or runs directory.
-    #[arg(
-        long = "agent-rw-path",
-        env = "MUSTER_AGENT_RW_PATHS",
-        value_delimiter = ','
-    )]
-    pub agent_rw_paths: Vec<PathBuf>,
-    /// Do not push runs' branches back to workspace repositories given as git URLs (the diff still
-    /// reaches the server).
-    #[arg(long, env = "MUSTER_NO_PUSH")]
-    pub no_push: bool,
-    #[command(flatten)]
-    pub runtime_paths: RuntimePaths,
-}
-
-impl AgentHostArgs {
-    /// The runs folder: the flag, else the user's cache folder.
-    pub fn runs_dir(&self) -> anyhow::Result<PathBuf> {
-        match &self.runs_dir {
-            Some(dir) => Ok(dir.clone()),
-            None => dirs::cache_dir()
-                .map(|d| d.join("muster").join("runs"))
-                .context("cannot find a cache directory for this user; pass --runs-dir or set MUSTER_RUNS_DIR"),
-        }
-    }
-}
-
-/// `muster runner` options.
-#[derive(Debug, Args)]
-pub struct RunnerArgs {
-    /// A Muster server's URL (e.g. http://muster.internal:7777). Repeat it (or separate with commas) for
-    /// several replicas: the runner connects to the first that answers and fails over to the others.
-    #[arg(
-        long = "server",
-        env = "MUSTER_RUNNER_SERVERS",
-        value_delimiter = ',',
-        required = true
-    )]
-    pub servers: Vec<String>,
-    /// The runner token (from the Runners page or `muster runner-token create`), from the environment only:
-    /// on the command line it is refused (every process on the machine can read a command line).
-    #[arg(long, env = "MUSTER_RUNNER_TOKEN", hide_env_values = true)]
-    pub token: Option<Secret>,
-    /// A file holding the runner token (e.g. a Docker or systemd secret), instead of MUSTER_RUNNER_TOKEN.
-    #[arg(long, env = "MUSTER_RUNNER_TOKEN_FILE")]
-    pub token_file: Option<PathBuf>,
-    /// This runner's name on the Runners page, and for agents bound to named runners [default: the host name].
-    #[arg(long, env = "MUSTER_RUNNER_NAME")]
-    pub name: Option<String>,
-    /// The most runs this runner executes at once.
-    #[arg(long, env = "MUSTER_RUNNER_MAX_RUNS", default_value_t = 4,
-        value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub max_runs: u32,
-    /// The runner's own folder: its outbox of events the server has not acknowledged yet and its clones
-    /// of the workspaces' repositories [default: $XDG_DATA_HOME/muster-runner, e.g. ~/.local/share/muster-runner].
-    #[arg(long, env = "MUSTER_RUNNER_DIR")]
-    pub state_dir: Option<PathBuf>,
-    #[command(flatten)]
-    pub agents: AgentHostArgs,
 }
 
 impl DbArgs {

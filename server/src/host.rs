@@ -1,7 +1,11 @@
 //! What a Muster process needs from its machine, for `serve` and `muster runner` alike: a private data
-//! directory, and the signals that stop it.
+//! directory, the signals that stop it, and the flags of how it runs agents ([`AgentHostArgs`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::runtimes::RuntimePaths;
 
 /// Creates the data directory if needed (mode 0700: it holds the key and, on SQLite, the database),
 /// tightens an existing one that others may read, and checks that it is writable.
@@ -62,5 +66,49 @@ pub(crate) async fn shutdown_signal() -> &'static str {
     tokio::select! {
         () = ctrl_c => "SIGINT",
         () = terminate => "SIGTERM",
+    }
+}
+
+/// How this machine runs agents: shared by `serve` (its embedded runner) and `muster runner`.
+#[derive(Debug, clap::Args)]
+pub struct AgentHostArgs {
+    /// Folder of the runs' work folders (worktree, HOME, TMPDIR), kept out of the data folder
+    /// [default: $XDG_CACHE_HOME/muster/runs, e.g. ~/.cache/muster/runs].
+    #[arg(long, env = "MUSTER_RUNS_DIR")]
+    pub runs_dir: Option<PathBuf>,
+    /// Run agents without a sandbox when the kernel has no (or too old a) Landlock; without this flag such
+    /// runs fail with the reason instead of starting.
+    #[arg(long, env = "MUSTER_ALLOW_UNSANDBOXED_AGENTS")]
+    pub allow_unsandboxed_agents: bool,
+    /// TCP ports a sandboxed agent may connect to directly, besides its egress proxy, Muster's own API
+    /// port and a loopback model endpoint's port (comma-separated; none by default: every other host is
+    /// reached through the egress proxy and the agent's allow-list).
+    #[arg(long, env = "MUSTER_AGENT_PORTS", value_delimiter = ',')]
+    pub agent_ports: Vec<u16>,
+    /// Folders every sandboxed agent may also read and write, besides its own run's (comma-separated;
+    /// e.g. a shared build cache). None may contain the data or runs directory.
+    #[arg(
+        long = "agent-rw-path",
+        env = "MUSTER_AGENT_RW_PATHS",
+        value_delimiter = ','
+    )]
+    pub agent_rw_paths: Vec<PathBuf>,
+    /// Do not push runs' branches back to workspace repositories given as git URLs (the diff still
+    /// reaches the server).
+    #[arg(long, env = "MUSTER_NO_PUSH")]
+    pub no_push: bool,
+    #[command(flatten)]
+    pub runtime_paths: RuntimePaths,
+}
+
+impl AgentHostArgs {
+    /// The runs folder: the flag, else the user's cache folder.
+    pub fn runs_dir(&self) -> anyhow::Result<PathBuf> {
+        match &self.runs_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => dirs::cache_dir()
+                .map(|d| d.join("muster").join("runs"))
+                .context("cannot find a cache directory for this user; pass --runs-dir or set MUSTER_RUNS_DIR"),
+        }
     }
 }

@@ -176,3 +176,69 @@ impl RuntimeCache {
         found
     }
 }
+
+/// Where the agent CLIs are, when not on `PATH` (or to pin one build).
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Agent CLIs")]
+pub struct RuntimePaths {
+    /// Path of the Claude Code binary [default: `claude` on PATH].
+    #[arg(long, env = "MUSTER_CLAUDE_PATH", global = true)]
+    pub claude_path: Option<PathBuf>,
+    /// Path of the Codex binary [default: `codex` on PATH].
+    #[arg(long, env = "MUSTER_CODEX_PATH", global = true)]
+    pub codex_path: Option<PathBuf>,
+    /// Path of the OpenCode binary [default: `opencode` on PATH].
+    #[arg(long, env = "MUSTER_OPENCODE_PATH", global = true)]
+    pub opencode_path: Option<PathBuf>,
+    /// Path of a llama.cpp / Ollama / llamafile binary [default: the first found on PATH].
+    #[arg(long, env = "MUSTER_LLAMA_PATH", global = true)]
+    pub llama_path: Option<PathBuf>,
+    /// URL of a local OpenAI-compatible model server (llama-server, Ollama, vLLM, …), probed before the usual
+    /// loopback ports and used by `llama` agents without a base URL of their own.
+    #[arg(long, env = "MUSTER_LLAMA_URL", global = true)]
+    pub llama_url: Option<String>,
+    /// Ollama's address as Ollama reads it (e.g. 127.0.0.1:11434 or http://host:11434).
+    #[arg(long, env = "OLLAMA_HOST", global = true)]
+    pub ollama_host: Option<String>,
+    /// An OpenAI-compatible API base of a local server (e.g. http://127.0.0.1:8080/v1).
+    #[arg(long, env = "LLAMA_API_BASE", global = true)]
+    pub llama_api_base: Option<String>,
+}
+
+impl RuntimePaths {
+    /// The explicitly configured local model servers, as `(source, url)`.
+    pub fn llama_urls(&self) -> Vec<(String, String)> {
+        let mut urls = Vec::new();
+        if let Some(url) = self.llama_url.as_deref().filter(|u| !u.trim().is_empty()) {
+            urls.push(("MUSTER_LLAMA_URL".to_owned(), url.trim().to_owned()));
+        }
+        if let Some(host) = self.ollama_host.as_deref().filter(|u| !u.trim().is_empty()) {
+            urls.push((
+                "OLLAMA_HOST".to_owned(),
+                muster_llama::probe::ollama_host_url(host),
+            ));
+        }
+        if let Some(url) = self
+            .llama_api_base
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            urls.push(("LLAMA_API_BASE".to_owned(), url.trim().to_owned()));
+        }
+        urls
+    }
+
+    /// The overrides that are set, by runtime kind.
+    pub fn overrides(&self) -> Vec<(muster_agents::RuntimeKind, PathBuf)> {
+        use muster_agents::RuntimeKind as K;
+        [
+            (K::Claude, &self.claude_path),
+            (K::Codex, &self.codex_path),
+            (K::Opencode, &self.opencode_path),
+            (K::Llama, &self.llama_path),
+        ]
+        .into_iter()
+        .filter_map(|(k, p)| p.clone().map(|p| (k, p)))
+        .collect()
+    }
+}

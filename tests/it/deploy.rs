@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use muster::cli::{Command, RunnerArgs, ServeArgs};
+use muster::cli::{Command, ServeArgs};
+use muster::runner::remote::RunnerArgs;
 use muster_agents::RuntimeKind;
 
 use files::*;

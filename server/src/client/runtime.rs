@@ -6,9 +6,10 @@ use muster_llama::agent::{JsonLines, Settings, system_prompt};
 use muster_llama::probe::{self, ServerStatus};
 use muster_llama::{AgentEvent, EventSink};
 use std::io::Read as _;
+use std::path::PathBuf;
 
 use super::output::{clean, print_json, table};
-use crate::cli::LlamaLoopArgs;
+use crate::runtimes::RuntimePaths;
 use crate::runtimes::{LocalModels, RuntimeCache, scan_local};
 use muster_agents::detect::install_hint;
 
@@ -201,4 +202,51 @@ fn fail(sink: &mut dyn EventSink, message: String) -> anyhow::Result<()> {
         summary: Some(message.clone()),
     });
     anyhow::bail!(message)
+}
+
+/// `muster llama-loop` options (set by the llama adapter from the agent profile).
+#[derive(Debug, clap::Args)]
+pub struct LlamaLoopArgs {
+    /// Model server URL, with or without /v1 [default: MUSTER_LLAMA_URL, else the first local server found].
+    /// The runner passes it in the environment: a URL with credentials is refused on the command line.
+    #[arg(long, env = muster_agents::llama::BASE_URL_ENV, hide_env_values = true)]
+    pub base_url: Option<String>,
+    /// Model name [default: the first the server lists].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Sampling temperature.
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Most tokens per answer.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// The model's context size in tokens: the conversation must fit.
+    #[arg(long)]
+    pub ctx_size: Option<u32>,
+    /// Offer no tools: one streamed answer becomes the summary.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Offer only the reading tools (no write_file, no run_command).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Most model turns per run.
+    #[arg(long, default_value_t = 20)]
+    pub max_turns: u32,
+    /// Seconds a run_command call may take.
+    #[arg(long, default_value_t = 60)]
+    pub command_timeout: u64,
+    /// Seconds of silence from the server within a stream before the run fails.
+    #[arg(long, default_value_t = 120)]
+    pub idle_timeout: u64,
+    /// The brief: the system prompt.
+    #[arg(long)]
+    pub system_file: PathBuf,
+    /// A folder of <skill>/SKILL.md files appended to the system prompt.
+    #[arg(long)]
+    pub skills_dir: Option<PathBuf>,
+    /// The run's working directory; tools cannot leave it.
+    #[arg(long, default_value = ".")]
+    pub workdir: PathBuf,
+    #[command(flatten)]
+    pub servers: RuntimePaths,
 }

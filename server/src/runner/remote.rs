@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 use super::core::{Ended, Runner, Wire};
 use super::outbox::Outbox;
 use super::protocol::{CloseReason, ToRunner, ToServer};
-use crate::cli::RunnerArgs;
+use crate::client::Secret;
 use crate::config::Config;
+use crate::host::AgentHostArgs;
 use crate::runner::executor::{Host, RunTiming};
 use crate::runtimes::RuntimeCache;
 
@@ -300,4 +301,38 @@ impl Wire for WsWire {
             }
         }
     }
+}
+
+/// `muster runner` options.
+#[derive(Debug, clap::Args)]
+pub struct RunnerArgs {
+    /// A Muster server's URL (e.g. http://muster.internal:7777). Repeat it (or separate with commas) for
+    /// several replicas: the runner connects to the first that answers and fails over to the others.
+    #[arg(
+        long = "server",
+        env = "MUSTER_RUNNER_SERVERS",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub servers: Vec<String>,
+    /// The runner token (from the Runners page or `muster runner-token create`), from the environment only:
+    /// on the command line it is refused (every process on the machine can read a command line).
+    #[arg(long, env = "MUSTER_RUNNER_TOKEN", hide_env_values = true)]
+    pub token: Option<Secret>,
+    /// A file holding the runner token (e.g. a Docker or systemd secret), instead of MUSTER_RUNNER_TOKEN.
+    #[arg(long, env = "MUSTER_RUNNER_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// This runner's name on the Runners page, and for agents bound to named runners [default: the host name].
+    #[arg(long, env = "MUSTER_RUNNER_NAME")]
+    pub name: Option<String>,
+    /// The most runs this runner executes at once.
+    #[arg(long, env = "MUSTER_RUNNER_MAX_RUNS", default_value_t = 4,
+        value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_runs: u32,
+    /// The runner's own folder: its outbox of events the server has not acknowledged yet and its clones
+    /// of the workspaces' repositories [default: $XDG_DATA_HOME/muster-runner, e.g. ~/.local/share/muster-runner].
+    #[arg(long, env = "MUSTER_RUNNER_DIR")]
+    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub agents: AgentHostArgs,
 }

@@ -274,3 +274,25 @@ pub fn abi(version: u8) -> Option<ABI> {
         _ => return None,
     })
 }
+
+/// `muster sandbox-exec` options (set by the runner).
+#[derive(Debug, clap::Args)]
+pub struct SandboxExecArgs {
+    /// The policy: JSON of `sandbox::Policy`.
+    #[arg(long)]
+    pub policy: String,
+    /// The pid of the process that starts this one: the exec step dies with it.
+    #[arg(long)]
+    pub parent_pid: Option<u32>,
+    /// Run as the init of the agent's private PID namespace (started by the exec step itself).
+    #[arg(long)]
+    pub init: bool,
+    /// Only check that a private PID namespace with its own /proc can be made here, then exit.
+    #[arg(long)]
+    pub probe: bool,
+    /// The program to execute inside the sandbox.
+    pub program: std::ffi::OsString,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<std::ffi::OsString>,
+}
