@@ -9,6 +9,8 @@ use chrono::Utc;
 use futures_util::StreamExt as _;
 use muster::domain::*;
 use muster::store::Store;
+use muster_tests::engine::bare_outcome;
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -28,19 +30,12 @@ struct World {
 async fn world(backend: Backend) -> Option<World> {
     let db = TestDb::new(backend).await?;
     let app = spawn_app(db.config()).await;
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let (ada, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada".into(),
-                password_hash: hash,
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
+    let (ada, ws) = seed::owner_of(
+        &app.store,
+        seed::person("ada@acme.test", "Ada"),
+        ("Acme", "acme", "ACM"),
+    )
+    .await;
     let agent = app
         .store
         .create_agent(
@@ -67,16 +62,8 @@ impl World {
         self.app
             .store
             .create_run(&NewRun {
-                workspace_id: self.ws.id,
-                issue_id: self.issue.id,
-                agent_id: self.agent.id,
                 attempt,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
+                ..NewRun::assignment(self.ws.id, self.issue.id, self.agent.id)
             })
             .await
             .unwrap()
@@ -115,10 +102,8 @@ async fn append(store: &Arc<dyn Store>, run: RunId, from: i64, events: &[(&str, 
 
 fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
     RunOutcome {
-        status,
         exit_code: reason.map(|_| 2),
         failure_reason: reason,
-        failure_detail: None,
         usage: Usage {
             input_tokens: 1_500,
             output_tokens: 20,
@@ -132,9 +117,7 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
         diff_stat: Some(
             " src/parse.rs | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)".into(),
         ),
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(status)
     }
 }
 

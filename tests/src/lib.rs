@@ -31,6 +31,7 @@ pub mod browser;
 pub mod engine;
 pub mod ensemble;
 pub mod model_server;
+pub mod seed;
 
 /// Reads a test-harness setting. Tests never set variables; they only read what CI exported.
 #[allow(clippy::disallowed_methods)] // the harness's only window on the environment
@@ -592,6 +593,14 @@ pub fn git_commit_all(dir: &std::path::Path, message: &str) {
             message,
         ],
     );
+}
+
+/// Makes `dir` (created if missing) a git repository on `main` whose one commit holds a `README.md`.
+pub fn demo_repo(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).expect("create the repository's folder");
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("README.md"), "# Demo\n").expect("write the README");
+    git_commit_all(dir, "first");
 }
 
 /// The pinned npm build of an agent CLI (`claude`, `codex`, `opencode`): looked up in

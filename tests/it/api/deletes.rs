@@ -1,7 +1,8 @@
 //! Deleting issues and editing or deleting comments over `/api/v1`: who may, and what each refusal says.
 
-use chrono::{TimeDelta, Utc};
+use chrono::TimeDelta;
 use muster::domain::{AgentName, IssueKey, NewAgent, NewApiToken, NewRun, RunStatus, RuntimeKind};
+use muster_tests::engine::claim_next;
 use serde_json::{Value, json};
 
 use super::{Env, api_cases, field};
@@ -162,35 +163,16 @@ pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
         .await
         .unwrap();
     let run = store
-        .create_run(&NewRun {
-            workspace_id: t.ws.id,
-            issue_id: issue.id,
-            agent_id: agent.id,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-            trigger: muster::domain::RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
-        })
+        .create_run(&NewRun::assignment(t.ws.id, issue.id, agent.id))
         .await
         .unwrap();
-    let runner = store
-        .register_runner(&format!("test-{name}"), "0", &json!([]))
-        .await
-        .unwrap();
-    let now = Utc::now();
-    let claimed = store
-        .claim_next_run(
-            runner.id,
-            &muster::store::ClaimScope::anything(&runner.name),
-            now,
-            now + TimeDelta::minutes(10),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let claimed = claim_next(
+        store.as_ref(),
+        &format!("test-{name}"),
+        TimeDelta::minutes(10),
+    )
+    .await
+    .unwrap();
     assert_eq!((claimed.id, claimed.status), (run.id, RunStatus::Claimed));
     let secret = muster::auth::new_secret(muster::auth::API_TOKEN_KIND);
     store

@@ -14,6 +14,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use muster::config::Config;
 use muster::domain::*;
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest as _};
@@ -49,32 +50,12 @@ impl Team {
         let mut config = db.config();
         tune(&mut config);
         let app = spawn_app(config).await;
-        let hash = muster::auth::hash_password(PASSWORD).unwrap();
-        let person = |email: &str| NewUser {
-            email: Email::parse(email).unwrap(),
-            display_name: email.split('@').next().unwrap().into(),
-            password_hash: hash.clone(),
-        };
         let s = &app.store;
-        let (ada, acme) = s
-            .create_owner_and_workspace(
-                &person("ada@acme.test"),
-                &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-            )
-            .await
-            .unwrap();
-        let bob = s
-            .add_new_member(acme.id, &person("bob@acme.test"), Role::Member)
-            .await
-            .unwrap()
-            .user;
-        let (_, other) = s
-            .create_owner_and_workspace(
-                &person("eve@other.test"),
-                &NewWorkspace::parse("Other", "other", "OTH").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (ada, acme) = seed::owner_of(s, seed::person("ada@acme.test", "ada"), seed::ACME).await;
+        let bob = seed::person("bob@acme.test", "bob");
+        let bob = seed::member(s, acme.id, bob, Role::Member).await.user;
+        let other = ("Other", "other", "OTH");
+        let (_, other) = seed::owner_of(s, seed::person("eve@other.test", "eve"), other).await;
         s.add_member(other.id, bob.id, Role::Member).await.unwrap();
         let agent = s
             .create_agent(
@@ -91,18 +72,7 @@ impl Team {
             .await
             .unwrap();
         let run = s
-            .create_run(&NewRun {
-                workspace_id: acme.id,
-                issue_id: issue.id,
-                agent_id: agent.id,
-                attempt: 1,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
-            })
+            .create_run(&NewRun::assignment(acme.id, issue.id, agent.id))
             .await
             .unwrap();
         Some(Team {
