@@ -9,11 +9,12 @@ use std::time::Duration;
 use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use muster::domain::{
-    AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
-    NewWorkspace, Role, RuntimeKind, UserId,
+    AgentName, Assignee, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, Role, RuntimeKind,
+    UserId,
 };
 use muster::store::Store;
 use muster_tests::browser::Browser;
+use muster_tests::seed;
 use muster_tests::{Backend, TestDb, spawn_app};
 use serde_json::Value;
 
@@ -126,27 +127,10 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     };
     let app = spawn_app(db.config()).await;
     let store = app.store.clone();
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let person = |email: &str, name: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: name.into(),
-        password_hash: hash.clone(),
-    };
-    let (ada, ws) = store
-        .create_owner_and_workspace(
-            &person("ada@acme.test", "Ada Lovelace"),
-            &NewWorkspace::parse("Acme Robots", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    let grace = store
-        .add_new_member(
-            ws.id,
-            &person("grace@acme.test", "Grace Hopper"),
-            Role::Member,
-        )
-        .await
-        .unwrap();
+    let ada = seed::person("ada@acme.test", "Ada Lovelace");
+    let (ada, ws) = seed::owner_of(&store, ada, ("Acme Robots", "acme", "ACM")).await;
+    let grace = seed::person("grace@acme.test", "Grace Hopper");
+    let grace = seed::member(&store, ws.id, grace, Role::Member).await;
     let grace_id: UserId = grace.user.id;
     let claude = store
         .create_agent(
@@ -195,14 +179,8 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    browser.goto(&app.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
-        .fill("#login-password", "correct-horse")
-        .await
-        .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
+        .sign_in(&app.url(""), "ada@acme.test", seed::PASSWORD, LIVE)
         .await
         .unwrap();
     browser.find_within("#card-ACM-4", LIVE).await.unwrap();

@@ -2,9 +2,8 @@
 //! the form; bad input comes back 422 with each message and what was typed; a member reads the list and
 //! is refused (403) everything else.
 
-use muster::domain::{
-    AgentName, Email, NewAgent, NewUser, NewWorkspace, Role, RuntimeKind, Workspace,
-};
+use muster::domain::{AgentName, NewAgent, Role, RuntimeKind, Workspace};
+use muster_tests::seed::{self, by_email};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 
@@ -12,23 +11,8 @@ use reqwest::StatusCode;
 async fn app(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(backend).await?;
     let app = spawn_app(db.config()).await;
-    let user = |email: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: email.into(),
-        password_hash: muster::auth::hash_password("correct-horse").unwrap(),
-    };
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &user("ada@acme.test"),
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    app.store
-        .add_new_member(ws.id, &user("bob@acme.test"), Role::Member)
-        .await
-        .unwrap();
+    let (_, ws) = seed::owner_of(&app.store, by_email("ada@acme.test"), seed::ACME).await;
+    seed::member(&app.store, ws.id, by_email("bob@acme.test"), Role::Member).await;
     for name in ["coder", "tester", "judge"] {
         let new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Claude);
         app.store.create_agent(ws.id, &new).await.unwrap();

@@ -2,7 +2,8 @@
 //! permissions, and the WebSocket that pushes re-rendered columns.
 
 use futures_util::StreamExt as _;
-use muster::domain::{Email, NewUser, NewWorkspace, Role};
+use muster::domain::Role;
+use muster_tests::seed::{self, by_email};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
@@ -10,31 +11,10 @@ use reqwest::redirect::Policy;
 async fn app_with_people() -> Option<(TestDb, TestApp)> {
     let db = TestDb::new(Backend::Sqlite).await?;
     let app = spawn_app(db.config()).await;
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let new_user = |email: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: email.into(),
-        password_hash: hash.clone(),
-    };
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &new_user("ada@acme.test"),
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    app.store
-        .add_new_member(ws.id, &new_user("bob@acme.test"), Role::Member)
-        .await
-        .unwrap();
-    app.store
-        .create_owner_and_workspace(
-            &new_user("eve@other.test"),
-            &NewWorkspace::parse("Other", "other", "OTH").unwrap(),
-        )
-        .await
-        .unwrap();
+    let (_, ws) = seed::owner_of(&app.store, by_email("ada@acme.test"), seed::ACME).await;
+    seed::member(&app.store, ws.id, by_email("bob@acme.test"), Role::Member).await;
+    let other = ("Other", "other", "OTH");
+    seed::owner_of(&app.store, by_email("eve@other.test"), other).await;
     Some((db, app))
 }
 

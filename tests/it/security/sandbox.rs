@@ -15,7 +15,8 @@ use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::{DatabaseUrl, Store};
 use muster_tests::model_server::ModelServer;
-use muster_tests::{AppBuilder, Backend, TestDb, git, git_commit_all};
+use muster_tests::seed;
+use muster_tests::{AppBuilder, Backend, TestDb, git};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -50,23 +51,15 @@ impl World {
     pub(super) async fn start(backend: Backend) -> Option<World> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
-        let (owner, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("owner@sandbox.test").unwrap(),
-                    display_name: "owner".to_owned(),
-                    password_hash: "unused".to_owned(),
-                },
-                &NewWorkspace::parse("Sandbox", "sandbox", "SBX").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (owner, ws) = seed::owner_of(
+            &store,
+            seed::person("owner@sandbox.test", "owner"),
+            ("Sandbox", "sandbox", "SBX"),
+        )
+        .await;
         let repo_dir = tempfile::tempdir().unwrap();
         let repo = repo_dir.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
-        git_commit_all(&repo, "first");
+        muster_tests::demo_repo(&repo);
         store
             .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
             .await
