@@ -51,9 +51,7 @@ async fn real_model_run(backend: Backend) {
         })
         .timing(RunTiming {
             idle_tick: Duration::from_secs(60),
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
+            ..muster_tests::engine::quick_stops()
         })
         .spawn()
         .await;
