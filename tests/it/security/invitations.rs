@@ -9,7 +9,7 @@ use chrono::{TimeDelta, Utc};
 use muster::domain::{NewInvitation, Role};
 use serde_json::{Value, json};
 
-use crate::api::{Api, Auth, Env, PASSWORD, Person, api_cases, field};
+use crate::api::{Api, Auth, Env, PASSWORD, Person, api_cases, field, page_client, post_form};
 
 api_cases!(
     an_existing_account_joins_only_by_accepting,
@@ -329,38 +329,16 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
 /// with no workspace lands on `/invitations`.
 async fn invitations_on_the_pages(t: &Env) {
     let dave = account(t, "dave@delta.test").await;
-    let no_redirect = |cookie: &str| {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(
-            reqwest::header::COOKIE,
-            format!("muster_session={cookie}").parse().unwrap(),
-        );
-        reqwest::Client::builder()
-            .default_headers(headers)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap()
-    };
-    let form = |client: &reqwest::Client, path: &str, body: String| {
-        client
-            .post(t.app.url(path))
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(body)
-            .send()
-    };
     let admin_cookie = t.login(&t.admin.email, PASSWORD).await.unwrap();
-    let admin = no_redirect(&admin_cookie);
+    let admin = page_client(&admin_cookie);
     let csrf = muster::auth::csrf_token(&admin_cookie);
-    let added = form(
+    let added = post_form(
         &admin,
+        &t.app,
         "/w/alpha/members",
         format!("_csrf={csrf}&email=dave%40delta.test&name=&password=&role=admin"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(added.status(), 303);
     let members_page = admin
         .get(t.app.url("/w/alpha/members"))
@@ -380,7 +358,7 @@ async fn invitations_on_the_pages(t: &Env) {
 
     // Dave has no workspace now: home sends him to his invitations.
     let dave_cookie = t.login("dave@delta.test", PASSWORD).await.unwrap();
-    let dave_client = no_redirect(&dave_cookie);
+    let dave_client = page_client(&dave_cookie);
     let home = dave_client.get(t.app.url("/")).send().await.unwrap();
     assert_eq!(home.status(), 303);
     assert_eq!(home.headers()["location"], "/invitations");
@@ -401,22 +379,22 @@ async fn invitations_on_the_pages(t: &Env) {
         .unwrap()[0]
         .id;
     // A form post without the session's CSRF token is refused.
-    let forged = form(
+    let forged = post_form(
         &dave_client,
+        &t.app,
         &format!("/invitations/{id}/accept"),
         String::new(),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(forged.status(), 403);
     let dave_csrf = muster::auth::csrf_token(&dave_cookie);
-    let joined = form(
+    let joined = post_form(
         &dave_client,
+        &t.app,
         &format!("/invitations/{id}/accept"),
         format!("_csrf={dave_csrf}"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(joined.status(), 303);
     assert_eq!(joined.headers()["location"], "/w/alpha");
     assert_eq!(
@@ -432,7 +410,7 @@ async fn invitations_on_the_pages(t: &Env) {
         .await
         .expect(202);
     let member_cookie = t.login(&t.member.email, PASSWORD).await.unwrap();
-    let inbox = no_redirect(&member_cookie)
+    let inbox = page_client(&member_cookie)
         .get(t.app.url("/w/alpha/inbox"))
         .send()
         .await
@@ -451,13 +429,13 @@ async fn invitations_on_the_pages(t: &Env) {
         .unwrap()[0]
         .id;
     let csrf = muster::auth::csrf_token(&member_cookie);
-    let declined = form(
-        &no_redirect(&member_cookie),
+    let declined = post_form(
+        &page_client(&member_cookie),
+        &t.app,
         &format!("/invitations/{id}/decline"),
         format!("_csrf={csrf}"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(declined.status(), 303);
     assert!(
         t.app
