@@ -49,33 +49,11 @@ async fn js(browser: &Browser, script: &str) -> Value {
 
 /// Polls `script` (a function body returning a value) until it returns `want`.
 async fn until(browser: &Browser, script: &str, want: Value) {
-    let started = std::time::Instant::now();
-    loop {
-        let got = js(browser, script).await;
-        if got == want {
-            return;
-        }
-        assert!(
-            started.elapsed() < LIVE,
-            "`{script}` returned {got}, expected {want}"
-        );
-        tokio::time::sleep(muster_tests::browser::POLL).await;
-    }
+    browser.until_js(script, &want, LIVE).await.unwrap();
 }
 
 async fn wait_for_path(browser: &Browser, suffix: &str) {
-    let started = std::time::Instant::now();
-    loop {
-        let url = browser.current_url().await.unwrap();
-        if url.split('?').next().unwrap_or_default().ends_with(suffix) {
-            return;
-        }
-        assert!(
-            started.elapsed() < LIVE,
-            "expected …{suffix}, still on {url}"
-        );
-        tokio::time::sleep(muster_tests::browser::POLL).await;
-    }
+    browser.wait_for_path(suffix, LIVE).await.unwrap();
 }
 
 /// Polls the store until `key` satisfies `ok`.

@@ -92,6 +92,15 @@ impl World {
         })
     }
 
+    /// [`World::start`] for an attack: `None`, saying so, where this kernel cannot sandbox agents.
+    pub(super) async fn start_attack(backend: Backend) -> Option<World> {
+        if !sandboxed() {
+            eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
+            return None;
+        }
+        World::start(backend).await
+    }
+
     pub(super) fn repo(&self) -> PathBuf {
         self.repo_dir.path().join("repo")
     }
@@ -214,11 +223,7 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
 }
 
 async fn an_agent_cannot_leave_its_run(backend: Backend) {
-    if !sandboxed() {
-        eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
-        return;
-    }
-    let Some(w) = World::start(backend).await else {
+    let Some(w) = World::start_attack(backend).await else {
         return;
     };
     let model = ModelServer::start().await.unwrap();
@@ -585,11 +590,7 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
 /// socketpairs, which could `sendto` a path) with EACCES, while the same run still commits and reaches the
 /// model server.
 async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
-    if !sandboxed() {
-        eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
-        return;
-    }
-    let Some(w) = World::start(backend).await else {
+    let Some(w) = World::start_attack(backend).await else {
         return;
     };
     let model = ModelServer::start().await.unwrap();
