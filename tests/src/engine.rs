@@ -416,7 +416,7 @@ impl Env {
 /// A workspace (`RUN`) and its owner, straight in the store.
 pub async fn seed_workspace(store: &Arc<dyn Store>) -> (User, Workspace) {
     crate::seed::owner_of(
-        &store,
+        store,
         crate::seed::person("owner@runs.test", "owner"),
         ("Runs", "runs", "RUN"),
     )

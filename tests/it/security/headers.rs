@@ -48,7 +48,7 @@ fn assert_secure(what: &str, headers: &HeaderMap) {
 
 async fn seed(store: &std::sync::Arc<dyn muster::store::Store>) -> (User, Workspace) {
     seed::owner_of(
-        &store,
+        store,
         seed::person(EMAIL, "Olga Owner"),
         ("Headers", "headers", "HDR"),
     )

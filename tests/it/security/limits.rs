@@ -99,7 +99,7 @@ impl Team {
 
 async fn seed(store: &std::sync::Arc<dyn muster::store::Store>) -> (User, Workspace) {
     seed::owner_of(
-        &store,
+        store,
         seed::person("owner@limits.test", "Owner"),
         ("Limits", "limits", "LIM"),
     )
