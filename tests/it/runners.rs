@@ -83,6 +83,15 @@ impl World {
         })
     }
 
+    /// [`World::new`] with one replica serving at the returned URL, and the secret of a runner token
+    /// named `token`.
+    async fn with_replica(backend: Backend, token: &str) -> Option<(World, Proc, String, String)> {
+        let world = World::new(backend).await?;
+        let (replica, url) = world.replica("replica").await;
+        let (_, secret) = world.runner_token(token).await;
+        Some((world, replica, url, secret))
+    }
+
     fn data_dir(&self) -> PathBuf {
         self.db.dir.path().join("data")
     }
@@ -439,11 +448,11 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) =
+        World::with_replica(Backend::Postgres, "laptops").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("laptops").await;
     // Bound to box-a: only box-a may take the first attempt; the retry may go to either.
     let agent = world.agent("slow", &ticker(600, "0.05"), &[]).await;
     let mut box_a = world.runner("box-a", &[&url], &token, None);
@@ -506,11 +515,11 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn a_killed_runner_leaves_no_agent_process_alive() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) =
+        World::with_replica(Backend::Postgres, "orphans").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("orphans").await;
     let body = format!(
         "sleep 1000 &\nsetsid sh -c 'while :; do echo beat >> \"$HOME/beat\"; sleep 0.05; done' &\n{}",
         ticker(100_000, "0.05")
@@ -666,11 +675,10 @@ fn event(seq: Seq) -> NewRunEvent {
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_not_hold() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) = World::with_replica(Backend::Postgres, "raw").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("raw").await;
 
     // An older protocol: closed with 4002 and a reason naming both versions.
     let mut old = RawClient::connect(&url).await;
@@ -860,11 +868,10 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn a_runner_holding_a_run_is_refused_under_a_stale_epoch_and_acknowledged_under_its_own() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) = World::with_replica(Backend::Postgres, "raw").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("raw").await;
     // The test itself is the runner, speaking the protocol by hand; the agent is bound to it.
     let agent = world.agent("bound", "true", &["raw-runner"]).await;
     let mut raw = RawClient::connect(&url).await;
@@ -978,11 +985,10 @@ async fn a_cancel_on_another_replica_reaches_the_runner_at_once() {
 /// online at once.
 #[tokio::test]
 async fn a_runner_that_goes_is_offline_at_once() {
-    let Some(world) = World::new(Backend::Sqlite).await else {
+    let Some((world, _replica, url, token)) = World::with_replica(Backend::Sqlite, "laptops").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("laptops").await;
     let online = |name: &'static str| {
         let world = &world;
         async move {

@@ -122,24 +122,11 @@ async fn an_existing_account_joins_only_by_accepting(t: &Env) {
         .get("/api/v1/members/invitations")
         .await
         .error(403, "auth");
-    assert!(
-        t.member
-            .api
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(none_listed(&t.member.api, "/api/v1/invitations").await);
 
     // Another person cannot accept or decline it, whatever their role.
     for other in [&t.owner, &t.admin, &t.member] {
-        other
-            .api
-            .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-            .await
-            .error(404, "resource");
+        cannot_accept(&other.api, &id).await;
         other
             .api
             .post(&format!("/api/v1/invitations/{id}/decline"), json!({}))
@@ -169,24 +156,25 @@ async fn an_existing_account_joins_only_by_accepting(t: &Env) {
     assert_eq!(me_in(t, &beta_cookie, "alpha").await, 200);
     let members = t.owner.api.get("/api/v1/members").await.expect(200);
     assert!(emails(&members).contains(&"owner@beta.test".to_owned()));
-    assert!(
-        beta.api
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    beta.api
-        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&beta.api, "/api/v1/invitations").await);
+    cannot_accept(&beta.api, &id).await;
     // Their beta token still names beta.
     assert_eq!(
         beta.api.get("/api/v1/me").await.expect(200)["workspace"],
         "beta"
     );
+}
+
+/// Whether `api` lists nothing at `path`.
+async fn none_listed(api: &Api, path: &str) -> bool {
+    let list = api.get(path).await.expect(200);
+    list.as_array().unwrap().is_empty()
+}
+
+/// `api` cannot accept the invitation `id` (any more): 404.
+async fn cannot_accept(api: &Api, id: &str) {
+    let path = format!("/api/v1/invitations/{id}/accept");
+    api.post(&path, json!({})).await.error(404, "resource");
 }
 
 /// An existing account that belongs to no workspace (it was added to alpha, then removed).
@@ -216,20 +204,8 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
         .await
         .expect(204);
     assert_eq!(me_in(t, &carol_cookie, "alpha").await, 404);
-    assert!(
-        t.admin
-            .api
-            .get("/api/v1/members/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    carol_session
-        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&t.admin.api, "/api/v1/members/invitations").await);
+    cannot_accept(&carol_session, &id).await;
 
     // Revoke: by a manager of this workspace only.
     let id = invite("member").await.expect(202)["id"]
@@ -252,19 +228,8 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
         .delete(&format!("/api/v1/members/invitations/{id}"))
         .await
         .expect(204);
-    assert!(
-        carol_session
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    carol_session
-        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&carol_session, "/api/v1/invitations").await);
+    cannot_accept(&carol_session, &id).await;
     assert_eq!(me_in(t, &carol_cookie, "alpha").await, 404);
 
     // Expired: not listed, not acceptable.
@@ -280,22 +245,8 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
         })
         .await
         .unwrap();
-    assert!(
-        carol_session
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    carol_session
-        .post(
-            &format!("/api/v1/invitations/{}/accept", stale.id),
-            json!({}),
-        )
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&carol_session, "/api/v1/invitations").await);
+    cannot_accept(&carol_session, &stale.id.to_string()).await;
     assert_eq!(me_in(t, &carol_cookie, "alpha").await, 404);
 
     // Who may invite whom.
