@@ -73,6 +73,13 @@ impl Server {
     }
 }
 
+/// The texts of the page's "runtime not ready" banners.
+async fn runtime_warnings(browser: &Browser) -> serde_json::Value {
+    let script =
+        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)";
+    js(browser, script).await
+}
+
 /// Echoes `lines` one by one with a short pause, like a CLI streaming its work.
 pub(crate) fn replay(lines: &[&str]) -> String {
     lines
@@ -428,11 +435,7 @@ async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
         .await
         .unwrap();
     browser.find("form #name, form [name=name]").await.unwrap();
-    let warnings = js(
-        &browser,
-        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)",
-    )
-    .await;
+    let warnings = runtime_warnings(&browser).await;
     assert_eq!(
         warnings,
         serde_json::json!([]),
@@ -573,11 +576,7 @@ async fn a_real_local_model_answer_reads_as_one_block() {
         .await
         .unwrap();
     browser.find("form [name=name]").await.unwrap();
-    let warnings = js(
-        &browser,
-        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)",
-    )
-    .await;
+    let warnings = runtime_warnings(&browser).await;
     assert_eq!(warnings, serde_json::json!([]), "llama.cpp is ready here");
 
     let issue = server.issue("What is the capital of France?").await;
