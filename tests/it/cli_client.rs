@@ -587,17 +587,13 @@ async fn revoked_and_garbage_tokens_fail_with_an_authentication_message() {
     assert!(!garbage.stderr.contains("mst_garbage"));
 
     // Revoke the stored token through the API, then use it again.
-    let tokens: Value = h
-        .app
-        .client
-        .get(h.app.url("/api/v1/tokens"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tokens: Value = muster_tests::json_of(
+        h.app
+            .client
+            .get(h.app.url("/api/v1/tokens"))
+            .bearer_auth(&token),
+    )
+    .await;
     let id = tokens[0]["id"].as_str().unwrap().to_owned();
     let revoked = h
         .app

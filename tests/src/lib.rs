@@ -567,6 +567,13 @@ pub async fn mint_token(
     secret.secret
 }
 
+/// Sends `request` and reads its answer's JSON body, whatever the status: for a test that only needs
+/// the body.
+pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
+    let res = request.send().await.expect("send the request");
+    res.json().await.expect("a JSON body")
+}
+
 /// Runs `git` with `args` in `dir`, asserting that it succeeds; returns its stdout.
 pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")

@@ -30,16 +30,12 @@ async fn revoking_a_token_ends_its_streams_and_sockets_at_once(backend: Backend)
     };
     let admin = t.token(&t.acme, &t.ada).await;
     let api = reqwest::Client::new();
-    let created: Value = api
-        .post(t.app.url("/api/v1/tokens"))
-        .bearer_auth(&admin)
-        .json(&json!({ "name": "laptop" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = muster_tests::json_of(
+        api.post(t.app.url("/api/v1/tokens"))
+            .bearer_auth(&admin)
+            .json(&json!({ "name": "laptop" })),
+    )
+    .await;
     let (id, token) = (
         created["id"].as_str().unwrap(),
         created["token"].as_str().unwrap(),
