@@ -264,16 +264,8 @@ async fn the_live_board_pushes_changed_columns() {
         return;
     };
     let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
-    let url = format!("ws://{}/w/acme/live", app.addr);
-    let mut request =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-            url.as_str(),
-        )
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", bob.cookie.parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let cookie = ("cookie", bob.cookie.as_str());
+    let mut socket = app.socket("/w/acme/live", &[cookie]).await.unwrap();
 
     // A change by someone else, through the API's use-case path (the page form).
     let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
@@ -304,23 +296,9 @@ async fn the_live_board_pushes_changed_columns() {
     );
 
     // A page from another origin cannot open the socket, and neither can a signed-out visitor.
-    let mut foreign =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-            url.as_str(),
-        )
-        .unwrap();
-    foreign
-        .headers_mut()
-        .insert("cookie", bob.cookie.parse().unwrap());
-    foreign
-        .headers_mut()
-        .insert("origin", "http://evil.example".parse().unwrap());
-    assert!(tokio_tungstenite::connect_async(foreign).await.is_err());
-    assert!(
-        tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .is_err()
-    );
+    let foreign = [cookie, ("origin", "http://evil.example")];
+    assert!(app.socket("/w/acme/live", &foreign).await.is_err());
+    assert!(app.socket("/w/acme/live", &[]).await.is_err());
 }
 
 #[tokio::test]

@@ -546,32 +546,20 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
         "the page opens the socket after what it shows"
     );
 
-    let url = format!("ws://{}/w/acme/runs/{}/live?after=4", w.app.addr, run.id);
-    let connect = |origin: Option<&str>| {
-        let mut request =
-            tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-                url.as_str(),
-            )
-            .unwrap();
-        request
-            .headers_mut()
-            .insert("cookie", ada.cookie.parse().unwrap());
-        if let Some(o) = origin {
-            request.headers_mut().insert("origin", o.parse().unwrap());
-        }
-        tokio_tungstenite::connect_async(request)
-    };
+    let path = format!("/w/acme/runs/{}/live?after=4", run.id);
+    let cookie = ("cookie", ada.cookie.as_str());
     assert!(
-        connect(Some("http://evil.example")).await.is_err(),
+        w.app
+            .socket(&path, &[cookie, ("origin", "http://evil.example")])
+            .await
+            .is_err(),
         "cross-site sockets are refused"
     );
     assert!(
-        tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .is_err(),
+        w.app.socket(&path, &[]).await.is_err(),
         "signed-out sockets are refused"
     );
-    let (mut socket, _) = connect(None).await.unwrap();
+    let mut socket = w.app.socket(&path, &[cookie]).await.unwrap();
 
     // The result of the call the page already shows goes into its slot; new entries are appended.
     append(&store, run.id, 5, &every_kind()[4..8]).await;

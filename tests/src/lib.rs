@@ -323,7 +323,33 @@ pub struct TestApp {
     pub setup_url: Option<String>,
 }
 
+/// A WebSocket to a test server.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 impl TestApp {
+    /// Opens a WebSocket on `path`, sending `headers` (`("cookie", …)`, `("authorization", …)`,
+    /// `("origin", …)`); the handshake's error when the server refuses it.
+    pub async fn socket(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        use tokio_tungstenite::tungstenite::http::HeaderName;
+        let mut request = format!("ws://{}{path}", self.addr)
+            .into_client_request()
+            .expect("a WebSocket request");
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+            let value = value.parse().expect("a header value");
+            request.headers_mut().insert(name, value);
+        }
+        tokio_tungstenite::connect_async(request)
+            .await
+            .map(|(socket, _)| socket)
+    }
+
     /// `http://addr/path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)

@@ -17,15 +17,14 @@ use muster::domain::*;
 use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
-use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest as _};
+use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::login::{PASSWORD, client_from};
 
 /// How long a connection may take to end after it must.
 const DEADLINE: Duration = Duration::from_secs(10);
 
-pub(super) type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(super) use muster_tests::Socket;
 
 both_backends!(
     signing_out_ends_the_sessions_live_connections,
@@ -104,15 +103,7 @@ impl Team {
         path: &str,
         header: (&'static str, &str),
     ) -> Result<Socket, tungstenite::Error> {
-        let mut request = format!("ws://{}{path}", self.app.addr)
-            .into_client_request()
-            .unwrap();
-        request
-            .headers_mut()
-            .insert(header.0, header.1.parse().unwrap());
-        tokio_tungstenite::connect_async(request)
-            .await
-            .map(|(s, _)| s)
+        self.app.socket(path, &[header]).await
     }
 
     /// Starts following the run's events (SSE) with the given header; returns the open response.
