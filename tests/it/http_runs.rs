@@ -58,6 +58,15 @@ async fn world(backend: Backend) -> Option<World> {
 }
 
 impl World {
+    /// How many of Ada's inbox items are unread.
+    async fn unread(&self) -> i64 {
+        let store = &self.app.store;
+        store
+            .count_unread_inbox(self.ws.id, self.ada.id)
+            .await
+            .unwrap()
+    }
+
     async fn run(&self, attempt: i32) -> Run {
         self.app
             .store
@@ -439,14 +448,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
         )
         .await;
     assert_eq!(read.status(), StatusCode::SEE_OTHER);
-    assert_eq!(
-        w.app
-            .store
-            .count_unread_inbox(w.ws.id, w.ada.id)
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(w.unread().await, 1);
     let unread = ada.page(&w.app, "/w/acme/inbox").await;
     assert!(
         !unread.contains("coder went quiet"),
@@ -480,14 +482,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
     assert_eq!(retried.status(), StatusCode::SEE_OTHER);
     let runs = w.app.store.list_runs_for_issue(w.issue.id).await.unwrap();
     assert_eq!(location(&retried), format!("/w/acme/runs/{}", runs[1].id));
-    assert_eq!(
-        w.app
-            .store
-            .count_unread_inbox(w.ws.id, w.ada.id)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(w.unread().await, 0);
     let after = ada.page(&w.app, "/w/acme/inbox?show=all").await;
     assert!(
         !after.contains("/retry\""),
