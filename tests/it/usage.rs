@@ -111,6 +111,13 @@ impl World {
         Some(World(env))
     }
 
+    /// `PUT path` with the JSON `body` as the owner, which must answer `status`: the answer's text.
+    pub(crate) async fn put(&self, path: &str, body: Value, status: u16) -> String {
+        let (got, text) = self.call(reqwest::Method::PUT, path, Some(body)).await;
+        assert_eq!(got, status, "PUT {path}: {text}");
+        text
+    }
+
     pub(crate) async fn json(&self, path: &str) -> Value {
         serde_json::from_str(&self.get_ok(path).await).unwrap()
     }
@@ -349,31 +356,12 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
     w.agent("gamma", ALPHA).await;
     let month = Utc::now().format("%B %Y").to_string();
     // gamma: at most 1000 tokens a month; the workspace: $0.30.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/agents/gamma/cap",
-            Some(json!({ "tokens": 1000 })),
-        )
+    w.put("/api/v1/agents/gamma/cap", json!({ "tokens": 1000 }), 200)
         .await;
-    assert_eq!(status, 200, "{text}");
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/usage/caps",
-            Some(json!({ "usd": 0.3 })),
-        )
+    w.put("/api/v1/usage/caps", json!({ "usd": 0.3 }), 200)
         .await;
-    assert_eq!(status, 200, "{text}");
     // Bad caps are refused precisely.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/usage/caps",
-            Some(json!({ "usd": -1 })),
-        )
-        .await;
-    assert_eq!(status, 422, "{text}");
+    let text = w.put("/api/v1/usage/caps", json!({ "usd": -1 }), 422).await;
     assert!(text.contains("\"usd\""), "{text}");
 
     // The first run starts (nothing spent yet) and goes past both 80% marks: one warning each.
@@ -431,14 +419,7 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
 
     // Without gamma's cap, the workspace's ($0.25 of $0.30 spent) lets one more run start; the one
     // after is refused by the workspace's cap, and no second warning comes.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/agents/gamma/cap",
-            Some(json!({})),
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
+    w.put("/api/v1/agents/gamma/cap", json!({}), 200).await;
     let third = w.run("Third", "gamma", IssueStatus::InReview).await;
     assert_eq!(third.status, RunStatus::Succeeded, "{third:?}");
     let fourth = w.run("Fourth", "gamma", IssueStatus::Todo).await;
@@ -495,14 +476,12 @@ async fn workspace_rates_price_runs(backend: Backend) {
     assert_eq!(before.usage.cost_usd, 0.0);
     assert!(before.usage.cost_unknown, "no built-in price: {before:?}");
 
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/rates",
-            Some(json!({ "rates": { "house-model": { "input": 2.0, "output": 10.0, "cached": 0.5 } } })),
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
+    w.put(
+        "/api/v1/rates",
+        json!({ "rates": { "house-model": { "input": 2.0, "output": 10.0, "cached": 0.5 } } }),
+        200,
+    )
+    .await;
     let after = w.run("Priced", "delta", IssueStatus::InReview).await;
     assert_eq!(after.status, RunStatus::Succeeded, "{after:?}");
     let want = (input as f64 * 2.0 + output as f64 * 10.0 + cache_read as f64 * 0.5) / 1e6;
@@ -571,14 +550,8 @@ async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0].status, RunStatus::Queued, "{queued:?}");
     // Now the agent gets a cap its live run has already passed, and the first run finishes.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/agents/queued/cap",
-            Some(json!({ "tokens": 1000 })),
-        )
+    w.put("/api/v1/agents/queued/cap", json!({ "tokens": 1000 }), 200)
         .await;
-    assert_eq!(status, 200, "{text}");
     std::fs::write(&go, "go").unwrap();
     let deadline = tokio::time::Instant::now() + DEADLINE;
     let refused = loop {
