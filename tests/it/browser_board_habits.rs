@@ -9,8 +9,7 @@ use std::time::Duration;
 use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use muster::domain::{
-    AgentName, Assignee, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, Role, RuntimeKind,
-    UserId,
+    Assignee, IssueKey, IssueStatus, IssueTitle, NewIssue, Role, RuntimeKind, UserId,
 };
 use muster::store::Store;
 use muster_tests::browser::Browser;
@@ -110,23 +109,8 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     let grace = seed::person("grace@acme.test", "Grace Hopper");
     let grace = seed::member(&store, ws.id, grace, Role::Member).await;
     let grace_id: UserId = grace.user.id;
-    let claude = store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(
-                AgentName::parse("claude-coder").unwrap(),
-                RuntimeKind::Claude,
-            ),
-        )
-        .await
-        .unwrap();
-    let codex = store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), RuntimeKind::Codex),
-        )
-        .await
-        .unwrap();
+    let claude = seed::agent(&store, ws.id, "claude-coder", RuntimeKind::Claude).await;
+    let codex = seed::agent(&store, ws.id, "codex-coder", RuntimeKind::Codex).await;
     let issue = |title: &str, status, assignee| {
         let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
         new.status = status;

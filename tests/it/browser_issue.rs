@@ -6,8 +6,7 @@
 use std::time::Duration;
 
 use muster::domain::{
-    AgentName, CommentAuthor, IssueStatus, IssueTitle, NewAgent, NewComment, NewIssue, NewRun,
-    RuntimeKind,
+    CommentAuthor, IssueStatus, IssueTitle, NewComment, NewIssue, NewRun, RuntimeKind,
 };
 use muster_tests::browser::Browser;
 use muster_tests::seed;
@@ -64,17 +63,7 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         ("Acme Robotics", "acme", "ACM"),
     )
     .await;
-    let agent = app
-        .store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(
-                AgentName::parse("claude-coder").unwrap(),
-                RuntimeKind::Custom,
-            ),
-        )
-        .await
-        .unwrap();
+    let agent = seed::agent(&app.store, ws.id, "claude-coder", RuntimeKind::Custom).await;
     let mut new = NewIssue::new(
         IssueTitle::parse(
             "Stream the run logs over the board's WebSocket without losing a single line when a slow \

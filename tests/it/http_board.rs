@@ -3,8 +3,7 @@
 //! the same use-case as the issue page.
 
 use muster::domain::{
-    AgentName, Assignee, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, Role, RuntimeKind,
-    Workspace,
+    AgentName, Assignee, IssueKey, IssueStatus, IssueTitle, NewIssue, Role, RuntimeKind, Workspace,
 };
 use muster_tests::seed::{self, by_email};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
@@ -16,13 +15,7 @@ pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestA
     let app = spawn_app(db.config()).await;
     let (_, ws) = seed::owner_of(&app.store, by_email("ada@acme.test"), seed::ACME).await;
     seed::member(&app.store, ws.id, by_email("bob@acme.test"), Role::Member).await;
-    app.store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), RuntimeKind::Codex),
-        )
-        .await
-        .unwrap();
+    seed::agent(&app.store, ws.id, "codex-coder", RuntimeKind::Codex).await;
     for n in 1..=12 {
         let mut new = NewIssue::new(IssueTitle::parse(&format!("Task {n}")).unwrap());
         new.status = IssueStatus::Todo;

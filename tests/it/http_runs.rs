@@ -36,14 +36,7 @@ async fn world(backend: Backend) -> Option<World> {
         ("Acme", "acme", "ACM"),
     )
     .await;
-    let agent = app
-        .store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude),
-        )
-        .await
-        .unwrap();
+    let agent = seed::agent(&app.store, ws.id, "coder", RuntimeKind::Claude).await;
     let mut new = NewIssue::new(IssueTitle::parse("Fix the <parser>").unwrap());
     new.status = IssueStatus::InProgress;
     let issue = app.store.create_issue(ws.id, &new).await.unwrap();

@@ -3,7 +3,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use muster::domain::{Email, Member, NewUser, NewWorkspace, Role, User, Workspace, WorkspaceId};
+use muster::domain::{
+    Agent, AgentName, Email, Member, NewAgent, NewUser, NewWorkspace, Role, RuntimeKind, User,
+    Workspace, WorkspaceId,
+};
 use muster::store::Store;
 
 /// The password every seeded person signs in with.
@@ -60,4 +63,15 @@ pub async fn member(
         .add_new_member(ws, &person, role)
         .await
         .expect("store the member")
+}
+
+/// An agent `name` of `kind` in `ws` with the defaults a new agent gets.
+pub async fn agent(
+    store: &Arc<dyn Store>,
+    ws: WorkspaceId,
+    name: &str,
+    kind: RuntimeKind,
+) -> Agent {
+    let new = NewAgent::new(AgentName::parse(name).expect("a test agent name"), kind);
+    store.create_agent(ws, &new).await.expect("store the agent")
 }

@@ -7,6 +7,7 @@ use muster_tests::engine::succeed_in_store;
 use serde_json::{Value, json};
 
 use super::{Env, api_cases, field};
+use muster_tests::seed;
 
 api_cases!(issue_thread);
 
@@ -42,13 +43,7 @@ async fn issue_thread(t: &Env) {
         .get_issue(t.ws.id, &IssueKey::parse("ALP-1").unwrap())
         .await
         .unwrap();
-    let coder = store
-        .create_agent(
-            t.ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Custom),
-        )
-        .await
-        .unwrap();
+    let coder = seed::agent(store, t.ws.id, "coder", RuntimeKind::Custom).await;
     let first = queue(t, &issue, &coder, RunTrigger::Assignment, None).await;
     succeed_in_store(
         t.app.store.as_ref(),

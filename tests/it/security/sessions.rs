@@ -56,13 +56,7 @@ impl Team {
         let other = ("Other", "other", "OTH");
         let (_, other) = seed::owner_of(s, seed::person("eve@other.test", "eve"), other).await;
         s.add_member(other.id, bob.id, Role::Member).await.unwrap();
-        let agent = s
-            .create_agent(
-                acme.id,
-                &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude),
-            )
-            .await
-            .unwrap();
+        let agent = seed::agent(s, acme.id, "coder", RuntimeKind::Claude).await;
         let issue = s
             .create_issue(
                 acme.id,
