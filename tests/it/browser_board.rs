@@ -19,18 +19,7 @@ async fn submit(browser: &Browser, form: &str) {
 }
 
 async fn wait_for_path(browser: &Browser, suffix: &str) {
-    let started = std::time::Instant::now();
-    loop {
-        let url = browser.current_url().await.unwrap();
-        if url.split('?').next().unwrap_or_default().ends_with(suffix) {
-            return;
-        }
-        assert!(
-            started.elapsed() < LIVE,
-            "expected to land on …{suffix}, still on {url}"
-        );
-        tokio::time::sleep(muster_tests::browser::POLL).await;
-    }
+    browser.wait_for_path(suffix, LIVE).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,11 +9,11 @@ use std::time::Duration;
 use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use muster::domain::{
-    AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
-    NewWorkspace, Role, RuntimeKind, UserId,
+    Assignee, IssueKey, IssueStatus, IssueTitle, NewIssue, Role, RuntimeKind, UserId,
 };
 use muster::store::Store;
 use muster_tests::browser::Browser;
+use muster_tests::seed;
 use muster_tests::{Backend, TestDb, spawn_app};
 use serde_json::Value;
 
@@ -48,33 +48,11 @@ async fn js(browser: &Browser, script: &str) -> Value {
 
 /// Polls `script` (a function body returning a value) until it returns `want`.
 async fn until(browser: &Browser, script: &str, want: Value) {
-    let started = std::time::Instant::now();
-    loop {
-        let got = js(browser, script).await;
-        if got == want {
-            return;
-        }
-        assert!(
-            started.elapsed() < LIVE,
-            "`{script}` returned {got}, expected {want}"
-        );
-        tokio::time::sleep(muster_tests::browser::POLL).await;
-    }
+    browser.until_js(script, &want, LIVE).await.unwrap();
 }
 
 async fn wait_for_path(browser: &Browser, suffix: &str) {
-    let started = std::time::Instant::now();
-    loop {
-        let url = browser.current_url().await.unwrap();
-        if url.split('?').next().unwrap_or_default().ends_with(suffix) {
-            return;
-        }
-        assert!(
-            started.elapsed() < LIVE,
-            "expected …{suffix}, still on {url}"
-        );
-        tokio::time::sleep(muster_tests::browser::POLL).await;
-    }
+    browser.wait_for_path(suffix, LIVE).await.unwrap();
 }
 
 /// Polls the store until `key` satisfies `ok`.
@@ -126,45 +104,13 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     };
     let app = spawn_app(db.config()).await;
     let store = app.store.clone();
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let person = |email: &str, name: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: name.into(),
-        password_hash: hash.clone(),
-    };
-    let (ada, ws) = store
-        .create_owner_and_workspace(
-            &person("ada@acme.test", "Ada Lovelace"),
-            &NewWorkspace::parse("Acme Robots", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    let grace = store
-        .add_new_member(
-            ws.id,
-            &person("grace@acme.test", "Grace Hopper"),
-            Role::Member,
-        )
-        .await
-        .unwrap();
+    let ada = seed::person("ada@acme.test", "Ada Lovelace");
+    let (ada, ws) = seed::owner_of(&store, ada, ("Acme Robots", "acme", "ACM")).await;
+    let grace = seed::person("grace@acme.test", "Grace Hopper");
+    let grace = seed::member(&store, ws.id, grace, Role::Member).await;
     let grace_id: UserId = grace.user.id;
-    let claude = store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(
-                AgentName::parse("claude-coder").unwrap(),
-                RuntimeKind::Claude,
-            ),
-        )
-        .await
-        .unwrap();
-    let codex = store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), RuntimeKind::Codex),
-        )
-        .await
-        .unwrap();
+    let claude = seed::agent(&store, ws.id, "claude-coder", RuntimeKind::Claude).await;
+    let codex = seed::agent(&store, ws.id, "codex-coder", RuntimeKind::Codex).await;
     let issue = |title: &str, status, assignee| {
         let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
         new.status = status;
@@ -195,14 +141,8 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    browser.goto(&app.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
-        .fill("#login-password", "correct-horse")
-        .await
-        .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
+        .sign_in(&app.url(""), "ada@acme.test", seed::PASSWORD, LIVE)
         .await
         .unwrap();
     browser.find_within("#card-ACM-4", LIVE).await.unwrap();

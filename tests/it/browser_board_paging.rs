@@ -16,19 +16,9 @@ use crate::http_board::board_with_issues;
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
 
+/// Polls `script` (a function body returning a value) until it returns `want`.
 async fn until(browser: &Browser, script: &str, want: Value) {
-    let started = std::time::Instant::now();
-    loop {
-        let got = browser.execute(script, vec![]).await.unwrap();
-        if got == want {
-            return;
-        }
-        assert!(
-            started.elapsed() < LIVE,
-            "`{script}` returned {got}, expected {want}"
-        );
-        tokio::time::sleep(muster_tests::browser::POLL).await;
-    }
+    browser.until_js(script, &want, LIVE).await.unwrap();
 }
 
 const CARDS: &str = "return document.querySelectorAll('#cards-todo > li').length";

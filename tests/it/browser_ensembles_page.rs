@@ -9,13 +9,19 @@ use std::time::Duration;
 
 use muster::domain::*;
 use muster_tests::browser::Browser;
+use muster_tests::seed::{self, PASSWORD};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-const PASSWORD: &str = "correct-horse-battery";
 const PHONE: u32 = 390;
+
+/// The text of the element matching `css`, once it contains `text` (waiting up to `timeout`).
+async fn text_when(browser: &Browser, css: &str, text: &str, timeout: Duration) -> String {
+    let element = browser.wait_for_text(css, text, timeout).await.unwrap();
+    element.text().await.unwrap()
+}
 
 async fn js(browser: &Browser, script: &str) -> Value {
     browser.execute(script, vec![]).await.unwrap()
@@ -25,23 +31,9 @@ async fn js(browser: &Browser, script: &str) -> Value {
 async fn server() -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(Backend::Sqlite).await?;
     let app = spawn_app(db.config()).await;
-    let user = |email: &str, name: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: name.into(),
-        password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-    };
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &user("ada@acme.test", "Ada Lovelace"),
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    app.store
-        .add_new_member(ws.id, &user("bob@acme.test", "Bob"), Role::Member)
-        .await
-        .unwrap();
+    let (_, ws) = seed::acme(&app.store).await;
+    let bob = seed::person("bob@acme.test", "Bob");
+    seed::member(&app.store, ws.id, bob, Role::Member).await;
     for (name, kind) in [
         ("claude-a", RuntimeKind::Claude),
         ("codex-b", RuntimeKind::Codex),
@@ -134,13 +126,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .click(".mainnav a[href='/w/acme/ensembles']")
         .await
         .unwrap();
-    let empty = browser
-        .wait_for_text(".ensembles-empty", "No ensembles yet.", LIVE)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let empty = text_when(&browser, ".ensembles-empty", "No ensembles yet.", LIVE).await;
     assert!(empty.contains("2 to 8 agents"), "{empty}");
     assert!(empty.contains("Run an ensemble"), "{empty}");
     browser.screenshot("ensembles-empty").await.unwrap();
@@ -182,13 +168,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .click("form.ensemble-form button[type=submit]")
         .await
         .unwrap();
-    let row = browser
-        .wait_for_text("tr[data-ensemble='pair']", "first green", LIVE)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let row = text_when(&browser, "tr[data-ensemble='pair']", "first green", LIVE).await;
     for expected in [
         "claude-a",
         "codex-b",
@@ -239,13 +219,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .click("form.ensemble-form button[type=submit]")
         .await
         .unwrap();
-    let row = browser
-        .wait_for_text("tr[data-ensemble='pair']", "quorum 2", LIVE)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let row = text_when(&browser, "tr[data-ensemble='pair']", "quorum 2", LIVE).await;
     assert!(!row.contains("judge"), "{row}");
     let e = stored(&app, &ws).await;
     assert_eq!(e.settings.early_stop, EarlyStop::Quorum(2));
@@ -368,13 +342,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .await
         .unwrap();
     browser.goto(&app.url("/w/acme/ensembles")).await.unwrap();
-    let row = browser
-        .wait_for_text("tr[data-ensemble='pair']", "quorum 2", LIVE)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let row = text_when(&browser, "tr[data-ensemble='pair']", "quorum 2", LIVE).await;
     assert!(row.contains("claude-a"), "{row}");
     assert_eq!(
         js(

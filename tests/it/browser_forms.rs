@@ -5,16 +5,15 @@
 
 use std::time::Duration;
 
-use muster::domain::{Email, NewUser, NewWorkspace};
 use muster_tests::browser::Browser;
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-const PASSWORD: &str = "correct-horse-battery";
+use muster_tests::seed::PASSWORD;
 const NEW_PASSWORD: &str = "an-even-longer-passphrase";
 
 /// A server with Ada, owner of `acme`; sign-in limits raised so the flows' several sign-ins all count.
@@ -26,18 +25,17 @@ async fn server() -> Option<(TestDb, TestApp)> {
         per_account_per_15_minutes: 100,
     };
     let app = spawn_app(config).await;
-    app.store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada Lovelace".into(),
-                password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
+    seed::acme(&app.store).await;
+    Some((db, app))
+}
+
+/// A browser with Ada signed in, on her board; `None` without Chromium.
+async fn signed_in_ada(app: &TestApp) -> Option<Browser> {
+    let ada = Browser::start().await?;
+    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
         .await
         .unwrap();
-    Some((db, app))
+    Some(ada)
 }
 
 async fn js(browser: &Browser, script: &str) -> Value {
@@ -50,12 +48,9 @@ async fn agent_form_skill_import_and_theme_in_chromium() {
     let Some((_db, app)) = server().await else {
         return;
     };
-    let Some(ada) = Browser::start().await else {
+    let Some(ada) = signed_in_ada(&app).await else {
         return;
     };
-    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
 
     // Three mistakes, one submit: all three shown, each next to its field, and the input kept.
     ada.goto(&app.url("/w/acme/agents/new")).await.unwrap();
@@ -181,39 +176,13 @@ async fn agent_form_skill_import_and_theme_in_chromium() {
 
 /// Signs in over plain HTTP: another session of the same account.
 async fn other_session(app: &TestApp) -> (reqwest::Client, String) {
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    let res = http
-        .post(app.url("/login"))
-        .form(&[
-            ("email", "ada@acme.test"),
-            ("password", PASSWORD),
-            ("next", ""),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let cookie = res
-        .headers()
-        .get("set-cookie")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let http = muster_tests::no_redirects();
+    let cookie = app.sign_in_cookie(&http, "ada@acme.test", PASSWORD).await;
     (http, cookie)
 }
 
 async fn login_status(app: &TestApp, password: &str) -> StatusCode {
-    reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap()
+    muster_tests::no_redirects()
         .post(app.url("/login"))
         .form(&[
             ("email", "ada@acme.test"),
@@ -232,13 +201,10 @@ async fn a_person_changes_their_password_in_chromium() {
     let Some((_db, app)) = server().await else {
         return;
     };
-    let Some(ada) = Browser::start().await else {
+    let (laptop, laptop_cookie) = other_session(&app).await;
+    let Some(ada) = signed_in_ada(&app).await else {
         return;
     };
-    let (laptop, laptop_cookie) = other_session(&app).await;
-    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
 
     // From the top bar to the account page.
     ada.click("a.user-name").await.unwrap();
@@ -323,12 +289,9 @@ async fn the_settings_page_sets_the_loop_guard_in_chromium() {
     let Some((_db, app)) = server().await else {
         return;
     };
-    let Some(ada) = Browser::start().await else {
+    let Some(ada) = signed_in_ada(&app).await else {
         return;
     };
-    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
     ada.goto(&app.url("/w/acme/settings")).await.unwrap();
     ada.wait_for_text("main h1", "Settings", LIVE)
         .await
@@ -385,12 +348,9 @@ async fn ctrl_enter_creates_one_issue_in_this_tab() {
     let Some((_db, app)) = server().await else {
         return;
     };
-    let Some(ada) = Browser::start().await else {
+    let Some(ada) = signed_in_ada(&app).await else {
         return;
     };
-    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
     js(&ada, "window.__stayed = true").await;
     ada.click("details.new-issue > summary").await.unwrap();
     ada.fill("#new-issue-title", "Keyboard first")

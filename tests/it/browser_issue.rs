@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use muster::domain::{
-    AgentName, CommentAuthor, Email, IssueStatus, IssueTitle, NewAgent, NewComment, NewIssue,
-    NewRun, NewUser, NewWorkspace, RuntimeKind,
+    CommentAuthor, IssueStatus, IssueTitle, NewComment, NewIssue, NewRun, RuntimeKind,
 };
 use muster_tests::browser::Browser;
+use muster_tests::seed;
 use muster_tests::{Backend, TestDb, spawn_app};
 use serde_json::Value;
 
@@ -57,29 +57,13 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         return;
     };
     let app = spawn_app(db.config()).await;
-    let (ada, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada Lovelace".into(),
-                password_hash: muster::auth::hash_password("correct-horse").unwrap(),
-            },
-            &NewWorkspace::parse("Acme Robotics", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    let agent = app
-        .store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(
-                AgentName::parse("claude-coder").unwrap(),
-                RuntimeKind::Custom,
-            ),
-        )
-        .await
-        .unwrap();
+    let (ada, ws) = seed::owner_of(
+        &app.store,
+        seed::person("ada@acme.test", "Ada Lovelace"),
+        ("Acme Robotics", "acme", "ACM"),
+    )
+    .await;
+    let agent = seed::agent(&app.store, ws.id, "claude-coder", RuntimeKind::Custom).await;
     let mut new = NewIssue::new(
         IssueTitle::parse(
             "Stream the run logs over the board's WebSocket without losing a single line when a slow \
@@ -103,35 +87,17 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .unwrap();
     let run = app
         .store
-        .create_run(&NewRun {
-            workspace_id: ws.id,
-            issue_id: issue.id,
-            agent_id: agent.id,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-            trigger: muster::domain::RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
-        })
+        .create_run(&NewRun::assignment(ws.id, issue.id, agent.id))
         .await
         .unwrap();
 
     let Some(browser) = Browser::start().await else {
         return;
     };
-    browser.goto(&app.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
-        .fill("#login-password", "correct-horse")
+        .sign_in(&app.url(""), "ada@acme.test", seed::PASSWORD, LIVE)
         .await
         .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser.find_within(".board", LIVE).await.unwrap();
 
     // A phone: the window is sized so that the page's viewport is 390 px wide.
     browser.set_viewport_width(PHONE, 844).await.unwrap();

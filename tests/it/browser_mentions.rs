@@ -8,16 +8,17 @@
 use std::time::Duration;
 
 use muster::domain::{
-    AgentName, Email, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser, NewWorkspace, Role,
-    RunStatus, RunTrigger, RuntimeKind,
+    AgentName, Email, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser, Role, RunStatus,
+    RunTrigger, RuntimeKind,
 };
 use muster_tests::browser::Browser;
+use muster_tests::seed;
 use muster_tests::{Backend, TestDb, spawn_app};
 use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-const PASSWORD: &str = "correct-horse-battery";
+use muster_tests::seed::PASSWORD;
 /// WebDriver's key codes.
 const ENTER: &str = "\u{e007}";
 const ESCAPE: &str = "\u{e00c}";
@@ -57,18 +58,7 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
         return;
     };
     let app = spawn_app(db.config()).await;
-    let (ada, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada Lovelace".into(),
-                password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
+    let (ada, ws) = seed::acme(&app.store).await;
     let mut agents = Vec::new();
     for name in ["coder", "codex-helper", "reviewer"] {
         let new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
@@ -109,14 +99,10 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    browser.goto(&app.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
-    browser.fill("#login-password", PASSWORD).await.unwrap();
     browser
-        .click("form[action='/login'] button[type=submit]")
+        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
         .await
         .unwrap();
-    browser.find_within(".board", LIVE).await.unwrap();
     browser
         .goto(&app.url("/w/acme/issues/ACM-1"))
         .await

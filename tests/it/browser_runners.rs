@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use muster::domain::{Email, NewUser, NewWorkspace, RunnerName};
+use muster::domain::RunnerName;
 use muster_tests::browser::Browser;
+use muster_tests::seed;
 use muster_tests::{Backend, TestDb, spawn_app};
 use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-const PASSWORD: &str = "correct-horse-battery";
+use muster_tests::seed::PASSWORD;
 
 async fn js(browser: &Browser, script: &str) -> Value {
     browser.execute(script, vec![]).await.unwrap()
@@ -25,28 +26,13 @@ async fn runners_page_shows_runners_and_manages_tokens_in_chromium() {
         return;
     };
     let app = spawn_app(db.config()).await;
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada Lovelace".into(),
-                password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
+    let (_, ws) = seed::acme(&app.store).await;
     let Some(ada) = Browser::start().await else {
         return;
     };
-    ada.goto(&app.url("/login")).await.unwrap();
-    ada.fill("#login-email", "ada@acme.test").await.unwrap();
-    ada.fill("#login-password", PASSWORD).await.unwrap();
-    ada.click("form[action='/login'] button[type=submit]")
+    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
         .await
         .unwrap();
-    ada.find_within(".board", LIVE).await.unwrap();
 
     // A token made on the page; its secret is on this response only.
     ada.goto(&app.url("/w/acme/runners")).await.unwrap();

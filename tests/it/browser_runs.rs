@@ -7,18 +7,16 @@
 //! growing block, and its agent's page agrees with the Runtimes page about its server.
 //! Screenshots `run.png`, `run-local-model.png` and `inbox.png` land in `target/screenshots/`.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Duration;
 
 use muster::domain::*;
-use muster::runner::executor::RunTiming;
-use muster::store::Store;
 use muster_tests::browser::{Browser, POLL};
+use muster_tests::engine::{Env, quick_stops};
 use muster_tests::model_server::llama::{Flavor, LlamaServer, MODEL, Scenario};
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
-use muster_tests::{AppBuilder, Backend, TestDb};
-use tokio_util::sync::CancellationToken;
+use muster_tests::seed;
+use muster_tests::{Backend, TestDb};
 
 /// Generous: a cold Chromium and real child processes on a loaded 2-core machine.
 pub(crate) const LIVE: Duration = Duration::from_secs(30);
@@ -32,70 +30,29 @@ pub(crate) const RESULT: &str = r#"{"type":"user","message":{"role":"user","cont
 pub(crate) const TEXT_2: &str = r#"{"type":"assistant","message":{"id":"m3","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Fixed `parse_empty`; all parser tests pass now."}]},"session_id":"sess-browser-1"}"#;
 pub(crate) const DONE: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":4000,"num_turns":2,"result":"Fixed `parse_empty`; all parser tests pass now.","session_id":"sess-browser-1","total_cost_usd":0.0123,"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5000,"output_tokens":321}}"#;
 
-pub(crate) struct Server {
-    pub(crate) addr: std::net::SocketAddr,
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) ws: Workspace,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
-    pub(crate) scripts: tempfile::TempDir,
-    _db: TestDb,
+/// The run engine's [`Env`] with short stop graces on Ada's `acme`, with agents and issues as these pages
+/// are checked with.
+pub(crate) struct Server(Env);
+
+impl std::ops::Deref for Server {
+    type Target = Env;
+
+    fn deref(&self) -> &Env {
+        &self.0
+    }
 }
 
 impl Server {
-    /// A server with the embedded runner on, short stop graces, and Ada owning workspace `acme`.
     pub(crate) async fn start(backend: Backend) -> Option<Server> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
-        let (_, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("ada@acme.test").unwrap(),
-                    display_name: "Ada Lovelace".into(),
-                    password_hash: muster::auth::hash_password("correct-horse").unwrap(),
-                },
-                &NewWorkspace::parse("Acme Robots", "acme", "ACM").unwrap(),
-            )
-            .await
-            .unwrap();
-        store.close().await;
-        let scripts = tempfile::tempdir().unwrap();
-        let app = AppBuilder::new(db.config())
-            .embedded_runner()
-            // Stand-in agents may leave what they saw beside their scripts (as `--agent-rw-path` allows).
-            .configure(|config| config.agent_rw_paths = vec![scripts.path().to_path_buf()])
-            .timing(RunTiming {
-                int_grace: Duration::from_secs(2),
-                term_grace: Duration::from_secs(2),
-                ..RunTiming::default()
-            })
-            .spawn()
-            .await;
-        Some(Server {
-            addr: app.addr,
-            store: app.store,
-            ws,
-            shutdown: app.shutdown,
-            handle: app.handle,
-            scripts,
-            _db: db,
-        })
+        let ada = seed::person("ada@acme.test", "Ada Lovelace");
+        let (ada, ws) = seed::owner_of(&store, ada, ("Acme Robots", "acme", "ACM")).await;
+        let env = Env::boot_with(db, store, ws, ada.id, |_| {}, quick_stops()).await;
+        Some(Server(env))
     }
 
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// An executable shell script in the scratch directory.
-    pub(crate) fn script(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = self.scripts.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
-
-    /// A `custom` agent running `script`.
+    /// A `custom` agent running `script`, in amber, with no variables.
     pub(crate) async fn agent(&self, name: &str, script: &Path) -> Agent {
         let mut new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom);
         new.command = Some(script.display().to_string());
@@ -104,6 +61,7 @@ impl Server {
         self.store.create_agent(self.ws.id, &new).await.unwrap()
     }
 
+    /// A todo issue with no body.
     pub(crate) async fn issue(&self, title: &str) -> Issue {
         let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
         new.status = IssueStatus::Todo;
@@ -111,9 +69,15 @@ impl Server {
     }
 
     pub(crate) async fn stop(self) {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
+        self.0.stop().await;
     }
+}
+
+/// The texts of the page's "runtime not ready" banners.
+async fn runtime_warnings(browser: &Browser) -> serde_json::Value {
+    let script =
+        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)";
+    js(browser, script).await
 }
 
 /// Echoes `lines` one by one with a short pause, like a CLI streaming its work.
@@ -127,7 +91,7 @@ pub(crate) fn replay(lines: &[&str]) -> String {
 /// Signs Ada in.
 pub(crate) async fn sign_in(browser: &Browser, server: &Server) {
     browser
-        .sign_in(&server.url(""), "ada@acme.test", "correct-horse", LIVE)
+        .sign_in(&server.url(""), "ada@acme.test", seed::PASSWORD, LIVE)
         .await
         .unwrap();
 }
@@ -471,11 +435,7 @@ async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
         .await
         .unwrap();
     browser.find("form #name, form [name=name]").await.unwrap();
-    let warnings = js(
-        &browser,
-        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)",
-    )
-    .await;
+    let warnings = runtime_warnings(&browser).await;
     assert_eq!(
         warnings,
         serde_json::json!([]),
@@ -616,11 +576,7 @@ async fn a_real_local_model_answer_reads_as_one_block() {
         .await
         .unwrap();
     browser.find("form [name=name]").await.unwrap();
-    let warnings = js(
-        &browser,
-        "return Array.from(document.querySelectorAll('.runtime-warning')).map(w => w.innerText)",
-    )
-    .await;
+    let warnings = runtime_warnings(&browser).await;
     assert_eq!(warnings, serde_json::json!([]), "llama.cpp is ready here");
 
     let issue = server.issue("What is the capital of France?").await;

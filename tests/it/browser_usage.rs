@@ -50,17 +50,15 @@ async fn the_usage_page_charts_a_week_in_light_and_dark(backend: Backend) {
         w.stop().await;
         return;
     };
-    browser.goto(&w.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
-        .fill("#login-password", crate::usage::PASSWORD)
+        .sign_in(
+            &w.url(""),
+            "ada@acme.test",
+            crate::usage::PASSWORD,
+            muster_tests::browser::DEFAULT_WAIT,
+        )
         .await
         .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser.find(".board").await.unwrap();
     browser
         .goto(&w.url("/w/acme/usage?since=7d"))
         .await

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use muster::domain::*;
 use muster::runner::protocol::{AgentSpec, Order, SpecEnv, ToServer};
 use muster::store::Store;
-use muster_tests::engine::{SECRET, new_run, poll, run_processes, seed_workspace, test_timing};
-use muster_tests::{Backend, TestDb, git, git_commit_all};
+use muster_tests::engine::{SECRET, poll, run_processes, seed_workspace, test_timing};
+use muster_tests::{Backend, TestDb, demo_repo, git};
 use tokio_util::sync::CancellationToken;
 
 /// One database, a repository, the configuration a runner would have, and a run row to store into.
@@ -40,10 +40,7 @@ impl World {
         let agent = store.create_agent(ws.id, &new).await.unwrap();
         let scratch = tempfile::tempdir().unwrap();
         let repo = scratch.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
-        git_commit_all(&repo, "first");
+        demo_repo(&repo);
         let mut config = db.config();
         // The database and the secret key live in the data folder: make sure there is something to steal.
         std::fs::create_dir_all(&config.data_dir).unwrap();
@@ -67,7 +64,7 @@ impl World {
         let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
         let run = self
             .store
-            .create_run(&new_run(self.ws.id, issue.id, self.agent.id, None))
+            .create_run(&NewRun::assignment(self.ws.id, issue.id, self.agent.id))
             .await
             .unwrap();
         Order {

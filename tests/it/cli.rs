@@ -1,7 +1,8 @@
 //! The `muster` binary as people use it in a shell, against a served app on both backends: a reader that
 //! closes the pipe early, run ids given by a unique prefix, `run logs` of a run's diff, errors without a
 //! stack trace under `RUST_BACKTRACE=1`, the default status of `issue create`, and `agent list`'s run
-//! counts, and `issue thread` telling an issue's conversation. Needs the binary: `cargo build -p muster --bin muster` (`cargo test --workspace` builds it).
+//! counts, and `issue thread` telling an issue's conversation. They run the built binary
+//! ([`muster_tests::muster_bin`]), which cargo builds before these tests.
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use muster::domain::*;
 use muster::store::Store;
+use muster_tests::engine::succeed_in_store;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
 
@@ -117,18 +119,7 @@ impl Cli {
     async fn new_run(&self, agent: AgentId) -> Run {
         let issue = issue(&self.store, self.ws, "Work", IssueStatus::Todo).await;
         self.store
-            .create_run(&NewRun {
-                workspace_id: self.ws,
-                issue_id: issue.id,
-                agent_id: agent,
-                attempt: 1,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
-            })
+            .create_run(&NewRun::assignment(self.ws, issue.id, agent))
             .await
             .unwrap()
     }
@@ -442,52 +433,6 @@ async fn issue_create_defaults_to_todo_and_agent_list_counts_runs(cli: &Cli) {
     );
 }
 
-/// Runs `run` (the only queued one) to success in the store, with its summary posted as the agent's
-/// comment the way the run engine does.
-async fn succeed(cli: &Cli, run: &Run, summary: &str) {
-    let runner = cli
-        .store
-        .register_runner("cli-runner", "0", &json!([]))
-        .await
-        .unwrap();
-    let now = chrono::Utc::now();
-    let scope = muster::store::ClaimScope::anything(&runner.name);
-    let later = now + chrono::TimeDelta::seconds(60);
-    let claimed = cli
-        .store
-        .claim_next_run(runner.id, &scope, now, later)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(claimed.id, run.id);
-    let epoch = claimed.lease_epoch;
-    cli.store
-        .start_run(run.id, runner.id, epoch, Some(1), None, None)
-        .await
-        .unwrap();
-    let outcome = RunOutcome {
-        status: RunStatus::Succeeded,
-        exit_code: Some(0),
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage {
-            input_tokens: 900,
-            output_tokens: 100,
-            cost_usd: 0.0123,
-            ..Usage::default()
-        },
-        summary: Some(summary.into()),
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    };
-    cli.store.finish_run(run.id, &outcome).await.unwrap();
-    let mut comment = NewComment::parse(CommentAuthor::Agent(run.agent_id), summary).unwrap();
-    comment.run_id = Some(run.id);
-    cli.store.add_comment(run.issue_id, &comment).await.unwrap();
-}
-
 /// `issue thread KEY`: a finished run in one line with its summary's first line (not repeated as a
 /// comment), the status change, a person's reply indented, and the live follow-up it queued, in that
 /// order; `--json` prints the API's body; an unknown key is a one-line error.
@@ -496,7 +441,12 @@ async fn issue_thread_reads_as_a_conversation(cli: &Cli) {
     let coder = agent(&cli.store, cli.ws, "coder", 2).await;
     let first = NewRun::assignment(cli.ws, issue.id, coder.id);
     let first = cli.store.create_run(&first).await.unwrap();
-    succeed(cli, &first, "Fixed the parser.\nAll tests pass.").await;
+    succeed_in_store(
+        cli.store.as_ref(),
+        &first,
+        "Fixed the parser.\nAll tests pass.",
+    )
+    .await;
     ok(&cli
         .run(&["issue", "status", "MUS-1", "in_review"], &[])
         .await);

@@ -30,6 +30,20 @@ struct Run {
 }
 
 impl Run {
+    /// Fails unless the command ended with exit code `code` and its stderr says `text`.
+    fn fails(self, code: i32, text: &str) -> Self {
+        assert_eq!(self.code, code, "stderr: {}", self.stderr);
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+        self
+    }
+
+    /// Fails unless the command ended with exit code 1 and an error line starting `start`.
+    fn error(self, start: &str) -> Self {
+        assert_eq!(self.code, 1, "stderr: {}", self.stderr);
+        assert!(self.stderr.starts_with(start), "{}", self.stderr);
+        self
+    }
+
     fn ok(self) -> Self {
         assert_eq!(
             self.code, 0,
@@ -88,6 +102,16 @@ impl Harness {
         self.muster_with(args, None).await
     }
 
+    /// `muster ARGS`, which must succeed.
+    async fn ok(&self, args: &[&str]) -> Run {
+        self.muster(args).await.ok()
+    }
+
+    /// `muster ARGS`, which must succeed and print JSON: the JSON.
+    async fn json(&self, args: &[&str]) -> Value {
+        self.ok(args).await.json()
+    }
+
     /// `muster admin bootstrap` on the server's own database; returns the token from the last line.
     async fn bootstrap(&self, extra: &[&str]) -> Run {
         let data_dir = self.app.data_dir.display().to_string();
@@ -113,9 +137,8 @@ impl Harness {
                 .ok(),
         );
         let server = self.server();
-        self.muster(&["login", "--server", &server, "--token", &token])
-            .await
-            .ok();
+        self.ok(&["login", "--server", &server, "--token", &token])
+            .await;
         token
     }
 }
@@ -182,7 +205,7 @@ async fn bootstrap_and_login_store_a_private_config_without_printing_the_token()
     let server = h.server();
     let dir = h.config.path().display().to_string();
     let login = h
-        .muster(&[
+        .ok(&[
             "login",
             "--server",
             &server,
@@ -191,8 +214,7 @@ async fn bootstrap_and_login_store_a_private_config_without_printing_the_token()
             "--config-dir",
             &dir,
         ])
-        .await
-        .ok();
+        .await;
     assert!(
         login
             .stdout
@@ -216,25 +238,17 @@ async fn bootstrap_and_login_store_a_private_config_without_printing_the_token()
     }
 
     // The stored settings are enough from now on; --json gives the caller.
-    let me = h
-        .muster(&["login", "--token", &token, "--json"])
-        .await
-        .ok()
-        .json();
+    let me = h.json(&["login", "--token", &token, "--json"]).await;
     assert_eq!(me["workspace"], "acme-robots");
     assert_eq!(me["issue_prefix"], "ACM");
 
-    let out = h.muster(&["logout"]).await.ok();
+    let out = h.ok(&["logout"]).await;
     assert!(out.stdout.contains("logged out"));
     let stored = std::fs::read_to_string(&file).unwrap();
     assert!(!stored.contains(&token) && stored.contains(&server));
-    let after = h.muster(&["issue", "list"]).await;
-    assert_eq!(after.code, 1);
-    assert!(
-        after.stderr.starts_with("error: not logged in"),
-        "{}",
-        after.stderr
-    );
+    h.muster(&["issue", "list"])
+        .await
+        .error("error: not logged in");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -242,7 +256,7 @@ async fn issues_round_trip_through_the_cli() {
     let h = Harness::start().await;
     h.logged_in().await;
     let created = h
-        .muster(&[
+        .ok(&[
             "issue",
             "create",
             "--title",
@@ -254,8 +268,7 @@ async fn issues_round_trip_through_the_cli() {
             "--label",
             "ui",
         ])
-        .await
-        .ok();
+        .await;
     assert_eq!(created.stdout, "MUS-1\n");
     let second = h
         .muster_with(
@@ -266,7 +279,7 @@ async fn issues_round_trip_through_the_cli() {
         .ok();
     assert_eq!(second.stdout.trim(), "MUS-2");
 
-    let table = h.muster(&["issue", "list"]).await.ok().stdout;
+    let table = h.ok(&["issue", "list"]).await.stdout;
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines[0], "KEY    STATUS  PRIORITY  ASSIGNEE  TITLE");
     assert!(
@@ -274,36 +287,25 @@ async fn issues_round_trip_through_the_cli() {
         "{table}"
     );
     assert_eq!(lines.len(), 3, "{table}");
-    let listed = h
-        .muster(&["issue", "list", "--label", "bug", "--json"])
-        .await
-        .ok()
-        .json();
+    let listed = h.json(&["issue", "list", "--label", "bug", "--json"]).await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["key"], "MUS-1");
     let searched = h
-        .muster(&["issue", "list", "--search", "docs", "--json"])
-        .await
-        .ok()
-        .json();
+        .json(&["issue", "list", "--search", "docs", "--json"])
+        .await;
     assert_eq!(searched[0]["body"], "From *stdin*\n");
 
-    h.muster(&["issue", "comment", "MUS-1", "Looking into it"])
-        .await
-        .ok();
+    h.ok(&["issue", "comment", "MUS-1", "Looking into it"])
+        .await;
     h.muster_with(&["issue", "comment", "MUS-1", "-"], Some("Second thought"))
         .await
         .ok();
-    let moved = h
-        .muster(&["issue", "status", "MUS-1", "in_progress"])
-        .await
-        .ok();
+    let moved = h.ok(&["issue", "status", "MUS-1", "in_progress"]).await;
     assert_eq!(moved.stdout.trim(), "MUS-1 is now in_progress");
-    let assigned = h.muster(&["issue", "assign", "MUS-1", "ada"]).await.ok();
+    let assigned = h.ok(&["issue", "assign", "MUS-1", "ada"]).await;
     assert_eq!(assigned.stdout.trim(), "MUS-1 is assigned to ada");
-    h.muster(&["issue", "edit", "MUS-1", "--title", "Fix the login page"])
-        .await
-        .ok();
+    h.ok(&["issue", "edit", "MUS-1", "--title", "Fix the login page"])
+        .await;
     let listed = h
         .muster(&[
             "issue",
@@ -317,7 +319,7 @@ async fn issues_round_trip_through_the_cli() {
         .await;
     assert_eq!(listed.ok().json()[0]["title"], "Fix the login page");
 
-    let show = h.muster(&["issue", "show", "MUS-1"]).await.ok().stdout;
+    let show = h.ok(&["issue", "show", "MUS-1"]).await.stdout;
     for expected in [
         "MUS-1  Fix the login page",
         "status:   in_progress",
@@ -331,20 +333,14 @@ async fn issues_round_trip_through_the_cli() {
     ] {
         assert!(show.contains(expected), "missing {expected:?} in:\n{show}");
     }
-    let detail = h
-        .muster(&["issue", "show", "MUS-1", "--json"])
-        .await
-        .ok()
-        .json();
+    let detail = h.json(&["issue", "show", "MUS-1", "--json"]).await;
     assert_eq!(detail["comments"].as_array().unwrap().len(), 2);
     assert_eq!(detail["assignee"]["name"], "ada");
     assert!(!detail["activity"].as_array().unwrap().is_empty());
 
     let unassigned = h
-        .muster(&["issue", "assign", "MUS-1", "none", "--json"])
-        .await
-        .ok()
-        .json();
+        .json(&["issue", "assign", "MUS-1", "none", "--json"])
+        .await;
     assert!(unassigned["assignee"].is_null());
 }
 
@@ -382,18 +378,15 @@ async fn long_issue_and_comment_lists_are_read_page_by_page() {
         store.add_comment(first.id, &comment).await.unwrap();
     }
 
-    let page = h.muster(&["issue", "list", "--json"]).await.ok();
+    let page = h.ok(&["issue", "list", "--json"]).await;
     assert_eq!(page.json().as_array().unwrap().len(), 50);
     assert_eq!(
         page.stderr,
         "… more issues match than the 50 shown; use --all to list them all, or a larger --limit\n"
     );
-    let table = h.muster(&["issue", "list"]).await.ok();
+    let table = h.ok(&["issue", "list"]).await;
     assert_eq!(table.stdout.lines().count(), 51, "a header and 50 rows");
-    let two_pages = h
-        .muster(&["issue", "list", "--limit", "210", "--json"])
-        .await
-        .ok();
+    let two_pages = h.ok(&["issue", "list", "--limit", "210", "--json"]).await;
     let keys: Vec<String> = two_pages
         .json()
         .as_array()
@@ -403,7 +396,7 @@ async fn long_issue_and_comment_lists_are_read_page_by_page() {
         .collect();
     let expected: Vec<String> = (1..=210).map(|n| format!("MUS-{n}")).collect();
     assert_eq!(keys, expected, "one column, in board order, nothing twice");
-    let all = h.muster(&["issue", "list", "--all", "--json"]).await.ok();
+    let all = h.ok(&["issue", "list", "--all", "--json"]).await;
     assert_eq!(all.json().as_array().unwrap().len(), 230);
     assert_eq!(all.stderr, "", "nothing more to say");
     for bad in [&["--limit", "0"][..], &["--all", "--limit", "5"]] {
@@ -411,14 +404,10 @@ async fn long_issue_and_comment_lists_are_read_page_by_page() {
         assert_eq!(h.muster(&args).await.code, 2, "{bad:?} is a usage error");
     }
 
-    let shown = h.muster(&["issue", "show", "MUS-1"]).await.ok().stdout;
+    let shown = h.ok(&["issue", "show", "MUS-1"]).await.stdout;
     assert!(shown.contains("comments (230):"), "{shown}");
     assert!(shown.contains("    Comment 1\n") && shown.contains("    Comment 230\n"));
-    let detail = h
-        .muster(&["issue", "show", "MUS-1", "--json"])
-        .await
-        .ok()
-        .json();
+    let detail = h.json(&["issue", "show", "MUS-1", "--json"]).await;
     let bodies: Vec<&str> = detail["comments"]
         .as_array()
         .unwrap()
@@ -439,15 +428,11 @@ async fn issue_errors_are_one_line_with_the_right_exit_code() {
     assert_eq!(empty.stderr, "error: title: must not be empty\n");
     assert!(empty.stdout.is_empty());
 
-    h.muster(&["issue", "create", "--title", "A"]).await.ok();
-    let bad = h.muster(&["issue", "status", "MUS-1", "shipped"]).await;
-    assert_eq!(bad.code, 1);
-    assert!(
-        bad.stderr
-            .starts_with("error: status: unknown status \"shipped\""),
-        "{}",
-        bad.stderr
-    );
+    h.ok(&["issue", "create", "--title", "A"]).await;
+    let bad = h
+        .muster(&["issue", "status", "MUS-1", "shipped"])
+        .await
+        .error("error: status: unknown status \"shipped\"");
     assert!(
         bad.stderr
             .contains("backlog, todo, in_progress, in_review, done"),
@@ -478,7 +463,7 @@ async fn agents_keep_their_secrets_across_edits_and_never_print_them() {
     let h = Harness::start().await;
     h.logged_in().await;
     let created = h
-        .muster(&[
+        .ok(&[
             "agent",
             "create",
             "--name",
@@ -498,17 +483,16 @@ async fn agents_keep_their_secrets_across_edits_and_never_print_them() {
             "--budget-usd",
             "1.5",
         ])
-        .await
-        .ok();
+        .await;
     assert_eq!(created.stdout.trim(), "created agent coder");
 
-    let list = h.muster(&["agent", "list"]).await.ok().stdout;
+    let list = h.ok(&["agent", "list"]).await.stdout;
     assert!(
         list.starts_with("NAME   KIND    MODEL   PERMISSION"),
         "{list}"
     );
     assert!(list.contains("coder  claude  sonnet"), "{list}");
-    let show = h.muster(&["agent", "show", "coder"]).await.ok().stdout;
+    let show = h.ok(&["agent", "show", "coder"]).await.stdout;
     assert!(
         show.contains("RUST_LOG=debug") && show.contains("API_KEY=<secret>"),
         "{show}"
@@ -520,7 +504,7 @@ async fn agents_keep_their_secrets_across_edits_and_never_print_them() {
     assert!(!show.contains("hunter2"));
 
     let edited = h
-        .muster(&[
+        .json(&[
             "agent",
             "edit",
             "coder",
@@ -532,9 +516,7 @@ async fn agents_keep_their_secrets_across_edits_and_never_print_them() {
             "opus",
             "--json",
         ])
-        .await
-        .ok()
-        .json();
+        .await;
     assert_eq!(edited["model"], "opus");
     assert_eq!(
         edited["env"],
@@ -559,21 +541,16 @@ async fn agents_keep_their_secrets_across_edits_and_never_print_them() {
         .find(|v| v.key == "API_KEY")
         .unwrap();
     assert!(secret.secret && !secret.value.is_empty() && !secret.value.contains("hunter2"));
-    let shown = h.muster(&["agent", "show", "coder", "--json"]).await.ok();
+    let shown = h.ok(&["agent", "show", "coder", "--json"]).await;
     assert!(!shown.stdout.contains("hunter2"));
     assert_eq!(shown.json()["env"][0]["key"], "API_KEY");
 
-    let bad_env = h
-        .muster(&["agent", "edit", "coder", "--env", "NOEQUALS"])
-        .await;
-    assert_eq!(bad_env.code, 2);
-    assert!(
-        bad_env
-            .stderr
-            .contains("invalid value 'NOEQUALS' for '--env <KEY=VALUE>': expected KEY=VALUE"),
-        "{}",
-        bad_env.stderr
-    );
+    h.muster(&["agent", "edit", "coder", "--env", "NOEQUALS"])
+        .await
+        .fails(
+            2,
+            "invalid value 'NOEQUALS' for '--env <KEY=VALUE>': expected KEY=VALUE",
+        );
     let bad_kind = h
         .muster(&["agent", "create", "--name", "x", "--kind", "gpt"])
         .await;
@@ -603,27 +580,20 @@ async fn revoked_and_garbage_tokens_fail_with_an_authentication_message() {
     let h = Harness::start().await;
     let token = h.logged_in().await;
     let server = h.server();
-    let garbage = h.muster(&["issue", "list", "--token", "mst_garbage"]).await;
-    assert_eq!(garbage.code, 1);
-    assert!(
-        garbage.stderr.starts_with("error: authentication failed"),
-        "{}",
-        garbage.stderr
-    );
+    let garbage = h
+        .muster(&["issue", "list", "--token", "mst_garbage"])
+        .await
+        .error("error: authentication failed");
     assert!(!garbage.stderr.contains("mst_garbage"));
 
     // Revoke the stored token through the API, then use it again.
-    let tokens: Value = h
-        .app
-        .client
-        .get(h.app.url("/api/v1/tokens"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tokens: Value = muster_tests::json_of(
+        h.app
+            .client
+            .get(h.app.url("/api/v1/tokens"))
+            .bearer_auth(&token),
+    )
+    .await;
     let id = tokens[0]["id"].as_str().unwrap().to_owned();
     let revoked = h
         .app
@@ -634,51 +604,34 @@ async fn revoked_and_garbage_tokens_fail_with_an_authentication_message() {
         .await
         .unwrap();
     assert_eq!(revoked.status(), 204);
-    let after = h.muster(&["agent", "list"]).await;
-    assert_eq!(after.code, 1);
-    assert!(
-        after.stderr.starts_with("error: authentication failed"),
-        "{}",
-        after.stderr
-    );
+    h.muster(&["agent", "list"])
+        .await
+        .error("error: authentication failed");
     let login = h
         .muster(&["login", "--server", &server, "--token", &token])
         .await;
     assert_eq!(login.code, 1);
     assert!(!login.stderr.contains(&token) && !login.stdout.contains(&token));
 
-    let https = h
-        .muster(&[
-            "login",
-            "--server",
-            "https://muster.example.com",
-            "--token",
-            "x",
-        ])
-        .await;
-    assert_eq!(https.code, 1);
-    assert!(
-        https.stderr.contains("https:// servers are not supported"),
-        "{}",
-        https.stderr
-    );
-    let down = h
-        .muster(&[
-            "issue",
-            "list",
-            "--server",
-            "http://127.0.0.1:9",
-            "--token",
-            "x",
-        ])
-        .await;
-    assert_eq!(down.code, 1);
-    assert!(
-        down.stderr
-            .starts_with("error: cannot reach the Muster server at http://127.0.0.1:9"),
-        "{}",
-        down.stderr
-    );
+    h.muster(&[
+        "login",
+        "--server",
+        "https://muster.example.com",
+        "--token",
+        "x",
+    ])
+    .await
+    .fails(1, "https:// servers are not supported");
+    h.muster(&[
+        "issue",
+        "list",
+        "--server",
+        "http://127.0.0.1:9",
+        "--token",
+        "x",
+    ])
+    .await
+    .error("error: cannot reach the Muster server at http://127.0.0.1:9");
 }
 
 /// The 12-character rule is for new passwords: an owner whose password was set under the old 8-character
@@ -768,32 +721,21 @@ async fn bootstrap_again_mints_another_token_only_with_the_right_password() {
         (short.code, short.stderr.as_str()),
         (1, "error: password: must be at least 12 characters\n")
     );
-    let email = h
-        .bootstrap(&["--email", "not-an-email", "--password", PASSWORD])
-        .await;
-    assert_eq!(email.code, 1);
-    assert!(
-        email.stderr.starts_with("error: email: "),
-        "{}",
-        email.stderr
-    );
-    let other_ws = h
-        .bootstrap(&[
-            "--email",
-            EMAIL,
-            "--password",
-            PASSWORD,
-            "--workspace",
-            "Elsewhere",
-        ])
-        .await;
-    assert_eq!(other_ws.code, 1);
-    assert!(
-        other_ws
-            .stderr
-            .contains("is not a member of \"Elsewhere\"; their workspaces: Muster"),
-        "{}",
-        other_ws.stderr
+    h.bootstrap(&["--email", "not-an-email", "--password", PASSWORD])
+        .await
+        .error("error: email: ");
+    h.bootstrap(&[
+        "--email",
+        EMAIL,
+        "--password",
+        PASSWORD,
+        "--workspace",
+        "Elsewhere",
+    ])
+    .await
+    .fails(
+        1,
+        "is not a member of \"Elsewhere\"; their workspaces: Muster",
     );
 }
 
@@ -802,7 +744,7 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
     let h = Harness::start().await;
     h.logged_in().await;
     let added = h
-        .muster(&[
+        .ok(&[
             "member",
             "add",
             "--email",
@@ -814,28 +756,19 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
             "--role",
             "admin",
         ])
-        .await
-        .ok();
-    assert_eq!(added.stdout.trim(), "grace@example.com is admin");
-    let short = h
-        .muster(&[
-            "member",
-            "add",
-            "--email",
-            "x@example.com",
-            "--password",
-            "short",
-        ])
         .await;
-    assert_eq!(short.code, 1);
-    assert!(
-        short
-            .stderr
-            .contains("password: must be at least 12 characters"),
-        "{}",
-        short.stderr
-    );
-    let listed = h.muster(&["member", "list", "--json"]).await.ok().json();
+    assert_eq!(added.stdout.trim(), "grace@example.com is admin");
+    h.muster(&[
+        "member",
+        "add",
+        "--email",
+        "x@example.com",
+        "--password",
+        "short",
+    ])
+    .await
+    .fails(1, "password: must be at least 12 characters");
+    let listed = h.json(&["member", "list", "--json"]).await;
     let emails: Vec<&str> = listed
         .as_array()
         .unwrap()
@@ -843,40 +776,29 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         .filter_map(|m| m["email"].as_str())
         .collect();
     assert_eq!(emails, [EMAIL, "grace@example.com"]);
-    let table = h.muster(&["member", "list"]).await.ok();
+    let table = h.ok(&["member", "list"]).await;
     assert!(
         table.stdout.starts_with("EMAIL") && table.stdout.contains("grace@example.com"),
         "{}",
         table.stdout
     );
-    h.muster(&["member", "role", "grace@example.com", "member"])
+    h.ok(&["member", "role", "grace@example.com", "member"])
+        .await;
+    h.muster(&["member", "role", EMAIL, "admin"])
         .await
-        .ok();
-    let last_owner = h.muster(&["member", "role", EMAIL, "admin"]).await;
-    assert_eq!(last_owner.code, 1);
-    assert!(
-        last_owner
-            .stderr
-            .contains("role: a workspace needs at least one owner"),
-        "{}",
-        last_owner.stderr
-    );
+        .fails(1, "role: a workspace needs at least one owner");
     assert_eq!(
         h.muster(&["member", "remove", "nobody@example.com"])
             .await
             .code,
         1
     );
-    let removed = h
-        .muster(&["member", "remove", "grace@example.com"])
-        .await
-        .ok();
+    let removed = h.ok(&["member", "remove", "grace@example.com"]).await;
     assert_eq!(removed.stdout.trim(), "removed grace@example.com");
     // Grace has an account now: adding her again is an invitation she must accept.
     let invited = h
-        .muster(&["member", "add", "--email", "grace@example.com"])
-        .await
-        .ok();
+        .ok(&["member", "add", "--email", "grace@example.com"])
+        .await;
     assert!(
         invited
             .stdout
@@ -884,24 +806,20 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         "{}",
         invited.stdout
     );
-    let pending = h
-        .muster(&["member", "invitations", "--json"])
-        .await
-        .ok()
-        .json();
+    let pending = h.json(&["member", "invitations", "--json"]).await;
     assert_eq!(pending[0]["email"], "grace@example.com");
-    let table = h.muster(&["member", "invitations"]).await.ok();
+    let table = h.ok(&["member", "invitations"]).await;
     assert!(table.stdout.starts_with("EMAIL") && table.stdout.contains("grace@example.com"));
     let id = pending[0]["id"].as_str().unwrap();
-    let revoked = h.muster(&["member", "revoke", id]).await.ok();
+    let revoked = h.ok(&["member", "revoke", id]).await;
     assert_eq!(revoked.stdout.trim(), format!("revoked invitation {id}"));
-    let mine = h.muster(&["invitation", "list"]).await.ok();
+    let mine = h.ok(&["invitation", "list"]).await;
     assert!(mine.stdout.starts_with("WORKSPACE"), "{}", mine.stdout);
     let unknown = h.muster(&["invitation", "accept", id]).await;
     assert_eq!(unknown.code, 1, "a revoked invitation cannot be accepted");
 
     // A token made here works, shows up in the list, and stops working once revoked.
-    let created = h.muster(&["token", "create", "ci"]).await.ok();
+    let created = h.ok(&["token", "create", "ci"]).await;
     let secret = created.stdout.trim().to_owned();
     assert!(secret.starts_with("mst_"), "{}", created.stdout);
     let server = h.server();
@@ -909,7 +827,7 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         .muster(&["issue", "list", "--server", &server, "--token", &secret])
         .await;
     assert_eq!(with_new.code, 0, "{}", with_new.stderr);
-    let tokens = h.muster(&["token", "list", "--json"]).await.ok().json();
+    let tokens = h.json(&["token", "list", "--json"]).await;
     let ci = tokens
         .as_array()
         .unwrap()
@@ -922,14 +840,14 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         "secrets are never listed"
     );
     let id = ci["id"].as_str().unwrap();
-    h.muster(&["token", "revoke", id]).await.ok();
+    h.ok(&["token", "revoke", id]).await;
     let revoked = h
         .muster(&["issue", "list", "--server", &server, "--token", &secret])
         .await;
     assert_eq!(revoked.code, 1);
 
     // Agents can be deleted from the command line too (by an owner; the run history rule is tested in the API).
-    h.muster(&[
+    h.ok(&[
         "agent",
         "create",
         "--name",
@@ -939,16 +857,15 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
         "--command",
         "true",
     ])
-    .await
-    .ok();
-    let deleted = h.muster(&["agent", "delete", "scratch"]).await.ok();
+    .await;
+    let deleted = h.ok(&["agent", "delete", "scratch"]).await;
     assert_eq!(deleted.stdout.trim(), "deleted agent scratch");
     let again = h.muster(&["agent", "delete", "scratch"]).await;
     assert_eq!(again.code, 1);
     assert!(again.stderr.contains("scratch"), "{}", again.stderr);
 
     // Runtime detection runs locally and reports every kind, plus the local model servers it probed.
-    let detected = h.muster(&["runtime", "detect", "--json"]).await.ok().json();
+    let detected = h.json(&["runtime", "detect", "--json"]).await;
     assert!(detected["model_servers"].is_array(), "{detected}");
     assert!(detected["local_binaries"].is_array(), "{detected}");
     let found = &detected["runtimes"];
@@ -981,7 +898,7 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
     }
     let fake = fake.display().to_string();
     let pinned = h
-        .muster(&[
+        .json(&[
             "runtime",
             "detect",
             "--json",
@@ -990,9 +907,7 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
             "--codex-path",
             "/nonexistent/codex",
         ])
-        .await
-        .ok()
-        .json()["runtimes"]
+        .await["runtimes"]
         .clone();
     assert_eq!(pinned[0]["status"], "found", "{pinned}");
     assert_eq!(
@@ -1007,7 +922,7 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
             .contains("/nonexistent/codex"),
         "{pinned}"
     );
-    let table = h.muster(&["runtime", "detect"]).await.ok();
+    let table = h.ok(&["runtime", "detect"]).await;
     assert!(
         table.stdout.starts_with("Agent sandbox: ")
             && table.stdout.contains("\n\nRUNTIME ")
@@ -1021,30 +936,19 @@ async fn members_tokens_and_runtimes_from_the_command_line() {
 async fn comments_are_edited_and_deleted_and_issues_deleted_from_the_cli() {
     let h = Harness::start().await;
     h.logged_in().await;
-    h.muster(&["issue", "create", "--title", "Doomed"])
-        .await
-        .ok();
+    h.ok(&["issue", "create", "--title", "Doomed"]).await;
     let comment = h
-        .muster(&["issue", "comment", "MUS-1", "Frist", "--json"])
-        .await
-        .ok()
-        .json();
+        .json(&["issue", "comment", "MUS-1", "Frist", "--json"])
+        .await;
     let id = comment["id"].as_str().unwrap().to_owned();
     let edited = h
-        .muster(&["issue", "comment-edit", "MUS-1", &id, "First"])
-        .await
-        .ok();
+        .ok(&["issue", "comment-edit", "MUS-1", &id, "First"])
+        .await;
     assert_eq!(edited.stdout, format!("edited comment {id} on MUS-1\n"));
-    let shown = h
-        .muster(&["issue", "show", "MUS-1", "--json"])
-        .await
-        .ok()
-        .json();
+    let shown = h.json(&["issue", "show", "MUS-1", "--json"]).await;
     assert_eq!(shown["comments"][0]["body"], "First");
     assert!(shown["comments"][0]["edited_at"].is_string());
-    h.muster(&["issue", "comment-delete", "MUS-1", &id])
-        .await
-        .ok();
+    h.ok(&["issue", "comment-delete", "MUS-1", &id]).await;
     let again = h.muster(&["issue", "comment-delete", "MUS-1", &id]).await;
     assert_eq!(again.code, 1, "{}", again.stderr);
     assert!(
@@ -1055,22 +959,14 @@ async fn comments_are_edited_and_deleted_and_issues_deleted_from_the_cli() {
         again.stderr
     );
 
-    let unconfirmed = h.muster(&["issue", "delete", "MUS-1"]).await;
-    assert_eq!(unconfirmed.code, 1);
-    assert!(
-        unconfirmed.stderr.contains("add --yes to confirm"),
-        "{}",
-        unconfirmed.stderr
-    );
-    let deleted = h.muster(&["issue", "delete", "MUS-1", "--yes"]).await.ok();
+    h.muster(&["issue", "delete", "MUS-1"])
+        .await
+        .fails(1, "add --yes to confirm");
+    let deleted = h.ok(&["issue", "delete", "MUS-1", "--yes"]).await;
     assert_eq!(deleted.stdout, "deleted MUS-1\n");
-    let gone = h.muster(&["issue", "show", "MUS-1"]).await;
-    assert_eq!(gone.code, 1);
-    assert!(
-        gone.stderr.contains("issue MUS-1 not found"),
-        "{}",
-        gone.stderr
-    );
+    h.muster(&["issue", "show", "MUS-1"])
+        .await
+        .fails(1, "issue MUS-1 not found");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1080,18 +976,14 @@ async fn runner_tokens_runners_and_agent_binding_from_the_command_line() {
     let ws = first_workspace(&h).await;
 
     // A runner token is printed alone, once; the list shows it without the secret.
-    let created = h.muster(&["runner-token", "create", "gpu box"]).await.ok();
+    let created = h.ok(&["runner-token", "create", "gpu box"]).await;
     let secret = created.stdout.trim().to_owned();
     assert!(secret.starts_with("mrt_"), "{}", created.stdout);
-    let listed = h.muster(&["runner-token", "list"]).await.ok();
+    let listed = h.ok(&["runner-token", "list"]).await;
     assert!(listed.stdout.starts_with("NAME"), "{}", listed.stdout);
     assert!(listed.stdout.contains("gpu box") && listed.stdout.contains("active"));
     assert!(!listed.stdout.contains(&secret), "secrets are never listed");
-    let tokens = h
-        .muster(&["runner-token", "list", "--json"])
-        .await
-        .ok()
-        .json();
+    let tokens = h.json(&["runner-token", "list", "--json"]).await;
     let id = tokens[0]["id"].as_str().unwrap().to_owned();
 
     // A runner that registered with it is listed with its CLIs.
@@ -1114,7 +1006,7 @@ async fn runner_tokens_runners_and_agent_binding_from_the_command_line() {
         .runner_heartbeat(runner.id, chrono::Utc::now())
         .await
         .unwrap();
-    let runners = h.muster(&["runners"]).await.ok();
+    let runners = h.ok(&["runners"]).await;
     let row = runners
         .stdout
         .lines()
@@ -1125,15 +1017,15 @@ async fn runner_tokens_runners_and_agent_binding_from_the_command_line() {
         "{row}"
     );
 
-    let revoked = h.muster(&["runner-token", "revoke", &id]).await.ok();
+    let revoked = h.ok(&["runner-token", "revoke", &id]).await;
     assert_eq!(revoked.stdout.trim(), format!("revoked {id}"));
-    let runners = h.muster(&["runners", "--json"]).await.ok().json();
+    let runners = h.json(&["runners", "--json"]).await;
     assert_eq!(runners[0]["revoked"], true);
     let unknown = h.muster(&["runner-token", "revoke", "nope"]).await;
     assert_eq!(unknown.code, 1, "{}", unknown.stderr);
 
     // An agent bound to runners, shown, rebound, refused precisely, and unbound.
-    h.muster(&[
+    h.ok(&[
         "agent",
         "create",
         "--name",
@@ -1145,31 +1037,17 @@ async fn runner_tokens_runners_and_agent_binding_from_the_command_line() {
         "--runner",
         "mac",
     ])
-    .await
-    .ok();
-    let shown = h.muster(&["agent", "show", "gpu-coder"]).await.ok();
+    .await;
+    let shown = h.ok(&["agent", "show", "gpu-coder"]).await;
     assert!(
         shown.stdout.contains("runs on:             gpu-box, mac"),
         "{}",
         shown.stdout
     );
-    let bad = h
-        .muster(&["agent", "edit", "gpu-coder", "--runner", "bad/name"])
-        .await;
-    assert_eq!(bad.code, 1);
-    assert!(
-        bad.stderr
-            .contains("runners: runner name \"bad/name\" may contain only"),
-        "{}",
-        bad.stderr
-    );
-    h.muster(&["agent", "edit", "gpu-coder", "--any-runner"])
+    h.muster(&["agent", "edit", "gpu-coder", "--runner", "bad/name"])
         .await
-        .ok();
-    let shown = h
-        .muster(&["agent", "show", "gpu-coder", "--json"])
-        .await
-        .ok()
-        .json();
+        .fails(1, "runners: runner name \"bad/name\" may contain only");
+    h.ok(&["agent", "edit", "gpu-coder", "--any-runner"]).await;
+    let shown = h.json(&["agent", "show", "gpu-coder", "--json"]).await;
     assert_eq!(shown["runners"], serde_json::json!([]));
 }

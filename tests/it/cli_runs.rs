@@ -9,10 +9,12 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::state::AppState;
+use muster_tests::engine::{bare_outcome, start_next};
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -61,18 +63,12 @@ impl Harness {
             handle,
             ..
         } = spawn_app(db.config()).await;
-        let (user, ws) = state
-            .store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("ada@example.com").unwrap(),
-                    display_name: "Ada".into(),
-                    password_hash: "$argon2id$unused".into(),
-                },
-                &NewWorkspace::parse("Alpha", "alpha", "ALP").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (user, ws) = seed::owner_of(
+            &state.store,
+            seed::person("ada@example.com", "Ada"),
+            ("Alpha", "alpha", "ALP"),
+        )
+        .await;
         let token = muster_tests::mint_token(state.store.as_ref(), ws.id, user.id, "cli").await;
         Harness {
             state,
@@ -132,47 +128,13 @@ impl Harness {
         new.status = IssueStatus::InProgress;
         let issue = store.create_issue(self.ws.id, &new).await.unwrap();
         let queued = store
-            .create_run(&NewRun {
-                workspace_id: self.ws.id,
-                issue_id: issue.id,
-                agent_id: agent.id,
-                attempt: 1,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
-            })
+            .create_run(&NewRun::assignment(self.ws.id, issue.id, agent.id))
             .await
             .unwrap();
-        let runner = store
-            .register_runner("test", "0", &json!([]))
+        let run = start_next(store.as_ref(), "test", None)
             .await
-            .unwrap();
-        let now = Utc::now();
-        let claimed = store
-            .claim_next_run(
-                runner.id,
-                &muster::store::ClaimScope::anything(&runner.name),
-                now,
-                now + TimeDelta::minutes(5),
-            )
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(claimed.id, queued.id);
-        let run = store
-            .start_run(
-                queued.id,
-                runner.id,
-                claimed.lease_epoch,
-                Some(1),
-                None,
-                None,
-            )
-            .await
-            .unwrap();
+            .expect("the queued run");
+        assert_eq!(run.id, queued.id);
         (issue, run)
     }
 
@@ -204,10 +166,8 @@ impl Harness {
 
     async fn finish(&self, issue: &Issue, run: RunId, status: RunStatus) {
         let outcome = RunOutcome {
-            status,
             exit_code: Some(i32::from(status != RunStatus::Succeeded)),
             failure_reason: (status == RunStatus::Failed).then_some(FailureReason::Exit),
-            failure_detail: None,
             usage: Usage {
                 input_tokens: 1200,
                 output_tokens: 300,
@@ -219,9 +179,7 @@ impl Harness {
             },
             summary: Some("Tests fixed".into()),
             diff_stat: Some("1 file changed".into()),
-            session_id: None,
-            base_commit: None,
-            head_commit: None,
+            ..bare_outcome(status)
         };
         self.state.store.finish_run(run, &outcome).await.unwrap();
         self.state.hub.publish(

@@ -3,9 +3,9 @@
 //! the same use-case as the issue page.
 
 use muster::domain::{
-    AgentName, Assignee, Email, IssueKey, IssueStatus, IssueTitle, NewAgent, NewIssue, NewUser,
-    NewWorkspace, Role, RuntimeKind, Workspace,
+    AgentName, Assignee, IssueKey, IssueStatus, IssueTitle, NewIssue, Role, RuntimeKind, Workspace,
 };
+use muster_tests::seed::{self, by_email};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 
@@ -13,31 +13,9 @@ use reqwest::StatusCode;
 pub(crate) async fn board_with_issues(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(backend).await?;
     let app = spawn_app(db.config()).await;
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let user = |email: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: email.into(),
-        password_hash: hash.clone(),
-    };
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &user("ada@acme.test"),
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    app.store
-        .add_new_member(ws.id, &user("bob@acme.test"), Role::Member)
-        .await
-        .unwrap();
-    app.store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(AgentName::parse("codex-coder").unwrap(), RuntimeKind::Codex),
-        )
-        .await
-        .unwrap();
+    let (_, ws) = seed::owner_of(&app.store, by_email("ada@acme.test"), seed::ACME).await;
+    seed::member(&app.store, ws.id, by_email("bob@acme.test"), Role::Member).await;
+    seed::agent(&app.store, ws.id, "codex-coder", RuntimeKind::Codex).await;
     for n in 1..=12 {
         let mut new = NewIssue::new(IssueTitle::parse(&format!("Task {n}")).unwrap());
         new.status = IssueStatus::Todo;

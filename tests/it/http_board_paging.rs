@@ -199,15 +199,8 @@ async fn live_board_sends_what_changed_for_the_shown_pages(backend: Backend) {
         return;
     };
     let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
-    let mut request =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-            format!("ws://{}/w/acme/live", app.addr).as_str(),
-        )
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", bob.cookie.parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let cookie = [("cookie", bob.cookie.as_str())];
+    let mut socket = app.socket("/w/acme/live", &cookie).await.unwrap();
     let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
     let move_to = |key: &'static str, status: &'static str, index: &'static str| {
         let ada = &ada;

@@ -2,33 +2,17 @@
 //! the form; bad input comes back 422 with each message and what was typed; a member reads the list and
 //! is refused (403) everything else.
 
-use muster::domain::{
-    AgentName, Email, NewAgent, NewUser, NewWorkspace, Role, RuntimeKind, Workspace,
-};
-use muster_tests::{Backend, TestApp, TestDb, spawn_app};
+use muster::domain::{AgentName, NewAgent, Role, RuntimeKind, Workspace};
+use muster_tests::seed::{self, by_email};
+use muster_tests::{Backend, Session, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 
 /// Ada owns `acme` with agents `coder`, `tester` and `judge`; Bob is a member.
 async fn app(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
     let db = TestDb::new(backend).await?;
     let app = spawn_app(db.config()).await;
-    let user = |email: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: email.into(),
-        password_hash: muster::auth::hash_password("correct-horse").unwrap(),
-    };
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &user("ada@acme.test"),
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    app.store
-        .add_new_member(ws.id, &user("bob@acme.test"), Role::Member)
-        .await
-        .unwrap();
+    let (_, ws) = seed::owner_of(&app.store, by_email("ada@acme.test"), seed::ACME).await;
+    seed::member(&app.store, ws.id, by_email("bob@acme.test"), Role::Member).await;
     for name in ["coder", "tester", "judge"] {
         let new = NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Claude);
         app.store.create_agent(ws.id, &new).await.unwrap();
@@ -39,6 +23,22 @@ async fn app(backend: Backend) -> Option<(TestDb, TestApp, Workspace)> {
 async fn html(res: reqwest::Response, status: StatusCode) -> String {
     assert_eq!(res.status(), status);
     res.text().await.unwrap()
+}
+
+/// Posts the form `fields` (with the session's CSRF token) to `path`, which must answer `status`: the
+/// page.
+async fn submit(
+    session: &Session,
+    app: &TestApp,
+    path: &str,
+    fields: &[(&str, &str)],
+    status: StatusCode,
+) -> String {
+    html(
+        session.post(app, path, &form(&session.csrf, fields)).await,
+        status,
+    )
+    .await
 }
 
 fn form<'a>(csrf: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
@@ -68,9 +68,11 @@ async fn ensembles_pages_on(backend: Backend) {
         ("budget_usd", "lots"),
         ("budget_tokens", "1,000"),
     ];
-    let page = html(
-        ada.post(&app, "/w/acme/ensembles", &form(&ada.csrf, &typed))
-            .await,
+    let page = submit(
+        &ada,
+        &app,
+        "/w/acme/ensembles",
+        &typed,
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
@@ -86,20 +88,15 @@ async fn ensembles_pages_on(backend: Backend) {
     assert!(page.contains(r#"<option value="quorum" selected>"#));
     assert!(page.contains(r#"value="lots""#) && page.contains(r#"value="1,000""#));
     // One member is the service's rule, said by the members.
-    let page = html(
-        ada.post(
-            &app,
-            "/w/acme/ensembles",
-            &form(
-                &ada.csrf,
-                &[
-                    ("name", "pair"),
-                    ("members", "coder"),
-                    ("early_stop", "all"),
-                ],
-            ),
-        )
-        .await,
+    let page = submit(
+        &ada,
+        &app,
+        "/w/acme/ensembles",
+        &[
+            ("name", "pair"),
+            ("members", "coder"),
+            ("early_stop", "all"),
+        ],
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
@@ -151,41 +148,31 @@ async fn ensembles_pages_on(backend: Backend) {
     ] {
         assert!(page.contains(expected), "{expected:?} in {page}");
     }
-    let again = html(
-        ada.post(
-            &app,
-            "/w/acme/ensembles",
-            &form(
-                &ada.csrf,
-                &[
-                    ("name", "pair"),
-                    ("members", "coder"),
-                    ("members", "tester"),
-                ],
-            ),
-        )
-        .await,
+    let again = submit(
+        &ada,
+        &app,
+        "/w/acme/ensembles",
+        &[
+            ("name", "pair"),
+            ("members", "coder"),
+            ("members", "tester"),
+        ],
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
     assert!(again.contains("an ensemble called pair exists already"));
 
     // The reviewer may not be a member; renamed, the old name is gone.
-    let page = html(
-        ada.post(
-            &app,
-            "/w/acme/ensembles/pair",
-            &form(
-                &ada.csrf,
-                &[
-                    ("name", "pair"),
-                    ("members", "coder"),
-                    ("members", "judge"),
-                    ("reviewer", "judge"),
-                ],
-            ),
-        )
-        .await,
+    let page = submit(
+        &ada,
+        &app,
+        "/w/acme/ensembles/pair",
+        &[
+            ("name", "pair"),
+            ("members", "coder"),
+            ("members", "judge"),
+            ("reviewer", "judge"),
+        ],
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;

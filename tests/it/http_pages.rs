@@ -2,7 +2,8 @@
 //! permissions, and the WebSocket that pushes re-rendered columns.
 
 use futures_util::StreamExt as _;
-use muster::domain::{Email, NewUser, NewWorkspace, Role};
+use muster::domain::Role;
+use muster_tests::seed::{self, by_email};
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
@@ -10,31 +11,10 @@ use reqwest::redirect::Policy;
 async fn app_with_people() -> Option<(TestDb, TestApp)> {
     let db = TestDb::new(Backend::Sqlite).await?;
     let app = spawn_app(db.config()).await;
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let new_user = |email: &str| NewUser {
-        email: Email::parse(email).unwrap(),
-        display_name: email.into(),
-        password_hash: hash.clone(),
-    };
-    let (_, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &new_user("ada@acme.test"),
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    app.store
-        .add_new_member(ws.id, &new_user("bob@acme.test"), Role::Member)
-        .await
-        .unwrap();
-    app.store
-        .create_owner_and_workspace(
-            &new_user("eve@other.test"),
-            &NewWorkspace::parse("Other", "other", "OTH").unwrap(),
-        )
-        .await
-        .unwrap();
+    let (_, ws) = seed::owner_of(&app.store, by_email("ada@acme.test"), seed::ACME).await;
+    seed::member(&app.store, ws.id, by_email("bob@acme.test"), Role::Member).await;
+    let other = ("Other", "other", "OTH");
+    seed::owner_of(&app.store, by_email("eve@other.test"), other).await;
     Some((db, app))
 }
 
@@ -284,16 +264,8 @@ async fn the_live_board_pushes_changed_columns() {
         return;
     };
     let bob = app.sign_in("bob@acme.test", "correct-horse", "acme").await;
-    let url = format!("ws://{}/w/acme/live", app.addr);
-    let mut request =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-            url.as_str(),
-        )
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", bob.cookie.parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let cookie = ("cookie", bob.cookie.as_str());
+    let mut socket = app.socket("/w/acme/live", &[cookie]).await.unwrap();
 
     // A change by someone else, through the API's use-case path (the page form).
     let ada = app.sign_in("ada@acme.test", "correct-horse", "acme").await;
@@ -324,23 +296,9 @@ async fn the_live_board_pushes_changed_columns() {
     );
 
     // A page from another origin cannot open the socket, and neither can a signed-out visitor.
-    let mut foreign =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-            url.as_str(),
-        )
-        .unwrap();
-    foreign
-        .headers_mut()
-        .insert("cookie", bob.cookie.parse().unwrap());
-    foreign
-        .headers_mut()
-        .insert("origin", "http://evil.example".parse().unwrap());
-    assert!(tokio_tungstenite::connect_async(foreign).await.is_err());
-    assert!(
-        tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .is_err()
-    );
+    let foreign = [cookie, ("origin", "http://evil.example")];
+    assert!(app.socket("/w/acme/live", &foreign).await.is_err());
+    assert!(app.socket("/w/acme/live", &[]).await.is_err());
 }
 
 #[tokio::test]

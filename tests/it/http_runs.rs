@@ -9,6 +9,8 @@ use chrono::Utc;
 use futures_util::StreamExt as _;
 use muster::domain::*;
 use muster::store::Store;
+use muster_tests::engine::bare_outcome;
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -28,27 +30,13 @@ struct World {
 async fn world(backend: Backend) -> Option<World> {
     let db = TestDb::new(backend).await?;
     let app = spawn_app(db.config()).await;
-    let hash = muster::auth::hash_password("correct-horse").unwrap();
-    let (ada, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada".into(),
-                password_hash: hash,
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
-    let agent = app
-        .store
-        .create_agent(
-            ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude),
-        )
-        .await
-        .unwrap();
+    let (ada, ws) = seed::owner_of(
+        &app.store,
+        seed::person("ada@acme.test", "Ada"),
+        ("Acme", "acme", "ACM"),
+    )
+    .await;
+    let agent = seed::agent(&app.store, ws.id, "coder", RuntimeKind::Claude).await;
     let mut new = NewIssue::new(IssueTitle::parse("Fix the <parser>").unwrap());
     new.status = IssueStatus::InProgress;
     let issue = app.store.create_issue(ws.id, &new).await.unwrap();
@@ -63,20 +51,21 @@ async fn world(backend: Backend) -> Option<World> {
 }
 
 impl World {
+    /// How many of Ada's inbox items are unread.
+    async fn unread(&self) -> i64 {
+        let store = &self.app.store;
+        store
+            .count_unread_inbox(self.ws.id, self.ada.id)
+            .await
+            .unwrap()
+    }
+
     async fn run(&self, attempt: i32) -> Run {
         self.app
             .store
             .create_run(&NewRun {
-                workspace_id: self.ws.id,
-                issue_id: self.issue.id,
-                agent_id: self.agent.id,
                 attempt,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
+                ..NewRun::assignment(self.ws.id, self.issue.id, self.agent.id)
             })
             .await
             .unwrap()
@@ -115,10 +104,8 @@ async fn append(store: &Arc<dyn Store>, run: RunId, from: i64, events: &[(&str, 
 
 fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
     RunOutcome {
-        status,
         exit_code: reason.map(|_| 2),
         failure_reason: reason,
-        failure_detail: None,
         usage: Usage {
             input_tokens: 1_500,
             output_tokens: 20,
@@ -132,9 +119,7 @@ fn outcome(status: RunStatus, reason: Option<FailureReason>) -> RunOutcome {
         diff_stat: Some(
             " src/parse.rs | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)".into(),
         ),
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(status)
     }
 }
 
@@ -456,14 +441,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
         )
         .await;
     assert_eq!(read.status(), StatusCode::SEE_OTHER);
-    assert_eq!(
-        w.app
-            .store
-            .count_unread_inbox(w.ws.id, w.ada.id)
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(w.unread().await, 1);
     let unread = ada.page(&w.app, "/w/acme/inbox").await;
     assert!(
         !unread.contains("coder went quiet"),
@@ -497,14 +475,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
     assert_eq!(retried.status(), StatusCode::SEE_OTHER);
     let runs = w.app.store.list_runs_for_issue(w.issue.id).await.unwrap();
     assert_eq!(location(&retried), format!("/w/acme/runs/{}", runs[1].id));
-    assert_eq!(
-        w.app
-            .store
-            .count_unread_inbox(w.ws.id, w.ada.id)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(w.unread().await, 0);
     let after = ada.page(&w.app, "/w/acme/inbox?show=all").await;
     assert!(
         !after.contains("/retry\""),
@@ -563,32 +534,20 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
         "the page opens the socket after what it shows"
     );
 
-    let url = format!("ws://{}/w/acme/runs/{}/live?after=4", w.app.addr, run.id);
-    let connect = |origin: Option<&str>| {
-        let mut request =
-            tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-                url.as_str(),
-            )
-            .unwrap();
-        request
-            .headers_mut()
-            .insert("cookie", ada.cookie.parse().unwrap());
-        if let Some(o) = origin {
-            request.headers_mut().insert("origin", o.parse().unwrap());
-        }
-        tokio_tungstenite::connect_async(request)
-    };
+    let path = format!("/w/acme/runs/{}/live?after=4", run.id);
+    let cookie = ("cookie", ada.cookie.as_str());
     assert!(
-        connect(Some("http://evil.example")).await.is_err(),
+        w.app
+            .socket(&path, &[cookie, ("origin", "http://evil.example")])
+            .await
+            .is_err(),
         "cross-site sockets are refused"
     );
     assert!(
-        tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .is_err(),
+        w.app.socket(&path, &[]).await.is_err(),
         "signed-out sockets are refused"
     );
-    let (mut socket, _) = connect(None).await.unwrap();
+    let mut socket = w.app.socket(&path, &[cookie]).await.unwrap();
 
     // The result of the call the page already shows goes into its slot; new entries are appended.
     append(&store, run.id, 5, &every_kind()[4..8]).await;

@@ -4,8 +4,6 @@
 //! the comment; a follow-up that delivers to an issue already in review notifies like a first
 //! delivery; the run page and `muster run show` say what started a run and which run it continues.
 
-use std::process::{Command, Stdio};
-
 use muster::domain::*;
 use muster_tests::Backend;
 use muster_tests::engine::*;
@@ -26,28 +24,6 @@ async fn comment(env: &Env, token: &str, issue: &Issue, body: &str) -> CommentId
     assert_eq!(resp.status(), 201);
     let v: serde_json::Value = resp.json().await.unwrap();
     v["id"].as_str().unwrap().parse().unwrap()
-}
-
-/// `muster <args>` with the owner's token; its standard output.
-fn muster(env: &Env, args: &[&str]) -> String {
-    let home = env.scripts.path().join("cli-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(muster_tests::muster_bin())
-        .env_clear()
-        .env("HOME", &home)
-        .env("MUSTER_CONFIG_DIR", &home)
-        .env("MUSTER_URL", format!("http://{}", env.addr))
-        .env("MUSTER_TOKEN", &env.token)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A stand-in agent that runs `then` (shell, may use the CLI as `$MUSTER`) and replays a real Claude
@@ -258,7 +234,7 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
         "{html}"
     );
     assert!(!html.contains("Continues run"), "{html}");
-    let shown = muster(&env, &["run", "show", &follow.id.to_string()]);
+    let shown = env.muster(&["run", "show", &follow.id.to_string()]).await;
     assert!(
         shown.contains(&format!("trigger:  comment (comment {reply})\n")),
         "{shown}"
@@ -308,7 +284,9 @@ async fn a_follow_up_is_ready_for_review_and_says_what_started_it(backend: Backe
         .iter()
         .find(|r| r.agent_id == reviewer.id)
         .unwrap();
-    let shown = muster(&env, &["run", "show", &mentioned.id.to_string()]);
+    let shown = env
+        .muster(&["run", "show", &mentioned.id.to_string()])
+        .await;
     assert!(shown.contains("trigger:  mention (comment "), "{shown}");
     assert!(shown.contains(", chain depth 1)\n"), "{shown}");
     assert!(!shown.contains("follows:"), "{shown}");

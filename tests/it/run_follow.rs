@@ -10,13 +10,15 @@
 
 use std::time::Duration;
 
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use futures_util::StreamExt as _;
 use muster::client::run::SseParser;
 use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::service::runs::{FollowItem, follow};
 use muster::state::AppState;
+use muster_tests::engine::{bare_outcome, start_next};
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -90,18 +92,12 @@ impl Server {
             handle,
             ..
         } = spawn_app(db.config()).await;
-        let (user, ws) = state
-            .store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("owner@follow.test").unwrap(),
-                    display_name: "owner".into(),
-                    password_hash: "$argon2id$unused".into(),
-                },
-                &NewWorkspace::parse("Follow", "follow", "FOL").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (user, ws) = seed::owner_of(
+            &state.store,
+            seed::person("owner@follow.test", "owner"),
+            ("Follow", "follow", "FOL"),
+        )
+        .await;
         let token = muster_tests::mint_token(state.store.as_ref(), ws.id, user.id, "follow").await;
         let mut new = NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude);
         new.max_concurrent_runs = 64;
@@ -137,73 +133,19 @@ impl Server {
         let queued = self
             .state
             .store
-            .create_run(&NewRun {
-                workspace_id: self.ws.id,
-                issue_id: issue.id,
-                agent_id: self.agent.id,
-                attempt: 1,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
-            })
+            .create_run(&NewRun::assignment(self.ws.id, issue.id, self.agent.id))
             .await
             .unwrap();
-        let runner = self
-            .state
-            .store
-            .register_runner(&format!("producer-{n}"), "0", &json!([]))
-            .await
-            .unwrap();
-        let now = Utc::now();
-        // Claim until we get our own run (several producers may claim at once).
-        let mut claimed = self
-            .state
-            .store
-            .claim_next_run(
-                runner.id,
-                &muster::store::ClaimScope::anything(&runner.name),
-                now,
-                now + TimeDelta::minutes(5),
-            )
-            .await
-            .unwrap()
-            .expect("a queued run");
-        while claimed.id != queued.id {
-            let r = claimed;
-            self.state
-                .store
-                .start_run(r.id, r.runner_id.unwrap(), r.lease_epoch, None, None, None)
+        // Start runs until we get our own (several producers may claim at once).
+        let runner = format!("producer-{n}");
+        let run = loop {
+            let run = start_next(self.state.store.as_ref(), &runner, None)
                 .await
-                .unwrap();
-            claimed = self
-                .state
-                .store
-                .claim_next_run(
-                    runner.id,
-                    &muster::store::ClaimScope::anything(&runner.name),
-                    now,
-                    now + TimeDelta::minutes(5),
-                )
-                .await
-                .unwrap()
                 .expect("our queued run");
-        }
-        let run = self
-            .state
-            .store
-            .start_run(
-                queued.id,
-                runner.id,
-                claimed.lease_epoch,
-                Some(1),
-                None,
-                None,
-            )
-            .await
-            .unwrap();
+            if run.id == queued.id {
+                break run;
+            }
+        };
         (issue, run)
     }
 }
@@ -231,16 +173,8 @@ async fn commit(state: &AppState, run: RunId, range: std::ops::Range<i64>) {
 /// Finishes the run and announces its issue, as the supervisor's `conclude` does.
 async fn conclude(state: &AppState, issue: &Issue, run: RunId) {
     let outcome = RunOutcome {
-        status: RunStatus::Succeeded,
         exit_code: Some(0),
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(RunStatus::Succeeded)
     };
     state.store.finish_run(run, &outcome).await.unwrap();
     state.hub.publish(

@@ -11,227 +11,49 @@
 //! - in Chromium, the details toggle opens on the raw diagnostic (screenshot `run-failure.png`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
+use muster::config::Config;
 use muster::domain::*;
-use muster::runner::executor::RunTiming;
-use muster::store::Store;
 use muster_agents::RuntimeKind;
 use muster_tests::browser::Browser;
+use muster_tests::engine::{Env, quick_stops};
 use muster_tests::model_server::ModelServer;
-use muster_tests::{AppBuilder, Backend, TestDb};
+use muster_tests::seed;
+use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// The longest a run (a real CLI included) may take here.
 const DEADLINE: Duration = Duration::from_secs(150);
 /// A fake key: the scripted server refuses the request because the prompt says so.
 const KEY: &str = "sk-test-refused-key-0123456789";
 
-struct World {
-    _db: TestDb,
-    addr: std::net::SocketAddr,
-    store: Arc<dyn Store>,
-    ws: Workspace,
-    owner: User,
-    token: String,
-    scripts: tempfile::TempDir,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl World {
-    /// A server with the embedded runner; `clis` are the real CLIs to use for their runtimes.
-    async fn start(backend: Backend, clis: Vec<(RuntimeKind, PathBuf)>) -> Option<World> {
-        let db = TestDb::new(backend).await?;
-        let store = db.store().await;
-        let (owner, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("ada@acme.test").unwrap(),
-                    display_name: "Ada".into(),
-                    password_hash: muster::auth::hash_password("correct-horse").unwrap(),
-                },
-                &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-            )
-            .await
-            .unwrap();
-        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
-        store.close().await;
-        let app = AppBuilder::new(db.config())
-            .embedded_runner()
-            .configure(|config| config.runtime_paths = clis)
-            .timing(RunTiming {
-                int_grace: Duration::from_secs(3),
-                term_grace: Duration::from_secs(3),
-                ..RunTiming::default()
-            })
-            .spawn()
-            .await;
-        Some(World {
-            _db: db,
-            addr: app.addr,
-            store: app.store,
-            ws,
-            owner,
-            token,
-            scripts: tempfile::tempdir().unwrap(),
-            shutdown: app.shutdown,
-            handle: app.handle,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, String) {
-        let mut req = reqwest::Client::new()
-            .request(method, self.url(path))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    }
-
-    async fn get_ok(&self, path: &str) -> String {
-        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {text}");
-        text
-    }
-
-    /// Creates an agent through the API (`body` without the retries, which are off).
-    async fn agent(&self, mut body: Value) {
-        body["max_retries"] = json!(0);
-        let (status, text) = self
-            .call(reqwest::Method::POST, "/api/v1/agents", Some(body))
-            .await;
-        assert_eq!(status, 201, "{text}");
-    }
-
-    /// A custom agent running a shell script with `body`.
-    async fn custom(&self, name: &str, body: &str) {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = self.scripts.path().join(format!("{name}.sh"));
-        std::fs::write(&path, format!("#!/bin/sh\ncat >/dev/null\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        self.agent(
-            json!({ "name": name, "kind": "custom", "command": path.display().to_string() }),
-        )
-        .await;
-    }
-
-    /// The owner files a todo issue assigned to `agent` (which starts a run); returns its key.
-    async fn assign(&self, title: &str, body: &str, agent: &str) -> String {
-        let body = json!({ "title": title, "body": body, "status": "todo", "assignee": agent });
-        let (status, text) = self
-            .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
-            .await;
-        assert_eq!(status, 201, "{text}");
-        serde_json::from_str::<Value>(&text).unwrap()["key"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    /// The issue's run once it ended and its issue settled in `settled`.
-    async fn finished(&self, key: &str, settled: IssueStatus) -> Run {
-        let key = IssueKey::parse(key).unwrap();
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            let issue = self.store.get_issue(self.ws.id, &key).await.unwrap();
-            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
-            if let Some(run) = runs.last()
-                && run.status.is_terminal()
-                && issue.status == settled
-            {
-                return run.clone();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the run on {key} did not settle: {issue:?} {runs:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// The owner's inbox items about `run`, once there is one.
-    async fn inbox_about(&self, run: RunId) -> Vec<InboxItem> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let items: Vec<InboxItem> = self
-                .store
-                .list_inbox(self.ws.id, self.owner.id)
-                .await
-                .unwrap()
-                .into_iter()
-                .filter(|i| i.run_id == Some(run))
-                .collect();
-            if !items.is_empty() {
-                return items;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no inbox item about {run}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// `muster ARGS` as the owner, from a cleared environment.
-    async fn muster(&self, args: &[&str]) -> String {
-        let home = self.scripts.path().join("cli-home");
-        std::fs::create_dir_all(&home).unwrap();
-        let mut cmd = std::process::Command::new(muster_tests::muster_bin());
-        cmd.env_clear()
-            .env("HOME", &home)
-            .env("MUSTER_CONFIG_DIR", &home)
-            .env("MUSTER_URL", format!("http://{}", self.addr))
-            .env("MUSTER_TOKEN", &self.token)
-            .args(args)
-            .stdin(std::process::Stdio::null());
-        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap();
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(
-            out.status.success(),
-            "muster {args:?}: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
-    }
+/// A server with the embedded runner on Ada's `acme`; `clis` are the real CLIs to use for their runtimes.
+async fn start(backend: Backend, clis: Vec<(RuntimeKind, PathBuf)>) -> Option<Env> {
+    let db = TestDb::new(backend).await?;
+    let store = db.store().await;
+    let ada = seed::person("ada@acme.test", "Ada");
+    let (owner, ws) = seed::owner_of(&store, ada, seed::ACME).await;
+    let configure = |config: &mut Config| config.runtime_paths = clis;
+    Some(Env::boot_with(db, store, ws, owner.id, configure, quick_stops()).await)
 }
 
 /// A Claude-style result line with token counts and no cost (nothing can price a custom command's model).
 const UNPRICED_DONE: &str = r#"{"type":"result","subtype":"success","is_error":false,"result":"Fixed the empty-input crash in the parser.\n\nDetails: one guard added.","session_id":"s-1","usage":{"input_tokens":1200,"output_tokens":300}}"#;
 
 async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: Backend) {
-    let Some(w) = World::start(backend, Vec::new()).await else {
+    let Some(w) = start(backend, Vec::new()).await else {
         return;
     };
-    w.custom(
+    w.script_agent(
         "fixer",
         &format!("echo fixed > fix.txt\ncat <<'EOF'\n{UNPRICED_DONE}\nEOF"),
     )
     .await;
     let key = w
-        .assign("Parser crashes on empty input", "Fix it.", "fixer")
+        .file_assigned("Parser crashes on empty input", "Fix it.", "fixer")
         .await;
-    let run = w.finished(&key, IssueStatus::InReview).await;
+    let run = w.settled(&key, IssueStatus::InReview, DEADLINE).await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
 
     // Exactly one item, addressed to the issue's creator, saying what the agent did.
@@ -239,7 +61,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     assert_eq!(items.len(), 1, "{items:?}");
     let item = &items[0];
     assert_eq!(item.kind, InboxKind::AwaitingReview);
-    assert_eq!(item.user_id, Some(w.owner.id));
+    assert_eq!(item.user_id, Some(w.owner));
     assert!(
         item.message.starts_with(&format!(
             "fixer finished {key} (Parser crashes on empty input); it awaits review: Fixed the empty-input crash in the parser."
@@ -249,7 +71,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     );
     // A moment later there is still only one (no second path adds another).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let all = w.store.list_inbox(w.ws.id, w.owner.id).await.unwrap();
+    let all = w.store.list_inbox(w.ws.id, w.owner).await.unwrap();
     assert_eq!(all.len(), 1, "{all:?}");
     let page = w.get_ok("/w/acme/inbox").await;
     assert!(page.contains("Awaiting review"), "{page}");
@@ -281,9 +103,9 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     );
 
     // A command that exits non-zero without a word says so, and no review item is made for it.
-    w.custom("quitter", "exit 3").await;
-    let key = w.assign("Give up", "", "quitter").await;
-    let failed = w.finished(&key, IssueStatus::Todo).await;
+    w.script_agent("quitter", "exit 3").await;
+    let key = w.file_assigned("Give up", "", "quitter").await;
+    let failed = w.settled(&key, IssueStatus::Todo, DEADLINE).await;
     let api: Value =
         serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", failed.id)).await).unwrap();
     assert_eq!(
@@ -300,16 +122,17 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
 both_backends!(success_notifies_the_creator_once_and_the_cost_reads_unpriced,);
 
 /// A real CLI whose key the provider refuses: the texts everywhere a person looks.
-async fn refused_key(kind: RuntimeKind, binary: &Path, agent: Value, expected: &str) {
-    let Some(w) = World::start(Backend::Sqlite, vec![(kind, binary.to_path_buf())]).await else {
+async fn refused_key(kind: RuntimeKind, binary: &Path, mut agent: Value, expected: &str) {
+    let Some(w) = start(Backend::Sqlite, vec![(kind, binary.to_path_buf())]).await else {
         return;
     };
     let name = agent["name"].as_str().unwrap().to_owned();
-    w.agent(agent).await;
+    agent["max_retries"] = json!(0);
+    w.create_agent(agent).await;
     let key = w
-        .assign("Refused key", "Do the work. MOCK_ERROR=401", &name)
+        .file_assigned("Refused key", "Do the work. MOCK_ERROR=401", &name)
         .await;
-    let run = w.finished(&key, IssueStatus::Todo).await;
+    let run = w.settled(&key, IssueStatus::Todo, DEADLINE).await;
     assert_eq!(run.status, RunStatus::Failed, "{run:?}");
     assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
 
@@ -401,30 +224,25 @@ const REFUSED: &str = r#"{"type":"result","subtype":"success","is_error":true,"a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Chromium and chromedriver; run with --include-ignored"]
 async fn the_details_toggle_opens_on_the_raw_diagnostic_in_chromium() {
-    let Some(w) = World::start(Backend::Sqlite, Vec::new()).await else {
+    let Some(w) = start(Backend::Sqlite, Vec::new()).await else {
         return;
     };
     let Some(browser) = Browser::start().await else {
         return;
     };
-    w.custom("keyless", &format!("cat <<'EOF'\n{REFUSED}\nEOF\nexit 1"))
+    w.script_agent("keyless", &format!("cat <<'EOF'\n{REFUSED}\nEOF\nexit 1"))
         .await;
-    let key = w.assign("Needs a key", "", "keyless").await;
-    let run = w.finished(&key, IssueStatus::Todo).await;
+    let key = w.file_assigned("Needs a key", "", "keyless").await;
+    let run = w.settled(&key, IssueStatus::Todo, DEADLINE).await;
     assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
 
-    browser.goto(&w.url("/login")).await.unwrap();
-    browser.fill("#login-email", "ada@acme.test").await.unwrap();
     browser
-        .fill("#login-password", "correct-horse")
-        .await
-        .unwrap();
-    browser
-        .click("form[action='/login'] button[type=submit]")
-        .await
-        .unwrap();
-    browser
-        .find_within(".board", Duration::from_secs(30))
+        .sign_in(
+            &w.url(""),
+            "ada@acme.test",
+            seed::PASSWORD,
+            Duration::from_secs(30),
+        )
         .await
         .unwrap();
     browser

@@ -15,7 +15,7 @@ use muster::domain::*;
 use muster::runner::protocol::{self, ToRunner, ToServer};
 use muster::secrets::SecretBox;
 use muster::store::Store;
-use muster_tests::engine::{poll, run_processes, seed_workspace};
+use muster_tests::engine::{DEADLINE, bare_outcome, poll, poll_for, run_processes, seed_workspace};
 use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -81,6 +81,15 @@ impl World {
             owner,
             api_token,
         })
+    }
+
+    /// [`World::new`] with one replica serving at the returned URL, and the secret of a runner token
+    /// named `token`.
+    async fn with_replica(backend: Backend, token: &str) -> Option<(World, Proc, String, String)> {
+        let world = World::new(backend).await?;
+        let (replica, url) = world.replica("replica").await;
+        let (_, secret) = world.runner_token(token).await;
+        Some((world, replica, url, secret))
     }
 
     fn data_dir(&self) -> PathBuf {
@@ -260,10 +269,64 @@ impl World {
         self.store.get_run(id).await.unwrap()
     }
 
+    /// Waits up to `deadline` until `run` is as `done` wants it, and returns it.
+    async fn run_until(
+        &self,
+        run: RunId,
+        deadline: Duration,
+        what: &str,
+        done: impl Fn(&Run) -> bool,
+    ) -> Run {
+        poll_for(deadline, what, || async {
+            let run = self.run(run).await;
+            done(&run).then_some(run)
+        })
+        .await
+    }
+
+    /// Every event stored for `run`, in seq order.
+    async fn events(&self, run: RunId) -> Vec<RunEvent> {
+        self.store.run_events_since(run, 0, 100_000).await.unwrap()
+    }
+
     /// Every stored event's `tick-N` numbers, in seq order.
     async fn ticks(&self, run: RunId) -> Vec<u32> {
-        let events = self.store.run_events_since(run, 0, 100_000).await.unwrap();
+        let events = self.events(run).await;
         events.iter().filter_map(|e| tick(&e.payload)).collect()
+    }
+
+    /// Waits until `run` has stored at least `n` ticks.
+    async fn printed(&self, run: RunId, n: usize) {
+        poll(&format!("the run to print {n} lines"), || async {
+            (self.ticks(run).await.len() >= n).then_some(())
+        })
+        .await;
+    }
+
+    /// The workspace's runner called `name`, once it has registered.
+    async fn runner_named(&self, name: &str) -> Option<Runner> {
+        let runners = self.store.list_runners(self.ws.id).await.unwrap();
+        runners.into_iter().find(|r| r.name == name)
+    }
+
+    /// Waits until the runner `name` has registered.
+    async fn registered(&self, name: &str) -> Runner {
+        poll(&format!("{name} to register"), || self.runner_named(name)).await
+    }
+
+    /// Sends `method path` to the API of `server` as the owner; the call must succeed.
+    async fn call(&self, server: &str, method: reqwest::Method, path: &str) {
+        let resp = reqwest::Client::new()
+            .request(method.clone(), format!("{server}{path}"))
+            .bearer_auth(&self.api_token)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            resp.status().is_success(),
+            "{method} {path}: {}",
+            resp.status()
+        );
     }
 }
 
@@ -330,26 +393,22 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
     let agent = world.agent("ticker", &ticker(150, "0.02"), &[]).await;
     // The runner prefers the first replica; the viewer watches on the second.
     let runner = world.runner("box-a", &[&first_url, &second_url], &token, None);
-    poll("the runner to register", || async {
-        let runners = world.store.list_runners(world.ws.id).await.unwrap();
-        runners.iter().any(|r| r.name == "box-a").then_some(())
-    })
-    .await;
+    world.registered("box-a").await;
     let (issue, run) = world
         .assign(&second_url, "Tick through a failover", &agent)
         .await;
     let viewer = tokio::spawn(view(second_url.clone(), world.api_token.clone(), run.id));
     // Mid-run: kill -9 the replica the runner is connected to.
-    poll("the run to be part-way", || async {
-        (world.ticks(run.id).await.len() >= 30).then_some(())
-    })
-    .await;
+    world.printed(run.id, 30).await;
     first.kill_nine();
-    let done = poll("the run to finish on the other replica", || async {
-        let run = world.run(run.id).await;
-        run.status.is_terminal().then_some(run)
-    })
-    .await;
+    let done = world
+        .run_until(
+            run.id,
+            DEADLINE,
+            "the run to finish on the other replica",
+            |r| r.status.is_terminal(),
+        )
+        .await;
     assert_eq!(
         done.status,
         RunStatus::Succeeded,
@@ -379,10 +438,8 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
     let issue = world.store.get_issue_by_id(issue.id).await.unwrap();
     assert_eq!(issue.status, IssueStatus::InReview);
     let secret_shown = world
-        .store
-        .run_events_since(run.id, 0, 100_000)
+        .events(run.id)
         .await
-        .unwrap()
         .iter()
         .any(|e| e.payload.to_string().contains(muster_tests::engine::SECRET));
     assert!(!secret_shown, "the agent's secret never reaches the log");
@@ -391,38 +448,30 @@ async fn a_run_on_a_remote_runner_survives_the_death_of_its_replica() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) =
+        World::with_replica(Backend::Postgres, "laptops").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("laptops").await;
     // Bound to box-a: only box-a may take the first attempt; the retry may go to either.
     let agent = world.agent("slow", &ticker(600, "0.05"), &[]).await;
     let mut box_a = world.runner("box-a", &[&url], &token, None);
-    poll("box-a to register", || async {
-        let runners = world.store.list_runners(world.ws.id).await.unwrap();
-        runners.iter().any(|r| r.name == "box-a").then_some(())
-    })
-    .await;
+    world.registered("box-a").await;
     let (_, run) = world
         .assign(&url, "Tick until the runner dies", &agent)
         .await;
-    poll("the run to print", || async {
-        (world.ticks(run.id).await.len() >= 10).then_some(())
-    })
-    .await;
+    world.printed(run.id, 10).await;
     box_a.kill_nine();
     let killed_at = tokio::time::Instant::now();
     let stored_at_kill = world.ticks(run.id).await.len();
-    let interrupted = poll_for(
-        Duration::from_secs(45),
-        "the run to be marked interrupted",
-        || async {
-            let run = world.run(run.id).await;
-            (run.status == RunStatus::Interrupted).then_some(run)
-        },
-    )
-    .await;
+    let interrupted = world
+        .run_until(
+            run.id,
+            Duration::from_secs(45),
+            "the run to be marked interrupted",
+            |r| r.status == RunStatus::Interrupted,
+        )
+        .await;
     let took = killed_at.elapsed();
     assert!(
         took <= Duration::from_secs(31),
@@ -445,14 +494,7 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
         },
     )
     .await;
-    let box_b = world
-        .store
-        .list_runners(world.ws.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|r| r.name == "box-b")
-        .unwrap();
+    let box_b = world.runner_named("box-b").await.unwrap();
     assert_eq!(retry.runner_id, Some(box_b.id));
     let after = world.run(run.id).await;
     assert_eq!(
@@ -473,11 +515,11 @@ async fn a_killed_runner_is_marked_within_30s_and_its_run_is_not_executed_twice(
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn a_killed_runner_leaves_no_agent_process_alive() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) =
+        World::with_replica(Backend::Postgres, "orphans").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("orphans").await;
     let body = format!(
         "sleep 1000 &\nsetsid sh -c 'while :; do echo beat >> \"$HOME/beat\"; sleep 0.05; done' &\n{}",
         ticker(100_000, "0.05")
@@ -522,19 +564,11 @@ async fn a_token_revoked_mid_run_disconnects_the_runner_and_its_run_is_handled()
     let agent = world.agent("long", &ticker(600, "0.05"), &[]).await;
     let mut runner = world.runner("box-r", &[&url], &secret, None);
     let (_, run) = world.assign(&url, "Tick until revoked", &agent).await;
-    poll("the run to print", || async {
-        (world.ticks(run.id).await.len() >= 5).then_some(())
-    })
-    .await;
+    world.printed(run.id, 5).await;
     // Revoked by a person through the API: the runner is disconnected at once (not at its next
     // heartbeat), with the reason.
-    let resp = reqwest::Client::new()
-        .delete(format!("{url}/api/v1/runner-tokens/{}", token.id))
-        .bearer_auth(&world.api_token)
-        .send()
-        .await
-        .unwrap();
-    assert!(resp.status().is_success(), "revoke: {}", resp.status());
+    let revoke = format!("/api/v1/runner-tokens/{}", token.id);
+    world.call(&url, reqwest::Method::DELETE, &revoke).await;
     let until = tokio::time::Instant::now() + Duration::from_secs(4);
     let status = loop {
         if let Some(status) = runner.child.try_wait().unwrap() {
@@ -556,11 +590,14 @@ async fn a_token_revoked_mid_run_disconnects_the_runner_and_its_run_is_handled()
         "the runner says why:\n{}",
         runner.log()
     );
-    let run = poll_for(Duration::from_secs(45), "the run to be handled", || async {
-        let run = world.run(run.id).await;
-        run.status.is_terminal().then_some(run)
-    })
-    .await;
+    let run = world
+        .run_until(
+            run.id,
+            Duration::from_secs(45),
+            "the run to be handled",
+            |r| r.status.is_terminal(),
+        )
+        .await;
     assert_eq!(run.status, RunStatus::Interrupted);
 }
 
@@ -638,11 +675,10 @@ fn event(seq: Seq) -> NewRunEvent {
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_not_hold() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) = World::with_replica(Backend::Postgres, "raw").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("raw").await;
 
     // An older protocol: closed with 4002 and a reason naming both versions.
     let mut old = RawClient::connect(&url).await;
@@ -659,9 +695,8 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
         .await;
     let (code, reason) = wrong.next().await.unwrap_err();
     assert_eq!(code, 4001, "{reason}");
-    let runners = world.store.list_runners(world.ws.id).await.unwrap();
     assert!(
-        !runners.iter().any(|r| r.name == "intruder"),
+        world.runner_named("intruder").await.is_none(),
         "nothing registered"
     );
 
@@ -675,11 +710,11 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
     let agent = world.agent("held", &ticker(400, "0.05"), &[]).await;
     let _runner = world.runner("box-h", &[&url], &token, None);
     let (_, run) = world.assign(&url, "Held by box-h", &agent).await;
-    let running = poll("the run to run", || async {
-        let run = world.run(run.id).await;
-        (run.status == RunStatus::Running).then_some(run)
-    })
-    .await;
+    let running = world
+        .run_until(run.id, DEADLINE, "the run to run", |r| {
+            r.status == RunStatus::Running
+        })
+        .await;
     let mut forger = RawClient::connect(&url).await;
     forger
         .hello(&token, protocol::PROTOCOL_VERSION, "forger")
@@ -687,12 +722,7 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
     let Ok(ToRunner::Welcome(_)) = forger.next().await else {
         panic!("the forger's hello is welcome (its token is valid)");
     };
-    let before = world
-        .store
-        .run_events_since(run.id, 0, 100_000)
-        .await
-        .unwrap()
-        .len();
+    let before = world.events(run.id).await.len();
     let forged_seq = 90_000;
     for epoch in [running.lease_epoch, running.lease_epoch - 1] {
         forger
@@ -718,13 +748,7 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
         .unwrap();
     assert!(forged.is_empty(), "nothing written: {forged:?}");
     assert!(
-        world
-            .store
-            .run_events_since(run.id, 0, 100_000)
-            .await
-            .unwrap()
-            .len()
-            >= before,
+        world.events(run.id).await.len() >= before,
         "the real runner's events keep coming"
     );
     // A finish from the forger does not end the run either.
@@ -733,16 +757,9 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
         epoch: running.lease_epoch,
         last_seq: 1,
         outcome: RunOutcome {
-            status: RunStatus::Succeeded,
             exit_code: Some(0),
-            failure_reason: None,
-            failure_detail: None,
-            usage: Usage::default(),
             summary: Some("forged".to_owned()),
-            diff_stat: None,
-            session_id: None,
-            base_commit: None,
-            head_commit: None,
+            ..bare_outcome(RunStatus::Succeeded)
         },
         changed: false,
     };
@@ -750,25 +767,6 @@ async fn the_server_refuses_old_protocols_wrong_tokens_and_runs_a_runner_does_no
     let answer = forger.answer().await;
     assert!(matches!(answer, ToRunner::Refused { .. }), "{answer:?}");
     assert_eq!(world.run(run.id).await.status, RunStatus::Running);
-}
-
-/// Like `muster_tests::engine::poll` with its own deadline.
-async fn poll_for<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let until = tokio::time::Instant::now() + deadline;
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(
-            tokio::time::Instant::now() < until,
-            "timed out after {deadline:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]
@@ -797,12 +795,8 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
         &["--claude-path", &claude_path],
     );
     poll("the runner to report Claude Code", || async {
-        let runners = world.store.list_runners(world.ws.id).await.unwrap();
-        runners
-            .iter()
-            .find(|r| r.name == "claude-box")
-            .filter(|r| r.detected.to_string().contains("claude"))
-            .map(|_| ())
+        let runner = world.runner_named("claude-box").await;
+        runner.filter(|r| r.detected.to_string().contains("claude"))
     })
     .await;
     const KEY: &str = "sk-ant-remote-4711";
@@ -832,20 +826,15 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
             &agent,
         )
         .await;
-    let done = poll_for(
-        Duration::from_secs(120),
-        "the Claude run to finish",
-        || async {
-            let run = world.run(run.id).await;
-            run.status.is_terminal().then_some(run)
-        },
-    )
-    .await;
-    let events = world
-        .store
-        .run_events_since(run.id, 0, 100_000)
-        .await
-        .unwrap();
+    let done = world
+        .run_until(
+            run.id,
+            Duration::from_secs(120),
+            "the Claude run to finish",
+            |r| r.status.is_terminal(),
+        )
+        .await;
+    let events = world.events(run.id).await;
     let log: String = events
         .iter()
         .map(|e| format!("{} {}\n", e.kind, e.payload))
@@ -856,14 +845,7 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
         "{done:?}\n{log}\nrunner:\n{}",
         runner.log()
     );
-    let remote = world
-        .store
-        .list_runners(world.ws.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|r| r.name == "claude-box")
-        .unwrap();
+    let remote = world.runner_named("claude-box").await.unwrap();
     assert_eq!(
         done.runner_id,
         Some(remote.id),
@@ -886,11 +868,10 @@ async fn the_real_claude_code_completes_a_run_through_a_remote_runner() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL; run with --include-ignored"]
 async fn a_runner_holding_a_run_is_refused_under_a_stale_epoch_and_acknowledged_under_its_own() {
-    let Some(world) = World::new(Backend::Postgres).await else {
+    let Some((world, _replica, url, token)) = World::with_replica(Backend::Postgres, "raw").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("raw").await;
     // The test itself is the runner, speaking the protocol by hand; the agent is bound to it.
     let agent = world.agent("bound", "true", &["raw-runner"]).await;
     let mut raw = RawClient::connect(&url).await;
@@ -976,27 +957,20 @@ async fn a_cancel_on_another_replica_reaches_the_runner_at_once() {
     let (_, run) = world
         .assign(&first_url, "Cancel me elsewhere", &agent)
         .await;
-    poll("the run to print", || async {
-        (!world.ticks(run.id).await.is_empty()).then_some(())
-    })
-    .await;
-    let resp = reqwest::Client::new()
-        .post(format!("{second_url}/api/v1/runs/{}/cancel", run.id))
-        .bearer_auth(&world.api_token)
-        .send()
-        .await
-        .unwrap();
-    assert!(resp.status().is_success(), "cancel: {}", resp.status());
+    world.printed(run.id, 1).await;
+    let cancel = format!("/api/v1/runs/{}/cancel", run.id);
+    world
+        .call(&second_url, reqwest::Method::POST, &cancel)
+        .await;
     let cancelled_at = tokio::time::Instant::now();
-    let done = poll_for(
-        Duration::from_secs(15),
-        "the run to end cancelled",
-        || async {
-            let run = world.run(run.id).await;
-            run.status.is_terminal().then_some(run)
-        },
-    )
-    .await;
+    let done = world
+        .run_until(
+            run.id,
+            Duration::from_secs(15),
+            "the run to end cancelled",
+            |r| r.status.is_terminal(),
+        )
+        .await;
     assert_eq!(done.status, RunStatus::Cancelled, "{done:?}");
     // SIGINT's grace is 10 s by default, but the ticker stops at SIGINT: well under a heartbeat lease.
     assert!(
@@ -1011,11 +985,10 @@ async fn a_cancel_on_another_replica_reaches_the_runner_at_once() {
 /// online at once.
 #[tokio::test]
 async fn a_runner_that_goes_is_offline_at_once() {
-    let Some(world) = World::new(Backend::Sqlite).await else {
+    let Some((world, _replica, url, token)) = World::with_replica(Backend::Sqlite, "laptops").await
+    else {
         return;
     };
-    let (_replica, url) = world.replica("replica").await;
-    let (_, token) = world.runner_token("laptops").await;
     let online = |name: &'static str| {
         let world = &world;
         async move {

@@ -97,9 +97,7 @@ async fn failing_agent_fails_the_run_and_returns_the_issue() {
         "cat >/dev/null\necho 'Error: the tool crashed' >&2\nexit 1",
     );
     let agent = env.agent("failer", &script).await;
-    let issue = env.issue("Break it").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Break it", &agent).await;
     let run = env.finished(run.id).await;
     assert_eq!(run.status, RunStatus::Failed, "{run:?}");
     assert_eq!(run.exit_code, Some(1));
@@ -134,9 +132,7 @@ async fn a_silent_agent_is_flagged_stalled_then_stopped() {
     let env = Env::start(Backend::Sqlite).await.unwrap();
     let script = env.script("silent.sh", "cat >/dev/null\nsleep 60");
     let agent = env.agent("sleeper", &script).await;
-    let issue = env.issue("Think hard").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (_, run) = env.assign_new("Think hard", &agent).await;
     poll("the stall flag", || async {
         env.store.get_run(run.id).await.unwrap().stalled_at
     })
@@ -172,9 +168,7 @@ async fn cancel_stops_the_whole_process_group() {
         ),
     );
     let agent = env.agent("busy", &script).await;
-    let issue = env.issue("Keep busy").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Keep busy", &agent).await;
     let pids = poll("the script's pids", || async {
         std::fs::read_to_string(&pids).ok()
     })
@@ -217,9 +211,7 @@ async fn a_cancelled_run_says_who_cancelled_it_and_has_no_summary() {
         ),
     );
     let agent = env.agent("talker", &script).await;
-    let issue = env.issue("Stop me").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Stop me", &agent).await;
     poll("the replayed answer to be stored", || async {
         let events = env.events(run.id).await;
         events.iter().any(|e| e.kind == "finished").then_some(())
@@ -252,12 +244,10 @@ async fn cancelling_a_queued_run_finishes_it() {
     let issue = env.issue("Not now").await;
     let run = env
         .store
-        .create_run(&new_run(
-            env.ws.id,
-            issue.id,
-            agent.id,
-            Some(Utc::now() + TimeDelta::hours(1)),
-        ))
+        .create_run(&NewRun {
+            not_before: Some(Utc::now() + TimeDelta::hours(1)),
+            ..NewRun::assignment(env.ws.id, issue.id, agent.id)
+        })
         .await
         .unwrap();
     let cancelled = env.state.cancel(run.id).await.unwrap();
@@ -293,7 +283,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_start() {
             .await
             .unwrap();
         let queued = store
-            .create_run(&new_run(ws.id, issue.id, agent.id, None))
+            .create_run(&NewRun::assignment(ws.id, issue.id, agent.id))
             .await
             .unwrap();
         let claimed = store
@@ -396,9 +386,7 @@ async fn a_run_past_its_token_budget_is_stopped_and_flagged() {
     );
     let agent = env.agent("spender", &script).await;
     let agent = env.tweak(&agent, |p| p.budget.tokens = Some(10)).await;
-    let issue = env.issue("Spend").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Spend", &agent).await;
     let run = env.finished(run.id).await;
     assert_eq!(run.status, RunStatus::Failed, "{run:?}");
     assert_eq!(run.failure_reason, Some(FailureReason::OverBudget));
@@ -419,9 +407,7 @@ async fn an_auth_error_stops_the_run_at_once_and_is_never_retried() {
     );
     let agent = env.agent("locked-out", &script).await;
     let agent = env.tweak(&agent, |p| p.max_retries = 3).await;
-    let issue = env.issue("Log in").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Log in", &agent).await;
     let run = env.finished(run.id).await;
     assert_eq!(run.status, RunStatus::Failed, "{run:?}");
     assert_eq!(run.failure_reason, Some(FailureReason::Auth));
@@ -444,9 +430,7 @@ async fn a_rate_limited_run_is_retried_with_backoff() {
     );
     let agent = env.agent("limited", &script).await;
     let agent = env.tweak(&agent, |p| p.max_retries = 1).await;
-    let issue = env.issue("Try again").await;
-    env.assign(&issue, &agent).await;
-    let first = env.the_run(&issue).await;
+    let (issue, first) = env.assign_new("Try again", &agent).await;
     let first = env.finished(first.id).await;
     assert_eq!(
         first.failure_reason,
@@ -543,7 +527,7 @@ async fn run_events_are_committed_before_they_are_published() {
     // Queued straight in the store: the runner (idle tick 60 s) only claims it when woken below.
     let run = env
         .store
-        .create_run(&new_run(env.ws.id, issue.id, agent.id, None))
+        .create_run(&NewRun::assignment(env.ws.id, issue.id, agent.id))
         .await
         .unwrap();
     let mut live = env.state.hub.subscribe(Topic::Run(run.id));
@@ -603,9 +587,7 @@ async fn shutting_down_stops_live_runs_as_interrupted() {
         ),
     );
     let agent = env.agent("forever", &script).await;
-    let issue = env.issue("Never ends").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (_, run) = env.assign_new("Never ends", &agent).await;
     let pid = poll("the script's pid", || async {
         std::fs::read_to_string(&pids).ok()
     })

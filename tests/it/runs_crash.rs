@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use muster::domain::*;
 use muster_tests::engine::{poll, run_processes, seed_workspace};
-use muster_tests::{Backend, TestDb, git, git_commit_all};
+use muster_tests::{Backend, TestDb, git};
 use serde_json::{Value, json};
 
 /// A `muster serve` child process and how to reach it.
@@ -101,10 +101,7 @@ async fn kill_nine_mid_run(backend: Backend) {
     let data_dir = db.dir.path().join("data");
     let logs = scratch.path().join("server.log");
     let repo = scratch.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
-    git_commit_all(&repo, "first");
+    muster_tests::demo_repo(&repo);
 
     // Seed: owner, token, a repository, an agent that edits a file then prints numbered lines forever,
     // with a background child and a grandchild in a session of its own that writes a heartbeat file.

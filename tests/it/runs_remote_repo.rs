@@ -14,10 +14,7 @@ use serde_json::json;
 /// (`<dir>/someone`) that plays another person pushing; returns the remote's `file://` URL.
 fn remote_in(dir: &Path) -> String {
     let someone = dir.join("someone");
-    std::fs::create_dir_all(&someone).unwrap();
-    git(&someone, &["init", "-q", "-b", "main"]);
-    std::fs::write(someone.join("README.md"), "# Demo\n").unwrap();
-    git_commit_all(&someone, "first");
+    muster_tests::demo_repo(&someone);
     git(dir, &["clone", "-q", "--bare", "someone", "remote.git"]);
     git(&someone, &["remote", "add", "origin", "../remote.git"]);
     format!("file://{}", dir.join("remote.git").display())

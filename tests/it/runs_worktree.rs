@@ -53,9 +53,7 @@ exit 0"#,
         ),
     );
     let agent = env.agent("gitter", &script).await;
-    let issue = env.issue("Add two").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Add two", &agent).await;
     let run = env.finished(run.id).await;
     let read =
         |ext: &str| std::fs::read_to_string(format!("{}.{ext}", out.display())).unwrap_or_default();
@@ -170,9 +168,7 @@ async fn a_run_token_is_confined_to_its_issue() {
     );
     let agent = env.agent("holder", &script).await;
     let other = env.issue("Not yours").await;
-    let issue = env.issue("Yours").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (issue, run) = env.assign_new("Yours", &agent).await;
     let line = poll("the token", || async { std::fs::read_to_string(&out).ok() }).await;
     let parts: Vec<&str> = line.split_whitespace().collect();
     let (url, token, key) = (parts[0], parts[1], parts[2]);
@@ -284,9 +280,7 @@ async fn no_survivors_after_a_normal_exit() {
         ),
     );
     let agent = env.agent("leaver", &script).await;
-    let issue = env.issue("Leave a mess").await;
-    env.assign(&issue, &agent).await;
-    let run = env.the_run(&issue).await;
+    let (_, run) = env.assign_new("Leave a mess", &agent).await;
     let run = env.finished(run.id).await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
     let pids = std::fs::read_to_string(&pids).unwrap();

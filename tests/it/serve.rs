@@ -1,8 +1,7 @@
 //! The real `muster` binary, as a newcomer runs it: `muster serve` answers health checks on SQLite and on
 //! PostgreSQL and stops cleanly on SIGTERM; bad configuration is one line on stderr and exit code 1.
 //!
-//! They run the built binary ([`muster_tests::muster_bin`]): `cargo test --workspace` builds it, alone
-//! `cargo build -p muster` does.
+//! They run the built binary ([`muster_tests::muster_bin`]), which cargo builds before these tests.
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -85,6 +85,22 @@ fn running_as_root() -> bool {
 
 /// Runs Claude Code in `workdir` with `home`, as the adapter launches it; returns the `skills` of its
 /// `system/init` event.
+/// Writes `agent`'s enabled skills for Claude Code into `work` and `home`, as a run's start does.
+async fn write_skills(
+    state: &muster::state::AppState,
+    agent: muster::domain::AgentId,
+    work: &Path,
+    home: &Path,
+    brief: &Path,
+) -> muster::skills::Materialized {
+    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent)
+        .await
+        .unwrap();
+    muster::skills::materialize(RuntimeKind::Claude, &bundles, work, home, brief)
+        .await
+        .unwrap()
+}
+
 async fn init_skills(
     binary: &Path,
     server: &ModelServer,
@@ -185,18 +201,7 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     let (work, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let brief = work.path().join("CLAUDE.md");
     std::fs::write(&brief, "# brief\n").unwrap();
-    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
-        .await
-        .unwrap();
-    let written = muster::skills::materialize(
-        RuntimeKind::Claude,
-        &bundles,
-        work.path(),
-        home.path(),
-        &brief,
-    )
-    .await
-    .unwrap();
+    let written = write_skills(&state, agent.id, work.path(), home.path(), &brief).await;
     assert!(
         work.path()
             .join(".claude/skills/our-migrations/SKILL.md")
@@ -216,32 +221,10 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     // Disabled, then detached: not written, not listed.
     store.attach_skill(agent.id, skill.id, false).await.unwrap();
     let (work2, home2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
-        .await
-        .unwrap();
-    let off = muster::skills::materialize(
-        RuntimeKind::Claude,
-        &bundles,
-        work2.path(),
-        home2.path(),
-        &brief,
-    )
-    .await
-    .unwrap();
+    let off = write_skills(&state, agent.id, work2.path(), home2.path(), &brief).await;
     assert!(off.manifest().is_empty(), "a disabled skill is not written");
     store.detach_skill(agent.id, skill.id).await.unwrap();
-    let bundles = muster::engine::order::skill_bundles(state.store.as_ref(), agent.id)
-        .await
-        .unwrap();
-    let none = muster::skills::materialize(
-        RuntimeKind::Claude,
-        &bundles,
-        work2.path(),
-        home2.path(),
-        &brief,
-    )
-    .await
-    .unwrap();
+    let none = write_skills(&state, agent.id, work2.path(), home2.path(), &brief).await;
     assert!(none.manifest().is_empty());
     let listed = init_skills(&binary, &server, work2.path(), home2.path()).await;
     assert!(

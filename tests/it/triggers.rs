@@ -5,7 +5,6 @@
 //! each other stop at the loop guard's depth limit or hourly cap with a Muster comment and an inbox item.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use muster::domain::*;
 use muster_tests::Backend;
@@ -13,25 +12,9 @@ use muster_tests::engine::*;
 use serde_json::json;
 
 /// Posts a comment through the real CLI as the owner: `muster issue comment KEY BODY`.
-fn comment_cli(env: &Env, issue: &Issue, body: &str) {
-    let home = env.scripts.path().join("cli-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(muster_tests::muster_bin())
-        .env_clear()
-        .env("HOME", &home)
-        .env("MUSTER_CONFIG_DIR", &home)
-        .env("MUSTER_URL", format!("http://{}", env.addr))
-        .env("MUSTER_TOKEN", &env.token)
-        .args(["issue", "comment", &issue.key.to_string(), body])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+async fn comment_cli(env: &Env, issue: &Issue, body: &str) {
+    let key = issue.key.to_string();
+    env.muster(&["issue", "comment", &key, body]).await;
 }
 
 /// A stand-in agent that appends its prompt (stdin) to `<scripts>/<name>.prompts`, runs `then` (shell,
@@ -93,7 +76,7 @@ async fn reply_queues_a_follow_up_that_folds_comments(backend: Backend) {
     let agent = env
         .tweak(&agent, |p| p.runners = vec!["elsewhere".to_owned()])
         .await;
-    comment_cli(&env, &issue, "Good, now also handle the empty file case.");
+    comment_cli(&env, &issue, "Good, now also handle the empty file case.").await;
     let follow = poll("the follow-up to be queued", || async {
         runs_of(&env, &issue)
             .await
@@ -193,7 +176,7 @@ async fn ping_pong(env: &Env) -> Issue {
         env.agent(me, &script).await;
     }
     let issue = env.issue("Play forever").await;
-    comment_cli(env, &issue, "@ping start the game");
+    comment_cli(env, &issue, "@ping start the game").await;
     issue
 }
 
@@ -383,9 +366,7 @@ async fn a_comment_during_a_live_run_waits_for_its_end(backend: Backend) {
         ),
     );
     let agent = env.agent("coder", &script).await;
-    let issue = env.issue("Long job").await;
-    env.assign(&issue, &agent).await;
-    let first = env.the_run(&issue).await;
+    let (issue, first) = env.assign_new("Long job", &agent).await;
     let live = PathBuf::from(format!("{}.live", script.display()));
     poll("the first run to be live", || async {
         live.exists().then_some(())

@@ -7,18 +7,18 @@
 //! - monthly caps: an agent's token cap and the workspace's USD cap refuse the next run with the reason
 //!   on the run, its issue and in the owners'/admins' inbox; 80% of a cap warns once a month.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
-use muster::store::Store;
-use muster_tests::{AppBuilder, Backend, TestDb};
+use muster::runner::executor::RunTiming;
+use muster_tests::engine::Env;
+use muster_tests::seed;
+use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// The owner's password.
-pub(crate) const PASSWORD: &str = "correct-horse";
+pub(crate) use muster_tests::seed::PASSWORD;
 /// The longest a stand-in run may take.
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -81,16 +81,16 @@ pub(crate) const BETA: Spend = Spend {
     cost: 0.5,
 };
 
-pub(crate) struct World {
-    db: TestDb,
-    addr: std::net::SocketAddr,
-    pub(crate) store: Arc<dyn Store>,
-    ws: Workspace,
-    owner: User,
-    token: String,
-    scripts: tempfile::TempDir,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+/// The run engine's [`Env`] on Ada's `acme` (she signs in with [`PASSWORD`]), with the usage tests' own
+/// helpers.
+pub(crate) struct World(Env);
+
+impl std::ops::Deref for World {
+    type Target = Env;
+
+    fn deref(&self) -> &Env {
+        &self.0
+    }
 }
 
 impl World {
@@ -105,60 +105,16 @@ impl World {
     ) -> Option<World> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
-        let (owner, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("ada@acme.test").unwrap(),
-                    display_name: "Ada".into(),
-                    password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-                },
-                &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-            )
-            .await
-            .unwrap();
-        let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
-        store.close().await;
-        let app = AppBuilder::new(db.config())
-            .embedded_runner()
-            .configure(tweak)
-            .spawn()
-            .await;
-        Some(World {
-            db,
-            addr: app.addr,
-            store: app.store,
-            ws,
-            owner,
-            token,
-            scripts: tempfile::tempdir().unwrap(),
-            shutdown: app.shutdown,
-            handle: app.handle,
-        })
+        let ada = seed::person("ada@acme.test", "Ada");
+        let (owner, ws) = seed::owner_of(&store, ada, seed::ACME).await;
+        let env = Env::boot_with(db, store, ws, owner.id, tweak, RunTiming::default()).await;
+        Some(World(env))
     }
 
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    pub(crate) async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, String) {
-        let mut req = reqwest::Client::new()
-            .request(method, self.url(path))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    }
-
-    pub(crate) async fn get_ok(&self, path: &str) -> String {
-        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {text}");
+    /// `PUT path` with the JSON `body` as the owner, which must answer `status`: the answer's text.
+    pub(crate) async fn put(&self, path: &str, body: Value, status: u16) -> String {
+        let (got, text) = self.call(reqwest::Method::PUT, path, Some(body)).await;
+        assert_eq!(got, status, "PUT {path}: {text}");
         text
     }
 
@@ -173,51 +129,15 @@ impl World {
 
     /// A custom agent whose run prints `output`.
     pub(crate) async fn agent_printing(&self, name: &str, output: &str) {
-        self.agent_running(name, &format!("cat <<'EOF'\n{output}\nEOF\n"))
+        self.script_agent(name, &format!("cat <<'EOF'\n{output}\nEOF\n"))
             .await;
-    }
-
-    /// A custom agent whose run reads its prompt, then runs the shell `script`.
-    pub(crate) async fn agent_running(&self, name: &str, script: &str) {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = self.scripts.path().join(format!("{name}.sh"));
-        let body = format!("#!/bin/sh\ncat >/dev/null\n{script}");
-        std::fs::write(&path, body).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let body = json!({ "name": name, "kind": "custom", "command": path.display().to_string(),
-            "max_retries": 0 });
-        let (status, text) = self
-            .call(reqwest::Method::POST, "/api/v1/agents", Some(body))
-            .await;
-        assert_eq!(status, 201, "{text}");
     }
 
     /// Files a todo issue assigned to `agent` (which queues a run) and returns the run once it ended
     /// and the issue settled in `settled`.
     pub(crate) async fn run(&self, title: &str, agent: &str, settled: IssueStatus) -> Run {
-        let body = json!({ "title": title, "status": "todo", "assignee": agent });
-        let (status, text) = self
-            .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
-            .await;
-        assert_eq!(status, 201, "{text}");
-        let key: Value = serde_json::from_str(&text).unwrap();
-        let key = IssueKey::parse(key["key"].as_str().unwrap()).unwrap();
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            let issue = self.store.get_issue(self.ws.id, &key).await.unwrap();
-            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
-            if let Some(run) = runs.last()
-                && run.status.is_terminal()
-                && issue.status == settled
-            {
-                return run.clone();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the run on {key} did not settle: {issue:?} {runs:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let key = self.file_assigned(title, "", agent).await;
+        self.settled(&key, settled, DEADLINE).await
     }
 
     /// Moves `run` to noon UTC `days_ago` days before today.
@@ -230,33 +150,8 @@ impl World {
         day
     }
 
-    /// `muster ARGS` as the owner, from a cleared environment.
-    pub(crate) async fn muster(&self, args: &[&str]) -> String {
-        let home = self.scripts.path().join("cli-home");
-        std::fs::create_dir_all(&home).unwrap();
-        let mut cmd = std::process::Command::new(muster_tests::muster_bin());
-        cmd.env_clear()
-            .env("HOME", &home)
-            .env("MUSTER_CONFIG_DIR", &home)
-            .env("MUSTER_URL", format!("http://{}", self.addr))
-            .env("MUSTER_TOKEN", &self.token)
-            .args(args)
-            .stdin(std::process::Stdio::null());
-        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap();
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(
-            out.status.success(),
-            "muster {args:?}: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-
     pub(crate) async fn stop(self) {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
+        self.0.stop().await;
     }
 }
 
@@ -446,7 +341,7 @@ both_backends!(
 /// The owner's inbox items of `kind`.
 async fn inbox_of(w: &World, kind: InboxKind) -> Vec<InboxItem> {
     w.store
-        .list_inbox(w.ws.id, w.owner.id)
+        .list_inbox(w.ws.id, w.owner)
         .await
         .unwrap()
         .into_iter()
@@ -461,31 +356,12 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
     w.agent("gamma", ALPHA).await;
     let month = Utc::now().format("%B %Y").to_string();
     // gamma: at most 1000 tokens a month; the workspace: $0.30.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/agents/gamma/cap",
-            Some(json!({ "tokens": 1000 })),
-        )
+    w.put("/api/v1/agents/gamma/cap", json!({ "tokens": 1000 }), 200)
         .await;
-    assert_eq!(status, 200, "{text}");
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/usage/caps",
-            Some(json!({ "usd": 0.3 })),
-        )
+    w.put("/api/v1/usage/caps", json!({ "usd": 0.3 }), 200)
         .await;
-    assert_eq!(status, 200, "{text}");
     // Bad caps are refused precisely.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/usage/caps",
-            Some(json!({ "usd": -1 })),
-        )
-        .await;
-    assert_eq!(status, 422, "{text}");
+    let text = w.put("/api/v1/usage/caps", json!({ "usd": -1 }), 422).await;
     assert!(text.contains("\"usd\""), "{text}");
 
     // The first run starts (nothing spent yet) and goes past both 80% marks: one warning each.
@@ -543,14 +419,7 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
 
     // Without gamma's cap, the workspace's ($0.25 of $0.30 spent) lets one more run start; the one
     // after is refused by the workspace's cap, and no second warning comes.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/agents/gamma/cap",
-            Some(json!({})),
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
+    w.put("/api/v1/agents/gamma/cap", json!({}), 200).await;
     let third = w.run("Third", "gamma", IssueStatus::InReview).await;
     assert_eq!(third.status, RunStatus::Succeeded, "{third:?}");
     let fourth = w.run("Fourth", "gamma", IssueStatus::Todo).await;
@@ -607,14 +476,12 @@ async fn workspace_rates_price_runs(backend: Backend) {
     assert_eq!(before.usage.cost_usd, 0.0);
     assert!(before.usage.cost_unknown, "no built-in price: {before:?}");
 
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/rates",
-            Some(json!({ "rates": { "house-model": { "input": 2.0, "output": 10.0, "cached": 0.5 } } })),
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
+    w.put(
+        "/api/v1/rates",
+        json!({ "rates": { "house-model": { "input": 2.0, "output": 10.0, "cached": 0.5 } } }),
+        200,
+    )
+    .await;
     let after = w.run("Priced", "delta", IssueStatus::InReview).await;
     assert_eq!(after.status, RunStatus::Succeeded, "{after:?}");
     let want = (input as f64 * 2.0 + output as f64 * 10.0 + cache_read as f64 * 0.5) / 1e6;
@@ -654,7 +521,7 @@ async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
         return;
     };
     let go = w.scripts.path().join("finish");
-    w.agent_running(
+    w.script_agent(
         "queued",
         &format!(
             "echo '{}'\ni=0; while [ ! -e '{}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n",
@@ -683,14 +550,8 @@ async fn a_cap_reached_while_queued_refuses_the_claim(backend: Backend) {
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0].status, RunStatus::Queued, "{queued:?}");
     // Now the agent gets a cap its live run has already passed, and the first run finishes.
-    let (status, text) = w
-        .call(
-            reqwest::Method::PUT,
-            "/api/v1/agents/queued/cap",
-            Some(json!({ "tokens": 1000 })),
-        )
+    w.put("/api/v1/agents/queued/cap", json!({ "tokens": 1000 }), 200)
         .await;
-    assert_eq!(status, 200, "{text}");
     std::fs::write(&go, "go").unwrap();
     let deadline = tokio::time::Instant::now() + DEADLINE;
     let refused = loop {

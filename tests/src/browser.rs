@@ -200,6 +200,36 @@ impl Browser {
         Ok(url.to_string())
     }
 
+    /// Waits up to `timeout` until the current page's path (without its query) ends with `suffix`.
+    pub async fn wait_for_path(&self, suffix: &str, timeout: Duration) -> Result<()> {
+        let until = Instant::now() + timeout;
+        loop {
+            let url = self.current_url().await?;
+            if url.split('?').next().unwrap_or_default().ends_with(suffix) {
+                return Ok(());
+            }
+            if Instant::now() >= until {
+                bail!("expected to land on …{suffix}, still on {url}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Runs `script` (a function body) until it returns `want`, for up to `timeout`.
+    pub async fn until_js(&self, script: &str, want: &Value, timeout: Duration) -> Result<()> {
+        let until = Instant::now() + timeout;
+        loop {
+            let got = self.execute(script, vec![]).await?;
+            if got == *want {
+                return Ok(());
+            }
+            if Instant::now() >= until {
+                bail!("`{script}` returned {got}, expected {want}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// Signs `email` in through the login form of the server at `base` (`http://host:port`), and waits up
     /// to `timeout` for the board it lands on.
     pub async fn sign_in(

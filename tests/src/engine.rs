@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{AppBuilder, Backend, TestDb};
-use chrono::Utc;
+use chrono::{TimeDelta, Utc};
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::state::AppState;
@@ -38,14 +38,22 @@ pub struct Env {
     pub db: TestDb,
 }
 
+/// The production run clocks, but a stopped agent gets 2 s after SIGINT and 2 s after SIGTERM instead of
+/// the production graces: a test that stops a run does not wait out minutes.
+pub fn quick_stops() -> RunTiming {
+    RunTiming {
+        int_grace: Duration::from_secs(2),
+        term_grace: Duration::from_secs(2),
+        ..RunTiming::default()
+    }
+}
+
 /// Clocks short enough for tests; the idle tick is long so that a quick claim proves the wake-up.
 pub fn test_timing() -> RunTiming {
     RunTiming {
         idle_tick: Duration::from_secs(60),
-        int_grace: Duration::from_secs(2),
-        term_grace: Duration::from_secs(2),
         stall_override: Some(Duration::from_millis(800)),
-        ..RunTiming::default()
+        ..quick_stops()
     }
 }
 
@@ -101,6 +109,103 @@ impl Env {
             handle: app.handle,
             db,
         }
+    }
+
+    /// `http://addr/path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Sends `method path`, with `body` as JSON if any, as the owner: the answer's status and text.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, String) {
+        let mut req = reqwest::Client::new()
+            .request(method, self.url(path))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    /// `GET path` as the owner, which must answer 200: the body's text.
+    pub async fn get_ok(&self, path: &str) -> String {
+        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {text}");
+        text
+    }
+
+    /// Creates an agent through the API as the owner (`body` as `POST /api/v1/agents` takes it), which
+    /// must answer 201: the answer's text.
+    pub async fn create_agent(&self, body: serde_json::Value) -> String {
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/api/v1/agents", Some(body))
+            .await;
+        assert_eq!(status, 201, "{text}");
+        text
+    }
+
+    /// A `custom` agent, created through the API without retries, whose run reads its prompt and then
+    /// runs the shell `script`.
+    pub async fn script_agent(&self, name: &str, script: &str) {
+        let path = self.script(&format!("{name}.sh"), &format!("cat >/dev/null\n{script}"));
+        self.create_agent(json!({ "name": name, "kind": "custom",
+            "command": path.display().to_string(), "max_retries": 0 }))
+            .await;
+    }
+
+    /// Files a todo issue through the API as the owner, assigned to `agent` (which queues a run): its key.
+    pub async fn file_assigned(&self, title: &str, body: &str, agent: &str) -> String {
+        let issue = json!({ "title": title, "body": body, "status": "todo", "assignee": agent });
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/api/v1/issues", Some(issue))
+            .await;
+        assert_eq!(status, 201, "{text}");
+        let created: serde_json::Value = serde_json::from_str(&text).unwrap();
+        created["key"].as_str().unwrap().to_owned()
+    }
+
+    /// The last run on the issue `key` once it ended and the issue settled in `settled` (the run's
+    /// follow-up is done then), within `deadline`.
+    pub async fn settled(&self, key: &str, settled: IssueStatus, deadline: Duration) -> Run {
+        let key = IssueKey::parse(key).unwrap();
+        let what = format!("the run on {key} to end with the issue in {settled}");
+        poll_for(deadline, &what, || async {
+            let issue = self.store.get_issue(self.ws.id, &key).await.unwrap();
+            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
+            let run = runs.last()?;
+            (run.status.is_terminal() && issue.status == settled).then(|| run.clone())
+        })
+        .await
+    }
+
+    /// `muster ARGS` (the CLI) as the owner, from a cleared environment; it must succeed: its stdout.
+    pub async fn muster(&self, args: &[&str]) -> String {
+        let home = self.scripts.path().join("cli-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut cmd = std::process::Command::new(crate::muster_bin());
+        cmd.env_clear()
+            .env("HOME", &home)
+            .env("MUSTER_CONFIG_DIR", &home)
+            .env("MUSTER_URL", self.url(""))
+            .env("MUSTER_TOKEN", &self.token)
+            .args(args)
+            .stdin(std::process::Stdio::null());
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success(),
+            "muster {args:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
     }
 
     /// Writes `body` as an executable script and returns its path.
@@ -164,6 +269,14 @@ impl Env {
             json!({ "assignee": agent.profile.name.as_str() }),
         )
         .await;
+    }
+
+    /// A todo issue `title` assigned to `agent` through the API, and its run once it is queued.
+    pub async fn assign_new(&self, title: &str, agent: &Agent) -> (Issue, Run) {
+        let issue = self.issue(title).await;
+        self.assign(&issue, agent).await;
+        let run = self.the_run(&issue).await;
+        (issue, run)
     }
 
     /// Sends `body` to `path` with the owner's token and expects 200.
@@ -262,6 +375,16 @@ impl Env {
         .await
     }
 
+    /// The owner's inbox items about `run`, once there is one.
+    pub async fn inbox_about(&self, run: RunId) -> Vec<InboxItem> {
+        poll(&format!("an inbox item about {run}"), || async {
+            let mut inbox = self.inbox().await;
+            inbox.retain(|i| i.run_id == Some(run));
+            (!inbox.is_empty()).then_some(inbox)
+        })
+        .await
+    }
+
     /// The inbox once it holds an item of `kind` about `run`.
     pub async fn inbox_with(&self, kind: InboxKind, run: RunId) -> Vec<InboxItem> {
         poll(&format!("a {kind} inbox item"), || async {
@@ -292,52 +415,115 @@ impl Env {
 
 /// A workspace (`RUN`) and its owner, straight in the store.
 pub async fn seed_workspace(store: &Arc<dyn Store>) -> (User, Workspace) {
+    crate::seed::owner_of(
+        store,
+        crate::seed::person("owner@runs.test", "owner"),
+        ("Runs", "runs", "RUN"),
+    )
+    .await
+}
+
+/// A run's end with `status` and nothing more to say: no exit code, usage, summary, session or commits.
+/// Say more with `RunOutcome { exit_code: Some(0), ..bare_outcome(status) }`.
+pub fn bare_outcome(status: RunStatus) -> RunOutcome {
+    RunOutcome {
+        status,
+        exit_code: None,
+        failure_reason: None,
+        failure_detail: None,
+        usage: Usage::default(),
+        summary: None,
+        diff_stat: None,
+        session_id: None,
+        base_commit: None,
+        head_commit: None,
+    }
+}
+
+/// Registers a runner named `runner` and has it claim the oldest queued run of any workspace, leased for
+/// `lease`; `None` when nothing is queued.
+pub async fn claim_next(store: &dyn Store, runner: &str, lease: TimeDelta) -> Option<Run> {
+    let runner = store
+        .register_runner(runner, "0", &json!([]))
+        .await
+        .unwrap();
+    let now = Utc::now();
+    let scope = muster::store::ClaimScope::anything(&runner.name);
     store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("owner@runs.test").unwrap(),
-                display_name: "owner".to_owned(),
-                password_hash: "unused".to_owned(),
-            },
-            &NewWorkspace::parse("Runs", "runs", "RUN").unwrap(),
-        )
+        .claim_next_run(runner.id, &scope, now, now + lease)
         .await
         .unwrap()
 }
 
-/// A first attempt, queued straight in the store (no wake-up).
-pub fn new_run(
-    ws: WorkspaceId,
-    issue: IssueId,
-    agent: AgentId,
-    not_before: Option<chrono::DateTime<Utc>>,
-) -> NewRun {
-    NewRun {
-        workspace_id: ws,
-        issue_id: issue,
-        agent_id: agent,
-        attempt: 1,
-        not_before,
-        chain_depth: 0,
-        trigger: muster::domain::RunTrigger::Assignment,
-        trigger_comment_id: None,
-        previous_run_id: None,
-        ensemble_run_id: None,
-    }
+/// Claims the oldest queued run as runner `runner` and starts it (pid 1, on `branch`), as a runner's
+/// agent would be running it; `None` when nothing is queued.
+pub async fn start_next(store: &dyn Store, runner: &str, branch: Option<&str>) -> Option<Run> {
+    let claimed = claim_next(store, runner, TimeDelta::minutes(5)).await?;
+    let runner = claimed.runner_id.expect("a claimed run has its runner");
+    let started = store
+        .start_run(
+            claimed.id,
+            runner,
+            claimed.lease_epoch,
+            Some(1),
+            None,
+            branch,
+        )
+        .await
+        .unwrap();
+    Some(started)
+}
+
+/// Runs `run` (the only queued one) to success straight in the store as a runner would (claimed,
+/// started, finished with `summary` at a cost of $0.0123), and posts the summary as the agent's comment
+/// the way the run engine does.
+pub async fn succeed_in_store(store: &dyn Store, run: &Run, summary: &str) {
+    let started = start_next(store, "test-runner", None)
+        .await
+        .expect("the run is queued");
+    assert_eq!(started.id, run.id);
+    let outcome = RunOutcome {
+        exit_code: Some(0),
+        usage: Usage {
+            input_tokens: 1000,
+            output_tokens: 200,
+            cost_usd: 0.0123,
+            ..Usage::default()
+        },
+        summary: Some(summary.into()),
+        session_id: Some("sess-1".into()),
+        ..bare_outcome(RunStatus::Succeeded)
+    };
+    store.finish_run(run.id, &outcome).await.unwrap();
+    let mut comment = NewComment::parse(CommentAuthor::Agent(run.agent_id), summary).unwrap();
+    comment.run_id = Some(run.id);
+    store.add_comment(run.issue_id, &comment).await.unwrap();
 }
 
 /// Polls `check` until it yields a value, failing after [`DEADLINE`].
-pub async fn poll<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn poll<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + DEADLINE;
+    poll_for(DEADLINE, what, check).await
+}
+
+/// [`poll`] with its own deadline.
+pub async fn poll_for<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let until = Instant::now() + deadline;
     loop {
         if let Some(found) = check().await {
             return found;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            Instant::now() < until,
+            "timed out after {deadline:?} waiting for {what}"
+        );
         tokio::time::sleep(POLL).await;
     }
 }

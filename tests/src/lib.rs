@@ -31,6 +31,7 @@ pub mod browser;
 pub mod engine;
 pub mod ensemble;
 pub mod model_server;
+pub mod seed;
 
 /// Reads a test-harness setting. Tests never set variables; they only read what CI exported.
 #[allow(clippy::disallowed_methods)] // the harness's only window on the environment
@@ -323,7 +324,33 @@ pub struct TestApp {
     pub setup_url: Option<String>,
 }
 
+/// A WebSocket to a test server.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 impl TestApp {
+    /// Opens a WebSocket on `path`, sending `headers` (`("cookie", …)`, `("authorization", …)`,
+    /// `("origin", …)`); the handshake's error when the server refuses it.
+    pub async fn socket(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        use tokio_tungstenite::tungstenite::http::HeaderName;
+        let mut request = format!("ws://{}{path}", self.addr)
+            .into_client_request()
+            .expect("a WebSocket request");
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+            let value = value.parse().expect("a header value");
+            request.headers_mut().insert(name, value);
+        }
+        tokio_tungstenite::connect_async(request)
+            .await
+            .map(|(socket, _)| socket)
+    }
+
     /// `http://addr/path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
@@ -567,6 +594,13 @@ pub async fn mint_token(
     secret.secret
 }
 
+/// Sends `request` and reads its answer's JSON body, whatever the status: for a test that only needs
+/// the body.
+pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
+    let res = request.send().await.expect("send the request");
+    res.json().await.expect("a JSON body")
+}
+
 /// Runs `git` with `args` in `dir`, asserting that it succeeds; returns its stdout.
 pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
@@ -593,6 +627,14 @@ pub fn git_commit_all(dir: &std::path::Path, message: &str) {
             message,
         ],
     );
+}
+
+/// Makes `dir` (created if missing) a git repository on `main` whose one commit holds a `README.md`.
+pub fn demo_repo(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).expect("create the repository's folder");
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("README.md"), "# Demo\n").expect("write the README");
+    git_commit_all(dir, "first");
 }
 
 /// The pinned npm build of an agent CLI (`claude`, `codex`, `opencode`): looked up in

@@ -398,18 +398,7 @@ async fn agent_delete_rules(t: &Env) {
         .await
         .unwrap();
     store
-        .create_run(&NewRun {
-            workspace_id: t.ws.id,
-            issue_id: issue.id,
-            agent_id: busy.id,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-            trigger: muster::domain::RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
-        })
+        .create_run(&NewRun::assignment(t.ws.id, issue.id, busy.id))
         .await
         .unwrap();
     t.owner

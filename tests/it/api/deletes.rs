@@ -1,10 +1,12 @@
 //! Deleting issues and editing or deleting comments over `/api/v1`: who may, and what each refusal says.
 
-use chrono::{TimeDelta, Utc};
-use muster::domain::{AgentName, IssueKey, NewAgent, NewApiToken, NewRun, RunStatus, RuntimeKind};
+use chrono::TimeDelta;
+use muster::domain::{IssueKey, NewApiToken, NewRun, RunStatus, RuntimeKind};
+use muster_tests::engine::claim_next;
 use serde_json::{Value, json};
 
 use super::{Env, api_cases, field};
+use muster_tests::seed;
 
 api_cases!(
     comment_edits_and_deletes,
@@ -154,43 +156,18 @@ pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
         .get_issue(t.ws.id, &IssueKey::parse(key).unwrap())
         .await
         .unwrap();
-    let agent = store
-        .create_agent(
-            t.ws.id,
-            &NewAgent::new(AgentName::parse(name).unwrap(), RuntimeKind::Custom),
-        )
-        .await
-        .unwrap();
+    let agent = seed::agent(store, t.ws.id, name, RuntimeKind::Custom).await;
     let run = store
-        .create_run(&NewRun {
-            workspace_id: t.ws.id,
-            issue_id: issue.id,
-            agent_id: agent.id,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-            trigger: muster::domain::RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
-        })
+        .create_run(&NewRun::assignment(t.ws.id, issue.id, agent.id))
         .await
         .unwrap();
-    let runner = store
-        .register_runner(&format!("test-{name}"), "0", &json!([]))
-        .await
-        .unwrap();
-    let now = Utc::now();
-    let claimed = store
-        .claim_next_run(
-            runner.id,
-            &muster::store::ClaimScope::anything(&runner.name),
-            now,
-            now + TimeDelta::minutes(10),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let claimed = claim_next(
+        store.as_ref(),
+        &format!("test-{name}"),
+        TimeDelta::minutes(10),
+    )
+    .await
+    .unwrap();
     assert_eq!((claimed.id, claimed.status), (run.id, RunStatus::Claimed));
     let secret = muster::auth::new_secret(muster::auth::API_TOKEN_KIND);
     store
@@ -282,14 +259,7 @@ async fn issue_deletes(t: &Env) {
             &format!("only owners, admins and the person who created {key} may delete it"),
         );
     // An agent assigned to it has a queued run (no runner here claims it).
-    t.app
-        .store
-        .create_agent(
-            t.ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Custom),
-        )
-        .await
-        .unwrap();
+    seed::agent(&t.app.store, t.ws.id, "coder", RuntimeKind::Custom).await;
     t.owner
         .api
         .patch(

@@ -249,6 +249,37 @@ async fn add_person(app: &TestApp, ws: &Workspace, email: &str, role: Role) -> P
     person(app, ws, member.user.id, email).await
 }
 
+/// A client of the pages signed in with the session `cookie` (its value): it sends the cookie and does
+/// not follow redirects, so that tests see them.
+pub fn page_client(cookie: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::COOKIE,
+        format!("muster_session={cookie}").parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Posts the form-encoded `body` to `path` of `app` with `client`.
+pub async fn post_form(
+    client: &reqwest::Client,
+    app: &TestApp,
+    path: &str,
+    body: String,
+) -> reqwest::Response {
+    client
+        .post(app.url(path))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// `application/x-www-form-urlencoded` encoding of one value.
 pub fn form_encode(raw: &str) -> String {
     raw.bytes()

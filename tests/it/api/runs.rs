@@ -1,12 +1,13 @@
 //! `/api/v1/runs`: list with filters, show, the paged event log, the SSE stream of a finished run,
 //! cancel and retry, and the errors and workspace boundaries of each.
 
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use muster::client::run::{SseFrame, SseParser};
 use muster::domain::*;
 use serde_json::{Value, json};
 
 use super::{Env, api_cases, field};
+use muster_tests::engine::bare_outcome;
 
 api_cases!(
     run_list_and_show,
@@ -34,16 +35,8 @@ async fn queue(t: &Env, issue: &Issue, agent: &Agent, attempt: i32) -> Run {
     t.app
         .store
         .create_run(&NewRun {
-            workspace_id: t.ws.id,
-            issue_id: issue.id,
-            agent_id: agent.id,
             attempt,
-            not_before: None,
-            chain_depth: 0,
-            trigger: muster::domain::RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
+            ..NewRun::assignment(t.ws.id, issue.id, agent.id)
         })
         .await
         .unwrap()
@@ -51,45 +44,15 @@ async fn queue(t: &Env, issue: &Issue, agent: &Agent, attempt: i32) -> Run {
 
 /// Claims and starts the oldest queued run (the test server has no embedded runner).
 async fn start_next(t: &Env) -> Run {
-    let runner = t
-        .app
-        .store
-        .register_runner("test-runner", "0", &json!([]))
+    muster_tests::engine::start_next(t.app.store.as_ref(), "test-runner", Some("muster/ALP-1-r1"))
         .await
-        .unwrap();
-    let now = Utc::now();
-    let run = t
-        .app
-        .store
-        .claim_next_run(
-            runner.id,
-            &muster::store::ClaimScope::anything(&runner.name),
-            now,
-            now + TimeDelta::seconds(60),
-        )
-        .await
-        .unwrap()
-        .expect("a queued run");
-    t.app
-        .store
-        .start_run(
-            run.id,
-            runner.id,
-            run.lease_epoch,
-            Some(1),
-            None,
-            Some("muster/ALP-1-r1"),
-        )
-        .await
-        .unwrap()
+        .expect("a queued run")
 }
 
 async fn finish(t: &Env, run: &Run, status: RunStatus, reason: Option<FailureReason>) -> Run {
     let outcome = RunOutcome {
-        status,
         exit_code: Some(i32::from(status != RunStatus::Succeeded)),
         failure_reason: reason,
-        failure_detail: None,
         usage: Usage {
             input_tokens: 100,
             output_tokens: 20,
@@ -100,10 +63,7 @@ async fn finish(t: &Env, run: &Run, status: RunStatus, reason: Option<FailureRea
             cost_estimated: false,
         },
         summary: Some("did it".into()),
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(status)
     };
     t.app.store.finish_run(run.id, &outcome).await.unwrap()
 }

@@ -2,11 +2,12 @@
 //! run with its summary folded in (not repeated as a comment), a status change, a person's reply and the
 //! live follow-up it queued; 404 for a missing key; a run's token reads only its own issue's thread.
 
-use chrono::{TimeDelta, Utc};
 use muster::domain::*;
+use muster_tests::engine::succeed_in_store;
 use serde_json::{Value, json};
 
 use super::{Env, api_cases, field};
+use muster_tests::seed;
 
 api_cases!(issue_thread);
 
@@ -28,49 +29,6 @@ async fn queue(
         .unwrap()
 }
 
-/// Runs `run` (the oldest queued) to success as a runner would, with its summary posted as the agent's
-/// comment the way the run engine does.
-async fn succeed(t: &Env, run: &Run, summary: &str) {
-    let store = &t.app.store;
-    let runner = store
-        .register_runner("test-runner", "0", &json!([]))
-        .await
-        .unwrap();
-    let now = Utc::now();
-    let scope = muster::store::ClaimScope::anything(&runner.name);
-    let claimed = store
-        .claim_next_run(runner.id, &scope, now, now + TimeDelta::seconds(60))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(claimed.id, run.id);
-    store
-        .start_run(run.id, runner.id, claimed.lease_epoch, Some(1), None, None)
-        .await
-        .unwrap();
-    let outcome = RunOutcome {
-        status: RunStatus::Succeeded,
-        exit_code: Some(0),
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage {
-            input_tokens: 1000,
-            output_tokens: 200,
-            cost_usd: 0.0123,
-            ..Usage::default()
-        },
-        summary: Some(summary.into()),
-        diff_stat: None,
-        session_id: Some("sess-1".into()),
-        base_commit: None,
-        head_commit: None,
-    };
-    store.finish_run(run.id, &outcome).await.unwrap();
-    let mut comment = NewComment::parse(CommentAuthor::Agent(run.agent_id), summary).unwrap();
-    comment.run_id = Some(run.id);
-    store.add_comment(run.issue_id, &comment).await.unwrap();
-}
-
 fn kinds(thread: &Value) -> Vec<String> {
     field(&thread["entries"], "kind")
 }
@@ -85,15 +43,14 @@ async fn issue_thread(t: &Env) {
         .get_issue(t.ws.id, &IssueKey::parse("ALP-1").unwrap())
         .await
         .unwrap();
-    let coder = store
-        .create_agent(
-            t.ws.id,
-            &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Custom),
-        )
-        .await
-        .unwrap();
+    let coder = seed::agent(store, t.ws.id, "coder", RuntimeKind::Custom).await;
     let first = queue(t, &issue, &coder, RunTrigger::Assignment, None).await;
-    succeed(t, &first, "Fixed the parser.\nAll tests pass.").await;
+    succeed_in_store(
+        t.app.store.as_ref(),
+        &first,
+        "Fixed the parser.\nAll tests pass.",
+    )
+    .await;
     api.post("/api/v1/issues/ALP-1/move", json!({"status": "in_review"}))
         .await
         .expect(200);
@@ -180,7 +137,7 @@ async fn issue_thread(t: &Env) {
         e[i]["at"]
             .as_str()
             .unwrap()
-            .parse::<chrono::DateTime<Utc>>()
+            .parse::<chrono::DateTime<chrono::Utc>>()
             .unwrap()
     };
     assert!((1..5).all(|i| at(i - 1) <= at(i)), "oldest first");

@@ -51,9 +51,7 @@ async fn real_model_run(backend: Backend) {
         })
         .timing(RunTiming {
             idle_tick: Duration::from_secs(60),
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
+            ..muster_tests::engine::quick_stops()
         })
         .spawn()
         .await;
@@ -64,13 +62,8 @@ async fn real_model_run(backend: Backend) {
     };
 
     // Detection: the configured server is listed as llama.cpp with its model.
-    let runtimes: Value = api(reqwest::Method::POST, "/api/v1/runtimes/detect")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let runtimes: Value =
+        muster_tests::json_of(api(reqwest::Method::POST, "/api/v1/runtimes/detect")).await;
     let servers = runtimes["model_servers"].as_array().unwrap();
     let ours = servers
         .iter()

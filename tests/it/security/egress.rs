@@ -19,11 +19,12 @@ use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::Store;
 use muster_tests::model_server::ModelServer;
-use muster_tests::{AppBuilder, Backend, TestDb, git, git_commit_all};
+use muster_tests::{AppBuilder, Backend, TestDb, git};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{Env, api_cases};
+use muster_tests::seed;
 
 /// The longest a run may take here.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -52,21 +53,14 @@ impl World {
     async fn start(backend: Backend, names: &[&str], target: SocketAddr) -> Option<World> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
-        let (owner, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("owner@egress.test").unwrap(),
-                    display_name: "owner".to_owned(),
-                    password_hash: "unused".to_owned(),
-                },
-                &NewWorkspace::parse("Egress", "egress", "EGR").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (owner, ws) = seed::owner_of(
+            &store,
+            seed::person("owner@egress.test", "owner"),
+            ("Egress", "egress", "EGR"),
+        )
+        .await;
         let repo = tempfile::tempdir().unwrap();
-        git(repo.path(), &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.path().join("README.md"), "# Demo\n").unwrap();
-        git_commit_all(repo.path(), "first");
+        muster_tests::demo_repo(repo.path());
         store
             .set_workspace_repo(ws.id, Some(&repo.path().display().to_string()))
             .await
@@ -80,9 +74,7 @@ impl World {
             })
             .timing(RunTiming {
                 idle_tick: Duration::from_millis(200),
-                int_grace: Duration::from_secs(2),
-                term_grace: Duration::from_secs(2),
-                ..RunTiming::default()
+                ..muster_tests::engine::quick_stops()
             })
             .spawn()
             .await;
@@ -601,18 +593,7 @@ async fn the_command_line_sets_the_lists_and_prints_egress_events(backend: Backe
     // A run's log with the sandbox block and two connections.
     let issue = crate::store_conformance::issue(&store, f.ws.id, "Work", IssueStatus::Todo).await;
     let run = store
-        .create_run(&NewRun {
-            workspace_id: f.ws.id,
-            issue_id: issue.id,
-            agent_id: coder.id,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-            trigger: RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
-        })
+        .create_run(&NewRun::assignment(f.ws.id, issue.id, coder.id))
         .await
         .unwrap();
     let allowed = muster::egress::Record {

@@ -14,6 +14,7 @@ use std::time::Duration;
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster_tests::browser::{Browser, POLL};
+use muster_tests::seed;
 use muster_tests::{AppBuilder, Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
@@ -26,7 +27,7 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; styl
 /// Generous: a cold Chromium and a real agent process on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(30);
 const EMAIL: &str = "owner@headers.test";
-const PASSWORD: &str = "correct-horse";
+use muster_tests::seed::PASSWORD;
 
 #[track_caller]
 fn assert_secure(what: &str, headers: &HeaderMap) {
@@ -46,17 +47,12 @@ fn assert_secure(what: &str, headers: &HeaderMap) {
 }
 
 async fn seed(store: &std::sync::Arc<dyn muster::store::Store>) -> (User, Workspace) {
-    store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse(EMAIL).unwrap(),
-                display_name: "Olga Owner".into(),
-                password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-            },
-            &NewWorkspace::parse("Headers", "headers", "HDR").unwrap(),
-        )
-        .await
-        .unwrap()
+    seed::owner_of(
+        store,
+        seed::person(EMAIL, "Olga Owner"),
+        ("Headers", "headers", "HDR"),
+    )
+    .await
 }
 
 /// Signs in through the login form: the session cookie (`name=value`).
@@ -281,14 +277,10 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
         .expect("a run is queued");
 
     // Sign in through the form, land on the board; a card created meanwhile arrives over the socket.
-    browser.goto(&url("/login")).await.unwrap();
-    browser.fill("#login-email", EMAIL).await.unwrap();
-    browser.fill("#login-password", PASSWORD).await.unwrap();
     browser
-        .click("form[action='/login'] button[type=submit]")
+        .sign_in(&url(""), EMAIL, PASSWORD, LIVE)
         .await
         .unwrap();
-    browser.find_within(".board", LIVE).await.unwrap();
     assert_eq!(
         js(
             &browser,

@@ -9,7 +9,7 @@ use chrono::{TimeDelta, Utc};
 use muster::domain::{NewInvitation, Role};
 use serde_json::{Value, json};
 
-use crate::api::{Api, Auth, Env, PASSWORD, Person, api_cases, field};
+use crate::api::{Api, Auth, Env, PASSWORD, Person, api_cases, field, page_client, post_form};
 
 api_cases!(
     an_existing_account_joins_only_by_accepting,
@@ -122,24 +122,11 @@ async fn an_existing_account_joins_only_by_accepting(t: &Env) {
         .get("/api/v1/members/invitations")
         .await
         .error(403, "auth");
-    assert!(
-        t.member
-            .api
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(none_listed(&t.member.api, "/api/v1/invitations").await);
 
     // Another person cannot accept or decline it, whatever their role.
     for other in [&t.owner, &t.admin, &t.member] {
-        other
-            .api
-            .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-            .await
-            .error(404, "resource");
+        cannot_accept(&other.api, &id).await;
         other
             .api
             .post(&format!("/api/v1/invitations/{id}/decline"), json!({}))
@@ -169,24 +156,25 @@ async fn an_existing_account_joins_only_by_accepting(t: &Env) {
     assert_eq!(me_in(t, &beta_cookie, "alpha").await, 200);
     let members = t.owner.api.get("/api/v1/members").await.expect(200);
     assert!(emails(&members).contains(&"owner@beta.test".to_owned()));
-    assert!(
-        beta.api
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    beta.api
-        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&beta.api, "/api/v1/invitations").await);
+    cannot_accept(&beta.api, &id).await;
     // Their beta token still names beta.
     assert_eq!(
         beta.api.get("/api/v1/me").await.expect(200)["workspace"],
         "beta"
     );
+}
+
+/// Whether `api` lists nothing at `path`.
+async fn none_listed(api: &Api, path: &str) -> bool {
+    let list = api.get(path).await.expect(200);
+    list.as_array().unwrap().is_empty()
+}
+
+/// `api` cannot accept the invitation `id` (any more): 404.
+async fn cannot_accept(api: &Api, id: &str) {
+    let path = format!("/api/v1/invitations/{id}/accept");
+    api.post(&path, json!({})).await.error(404, "resource");
 }
 
 /// An existing account that belongs to no workspace (it was added to alpha, then removed).
@@ -216,20 +204,8 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
         .await
         .expect(204);
     assert_eq!(me_in(t, &carol_cookie, "alpha").await, 404);
-    assert!(
-        t.admin
-            .api
-            .get("/api/v1/members/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    carol_session
-        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&t.admin.api, "/api/v1/members/invitations").await);
+    cannot_accept(&carol_session, &id).await;
 
     // Revoke: by a manager of this workspace only.
     let id = invite("member").await.expect(202)["id"]
@@ -252,19 +228,8 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
         .delete(&format!("/api/v1/members/invitations/{id}"))
         .await
         .expect(204);
-    assert!(
-        carol_session
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    carol_session
-        .post(&format!("/api/v1/invitations/{id}/accept"), json!({}))
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&carol_session, "/api/v1/invitations").await);
+    cannot_accept(&carol_session, &id).await;
     assert_eq!(me_in(t, &carol_cookie, "alpha").await, 404);
 
     // Expired: not listed, not acceptable.
@@ -280,22 +245,8 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
         })
         .await
         .unwrap();
-    assert!(
-        carol_session
-            .get("/api/v1/invitations")
-            .await
-            .expect(200)
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    carol_session
-        .post(
-            &format!("/api/v1/invitations/{}/accept", stale.id),
-            json!({}),
-        )
-        .await
-        .error(404, "resource");
+    assert!(none_listed(&carol_session, "/api/v1/invitations").await);
+    cannot_accept(&carol_session, &stale.id.to_string()).await;
     assert_eq!(me_in(t, &carol_cookie, "alpha").await, 404);
 
     // Who may invite whom.
@@ -329,38 +280,16 @@ async fn invitations_are_declined_revoked_and_expire(t: &Env) {
 /// with no workspace lands on `/invitations`.
 async fn invitations_on_the_pages(t: &Env) {
     let dave = account(t, "dave@delta.test").await;
-    let no_redirect = |cookie: &str| {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(
-            reqwest::header::COOKIE,
-            format!("muster_session={cookie}").parse().unwrap(),
-        );
-        reqwest::Client::builder()
-            .default_headers(headers)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap()
-    };
-    let form = |client: &reqwest::Client, path: &str, body: String| {
-        client
-            .post(t.app.url(path))
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(body)
-            .send()
-    };
     let admin_cookie = t.login(&t.admin.email, PASSWORD).await.unwrap();
-    let admin = no_redirect(&admin_cookie);
+    let admin = page_client(&admin_cookie);
     let csrf = muster::auth::csrf_token(&admin_cookie);
-    let added = form(
+    let added = post_form(
         &admin,
+        &t.app,
         "/w/alpha/members",
         format!("_csrf={csrf}&email=dave%40delta.test&name=&password=&role=admin"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(added.status(), 303);
     let members_page = admin
         .get(t.app.url("/w/alpha/members"))
@@ -380,7 +309,7 @@ async fn invitations_on_the_pages(t: &Env) {
 
     // Dave has no workspace now: home sends him to his invitations.
     let dave_cookie = t.login("dave@delta.test", PASSWORD).await.unwrap();
-    let dave_client = no_redirect(&dave_cookie);
+    let dave_client = page_client(&dave_cookie);
     let home = dave_client.get(t.app.url("/")).send().await.unwrap();
     assert_eq!(home.status(), 303);
     assert_eq!(home.headers()["location"], "/invitations");
@@ -401,22 +330,22 @@ async fn invitations_on_the_pages(t: &Env) {
         .unwrap()[0]
         .id;
     // A form post without the session's CSRF token is refused.
-    let forged = form(
+    let forged = post_form(
         &dave_client,
+        &t.app,
         &format!("/invitations/{id}/accept"),
         String::new(),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(forged.status(), 403);
     let dave_csrf = muster::auth::csrf_token(&dave_cookie);
-    let joined = form(
+    let joined = post_form(
         &dave_client,
+        &t.app,
         &format!("/invitations/{id}/accept"),
         format!("_csrf={dave_csrf}"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(joined.status(), 303);
     assert_eq!(joined.headers()["location"], "/w/alpha");
     assert_eq!(
@@ -432,7 +361,7 @@ async fn invitations_on_the_pages(t: &Env) {
         .await
         .expect(202);
     let member_cookie = t.login(&t.member.email, PASSWORD).await.unwrap();
-    let inbox = no_redirect(&member_cookie)
+    let inbox = page_client(&member_cookie)
         .get(t.app.url("/w/alpha/inbox"))
         .send()
         .await
@@ -451,13 +380,13 @@ async fn invitations_on_the_pages(t: &Env) {
         .unwrap()[0]
         .id;
     let csrf = muster::auth::csrf_token(&member_cookie);
-    let declined = form(
-        &no_redirect(&member_cookie),
+    let declined = post_form(
+        &page_client(&member_cookie),
+        &t.app,
         &format!("/invitations/{id}/decline"),
         format!("_csrf={csrf}"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(declined.status(), 303);
     assert!(
         t.app

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use muster::domain::*;
-use muster::runner::executor::RunTiming;
+use muster_tests::seed;
 use muster_tests::{AppBuilder, Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -98,17 +98,12 @@ impl Team {
 }
 
 async fn seed(store: &std::sync::Arc<dyn muster::store::Store>) -> (User, Workspace) {
-    store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("owner@limits.test").unwrap(),
-                display_name: "Owner".into(),
-                password_hash: muster::auth::hash_password("correct-horse").unwrap(),
-            },
-            &NewWorkspace::parse("Limits", "limits", "LIM").unwrap(),
-        )
-        .await
-        .unwrap()
+    seed::owner_of(
+        store,
+        seed::person("owner@limits.test", "Owner"),
+        ("Limits", "limits", "LIM"),
+    )
+    .await
 }
 
 fn strings(items: &[Value], field: &str) -> Vec<String> {
@@ -246,11 +241,7 @@ async fn a_runaway_run_is_stopped_at_the_event_cap(backend: Backend) {
     } = AppBuilder::new(db.config())
         .embedded_runner()
         .configure(|config| config.max_events_per_run = CAP)
-        .timing(RunTiming {
-            int_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            ..RunTiming::default()
-        })
+        .timing(muster_tests::engine::quick_stops())
         .spawn()
         .await;
     let scripts = tempfile::tempdir().unwrap();

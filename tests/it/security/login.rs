@@ -17,12 +17,13 @@
 use std::net::IpAddr;
 
 use muster::config::{Config, LoginLimits};
-use muster::domain::{Email, NewUser, NewWorkspace};
+use muster::domain::{Email, NewUser};
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
-pub(super) const PASSWORD: &str = "correct-horse";
+pub(super) use muster_tests::seed::PASSWORD;
 
 both_backends!(
     a_burst_of_logins_gets_429_with_retry_after_and_no_5xx,
@@ -39,17 +40,12 @@ async fn server(backend: Backend, tune: impl FnOnce(&mut Config)) -> Option<(Tes
     let mut config = db.config();
     tune(&mut config);
     let app = spawn_app(config).await;
-    app.store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada".into(),
-                password_hash: muster::auth::hash_password(PASSWORD).unwrap(),
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
+    seed::owner_of(
+        &app.store,
+        seed::person("ada@acme.test", "Ada"),
+        ("Acme", "acme", "ACM"),
+    )
+    .await;
     Some((db, app))
 }
 
@@ -65,7 +61,12 @@ pub(super) fn client_from(from: [u8; 4]) -> reqwest::Client {
 
 /// `POST /login` with a raw url-encoded body (so the test chooses every byte).
 async fn post_login(http: &reqwest::Client, app: &TestApp, body: String) -> reqwest::Response {
-    http.post(app.url("/login"))
+    send_login(http.clone(), app.url("/login"), body).await
+}
+
+/// Posts the login form `body` to `url`; owns what it needs, so that it can be spawned.
+async fn send_login(http: reqwest::Client, url: String, body: String) -> reqwest::Response {
+    http.post(url)
         .header("content-type", "application/x-www-form-urlencoded")
         .body(body)
         .send()
@@ -91,19 +92,10 @@ async fn a_burst_of_logins_gets_429_with_retry_after_and_no_5xx(backend: Backend
     };
     let attacker = client_from([127, 0, 0, 1]);
     let burst = (0..300).map(|n| {
-        let (http, body) = (
-            attacker.clone(),
-            login_body("ada@acme.test", &format!("guess-{n}")),
-        );
-        let url = app.url("/login");
+        let body = login_body("ada@acme.test", &format!("guess-{n}"));
+        let send = send_login(attacker.clone(), app.url("/login"), body);
         tokio::spawn(async move {
-            let resp = http
-                .post(url)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
+            let resp = send.await;
             let retry_after = resp
                 .headers()
                 .get("retry-after")
@@ -166,17 +158,8 @@ async fn a_burst_of_logins_gets_429_with_retry_after_and_no_5xx(backend: Backend
     let sprayer = client_from([127, 0, 0, 3]);
     let spray = (0..20).map(|n| {
         let body = login_body(&format!("user{n}@acme.test"), "guess");
-        let (http, url) = (sprayer.clone(), app.url("/login"));
-        tokio::spawn(async move {
-            let resp = http
-                .post(url)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            resp.status()
-        })
+        let send = send_login(sprayer.clone(), app.url("/login"), body);
+        tokio::spawn(async move { send.await.status() })
     });
     let statuses: Vec<StatusCode> = futures_util::future::join_all(spray)
         .await
@@ -244,21 +227,12 @@ async fn burst_in_own_process() {
         } else {
             format!("nobody-{n}@acme.test")
         };
-        let (http, body, url) = (
+        let send = send_login(
             http.clone(),
-            login_body(&email, "wrong-pw"),
             app.url("/login"),
+            login_body(&email, "wrong-pw"),
         );
-        tokio::spawn(async move {
-            let resp = http
-                .post(url)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            resp.status()
-        })
+        tokio::spawn(async move { send.await.status() })
     });
     for status in futures_util::future::join_all(burst).await {
         assert_eq!(status.unwrap(), StatusCode::UNAUTHORIZED);

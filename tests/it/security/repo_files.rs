@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use muster::domain::*;
 use muster_agents::RuntimeKind;
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, git, git_commit_all, mint_token, spawn_app};
 use serde_json::{Value, json};
 
@@ -61,18 +62,12 @@ async fn world(backend: Backend) -> Option<World> {
         (RuntimeKind::Codex, agent),
     ];
     let app = spawn_app(config).await;
-    let (owner, ws) = app
-        .store
-        .create_owner_and_workspace(
-            &NewUser {
-                email: Email::parse("ada@acme.test").unwrap(),
-                display_name: "Ada".into(),
-                password_hash: "x".into(),
-            },
-            &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-        )
-        .await
-        .unwrap();
+    let (owner, ws) = seed::owner_of(
+        &app.store,
+        seed::person("ada@acme.test", "Ada"),
+        ("Acme", "acme", "ACM"),
+    )
+    .await;
     let token = mint_token(app.store.as_ref(), ws.id, owner.id, "test").await;
     Some(World {
         _db: db,

@@ -7,7 +7,6 @@
 use muster_tests::{Backend, TestApp, spawn_app};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use super::sessions::{Socket, Team, socket_ends, stays_open, stream_ends};
 
@@ -15,13 +14,9 @@ both_backends!(revoking_a_token_ends_its_streams_and_sockets_at_once);
 
 /// Opens the WebSocket at `path` on `app` with `bearer`.
 async fn socket(app: &TestApp, path: &str, bearer: &str) -> Socket {
-    let mut request = format!("ws://{}{path}", app.addr)
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", bearer.parse().unwrap());
-    tokio_tungstenite::connect_async(request).await.unwrap().0
+    app.socket(path, &[("authorization", bearer)])
+        .await
+        .unwrap()
 }
 
 async fn revoking_a_token_ends_its_streams_and_sockets_at_once(backend: Backend) {
@@ -30,16 +25,12 @@ async fn revoking_a_token_ends_its_streams_and_sockets_at_once(backend: Backend)
     };
     let admin = t.token(&t.acme, &t.ada).await;
     let api = reqwest::Client::new();
-    let created: Value = api
-        .post(t.app.url("/api/v1/tokens"))
-        .bearer_auth(&admin)
-        .json(&json!({ "name": "laptop" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = muster_tests::json_of(
+        api.post(t.app.url("/api/v1/tokens"))
+            .bearer_auth(&admin)
+            .json(&json!({ "name": "laptop" })),
+    )
+    .await;
     let (id, token) = (
         created["id"].as_str().unwrap(),
         created["token"].as_str().unwrap(),

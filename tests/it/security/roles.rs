@@ -13,7 +13,7 @@ use std::time::Duration;
 use muster::domain::{AgentName, NewAgent};
 use serde_json::{Value, json};
 
-use crate::api::{Env, api_cases};
+use crate::api::{Env, api_cases, page_client, post_form};
 
 api_cases!(
     a_member_cannot_create_an_agent,
@@ -68,6 +68,20 @@ async fn stored(t: &Env, name: &str) -> NewAgent {
         .await
         .unwrap()
         .profile
+}
+
+/// Each `(field, body, message)`: the member's `PATCH` of agent `coder` with `body` is refused (403)
+/// with `message` on `field`, and `coder` stays `before`.
+async fn refused_to_the_member(t: &Env, attacks: &[(&str, Value, &str)], before: &NewAgent) {
+    for (field, body, message) in attacks {
+        let reply = t
+            .member
+            .api
+            .patch("/api/v1/agents/coder", body.clone())
+            .await;
+        assert_eq!(reply.error(403, field), [*message], "{body}");
+        assert_eq!(&stored(t, "coder").await, before, "{body} changed nothing");
+    }
 }
 
 /// The original attack: a member's `custom` agent whose run read `secret.key` and rewrote the database.
@@ -186,15 +200,7 @@ async fn a_member_cannot_change_what_runs(t: &Env) {
             "only owners and admins may change the permission mode",
         ),
     ];
-    for (field, body, message) in attacks {
-        let reply = t
-            .member
-            .api
-            .patch("/api/v1/agents/coder", body.clone())
-            .await;
-        assert_eq!(reply.error(403, field), [message], "{body}");
-        assert_eq!(stored(t, "coder").await, before, "{body} changed nothing");
-    }
+    refused_to_the_member(t, &attacks, &before).await;
     // One request changing several runtime fields names each; the allowed ones in it are not applied.
     let reply = t
         .member
@@ -381,15 +387,7 @@ async fn a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout(t:
             "only owners and admins may change the stall timeout",
         ),
     ];
-    for (field, body, message) in attacks {
-        let reply = t
-            .member
-            .api
-            .patch("/api/v1/agents/coder", body.clone())
-            .await;
-        assert_eq!(reply.error(403, field), [message], "{body}");
-        assert_eq!(stored(t, "coder").await, before, "{body} changed nothing");
-    }
+    refused_to_the_member(t, &attacks, &before).await;
     // One request with several: each named, nothing applied (not even the lowered token budget).
     let reply = t
         .member
@@ -453,7 +451,7 @@ async fn a_member_cannot_raise_a_budget_from_the_page_or_the_cli(t: &Env) {
         .await
         .unwrap();
     let csrf = muster::auth::csrf_token(&cookie);
-    let page = page_client(t, &cookie);
+    let page = page_client(&cookie);
     let form = |extra: &str| {
         format!(
             "_csrf={csrf}&color=%23334455&instructions=Be+careful.&max_concurrent_runs=1&max_retries=2&budget_tokens={extra}"
@@ -470,7 +468,7 @@ async fn a_member_cannot_raise_a_budget_from_the_page_or_the_cli(t: &Env) {
             form("&budget_usd=5&stall_timeout_secs=86400"),
         ),
     ] {
-        let reply = post_form(&page, t, "/w/alpha/agents/coder", crafted.clone()).await;
+        let reply = post_form(&page, &t.app, "/w/alpha/agents/coder", crafted.clone()).await;
         assert_eq!(reply.status(), 403, "{crafted}");
         let body = reply.text().await.unwrap();
         assert!(
@@ -480,7 +478,13 @@ async fn a_member_cannot_raise_a_budget_from_the_page_or_the_cli(t: &Env) {
         assert_eq!(stored(t, "coder").await, before, "{crafted}");
     }
     // The honest member's form (owners' fields disabled, so not sent) lowers the budget.
-    let reply = post_form(&page, t, "/w/alpha/agents/coder", form("&budget_usd=2.5")).await;
+    let reply = post_form(
+        &page,
+        &t.app,
+        "/w/alpha/agents/coder",
+        form("&budget_usd=2.5"),
+    )
+    .await;
     assert_eq!(reply.status(), 303);
     let after = stored(t, "coder").await;
     assert_eq!(after.budget.usd, Some(2.5));
@@ -547,7 +551,7 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
         .await
         .unwrap();
     let csrf = muster::auth::csrf_token(&cookie);
-    let page = page_client(t, &cookie);
+    let page = page_client(&cookie);
     let html = page
         .get(t.app.url("/w/alpha/agents/coder"))
         .send()
@@ -568,7 +572,7 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
     let honest = format!(
         "_csrf={csrf}&color=%23334455&instructions=Mind+the+tests&max_concurrent_runs=1&max_retries=2&budget_usd=&budget_tokens="
     );
-    let reply = post_form(&page, t, "/w/alpha/agents/coder", honest).await;
+    let reply = post_form(&page, &t.app, "/w/alpha/agents/coder", honest).await;
     assert_eq!(reply.status(), 303);
     let after = stored(t, "coder").await;
     assert_eq!(
@@ -594,7 +598,7 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
     let crafted = format!(
         "_csrf={csrf}&name=coder&color=%23334455&kind=custom&model=o3&instructions=x&command=%2Ftmp%2Fevil&base_url=&extra_args=&env_key=LD_PRELOAD&env_value=%2Ftmp%2Fevil.so&max_concurrent_runs=1&stall_timeout_secs=600&max_retries=2"
     );
-    let reply = post_form(&page, t, "/w/alpha/agents/coder", crafted).await;
+    let reply = post_form(&page, &t.app, "/w/alpha/agents/coder", crafted).await;
     assert_eq!(reply.status(), 403);
     let body = reply.text().await.unwrap();
     assert!(
@@ -617,7 +621,7 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
     );
     let create = format!("_csrf={csrf}&name=pwn&kind=custom&command=%2Ftmp%2Fevil");
     assert_eq!(
-        post_form(&page, t, "/w/alpha/agents", create)
+        post_form(&page, &t.app, "/w/alpha/agents", create)
             .await
             .status(),
         403
@@ -626,7 +630,7 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
 
     // The owner's form is editable.
     let owner_cookie = t.login(&t.owner.email, crate::api::PASSWORD).await.unwrap();
-    let html = page_client(t, &owner_cookie)
+    let html = page_client(&owner_cookie)
         .get(t.app.url("/w/alpha/agents/coder"))
         .send()
         .await
@@ -636,38 +640,6 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
         .unwrap();
     assert!(html.contains(r#"<fieldset class="panel agent-runtime">"#));
     assert!(!html.contains("Only owners and admins may change the runtime"));
-}
-
-fn page_client(t: &Env, cookie: &str) -> reqwest::Client {
-    let _ = t;
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(
-        reqwest::header::COOKIE,
-        format!("muster_session={cookie}").parse().unwrap(),
-    );
-    reqwest::Client::builder()
-        .default_headers(headers)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-async fn post_form(
-    client: &reqwest::Client,
-    t: &Env,
-    path: &str,
-    body: String,
-) -> reqwest::Response {
-    client
-        .post(t.app.url(path))
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap()
 }
 
 /// "A member re-pointed an owner's agent and the stored secret env went along." Re-pointing is an

@@ -133,14 +133,7 @@ impl World {
         let mut config = db.config();
         config.embedded_runner = runner;
         if runner {
-            let exe = std::env::current_exe().unwrap();
-            let bin = exe.parent().unwrap().parent().unwrap().join("muster");
-            assert!(
-                bin.is_file(),
-                "build {} first: cargo build -p muster",
-                bin.display()
-            );
-            config.self_exe = bin;
+            config.self_exe = muster_tests::muster_bin();
         }
         let app = spawn_app(config).await;
         Some(World {

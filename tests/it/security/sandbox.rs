@@ -15,7 +15,8 @@ use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::{DatabaseUrl, Store};
 use muster_tests::model_server::ModelServer;
-use muster_tests::{AppBuilder, Backend, TestDb, git, git_commit_all};
+use muster_tests::seed;
+use muster_tests::{AppBuilder, Backend, TestDb, git};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -50,23 +51,15 @@ impl World {
     pub(super) async fn start(backend: Backend) -> Option<World> {
         let db = TestDb::new(backend).await?;
         let store = db.store().await;
-        let (owner, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("owner@sandbox.test").unwrap(),
-                    display_name: "owner".to_owned(),
-                    password_hash: "unused".to_owned(),
-                },
-                &NewWorkspace::parse("Sandbox", "sandbox", "SBX").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (owner, ws) = seed::owner_of(
+            &store,
+            seed::person("owner@sandbox.test", "owner"),
+            ("Sandbox", "sandbox", "SBX"),
+        )
+        .await;
         let repo_dir = tempfile::tempdir().unwrap();
         let repo = repo_dir.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
-        git_commit_all(&repo, "first");
+        muster_tests::demo_repo(&repo);
         store
             .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
             .await
@@ -97,6 +90,15 @@ impl World {
             scripts: tempfile::tempdir().unwrap(),
             repo_dir,
         })
+    }
+
+    /// [`World::start`] for an attack: `None`, saying so, where this kernel cannot sandbox agents.
+    pub(super) async fn start_attack(backend: Backend) -> Option<World> {
+        if !sandboxed() {
+            eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
+            return None;
+        }
+        World::start(backend).await
     }
 
     pub(super) fn repo(&self) -> PathBuf {
@@ -221,11 +223,7 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
 }
 
 async fn an_agent_cannot_leave_its_run(backend: Backend) {
-    if !sandboxed() {
-        eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
-        return;
-    }
-    let Some(w) = World::start(backend).await else {
+    let Some(w) = World::start_attack(backend).await else {
         return;
     };
     let model = ModelServer::start().await.unwrap();
@@ -592,11 +590,7 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
 /// socketpairs, which could `sendto` a path) with EACCES, while the same run still commits and reaches the
 /// model server.
 async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
-    if !sandboxed() {
-        eprintln!("!!! SKIPPING the sandbox attacks: this kernel cannot sandbox agents");
-        return;
-    }
-    let Some(w) = World::start(backend).await else {
+    let Some(w) = World::start_attack(backend).await else {
         return;
     };
     let model = ModelServer::start().await.unwrap();

@@ -10,18 +10,16 @@
 //! Real server, real run engine, real `custom` agent processes, the real `muster` CLI; both backends.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use muster::domain::*;
-use muster::runner::executor::RunTiming;
-use muster::store::Store;
-use muster_tests::{AppBuilder, Backend, TestDb};
+use muster_tests::engine::{Env, quick_stops};
+use muster_tests::seed;
+use muster_tests::{Backend, TestDb, muster_bin};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// The owner's secret: long enough for every encoding to be looked for.
 const SECRET: &str = "sk-live-Q7f3x9KpL2mZ8vW4";
@@ -29,19 +27,6 @@ const SECRET: &str = "sk-live-Q7f3x9KpL2mZ8vW4";
 const DEADLINE: Duration = Duration::from_secs(60);
 
 both_backends!(an_agent_cannot_leak_its_secret_through_its_output,);
-
-/// The `muster` binary next to this test binary (`cargo test --workspace` builds it; after
-/// `cargo test -p muster-tests`, build it with `cargo build -p muster`).
-fn muster_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("muster");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it with `cargo build -p muster`",
-        bin.display()
-    );
-    bin
-}
 
 /// Every form of the secret the attack prints, as the shell commands compute them.
 fn forms() -> Vec<(&'static str, String)> {
@@ -77,161 +62,34 @@ fn assert_clean(what: &str, text: &str) {
     }
 }
 
-struct World {
-    _db: TestDb,
-    addr: std::net::SocketAddr,
-    store: Arc<dyn Store>,
-    ws: Workspace,
-    owner_token: String,
-    scripts: tempfile::TempDir,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+/// The run engine's [`Env`] on a workspace whose repository has one commit.
+async fn start(backend: Backend) -> Option<Env> {
+    let db = TestDb::new(backend).await?;
+    let store = db.store().await;
+    let owner = seed::person("owner@secrets.test", "owner");
+    let (owner, ws) = seed::owner_of(&store, owner, ("Secrets", "secrets", "SEC")).await;
+    let repo = db.dir.path().join("repo");
+    muster_tests::demo_repo(&repo);
+    store
+        .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
+        .await
+        .unwrap();
+    Some(Env::boot_with(db, store, ws, owner.id, |_| {}, quick_stops()).await)
 }
 
-impl World {
-    async fn start(backend: Backend) -> Option<World> {
-        let db = TestDb::new(backend).await?;
-        let store = db.store().await;
-        let (owner, ws) = store
-            .create_owner_and_workspace(
-                &NewUser {
-                    email: Email::parse("owner@secrets.test").unwrap(),
-                    display_name: "owner".into(),
-                    password_hash: "unused".into(),
-                },
-                &NewWorkspace::parse("Secrets", "secrets", "SEC").unwrap(),
-            )
-            .await
-            .unwrap();
-        let owner_token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "t").await;
-        let scripts = tempfile::tempdir().unwrap();
-        let repo = scripts.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        muster_tests::git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README.md"), "# Demo\n").unwrap();
-        muster_tests::git_commit_all(&repo, "first");
-        store
-            .set_workspace_repo(ws.id, Some(&repo.display().to_string()))
-            .await
-            .unwrap();
-        store.close().await;
-        let app = AppBuilder::new(db.config())
-            .embedded_runner()
-            .timing(RunTiming {
-                int_grace: Duration::from_secs(2),
-                term_grace: Duration::from_secs(2),
-                ..RunTiming::default()
-            })
-            .spawn()
-            .await;
-        Some(World {
-            _db: db,
-            addr: app.addr,
-            store: app.store,
-            ws,
-            owner_token,
-            scripts,
-            shutdown: app.shutdown,
-            handle: app.handle,
-        })
-    }
-
-    /// Sends a request as the owner and returns status and body text.
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, String) {
-        let mut req = reqwest::Client::new()
-            .request(method, format!("http://{}{path}", self.addr))
-            .bearer_auth(&self.owner_token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    }
-
-    async fn get_ok(&self, path: &str) -> String {
-        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {text}");
-        text
-    }
-
-    /// The owner creates a `custom` agent running `script`, with the secret `API_KEY`.
-    async fn agent(&self, name: &str, script: &Path) {
-        let body = json!({
+/// The owner creates a `custom` agent running `script`, with the secret `API_KEY`, which the answer
+/// does not show.
+async fn agent(w: &Env, name: &str, script: &Path) {
+    let text = w
+        .create_agent(json!({
             "name": name,
             "kind": "custom",
             "command": script.display().to_string(),
             "max_retries": 0,
             "env": [{ "key": "API_KEY", "value": SECRET, "secret": true }],
-        });
-        let (status, text) = self
-            .call(reqwest::Method::POST, "/api/v1/agents", Some(body))
-            .await;
-        assert_eq!(status, 201, "{text}");
-        assert!(!text.contains(SECRET), "{text}");
-    }
-
-    /// An issue assigned to `agent` (in todo, so it starts a run); returns its key.
-    async fn assign(&self, title: &str, agent: &str) -> String {
-        let body = json!({ "title": title, "status": "todo", "assignee": agent });
-        let (status, text) = self
-            .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
-            .await;
-        assert_eq!(status, 201, "{text}");
-        serde_json::from_str::<Value>(&text).unwrap()["key"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    /// The issue's run once it and its follow-up (comment, inbox) are done.
-    async fn finished(&self, key: &str, settled: IssueStatus) -> Run {
-        let key = IssueKey::parse(key).unwrap();
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            let issue = self.store.get_issue(self.ws.id, &key).await.unwrap();
-            let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
-            if let Some(run) = runs.last()
-                && run.status.is_terminal()
-                && issue.status == settled
-            {
-                return run.clone();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the run on {key} did not finish: {runs:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// The owner's inbox once it holds an item about `run`.
-    async fn inbox_with(&self, run: RunId) -> Vec<InboxItem> {
-        let owner = self.store.list_members(self.ws.id).await.unwrap()[0]
-            .user
-            .id;
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            let inbox = self.store.list_inbox(self.ws.id, owner).await.unwrap();
-            if inbox.iter().any(|i| i.run_id == Some(run)) {
-                return inbox;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no inbox item: {inbox:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
-    }
+        }))
+        .await;
+    assert!(!text.contains(SECRET), "{text}");
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -243,7 +101,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 async fn an_agent_cannot_leak_its_secret_through_its_output(backend: Backend) {
-    let Some(w) = World::start(backend).await else {
+    let Some(w) = start(backend).await else {
         return;
     };
     let muster = muster_bin();
@@ -276,15 +134,18 @@ printf '{{"type":"result","subtype":"success","is_error":false,"result":"summary
 printf '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"cannot use key %s (%s)"}\n' "$API_KEY" "$(printf %s "$API_KEY" | rev)"
 exit 1"#,
     );
-    w.agent("leaker", &leaker).await;
-    w.agent("failer", &failer).await;
-    let leaked_key = w.assign("Leak it", "leaker").await;
-    let failed_key = w.assign("Fail with it", "failer").await;
-    let run = w.finished(&leaked_key, IssueStatus::InReview).await;
+    agent(&w, "leaker", &leaker).await;
+    agent(&w, "failer", &failer).await;
+    let leaked_key = w.file_assigned("Leak it", "", "leaker").await;
+    let failed_key = w.file_assigned("Fail with it", "", "failer").await;
+    let run = w
+        .settled(&leaked_key, IssueStatus::InReview, DEADLINE)
+        .await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
-    let failed = w.finished(&failed_key, IssueStatus::Todo).await;
+    let failed = w.settled(&failed_key, IssueStatus::Todo, DEADLINE).await;
     assert_eq!(failed.status, RunStatus::Failed, "{failed:?}");
-    let inbox = w.inbox_with(failed.id).await;
+    w.inbox_about(failed.id).await;
+    let inbox = w.inbox().await;
 
     // Everything the owner can read about both runs.
     let slug = w.ws.slug.as_str().to_owned();

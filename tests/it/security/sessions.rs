@@ -14,17 +14,17 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use muster::config::Config;
 use muster::domain::*;
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
-use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest as _};
+use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::login::{PASSWORD, client_from};
 
 /// How long a connection may take to end after it must.
 const DEADLINE: Duration = Duration::from_secs(10);
 
-pub(super) type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(super) use muster_tests::Socket;
 
 both_backends!(
     signing_out_ends_the_sessions_live_connections,
@@ -49,40 +49,14 @@ impl Team {
         let mut config = db.config();
         tune(&mut config);
         let app = spawn_app(config).await;
-        let hash = muster::auth::hash_password(PASSWORD).unwrap();
-        let person = |email: &str| NewUser {
-            email: Email::parse(email).unwrap(),
-            display_name: email.split('@').next().unwrap().into(),
-            password_hash: hash.clone(),
-        };
         let s = &app.store;
-        let (ada, acme) = s
-            .create_owner_and_workspace(
-                &person("ada@acme.test"),
-                &NewWorkspace::parse("Acme", "acme", "ACM").unwrap(),
-            )
-            .await
-            .unwrap();
-        let bob = s
-            .add_new_member(acme.id, &person("bob@acme.test"), Role::Member)
-            .await
-            .unwrap()
-            .user;
-        let (_, other) = s
-            .create_owner_and_workspace(
-                &person("eve@other.test"),
-                &NewWorkspace::parse("Other", "other", "OTH").unwrap(),
-            )
-            .await
-            .unwrap();
+        let (ada, acme) = seed::owner_of(s, seed::person("ada@acme.test", "ada"), seed::ACME).await;
+        let bob = seed::person("bob@acme.test", "bob");
+        let bob = seed::member(s, acme.id, bob, Role::Member).await.user;
+        let other = ("Other", "other", "OTH");
+        let (_, other) = seed::owner_of(s, seed::person("eve@other.test", "eve"), other).await;
         s.add_member(other.id, bob.id, Role::Member).await.unwrap();
-        let agent = s
-            .create_agent(
-                acme.id,
-                &NewAgent::new(AgentName::parse("coder").unwrap(), RuntimeKind::Claude),
-            )
-            .await
-            .unwrap();
+        let agent = seed::agent(s, acme.id, "coder", RuntimeKind::Claude).await;
         let issue = s
             .create_issue(
                 acme.id,
@@ -91,18 +65,7 @@ impl Team {
             .await
             .unwrap();
         let run = s
-            .create_run(&NewRun {
-                workspace_id: acme.id,
-                issue_id: issue.id,
-                agent_id: agent.id,
-                attempt: 1,
-                not_before: None,
-                chain_depth: 0,
-                trigger: muster::domain::RunTrigger::Assignment,
-                trigger_comment_id: None,
-                previous_run_id: None,
-                ensemble_run_id: None,
-            })
+            .create_run(&NewRun::assignment(acme.id, issue.id, agent.id))
             .await
             .unwrap();
         Some(Team {
@@ -134,15 +97,7 @@ impl Team {
         path: &str,
         header: (&'static str, &str),
     ) -> Result<Socket, tungstenite::Error> {
-        let mut request = format!("ws://{}{path}", self.app.addr)
-            .into_client_request()
-            .unwrap();
-        request
-            .headers_mut()
-            .insert(header.0, header.1.parse().unwrap());
-        tokio_tungstenite::connect_async(request)
-            .await
-            .map(|(s, _)| s)
+        self.app.socket(path, &[header]).await
     }
 
     /// Starts following the run's events (SSE) with the given header; returns the open response.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{TimeDelta, Utc};
 use muster::domain::*;
 use muster::store::{RunFilter, Store};
+use muster_tests::engine::{bare_outcome, claim_next};
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
 
@@ -77,19 +78,10 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
-    let new_run = |issue: IssueId| NewRun {
-        workspace_id: f.ws.id,
-        issue_id: issue,
-        agent_id: coder.id,
-        attempt: 1,
-        not_before: None,
-        chain_depth: 0,
-        trigger: muster::domain::RunTrigger::Assignment,
-        trigger_comment_id: None,
-        previous_run_id: None,
-        ensemble_run_id: None,
-    };
-    let run = store.create_run(&new_run(doomed.id)).await.unwrap();
+    let run = store
+        .create_run(&NewRun::assignment(f.ws.id, doomed.id, coder.id))
+        .await
+        .unwrap();
     store
         .append_run_events(
             run.id,
@@ -102,7 +94,10 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
-    let kept_run = store.create_run(&new_run(kept.id)).await.unwrap();
+    let kept_run = store
+        .create_run(&NewRun::assignment(f.ws.id, kept.id, coder.id))
+        .await
+        .unwrap();
     store
         .create_inbox_item(&NewInboxItem {
             workspace_id: f.ws.id,
@@ -117,20 +112,8 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         .unwrap();
 
     // A claimed (live) run blocks the delete: its process must be stopped first.
-    let runner = store
-        .register_runner("embedded", "0.1.0", &serde_json::json!([]))
+    let claimed = claim_next(store.as_ref(), "embedded", TimeDelta::seconds(30))
         .await
-        .unwrap();
-    let now = Utc::now();
-    let claimed = store
-        .claim_next_run(
-            runner.id,
-            &muster::store::ClaimScope::anything(&runner.name),
-            now,
-            now + TimeDelta::seconds(30),
-        )
-        .await
-        .unwrap()
         .expect("a queued run");
     assert_eq!(claimed.id, run.id, "the oldest queued run");
     assert_conflict(store.delete_issue(f.ws.id, &doomed.key).await, "run_live");
@@ -139,7 +122,10 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
         doomed.id
     );
 
-    store.finish_run(run.id, &cancelled()).await.unwrap();
+    store
+        .finish_run(run.id, &bare_outcome(RunStatus::Cancelled))
+        .await
+        .unwrap();
     let other = fixture(&store, "other", "OTH").await;
     assert_not_found(store.delete_issue(other.ws.id, &doomed.key).await);
     let deleted = store.delete_issue(f.ws.id, &doomed.key).await.unwrap();
@@ -183,19 +169,4 @@ async fn issue_deletes_take_everything_along(store: Arc<dyn Store>) {
     // The number is not reused.
     let next = issue(&store, f.ws.id, "Next", IssueStatus::Todo).await;
     assert_eq!(next.key.number, 4);
-}
-
-fn cancelled() -> RunOutcome {
-    RunOutcome {
-        status: RunStatus::Cancelled,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    }
 }

@@ -8,6 +8,7 @@ use muster::store::{ClaimScope, Store};
 use serde_json::json;
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases};
+use muster_tests::engine::bare_outcome;
 
 store_cases!(
     ensembles_are_named_per_workspace,
@@ -160,21 +161,7 @@ async fn an_ensemble_run_queues_its_candidates_atomically(store: Arc<dyn Store>)
     // keeps its runs with their snapshot.
     for r in &queued {
         store
-            .finish_run(
-                r.id,
-                &RunOutcome {
-                    status: RunStatus::Cancelled,
-                    exit_code: None,
-                    failure_reason: None,
-                    failure_detail: None,
-                    usage: Usage::default(),
-                    summary: None,
-                    diff_stat: None,
-                    session_id: None,
-                    base_commit: None,
-                    head_commit: None,
-                },
-            )
+            .finish_run(r.id, &bare_outcome(RunStatus::Cancelled))
             .await
             .unwrap();
     }

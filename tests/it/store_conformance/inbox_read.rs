@@ -7,6 +7,7 @@ use muster::domain::*;
 use muster::store::Store;
 
 use super::{agent, assert_not_found, fixture, issue, store_cases, user};
+use muster_tests::engine::bare_outcome;
 
 store_cases!(
     inbox_read_state_is_per_person,
@@ -229,22 +230,17 @@ async fn latest_runs_are_one_per_issue(store: Arc<dyn Store>) {
     let _no_runs = issue(&store, f.ws.id, "C", IssueStatus::Todo).await;
     let o = issue(&store, other.ws.id, "O", IssueStatus::Todo).await;
     let run = |issue: IssueId, agent: AgentId, ws: WorkspaceId, attempt: i32| NewRun {
-        workspace_id: ws,
-        issue_id: issue,
-        agent_id: agent,
         attempt,
-        not_before: None,
-        chain_depth: 0,
-        trigger: muster::domain::RunTrigger::Assignment,
-        trigger_comment_id: None,
-        previous_run_id: None,
-        ensemble_run_id: None,
+        ..NewRun::assignment(ws, issue, agent)
     };
     let a1 = store
         .create_run(&run(a.id, coder.id, f.ws.id, 1))
         .await
         .unwrap();
-    store.finish_run(a1.id, &cancelled()).await.unwrap();
+    store
+        .finish_run(a1.id, &bare_outcome(RunStatus::Cancelled))
+        .await
+        .unwrap();
     let a2 = store
         .create_run(&run(a.id, coder.id, f.ws.id, 2))
         .await
@@ -269,21 +265,6 @@ async fn latest_runs_are_one_per_issue(store: Arc<dyn Store>) {
     let mut expected = vec![(a.id, a2.id), (b.id, b1.id)];
     expected.sort();
     assert_eq!(latest, expected);
-}
-
-fn cancelled() -> RunOutcome {
-    RunOutcome {
-        status: RunStatus::Cancelled,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    }
 }
 
 async fn a_mention_item_links_its_comment_while_it_exists(store: Arc<dyn Store>) {

@@ -8,6 +8,7 @@ use muster::store::{ClaimScope, LeasedEvents, Store};
 use serde_json::json;
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases};
+use muster_tests::engine::bare_outcome;
 
 store_cases!(
     runner_tokens_are_scoped_and_revocable,
@@ -37,33 +38,11 @@ fn at(seconds: i64) -> DateTime<Utc> {
     t
 }
 
-fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
-    NewRun {
-        workspace_id: ws,
-        issue_id: issue,
-        agent_id: agent,
-        attempt: 1,
-        not_before: None,
-        chain_depth: 0,
-        trigger: muster::domain::RunTrigger::Assignment,
-        trigger_comment_id: None,
-        previous_run_id: None,
-        ensemble_run_id: None,
-    }
-}
-
 fn outcome(status: RunStatus) -> RunOutcome {
     RunOutcome {
-        status,
         exit_code: Some(0),
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
         summary: Some("done".into()),
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(status)
     }
 }
 
@@ -213,7 +192,7 @@ async fn remote_runners_keep_their_identity(store: Arc<dyn Store>) {
     let coder = agent(&store, f.ws.id, "coder", 1).await;
     let i = issue(&store, f.ws.id, "Held", IssueStatus::Todo).await;
     store
-        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
         .await
         .unwrap();
     let scope = ClaimScope {
@@ -367,19 +346,19 @@ async fn claims_stay_within_their_scope(store: Arc<dyn Store>) {
     let i = issue(&store, f.ws.id, "Work", IssueStatus::Todo).await;
     let j = issue(&store, other.ws.id, "Theirs", IssueStatus::Todo).await;
     let bound_run = store
-        .create_run(&new_run(f.ws.id, i.id, bound.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, bound.id))
         .await
         .unwrap();
     let their_run = store
-        .create_run(&new_run(other.ws.id, j.id, theirs.id))
+        .create_run(&NewRun::assignment(other.ws.id, j.id, theirs.id))
         .await
         .unwrap();
     let codex_run = store
-        .create_run(&new_run(f.ws.id, i.id, codex.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, codex.id))
         .await
         .unwrap();
     let claude_run = store
-        .create_run(&new_run(f.ws.id, i.id, claude.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, claude.id))
         .await
         .unwrap();
 
@@ -453,7 +432,7 @@ async fn stale_lease_epochs_write_nothing(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let run = store
-        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
         .await
         .unwrap();
     assert_eq!(run.lease_epoch, 0);
@@ -669,7 +648,10 @@ async fn claimed_run(
     lease: DateTime<Utc>,
 ) -> Run {
     let i = issue(store, ws, title, IssueStatus::Todo).await;
-    store.create_run(&new_run(ws, i.id, agent)).await.unwrap();
+    store
+        .create_run(&NewRun::assignment(ws, i.id, agent))
+        .await
+        .unwrap();
     store
         .claim_next_run(runner, &ClaimScope::anything("any"), Utc::now(), lease)
         .await
@@ -787,7 +769,7 @@ async fn queued_runs_are_listed_oldest_first(store: Arc<dyn Store>) {
     for (issue, agent) in [(&i, &coder), (&i, &tester), (&j, &coder), (&j, &tester)] {
         made.push(
             store
-                .create_run(&new_run(f.ws.id, issue.id, agent.id))
+                .create_run(&NewRun::assignment(f.ws.id, issue.id, agent.id))
                 .await
                 .unwrap()
                 .id,
@@ -796,7 +778,7 @@ async fn queued_runs_are_listed_oldest_first(store: Arc<dyn Store>) {
     let theirs = agent(&store, other.ws.id, "coder", 1).await;
     let k = issue(&store, other.ws.id, "Theirs", IssueStatus::Todo).await;
     store
-        .create_run(&new_run(other.ws.id, k.id, theirs.id))
+        .create_run(&NewRun::assignment(other.ws.id, k.id, theirs.id))
         .await
         .unwrap();
     // One claimed (coder's oldest), one cancelled: neither waits any more.

@@ -9,6 +9,7 @@ use muster::store::{ClaimScope, Store};
 use serde_json::json;
 
 use super::{agent, assert_conflict, assert_not_found, fixture, issue, store_cases, user};
+use muster_tests::engine::bare_outcome;
 
 store_cases!(
     run_lifecycle,
@@ -32,7 +33,7 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
     let i = issue(&store, f.ws.id, "Do it", IssueStatus::Todo).await;
     let j = issue(&store, f.ws.id, "Do that", IssueStatus::Todo).await;
     let failed = store
-        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
         .await
         .unwrap();
     let usage = Usage {
@@ -42,16 +43,11 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
         ..Usage::default()
     };
     let outcome = RunOutcome {
-        status: RunStatus::Failed,
         exit_code: Some(1),
         failure_reason: Some(FailureReason::Auth),
         failure_detail: Some("unexpected status 401 Unauthorized".into()),
         usage,
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(RunStatus::Failed)
     };
     let done = store.finish_run(failed.id, &outcome).await.unwrap();
     let read = store.get_run(failed.id).await.unwrap();
@@ -65,7 +61,7 @@ async fn a_failure_detail_and_an_unknown_cost_are_kept(store: Arc<dyn Store>) {
     }
     // A run that cost nothing known stays a known zero; a queued run knows no failure.
     let priced = store
-        .create_run(&new_run(f.ws.id, j.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, j.id, coder.id))
         .await
         .unwrap();
     assert_eq!(
@@ -96,21 +92,6 @@ fn any() -> ClaimScope {
     ClaimScope::anything("embedded")
 }
 
-fn new_run(ws: WorkspaceId, issue: IssueId, agent: AgentId) -> NewRun {
-    NewRun {
-        workspace_id: ws,
-        issue_id: issue,
-        agent_id: agent,
-        attempt: 1,
-        not_before: None,
-        chain_depth: 0,
-        trigger: muster::domain::RunTrigger::Assignment,
-        trigger_comment_id: None,
-        previous_run_id: None,
-        ensemble_run_id: None,
-    }
-}
-
 async fn runner(store: &Arc<dyn Store>, name: &str) -> Runner {
     store
         .register_runner(
@@ -139,7 +120,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
     let r2 = runner(&store, "remote").await;
 
     let run = store
-        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
         .await
         .unwrap();
     assert_eq!(
@@ -147,7 +128,9 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
         (RunStatus::Queued, 1, None)
     );
     assert_conflict(
-        store.create_run(&new_run(f.ws.id, i.id, coder.id)).await,
+        store
+            .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
+            .await,
         "run_one_active_key",
     );
     assert_eq!(store.get_run(run.id).await.unwrap(), run);
@@ -220,10 +203,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
     assert_not_found(store.set_run_stalled(RunId::new(), None).await);
 
     let outcome = RunOutcome {
-        status: RunStatus::Succeeded,
         exit_code: Some(0),
-        failure_reason: None,
-        failure_detail: None,
         usage: Usage {
             input_tokens: 1200,
             output_tokens: 340,
@@ -236,8 +216,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
         summary: Some("Fixed it".into()),
         diff_stat: Some("1 file changed, 2 insertions(+)".into()),
         session_id: Some("sess-1".into()),
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(RunStatus::Succeeded)
     };
     let done = store.finish_run(run.id, &outcome).await.unwrap();
     assert_eq!(
@@ -268,7 +247,7 @@ async fn run_lifecycle(store: Arc<dyn Store>) {
     let retry = store
         .create_run(&NewRun {
             attempt: 2,
-            ..new_run(f.ws.id, i.id, coder.id)
+            ..NewRun::assignment(f.ws.id, i.id, coder.id)
         })
         .await
         .unwrap();
@@ -302,7 +281,7 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
     for n in 0..4 {
         let i = issue(&store, f.ws.id, &format!("i{n}"), IssueStatus::Todo).await;
         store
-            .create_run(&new_run(f.ws.id, i.id, pair.id))
+            .create_run(&NewRun::assignment(f.ws.id, i.id, pair.id))
             .await
             .unwrap();
     }
@@ -312,7 +291,7 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
     let backoff = store
         .create_run(&NewRun {
             not_before: Some(now + TimeDelta::seconds(60)),
-            ..new_run(f.ws.id, later.id, solo.id)
+            ..NewRun::assignment(f.ws.id, later.id, solo.id)
         })
         .await
         .unwrap();
@@ -329,16 +308,9 @@ async fn claims_respect_agent_concurrency_and_backoff(store: Arc<dyn Store>) {
     assert!(claimed.iter().all(|c| c.agent_id == pair.id));
     // Finishing one frees a slot; the backoff run becomes claimable once its time comes.
     let outcome = RunOutcome {
-        status: RunStatus::Failed,
         exit_code: Some(1),
         failure_reason: Some(FailureReason::Exit),
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(RunStatus::Failed)
     };
     store.finish_run(claimed[0].id, &outcome).await.unwrap();
     let next = store
@@ -375,7 +347,7 @@ async fn eight_claimers_take_two_hundred_runs_exactly_once(store: Arc<dyn Store>
         for a in &agents {
             queued.insert(
                 store
-                    .create_run(&new_run(f.ws.id, i.id, a.id))
+                    .create_run(&NewRun::assignment(f.ws.id, i.id, a.id))
                     .await
                     .unwrap()
                     .id,
@@ -431,11 +403,11 @@ async fn expired_leases_are_interrupted(store: Arc<dyn Store>) {
     let i1 = issue(&store, f.ws.id, "one", IssueStatus::Todo).await;
     let i2 = issue(&store, f.ws.id, "two", IssueStatus::Todo).await;
     store
-        .create_run(&new_run(f.ws.id, i1.id, a.id))
+        .create_run(&NewRun::assignment(f.ws.id, i1.id, a.id))
         .await
         .unwrap();
     store
-        .create_run(&new_run(f.ws.id, i2.id, a.id))
+        .create_run(&NewRun::assignment(f.ws.id, i2.id, a.id))
         .await
         .unwrap();
     let now = Utc::now();
@@ -500,7 +472,7 @@ async fn run_events_append_idempotently(store: Arc<dyn Store>) {
     let a = agent(&store, f.ws.id, "a", 1).await;
     let i = issue(&store, f.ws.id, "log", IssueStatus::Todo).await;
     let run = store
-        .create_run(&new_run(f.ws.id, i.id, a.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, a.id))
         .await
         .unwrap();
     assert_eq!(store.append_run_events(run.id, &[]).await.unwrap(), 0);
@@ -608,23 +580,12 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
     let tester = agent(&store, f.ws.id, "tester", 4).await;
     let i1 = issue(&store, f.ws.id, "One", IssueStatus::Todo).await;
     let i2 = issue(&store, f.ws.id, "Two", IssueStatus::Todo).await;
-    let cancelled = RunOutcome {
-        status: RunStatus::Cancelled,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    };
+    let cancelled = bare_outcome(RunStatus::Cancelled);
     // Oldest to newest: coder on i1 (cancelled), tester on i1, coder on i1 again, coder on i2.
     let mut made = Vec::new();
     for (i, a) in [(&i1, &coder), (&i1, &tester), (&i1, &coder), (&i2, &coder)] {
         let run = store
-            .create_run(&new_run(f.ws.id, i.id, a.id))
+            .create_run(&NewRun::assignment(f.ws.id, i.id, a.id))
             .await
             .unwrap();
         if made.is_empty() {
@@ -635,7 +596,7 @@ async fn list_runs_filters_and_orders(store: Arc<dyn Store>) {
     let o_agent = agent(&store, other.ws.id, "coder", 1).await;
     let o_issue = issue(&store, other.ws.id, "Theirs", IssueStatus::Todo).await;
     let o_run = store
-        .create_run(&new_run(other.ws.id, o_issue.id, o_agent.id))
+        .create_run(&NewRun::assignment(other.ws.id, o_issue.id, o_agent.id))
         .await
         .unwrap();
 
@@ -763,7 +724,7 @@ async fn run_tokens_live_with_their_run(store: Arc<dyn Store>) {
     let i = issue(&store, f.ws.id, "Token", IssueStatus::Todo).await;
     let r = runner(&store, "embedded").await;
     let run = store
-        .create_run(&new_run(f.ws.id, i.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
         .await
         .unwrap();
     let token = |name: &str, hash: &str, run_id: Option<RunId>| NewApiToken {
@@ -811,37 +772,28 @@ async fn run_tokens_live_with_their_run(store: Arc<dyn Store>) {
     // A token of a run that ended without revoking it (a crash) is dead too.
     let j = issue(&store, f.ws.id, "Crash", IssueStatus::Todo).await;
     let crashed = store
-        .create_run(&new_run(f.ws.id, j.id, coder.id))
+        .create_run(&NewRun::assignment(f.ws.id, j.id, coder.id))
         .await
         .unwrap();
     store
         .create_api_token(&token("crashed", "hash-crashed", Some(crashed.id)))
         .await
         .unwrap();
-    store.finish_run(run.id, &cancelled()).await.unwrap();
+    store
+        .finish_run(run.id, &bare_outcome(RunStatus::Cancelled))
+        .await
+        .unwrap();
     store
         .claim_next_run(r.id, &any(), now, now + TimeDelta::seconds(20))
         .await
         .unwrap()
         .unwrap();
     store.use_api_token("hash-crashed", now).await.unwrap();
-    store.finish_run(crashed.id, &cancelled()).await.unwrap();
+    store
+        .finish_run(crashed.id, &bare_outcome(RunStatus::Cancelled))
+        .await
+        .unwrap();
     assert_not_found(store.use_api_token("hash-crashed", now).await);
-}
-
-fn cancelled() -> RunOutcome {
-    RunOutcome {
-        status: RunStatus::Cancelled,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    }
 }
 
 /// `list_live_runs_of_runner` returns the claimed and running runs of that runner only, oldest first.
@@ -856,7 +808,7 @@ async fn a_runner_finds_the_runs_it_left(store: Arc<dyn Store>) {
         let a = agent(&store, f.ws.id, &format!("agent-{n}"), 1).await;
         let i = issue(&store, f.ws.id, &format!("Issue {n}"), IssueStatus::Todo).await;
         store
-            .create_run(&new_run(f.ws.id, i.id, a.id))
+            .create_run(&NewRun::assignment(f.ws.id, i.id, a.id))
             .await
             .unwrap();
         let claimer = if n == 2 { r2.id } else { r1.id };
@@ -879,7 +831,10 @@ async fn a_runner_finds_the_runs_it_left(store: Arc<dyn Store>) {
                 .unwrap();
         }
         if n == 3 {
-            store.finish_run(run.id, &cancelled()).await.unwrap();
+            store
+                .finish_run(run.id, &bare_outcome(RunStatus::Cancelled))
+                .await
+                .unwrap();
         }
         if claimer == r1.id && n != 3 {
             mine.push(run.id);

@@ -83,18 +83,7 @@ async fn agents_crud(store: Arc<dyn Store>) {
     // An agent with run history cannot be deleted; one without can.
     let i = issue(&store, f.ws.id, "x", IssueStatus::Todo).await;
     store
-        .create_run(&NewRun {
-            workspace_id: f.ws.id,
-            issue_id: i.id,
-            agent_id: alpha.id,
-            attempt: 1,
-            not_before: None,
-            chain_depth: 0,
-            trigger: muster::domain::RunTrigger::Assignment,
-            trigger_comment_id: None,
-            previous_run_id: None,
-            ensemble_run_id: None,
-        })
+        .create_run(&NewRun::assignment(f.ws.id, i.id, alpha.id))
         .await
         .unwrap();
     assert_conflict(store.delete_agent(f.ws.id, alpha.id).await, "foreign_key");

@@ -8,6 +8,7 @@ use muster::domain::*;
 use muster::store::Store;
 
 use super::{agent, assert_conflict, fixture, issue, store_cases};
+use muster_tests::engine::bare_outcome;
 
 store_cases!(
     a_follow_up_records_its_trigger_and_previous_run,
@@ -27,21 +28,6 @@ async fn comment(
         .add_comment(issue, &NewComment::parse(author, body).unwrap())
         .await
         .unwrap()
-}
-
-fn cancelled() -> RunOutcome {
-    RunOutcome {
-        status: RunStatus::Cancelled,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    }
 }
 
 async fn a_follow_up_records_its_trigger_and_previous_run(store: Arc<dyn Store>) {
@@ -65,7 +51,10 @@ async fn a_follow_up_records_its_trigger_and_previous_run(store: Arc<dyn Store>)
         (None, None)
     );
     assert!(store.list_run_comments(first.id).await.unwrap().is_empty());
-    store.finish_run(first.id, &cancelled()).await.unwrap();
+    store
+        .finish_run(first.id, &bare_outcome(RunStatus::Cancelled))
+        .await
+        .unwrap();
 
     let reply = comment(
         &store,
@@ -135,7 +124,10 @@ async fn comments_fold_into_a_queued_run_only(store: Arc<dyn Store>) {
         store.list_run_comments(run.id).await.unwrap(),
         vec![a.id, b.id]
     );
-    store.finish_run(run.id, &cancelled()).await.unwrap();
+    store
+        .finish_run(run.id, &bare_outcome(RunStatus::Cancelled))
+        .await
+        .unwrap();
     let c = comment(&store, i.id, CommentAuthor::User(f.owner.id), "too late").await;
     assert!(
         !store.add_run_comment(run.id, c.id).await.unwrap(),
@@ -213,7 +205,10 @@ async fn agent_triggered_runs_are_counted_per_issue_since_a_time(store: Arc<dyn 
             ..NewRun::assignment(f.ws.id, issue, agent)
         };
         let run = store.create_run(&new).await.unwrap();
-        store.finish_run(run.id, &cancelled()).await.unwrap();
+        store
+            .finish_run(run.id, &bare_outcome(RunStatus::Cancelled))
+            .await
+            .unwrap();
     }
     let again = NewRun {
         trigger: RunTrigger::Mention,

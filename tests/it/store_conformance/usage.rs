@@ -8,6 +8,7 @@ use muster::domain::*;
 use muster::store::Store;
 
 use super::{agent, assert_not_found, fixture, issue, store_cases};
+use muster_tests::engine::bare_outcome;
 
 store_cases!(
     usage_runs_and_spend_sum_exactly,
@@ -18,10 +19,8 @@ store_cases!(
 
 fn outcome(status: RunStatus, input: i64, output: i64, cost: f64, unknown: bool) -> RunOutcome {
     RunOutcome {
-        status,
         exit_code: Some(0),
         failure_reason: (status == RunStatus::Failed).then_some(FailureReason::OverBudget),
-        failure_detail: None,
         usage: Usage {
             input_tokens: input,
             output_tokens: output,
@@ -31,11 +30,7 @@ fn outcome(status: RunStatus, input: i64, output: i64, cost: f64, unknown: bool)
             cost_unknown: unknown,
             cost_estimated: false,
         },
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
+        ..bare_outcome(status)
     }
 }
 
