@@ -41,13 +41,10 @@ async fn show_more_and_live_moves_with_paging() {
         };
         app.store.create_issue(ws.id, &new).await.unwrap();
     }
-    let Some(ada) = Browser::start().await else {
+    let base = app.url("");
+    let Some(ada) = Browser::signed_in(&base, "ada@acme.test", LIVE).await else {
         return;
     };
-    let base = app.url("");
-    ada.sign_in(&base, "ada@acme.test", "correct-horse", LIVE)
-        .await
-        .unwrap();
     ada.find("#board-live").await.unwrap();
     until(&ada, CARDS, json!(40)).await;
     assert_eq!(ada.text("#count-todo").await.unwrap(), "95");
@@ -73,12 +70,9 @@ async fn show_more_and_live_moves_with_paging() {
 
     // Bob, on his own board, moves ACM-90 (beyond every shown page) to done: Ada's todo keeps its 80
     // cards and counts one fewer, and the card lands in done.
-    let Some(bob) = Browser::start().await else {
+    let Some(bob) = Browser::signed_in(&base, "bob@acme.test", LIVE).await else {
         return;
     };
-    bob.sign_in(&base, "bob@acme.test", "correct-horse", LIVE)
-        .await
-        .unwrap();
     bob.find("#board-live").await.unwrap();
     let posted = bob
         .execute(

@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-use muster_tests::seed::PASSWORD;
 /// WebDriver's key codes.
 const ENTER: &str = "\u{e007}";
 const ESCAPE: &str = "\u{e00c}";
@@ -96,13 +95,9 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
     .await;
     assert!(cancelled.status().is_success(), "{}", cancelled.status());
 
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await else {
         return;
     };
-    browser
-        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
     browser
         .goto(&app.url("/w/acme/issues/ACM-1"))
         .await

@@ -248,6 +248,26 @@ impl Browser {
         Ok(())
     }
 
+    /// A browser with `email` signed in (with [`crate::seed::PASSWORD`]) at `base`, on the board it lands
+    /// on, waiting up to `timeout`; `None` without Chromium (see [`Browser::start`]).
+    pub async fn signed_in(base: &str, email: &str, timeout: Duration) -> Option<Browser> {
+        let browser = Browser::start().await?;
+        browser
+            .sign_in(base, email, crate::seed::PASSWORD, timeout)
+            .await
+            .unwrap();
+        Some(browser)
+    }
+
+    /// Signs the current user out with the header's button, waits for the login form, and signs `email`
+    /// in (with [`crate::seed::PASSWORD`]) at `base`.
+    pub async fn switch_user(&self, base: &str, email: &str, timeout: Duration) -> Result<()> {
+        self.click("form.logout button[type=submit]").await?;
+        self.find_within("#login-email", timeout).await?;
+        self.sign_in(base, email, crate::seed::PASSWORD, timeout)
+            .await
+    }
+
     /// The first element matching the CSS selector `css`, waiting up to [`DEFAULT_WAIT`] for it to appear.
     pub async fn find(&self, css: &str) -> Result<Element> {
         self.find_within(css, DEFAULT_WAIT).await
