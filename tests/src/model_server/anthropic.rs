@@ -14,11 +14,7 @@ const SHELL_TOOL: &str = "Bash";
 
 /// Answers one Messages request.
 pub(super) fn messages(request: &Value) -> Response {
-    let messages = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let messages = super::messages(request);
     // All user text (markers may sit in any block), and the tool result if the conversation ends
     // with one.
     let user_text = user_text(messages);

@@ -160,11 +160,7 @@ pub(super) fn responses(request: &Value) -> Response {
 
 /// Answers one Chat Completions request.
 pub(super) fn chat(request: &Value) -> Response {
-    let messages = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let messages = super::messages(request);
     let user_text = user_text(messages);
     let tool_output = messages
         .last()
