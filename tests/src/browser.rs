@@ -568,6 +568,24 @@ fn free_port() -> Result<u16> {
     Ok(listener.local_addr().context("read the bound port")?.port())
 }
 
+/// A script (for [`Browser::execute`]) that drags the board card `#card-<key>` to the bottom of the
+/// column `#column-<status>` with synthetic drag events, as a hand would, then returns `result` (a
+/// JavaScript expression in which `card` is the dragged card).
+pub fn drag_card(key: &str, status: &str, result: &str) -> String {
+    format!(
+        r#"const card = document.querySelector('#card-{key}');
+           const list = document.querySelector('#column-{status} ol.cards');
+           const dt = new DataTransfer();
+           const fire = (el, type, y) => el.dispatchEvent(new DragEvent(type, {{ bubbles: true, cancelable: true, dataTransfer: dt, clientY: y }}));
+           fire(card, 'dragstart', 0);
+           const box = list.getBoundingClientRect();
+           fire(list, 'dragover', box.bottom - 2);
+           fire(list, 'drop', box.bottom - 2);
+           fire(card, 'dragend', 0);
+           return {result};"#
+    )
+}
+
 /// `<workspace root>/target/screenshots`.
 pub fn screenshot_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
