@@ -177,8 +177,17 @@ pub(crate) fn serve(
 
 /// The `messages` array of a Messages or Chat Completions request (empty when it has none).
 pub(crate) fn messages(request: &Value) -> &[Value] {
+    array_field(request, "messages")
+}
+
+/// The `tools` the request offers the model (empty when it offers none).
+pub(crate) fn tools(request: &Value) -> &[Value] {
+    array_field(request, "tools")
+}
+
+fn array_field<'a>(request: &'a Value, field: &str) -> &'a [Value] {
     request
-        .get("messages")
+        .get(field)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
