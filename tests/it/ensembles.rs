@@ -101,15 +101,6 @@ async fn decided(env: &Env, issue: &Issue) -> Value {
     .await
 }
 
-fn candidate<'a>(c: &'a Value, agent: &str) -> &'a Value {
-    c["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["agent"] == agent)
-        .unwrap_or_else(|| panic!("no candidate {agent} in {c:#}"))
-}
-
 async fn setup(env: &Env) -> PathBuf {
     let repo = muster_tests::ensemble::repo_with_check(env.scripts.path());
     env.store

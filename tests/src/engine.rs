@@ -568,3 +568,14 @@ pub fn report_to(file: &Path, words: &str) -> String {
 pub async fn report_from(what: &str, file: &Path) -> String {
     poll(what, || async { std::fs::read_to_string(file).ok() }).await
 }
+
+/// The entry for `agent` among the `candidates` of an ensemble's comparison (as
+/// `GET /api/v1/issues/{key}/ensemble` answers it); panics, showing the comparison, when there is none.
+pub fn candidate<'a>(comparison: &'a serde_json::Value, agent: &str) -> &'a serde_json::Value {
+    comparison["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["agent"] == agent)
+        .unwrap_or_else(|| panic!("no candidate {agent} in {comparison:#}"))
+}
