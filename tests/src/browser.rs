@@ -255,7 +255,7 @@ impl Browser {
         browser
             .sign_in(base, email, crate::seed::PASSWORD, timeout)
             .await
-            .unwrap();
+            .expect("sign in through the login form");
         Some(browser)
     }
 
