@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use muster::domain::{AgentName, Slug};
-use muster_tests::browser::Browser;
+use muster_tests::browser::{Browser, drag_card};
 use muster_tests::{Backend, TestDb, spawn_app};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
@@ -220,16 +220,7 @@ async fn a_team_works_on_the_board_and_sees_changes_live() {
         .unwrap();
     let dragged = ada
         .execute(
-            r#"const card = document.querySelector('#card-ACM-2');
-               const list = document.querySelector('#column-in_review ol.cards');
-               const dt = new DataTransfer();
-               const fire = (el, type, y) => el.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt, clientY: y }));
-               fire(card, 'dragstart', 0);
-               const box = list.getBoundingClientRect();
-               fire(list, 'dragover', box.bottom - 2);
-               fire(list, 'drop', box.bottom - 2);
-               fire(card, 'dragend', 0);
-               return card.closest('.column').id;"#,
+            &drag_card("ACM-2", "in_review", "card.closest('.column').id"),
             vec![],
         )
         .await

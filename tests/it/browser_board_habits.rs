@@ -138,13 +138,9 @@ async fn keyboard_palette_card_menu_and_instant_filters() {
         store.create_issue(ws.id, &new).await.unwrap();
     }
 
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await else {
         return;
     };
-    browser
-        .sign_in(&app.url(""), "ada@acme.test", seed::PASSWORD, LIVE)
-        .await
-        .unwrap();
     browser.find_within("#card-ACM-4", LIVE).await.unwrap();
 
     // Two "CC" agents: same initials, different colours, and each its runtime badge.

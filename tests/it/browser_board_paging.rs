@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use muster::domain::{IssueStatus, IssueTitle, NewIssue};
 use muster_tests::Backend;
-use muster_tests::browser::Browser;
+use muster_tests::browser::{Browser, drag_card};
 use serde_json::{Value, json};
 
 use crate::http_board::board_with_issues;
@@ -41,13 +41,10 @@ async fn show_more_and_live_moves_with_paging() {
         };
         app.store.create_issue(ws.id, &new).await.unwrap();
     }
-    let Some(ada) = Browser::start().await else {
+    let base = app.url("");
+    let Some(ada) = Browser::signed_in(&base, "ada@acme.test", LIVE).await else {
         return;
     };
-    let base = app.url("");
-    ada.sign_in(&base, "ada@acme.test", "correct-horse", LIVE)
-        .await
-        .unwrap();
     ada.find("#board-live").await.unwrap();
     until(&ada, CARDS, json!(40)).await;
     assert_eq!(ada.text("#count-todo").await.unwrap(), "95");
@@ -73,12 +70,9 @@ async fn show_more_and_live_moves_with_paging() {
 
     // Bob, on his own board, moves ACM-90 (beyond every shown page) to done: Ada's todo keeps its 80
     // cards and counts one fewer, and the card lands in done.
-    let Some(bob) = Browser::start().await else {
+    let Some(bob) = Browser::signed_in(&base, "bob@acme.test", LIVE).await else {
         return;
     };
-    bob.sign_in(&base, "bob@acme.test", "correct-horse", LIVE)
-        .await
-        .unwrap();
     bob.find("#board-live").await.unwrap();
     let posted = bob
         .execute(
@@ -100,17 +94,12 @@ async fn show_more_and_live_moves_with_paging() {
     // Bob drags ACM-3 (shown) into "In progress": his counts follow at once, and Ada's board moves it.
     let dragged = bob
         .execute(
-            r#"const card = document.querySelector('#card-ACM-3');
-               const list = document.querySelector('#column-in_progress ol.cards');
-               const dt = new DataTransfer();
-               const fire = (el, type, y) => el.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt, clientY: y }));
-               fire(card, 'dragstart', 0);
-               const box = list.getBoundingClientRect();
-               fire(list, 'dragover', box.bottom - 2);
-               fire(list, 'drop', box.bottom - 2);
-               fire(card, 'dragend', 0);
-               return [card.closest('.column').id, document.querySelector('#count-todo').textContent,
-                       document.querySelector('#count-in_progress').textContent];"#,
+            &drag_card(
+                "ACM-3",
+                "in_progress",
+                "[card.closest('.column').id, document.querySelector('#count-todo').textContent,
+                  document.querySelector('#count-in_progress').textContent]",
+            ),
             vec![],
         )
         .await

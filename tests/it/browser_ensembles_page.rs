@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use muster::domain::*;
 use muster_tests::browser::Browser;
-use muster_tests::seed::{self, PASSWORD};
+use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
 
@@ -86,13 +86,9 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
     let Some((_db, app, ws)) = server().await else {
         return;
     };
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await else {
         return;
     };
-    browser
-        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
 
     // Every nav link is whole on screen wherever the strip shows (from 1321 px); narrower, the ☰ menu.
     for width in [1321, 1400] {
@@ -333,12 +329,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
 
     // A member reads the same list, without a button, and posting anyway is refused.
     browser
-        .click("form.logout button[type=submit]")
-        .await
-        .unwrap();
-    browser.find_within("#login-email", LIVE).await.unwrap();
-    browser
-        .sign_in(&app.url(""), "bob@acme.test", PASSWORD, LIVE)
+        .switch_user(&app.url(""), "bob@acme.test", LIVE)
         .await
         .unwrap();
     browser.goto(&app.url("/w/acme/ensembles")).await.unwrap();
@@ -373,12 +364,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
 
     // The owner deletes it from its form, after confirming.
     browser
-        .click("form.logout button[type=submit]")
-        .await
-        .unwrap();
-    browser.find_within("#login-email", LIVE).await.unwrap();
-    browser
-        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
+        .switch_user(&app.url(""), "ada@acme.test", LIVE)
         .await
         .unwrap();
     browser

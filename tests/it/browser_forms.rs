@@ -31,11 +31,7 @@ async fn server() -> Option<(TestDb, TestApp)> {
 
 /// A browser with Ada signed in, on her board; `None` without Chromium.
 async fn signed_in_ada(app: &TestApp) -> Option<Browser> {
-    let ada = Browser::start().await?;
-    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
-    Some(ada)
+    Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await
 }
 
 async fn js(browser: &Browser, script: &str) -> Value {

@@ -91,13 +91,9 @@ async fn the_issue_page_works_on_a_phone_and_edits_in_place() {
         .await
         .unwrap();
 
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await else {
         return;
     };
-    browser
-        .sign_in(&app.url(""), "ada@acme.test", seed::PASSWORD, LIVE)
-        .await
-        .unwrap();
 
     // A phone: the window is sized so that the page's viewport is 390 px wide.
     browser.set_viewport_width(PHONE, 844).await.unwrap();

@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-use muster_tests::seed::PASSWORD;
 /// WebDriver's key codes.
 const ENTER: &str = "\u{e007}";
 const ESCAPE: &str = "\u{e00c}";
@@ -96,13 +95,9 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
     .await;
     assert!(cancelled.status().is_success(), "{}", cancelled.status());
 
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await else {
         return;
     };
-    browser
-        .sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
     browser
         .goto(&app.url("/w/acme/issues/ACM-1"))
         .await
@@ -139,32 +134,28 @@ async fn autocomplete_picks_an_agent_and_queues_it(backend: Backend) {
         .await
     };
     assert_eq!(wakes(&browser).await, "Sending this wakes reviewer.");
-    browser
-        .fill("#comment-body", "@ada can you confirm the spec?")
-        .await
-        .unwrap();
+    // What the box says once the comment reads `text`.
+    let wakes_for = async |text: &str| {
+        browser.fill("#comment-body", text).await.unwrap();
+        wakes(&browser).await
+    };
+    let people_only = "Sending this wakes no agent: it mentions only people.";
     assert_eq!(
-        wakes(&browser).await,
-        "Sending this wakes no agent: it mentions only people."
+        wakes_for("@ada can you confirm the spec?").await,
+        people_only
     );
-    browser.fill("#comment-body", "A plain note").await.unwrap();
-    assert_eq!(wakes(&browser).await, "Sending this wakes no agent.");
+    assert_eq!(
+        wakes_for("A plain note").await,
+        "Sending this wakes no agent."
+    );
     // On an issue assigned to coder, a plain note continues coder's work; a note to a person does not.
     js(
         &browser,
         "document.querySelector('#comment-body').parentNode.querySelector('.comment-wakes').setAttribute('data-assignee', 'coder'); return null;",
     )
     .await;
-    browser.fill("#comment-body", "A plain note").await.unwrap();
-    assert_eq!(wakes(&browser).await, "Sending this wakes coder.");
-    browser
-        .fill("#comment-body", "@ADA. thoughts?")
-        .await
-        .unwrap();
-    assert_eq!(
-        wakes(&browser).await,
-        "Sending this wakes no agent: it mentions only people."
-    );
+    assert_eq!(wakes_for("A plain note").await, "Sending this wakes coder.");
+    assert_eq!(wakes_for("@ADA. thoughts?").await, people_only);
 
     // `@co`: two agents, the first active; the arrows move; Enter picks.
     browser.fill("#comment-body", "Thanks. @co").await.unwrap();

@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 
 /// Generous: a cold Chromium on a loaded 2-core machine.
 const LIVE: Duration = Duration::from_secs(20);
-use muster_tests::seed::PASSWORD;
 
 async fn js(browser: &Browser, script: &str) -> Value {
     browser.execute(script, vec![]).await.unwrap()
@@ -27,12 +26,9 @@ async fn runners_page_shows_runners_and_manages_tokens_in_chromium() {
     };
     let app = spawn_app(db.config()).await;
     let (_, ws) = seed::acme(&app.store).await;
-    let Some(ada) = Browser::start().await else {
+    let Some(ada) = Browser::signed_in(&app.url(""), "ada@acme.test", LIVE).await else {
         return;
     };
-    ada.sign_in(&app.url(""), "ada@acme.test", PASSWORD, LIVE)
-        .await
-        .unwrap();
 
     // A token made on the page; its secret is on this response only.
     ada.goto(&app.url("/w/acme/runners")).await.unwrap();

@@ -511,15 +511,7 @@ async fn a_local_model_answer_reads_as_one_block(backend: Backend) {
         .unwrap()
         .matches(r#"class="ev ev-text""#)
         .count();
-    let run = &server.store.list_runs_for_issue(issue.id).await.unwrap()[0];
-    let deltas = server
-        .store
-        .run_events_since(run.id, 0, 1000)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.kind == "text")
-        .count();
+    let deltas = stored_text_events(&server, issue.id).await;
     eprintln!(
         "local-model run: {deltas} stored text events; live: {live_blocks} text blocks (at most {most}), \
          {live_height} px; reloaded: {page_blocks} text blocks, {page_height} px"
@@ -606,15 +598,7 @@ async fn a_real_local_model_answer_reads_as_one_block() {
     )
     .await;
     let height = js(&browser, "return document.documentElement.scrollHeight").await;
-    let run = &server.store.list_runs_for_issue(issue.id).await.unwrap()[0];
-    let deltas = server
-        .store
-        .run_events_since(run.id, 0, 1000)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.kind == "text")
-        .count();
+    let deltas = stored_text_events(&server, issue.id).await;
     eprintln!("real local model: {deltas} stored text events; {blocks} text blocks, {height} px");
     assert!(deltas >= 1);
     assert_eq!(
@@ -648,4 +632,18 @@ async fn watch_a_run_live_sqlite() {
 #[ignore = "needs Chromium and chromedriver, and PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
 async fn watch_a_run_live_postgres() {
     watch_a_run_live(Backend::Postgres, false).await;
+}
+
+/// How many `text` events the store holds for the first run of issue `issue`: how many pieces the
+/// agent's answer arrived in.
+async fn stored_text_events(server: &Server, issue: IssueId) -> usize {
+    let run = &server.store.list_runs_for_issue(issue).await.unwrap()[0];
+    server
+        .store
+        .run_events_since(run.id, 0, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "text")
+        .count()
 }

@@ -74,15 +74,8 @@ fn reviewer(env: &Env, name: &str, verdict: Option<&str>) -> PathBuf {
 }
 
 async fn post(env: &Env, path: &str, body: Value) -> (u16, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("http://{}{path}", env.addr))
-        .bearer_auth(&env.token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    let (status, text) = env.call(reqwest::Method::POST, path, Some(body)).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 /// Files an issue called `title` and assigns it to `ensemble`: the issue, and the API's answer (201).
@@ -95,14 +88,7 @@ async fn assign_new(env: &Env, title: &str, ensemble: &str) -> (Issue, Value) {
 }
 
 async fn get(env: &Env, path: &str) -> Value {
-    let resp = reqwest::Client::new()
-        .get(format!("http://{}{path}", env.addr))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
+    serde_json::from_str(&env.get_ok(path).await).unwrap()
 }
 
 /// Waits for the issue's latest ensemble run to be decided (or chosen) and returns its comparison.
@@ -113,15 +99,6 @@ async fn decided(env: &Env, issue: &Issue) -> Value {
         matches!(c["status"].as_str(), Some("decided" | "chosen")).then_some(c)
     })
     .await
-}
-
-fn candidate<'a>(c: &'a Value, agent: &str) -> &'a Value {
-    c["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["agent"] == agent)
-        .unwrap_or_else(|| panic!("no candidate {agent} in {c:#}"))
 }
 
 async fn setup(env: &Env) -> PathBuf {
@@ -669,14 +646,14 @@ async fn the_cli_defines_assigns_compares_and_chooses() {
 async fn a_monthly_cap_crossed_mid_run_stops_the_run() {
     let env = spending_env(Backend::Sqlite).await.unwrap();
     let agent = env.agent("spend-zq", &spender(&env)).await;
-    let resp = reqwest::Client::new()
-        .put(format!("http://{}/api/v1/agents/spend-zq/cap", env.addr))
-        .bearer_auth(&env.token)
-        .json(&json!({ "tokens": 250 }))
-        .send()
-        .await
-        .unwrap();
-    assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
+    let (status, text) = env
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/agents/spend-zq/cap",
+            Some(json!({ "tokens": 250 })),
+        )
+        .await;
+    assert!((200..300).contains(&status), "{text}");
     let issue = env.issue("Spend all month").await;
     env.assign(&issue, &agent).await;
     let run = env.the_run(&issue).await;

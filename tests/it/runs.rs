@@ -163,16 +163,13 @@ async fn cancel_stops_the_whole_process_group() {
     let script = env.script(
         "busy.sh",
         &format!(
-            "cat >/dev/null\nsleep 120 &\necho \"$$ $!\" > '{}.tmp'\nmv '{0}.tmp' '{0}'\nwhile :; do echo tick; sleep 0.2; done",
-            pids.display()
+            "cat >/dev/null\nsleep 120 &\n{}\n{TICK_FOREVER}",
+            report_to(&pids, "\"$$ $!\"")
         ),
     );
     let agent = env.agent("busy", &script).await;
     let (issue, run) = env.assign_new("Keep busy", &agent).await;
-    let pids = poll("the script's pids", || async {
-        std::fs::read_to_string(&pids).ok()
-    })
-    .await;
+    let pids = report_from("the script's pids", &pids).await;
     let pids: Vec<String> = pids.split_whitespace().map(str::to_owned).collect();
     assert_eq!(pids.len(), 2);
     // Those pids are the agent's PID namespace's own; from here its processes are found by the run id.
@@ -581,17 +578,11 @@ async fn shutting_down_stops_live_runs_as_interrupted() {
     let pids = env.scripts.path().join("pids");
     let script = env.script(
         "forever.sh",
-        &format!(
-            "cat >/dev/null\necho $$ > '{0}.tmp'\nmv '{0}.tmp' '{0}'\nwhile :; do echo tick; sleep 0.2; done",
-            pids.display()
-        ),
+        &format!("cat >/dev/null\n{}\n{TICK_FOREVER}", report_to(&pids, "$$")),
     );
     let agent = env.agent("forever", &script).await;
     let (_, run) = env.assign_new("Never ends", &agent).await;
-    let pid = poll("the script's pid", || async {
-        std::fs::read_to_string(&pids).ok()
-    })
-    .await;
+    let pid = report_from("the script's pid", &pids).await;
     poll("the first tick in the log", || async {
         let events = env.events(run.id).await;
         events.iter().any(|e| e.kind == "raw").then_some(())

@@ -41,6 +41,17 @@ exit 0"#,
     )
 }
 
+/// Files `title` and assigns it to a [`committing_agent`] named `name` (writing to `<scripts>/out`, with
+/// `remote` the folder it must not reach): the agent, the issue and its finished run.
+async fn committing_run(env: &Env, name: &str, remote: &Path, title: &str) -> (Agent, Issue, Run) {
+    let out = env.scripts.path().join("out");
+    let agent = env.agent(name, &committing_agent(env, &out, remote)).await;
+    let issue = env.issue(title).await;
+    env.assign(&issue, &agent).await;
+    let run = env.finished(env.the_run(&issue).await.id).await;
+    (agent, issue, run)
+}
+
 /// Sets the workspace's repository through the settings API, as an admin would.
 async fn set_repo(env: &Env, repo: &str) -> reqwest::Response {
     reqwest::Client::new()
@@ -70,13 +81,7 @@ async fn runs_fetch_their_base_and_push_their_branch(backend: Backend) {
     let out = env.scripts.path().join("out");
     let read =
         |ext: &str| std::fs::read_to_string(format!("{}.{ext}", out.display())).unwrap_or_default();
-    let agent = env
-        .agent("pusher", &committing_agent(&env, &out, &remote))
-        .await;
-
-    let issue = env.issue("First").await;
-    env.assign(&issue, &agent).await;
-    let run = env.finished(env.the_run(&issue).await.id).await;
+    let (agent, issue, run) = committing_run(&env, "pusher", &remote, "First").await;
     assert_eq!(
         run.status,
         RunStatus::Succeeded,
@@ -197,13 +202,7 @@ async fn a_refused_push_is_logged_and_the_run_still_succeeds() {
         .set_workspace_repo(env.ws.id, Some(&url))
         .await
         .unwrap();
-    let out = env.scripts.path().join("out");
-    let agent = env
-        .agent("refused", &committing_agent(&env, &out, &remote))
-        .await;
-    let issue = env.issue("Refused").await;
-    env.assign(&issue, &agent).await;
-    let run = env.finished(env.the_run(&issue).await.id).await;
+    let (_, issue, run) = committing_run(&env, "refused", &remote, "Refused").await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
     let events = env.events(run.id).await;
     let branch = format!("muster/{}-refused", issue.key);
@@ -236,13 +235,7 @@ async fn a_runner_that_may_not_push_sends_only_the_diff() {
     store.set_workspace_repo(ws.id, Some(&url)).await.unwrap();
     let no_push = |c: &mut muster::config::Config| c.push_branches = false;
     let env = Env::boot_with(db, store, ws, user.id, no_push, test_timing()).await;
-    let out = env.scripts.path().join("out");
-    let agent = env
-        .agent("keeper", &committing_agent(&env, &out, &remote))
-        .await;
-    let issue = env.issue("Kept").await;
-    env.assign(&issue, &agent).await;
-    let run = env.finished(env.the_run(&issue).await.id).await;
+    let (_, _, run) = committing_run(&env, "keeper", &remote, "Kept").await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
     let events = env.events(run.id).await;
     assert_eq!(events.last().unwrap().kind, "diff", "{events:?}");

@@ -162,14 +162,14 @@ async fn a_run_token_is_confined_to_its_issue() {
     let script = env.script(
         "holder.sh",
         &format!(
-            "cat >/dev/null\necho \"$MUSTER_URL $MUSTER_TOKEN $MUSTER_ISSUE\" > '{0}.tmp'\nmv '{0}.tmp' '{0}'\nwhile :; do echo tick; sleep 0.2; done",
-            out.display()
+            "cat >/dev/null\n{}\n{TICK_FOREVER}",
+            report_to(&out, "\"$MUSTER_URL $MUSTER_TOKEN $MUSTER_ISSUE\"")
         ),
     );
     let agent = env.agent("holder", &script).await;
     let other = env.issue("Not yours").await;
     let (issue, run) = env.assign_new("Yours", &agent).await;
-    let line = poll("the token", || async { std::fs::read_to_string(&out).ok() }).await;
+    let line = report_from("the token", &out).await;
     let parts: Vec<&str> = line.split_whitespace().collect();
     let (url, token, key) = (parts[0], parts[1], parts[2]);
     assert_eq!(url, format!("http://{}", env.addr));
@@ -275,8 +275,8 @@ async fn no_survivors_after_a_normal_exit() {
     let script = env.script(
         "leaver.sh",
         &format!(
-            "cat >/dev/null\nsleep 1000 &\necho \"$(cut -d' ' -f5 /proc/$$/stat) $!\" > '{0}.tmp'\nmv '{0}.tmp' '{0}'\necho done\nexit 0",
-            pids.display()
+            "cat >/dev/null\nsleep 1000 &\n{}\necho done\nexit 0",
+            report_to(&pids, "\"$(cut -d' ' -f5 /proc/$$/stat) $!\"")
         ),
     );
     let agent = env.agent("leaver", &script).await;
@@ -549,17 +549,14 @@ async fn follow_ups_advance_their_lines_branch(backend: Backend) {
         &repo,
         &["update-ref", &format!("refs/heads/{helper_line}"), "main"],
     );
-    let deleted = reqwest::Client::new()
-        .delete(format!("http://{}/api/v1/issues/{}", env.addr, issue.key))
-        .bearer_auth(&env.token)
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        deleted.status().is_success(),
-        "{}",
-        deleted.text().await.unwrap()
-    );
+    let (status, text) = env
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/issues/{}", issue.key),
+            None,
+        )
+        .await;
+    assert!((200..300).contains(&status), "{text}");
     let branches = git(
         &repo,
         &[

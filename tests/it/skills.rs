@@ -7,10 +7,12 @@
 mod on_disk;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use muster::domain::{AgentName, NewAgent, NewSkill, RuntimeKind, SkillSource};
+use muster::domain::{AgentName, NewAgent, NewSkill, RuntimeKind, SkillSource, Workspace};
 use muster::skills::parse;
+use muster::store::Store;
 use muster_agents::process::{self, CappedLines};
 use muster_agents::{PermissionMode, RunSpec, adapter_for};
 use muster_tests::model_server::ModelServer;
@@ -20,13 +22,10 @@ use tokio::io::BufReader;
 const DEADLINE: Duration = Duration::from_secs(120);
 const SKILL: &str = "---\nname: our-migrations\ndescription: How this team writes database migrations.\n---\n\n# Migrations\n\nWrite both dialects.\n";
 
-async fn built_ins_are_seeded_at_start(backend: Backend) {
-    let Some(db) = TestDb::new(backend).await else {
-        return;
-    };
-    let app = spawn_app(db.config()).await;
-    let owner = app
-        .store
+/// A workspace `X` (`/w/x`) owned by `o@x.test`, made straight with `create_user` and
+/// `create_workspace`: nothing else is seeded into it.
+async fn plain_workspace(store: &Arc<dyn Store>) -> Workspace {
+    let owner = store
         .create_user(&muster::domain::NewUser {
             email: muster::domain::Email::parse("o@x.test").unwrap(),
             display_name: "o".into(),
@@ -34,14 +33,21 @@ async fn built_ins_are_seeded_at_start(backend: Backend) {
         })
         .await
         .unwrap();
-    let ws = app
-        .store
+    store
         .create_workspace(
             &muster::domain::NewWorkspace::parse("X", "x", "XX").unwrap(),
             owner.id,
         )
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn built_ins_are_seeded_at_start(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
+    let app = spawn_app(db.config()).await;
+    let ws = plain_workspace(&app.store).await;
     assert!(app.store.list_skills(ws.id).await.unwrap().is_empty());
     app.shutdown.cancel();
     app.handle.await.unwrap().unwrap();
@@ -158,21 +164,7 @@ async fn claude_code_lists_an_attached_skill_and_not_a_detached_one() {
     let config = db.config();
     muster::host::prepare_data_dir(&config.data_dir).unwrap();
     let store = db.store().await;
-    let owner = store
-        .create_user(&muster::domain::NewUser {
-            email: muster::domain::Email::parse("o@x.test").unwrap(),
-            display_name: "o".into(),
-            password_hash: "x".into(),
-        })
-        .await
-        .unwrap();
-    let ws = store
-        .create_workspace(
-            &muster::domain::NewWorkspace::parse("X", "x", "XX").unwrap(),
-            owner.id,
-        )
-        .await
-        .unwrap();
+    let ws = plain_workspace(&store).await;
     let parsed = parse::parse(SKILL, Vec::new()).unwrap();
     let skill = store
         .create_skill(

@@ -267,19 +267,8 @@ async fn loop_guard_settings_are_validated(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
         return;
     };
-    let patch = |body: serde_json::Value| {
-        let env = &env;
-        async move {
-            let resp = reqwest::Client::new()
-                .patch(format!("http://{}/api/v1/workspace", env.addr))
-                .bearer_auth(&env.token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            (resp.status().as_u16(), resp.text().await.unwrap())
-        }
-    };
+    let patch =
+        |body: serde_json::Value| env.call(reqwest::Method::PATCH, "/api/v1/workspace", Some(body));
     let (status, body) = patch(json!({ "mention_depth_limit": 0 })).await;
     assert_eq!(status, 422, "{body}");
     assert!(
@@ -320,15 +309,11 @@ async fn issue_body_mentions_queue_and_parked_issues_take_no_replies(backend: Ba
     let created = |body: serde_json::Value| {
         let env = &env;
         async move {
-            let resp = reqwest::Client::new()
-                .post(format!("http://{}/api/v1/issues", env.addr))
-                .bearer_auth(&env.token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(resp.status(), 201);
-            let v: serde_json::Value = resp.json().await.unwrap();
+            let (status, text) = env
+                .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
+                .await;
+            assert_eq!(status, 201, "{text}");
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             let key = IssueKey::parse(v["key"].as_str().unwrap()).unwrap();
             env.store.get_issue(env.ws.id, &key).await.unwrap()
         }

@@ -248,6 +248,26 @@ impl Browser {
         Ok(())
     }
 
+    /// A browser with `email` signed in (with [`crate::seed::PASSWORD`]) at `base`, on the board it lands
+    /// on, waiting up to `timeout`; `None` without Chromium (see [`Browser::start`]).
+    pub async fn signed_in(base: &str, email: &str, timeout: Duration) -> Option<Browser> {
+        let browser = Browser::start().await?;
+        browser
+            .sign_in(base, email, crate::seed::PASSWORD, timeout)
+            .await
+            .expect("sign in through the login form");
+        Some(browser)
+    }
+
+    /// Signs the current user out with the header's button, waits for the login form, and signs `email`
+    /// in (with [`crate::seed::PASSWORD`]) at `base`.
+    pub async fn switch_user(&self, base: &str, email: &str, timeout: Duration) -> Result<()> {
+        self.click("form.logout button[type=submit]").await?;
+        self.find_within("#login-email", timeout).await?;
+        self.sign_in(base, email, crate::seed::PASSWORD, timeout)
+            .await
+    }
+
     /// The first element matching the CSS selector `css`, waiting up to [`DEFAULT_WAIT`] for it to appear.
     pub async fn find(&self, css: &str) -> Result<Element> {
         self.find_within(css, DEFAULT_WAIT).await
@@ -546,6 +566,24 @@ fn find_program(preferred: &str, name: &str) -> Option<PathBuf> {
 fn free_port() -> Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("bind a loopback port")?;
     Ok(listener.local_addr().context("read the bound port")?.port())
+}
+
+/// A script (for [`Browser::execute`]) that drags the board card `#card-<key>` to the bottom of the
+/// column `#column-<status>` with synthetic drag events, as a hand would, then returns `result` (a
+/// JavaScript expression in which `card` is the dragged card).
+pub fn drag_card(key: &str, status: &str, result: &str) -> String {
+    format!(
+        r#"const card = document.querySelector('#card-{key}');
+           const list = document.querySelector('#column-{status} ol.cards');
+           const dt = new DataTransfer();
+           const fire = (el, type, y) => el.dispatchEvent(new DragEvent(type, {{ bubbles: true, cancelable: true, dataTransfer: dt, clientY: y }}));
+           fire(card, 'dragstart', 0);
+           const box = list.getBoundingClientRect();
+           fire(list, 'dragover', box.bottom - 2);
+           fire(list, 'drop', box.bottom - 2);
+           fire(card, 'dragend', 0);
+           return {result};"#
+    )
 }
 
 /// `<workspace root>/target/screenshots`.

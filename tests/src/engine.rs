@@ -551,3 +551,31 @@ pub fn run_processes(run: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// The tail of an agent script that keeps it running (printing `tick` every 0.2 s) until it is stopped.
+pub const TICK_FOREVER: &str = "while :; do echo tick; sleep 0.2; done";
+
+/// A line of an agent's shell script that writes `words` (shell words, expanded by the script) to `file`
+/// in one step, through a temporary file renamed into place, so a reader never sees half of it.
+pub fn report_to(file: &Path, words: &str) -> String {
+    format!(
+        "echo {words} > '{0}.tmp'\nmv '{0}.tmp' '{0}'",
+        file.display()
+    )
+}
+
+/// What a script wrote to `file` with [`report_to`], once it is there (`what` names it if it never is).
+pub async fn report_from(what: &str, file: &Path) -> String {
+    poll(what, || async { std::fs::read_to_string(file).ok() }).await
+}
+
+/// The entry for `agent` among the `candidates` of an ensemble's comparison (as
+/// `GET /api/v1/issues/{key}/ensemble` answers it); panics, showing the comparison, when there is none.
+pub fn candidate<'a>(comparison: &'a serde_json::Value, agent: &str) -> &'a serde_json::Value {
+    comparison["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["agent"] == agent)
+        .unwrap_or_else(|| panic!("no candidate {agent} in {comparison:#}"))
+}

@@ -6,6 +6,8 @@
 
 use super::*;
 use muster::domain::{IssueStatus, IssueTitle, NewIssue, RunStatus};
+use muster_tests::engine::candidate;
+use muster_tests::git;
 use serde_json::{Value, json};
 
 /// The issue's title, and so the prompt of both candidates: a command per model; each `#` makes the
@@ -14,25 +16,6 @@ const TITLE: &str =
     "Find the answer CMD@claude=echo 42 > answer.txt # CMD@gpt=echo 41 > answer.txt #";
 /// The ensemble's token budget: far more than the two runs use.
 const BUDGET_TOKENS: i64 = 100_000;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn candidate<'a>(c: &'a Value, agent: &str) -> &'a Value {
-    c["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["agent"] == agent)
-        .unwrap_or_else(|| panic!("no candidate {agent} in {c:#}"))
-}
 
 async fn ensemble_scenario(claude: &Path, codex: &Path, backend: muster_tests::Backend) {
     let runtimes = vec![

@@ -6,6 +6,7 @@
 
 use super::*;
 use muster::domain::{IssueStatus, IssueTitle, NewIssue, RunEvent, RunStatus};
+use muster_tests::git;
 use serde_json::{Value, json};
 
 /// What the first run is asked: the scripted model answers `CMD=` with a shell call (`#` ends the
@@ -36,16 +37,6 @@ fn repository() -> tempfile::TempDir {
         ],
     );
     dir
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Whether `body` holds a message of `role` whose text contains `needle`, at any depth (Claude's

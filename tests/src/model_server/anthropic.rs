@@ -14,11 +14,7 @@ const SHELL_TOOL: &str = "Bash";
 
 /// Answers one Messages request.
 pub(super) fn messages(request: &Value) -> Response {
-    let messages = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let messages = super::messages(request);
     // All user text (markers may sit in any block), and the tool result if the conversation ends
     // with one.
     let user_text = user_text(messages);
@@ -32,14 +28,9 @@ pub(super) fn messages(request: &Value) -> Response {
                 .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         })
         .map(|b| tool_result_text(&b["content"]));
-    let offers_shell = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|tools| {
-            tools
-                .iter()
-                .any(|t| t.get("name").and_then(Value::as_str) == Some(SHELL_TOOL))
-        });
+    let offers_shell = super::tools(request)
+        .iter()
+        .any(|t| t.get("name").and_then(Value::as_str) == Some(SHELL_TOOL));
     let model = request
         .get("model")
         .and_then(Value::as_str)

@@ -112,16 +112,7 @@ impl LlamaServer {
                 body,
             )
         });
-        let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
-            if let Err(e) = served {
-                eprintln!("scripted llama server stopped: {e}");
-            }
-        });
+        let shutdown = super::serve(listener, app, "scripted llama server");
         Ok(LlamaServer {
             base_url: format!("http://{addr}"),
             requests,

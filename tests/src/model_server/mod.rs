@@ -155,6 +155,44 @@ fn model_marker<'a>(text: &'a str, name: &str, model: &str) -> Option<&'a str> {
         .last()
 }
 
+/// Serves `app` on `listener` in the background until the returned token is cancelled; `what` names
+/// the server in the message printed if serving fails.
+pub(crate) fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    what: &'static str,
+) -> CancellationToken {
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await;
+        if let Err(e) = served {
+            eprintln!("{what} stopped: {e}");
+        }
+    });
+    shutdown
+}
+
+/// The `messages` array of a Messages or Chat Completions request (empty when it has none).
+pub(crate) fn messages(request: &Value) -> &[Value] {
+    array_field(request, "messages")
+}
+
+/// The `tools` the request offers the model (empty when it offers none).
+pub(crate) fn tools(request: &Value) -> &[Value] {
+    array_field(request, "tools")
+}
+
+fn array_field<'a>(request: &'a Value, field: &str) -> &'a [Value] {
+    request
+        .get(field)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
 /// The text of a message `content`: a string, or the `text` of each block of an array.
 /// All user text of a conversation (markers may sit in any block), joined by newlines.
 pub(crate) fn user_text(messages: &[Value]) -> String {
@@ -237,16 +275,7 @@ impl ModelServer {
         let app = Router::new().fallback(move |method, uri, headers, body| {
             handle(recorded.clone(), method, uri, headers, body)
         });
-        let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
-            if let Err(e) = served {
-                eprintln!("model server stopped: {e}");
-            }
-        });
+        let shutdown = serve(listener, app, "model server");
         Ok(ModelServer {
             base_url: format!("http://{addr}"),
             requests,

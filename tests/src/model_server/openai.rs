@@ -64,16 +64,10 @@ pub(super) fn responses(request: &Value) -> Response {
             Value::String(s) => s.clone(),
             other => text_of(other),
         });
-    let tools: Vec<&str> = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t.get("name").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default();
+    let tools: Vec<&str> = super::tools(request)
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
     let shell_tool = CODEX_SHELL_TOOLS
         .into_iter()
         .find(|name| tools.contains(name));
@@ -160,24 +154,15 @@ pub(super) fn responses(request: &Value) -> Response {
 
 /// Answers one Chat Completions request.
 pub(super) fn chat(request: &Value) -> Response {
-    let messages = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let messages = super::messages(request);
     let user_text = user_text(messages);
     let tool_output = messages
         .last()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
         .map(|m| text_of(&m["content"]));
-    let offers_shell = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|tools| {
-            tools
-                .iter()
-                .any(|t| t["function"]["name"].as_str() == Some(CHAT_SHELL_TOOL))
-        });
+    let offers_shell = super::tools(request)
+        .iter()
+        .any(|t| t["function"]["name"].as_str() == Some(CHAT_SHELL_TOOL));
     let id = format!("chatcmpl-{}", next_id());
     let model = model_of(request);
     let chunk = |delta: Value, finish: Value| {
