@@ -48,7 +48,7 @@ async fn real_model_run(backend: Backend) {
     let api = |method: reqwest::Method, path: &str| {
         reqwest::Client::new()
             .request(method, format!("http://{addr}{path}"))
-            .bearer_auth(&token)
+            .bearer_auth(token)
     };
 
     // Detection: the configured server is listed as llama.cpp with its model.

@@ -271,7 +271,7 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     );
     let created = reqwest::Client::new()
         .post(url("/api/v1/issues"))
-        .bearer_auth(&token)
+        .bearer_auth(token)
         .json(&json!({ "title": "Arrives live", "status": "todo" }))
         .send()
         .await
