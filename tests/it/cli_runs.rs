@@ -17,7 +17,6 @@ use muster_tests::engine::{bare_outcome, start_next};
 use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// What one run of the binary printed.
 #[derive(Debug)]
@@ -43,10 +42,8 @@ impl Out {
 }
 
 struct Harness {
+    app: TestApp,
     state: AppState,
-    addr: std::net::SocketAddr,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
     ws: Workspace,
     token: String,
     config: tempfile::TempDir,
@@ -56,13 +53,8 @@ struct Harness {
 impl Harness {
     async fn start() -> Harness {
         let db = TestDb::new(Backend::Sqlite).await.unwrap();
-        let TestApp {
-            addr,
-            state,
-            shutdown,
-            handle,
-            ..
-        } = spawn_app(db.config()).await;
+        let app = spawn_app(db.config()).await;
+        let state = app.state.clone();
         let (user, ws) = seed::owner_of(
             &state.store,
             seed::person("ada@example.com", "Ada"),
@@ -71,10 +63,8 @@ impl Harness {
         .await;
         let token = muster_tests::mint_token(state.store.as_ref(), ws.id, user.id, "cli").await;
         Harness {
+            app,
             state,
-            addr,
-            shutdown,
-            handle,
             ws,
             token,
             config: tempfile::tempdir().unwrap(),
@@ -83,8 +73,8 @@ impl Harness {
     }
 
     async fn stop(self) {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
+        self.app.shutdown.cancel();
+        self.app.handle.await.unwrap().unwrap();
     }
 
     /// Runs `muster ARGS` with the server and token in its (otherwise empty) environment.
@@ -93,7 +83,7 @@ impl Harness {
         cmd.env_clear()
             .env("HOME", self.config.path())
             .env("MUSTER_CONFIG_DIR", self.config.path())
-            .env("MUSTER_URL", format!("http://{}", self.addr))
+            .env("MUSTER_URL", format!("http://{}", self.app.addr))
             .env("MUSTER_TOKEN", &self.token)
             .args(args)
             .stdin(Stdio::null());
@@ -325,7 +315,7 @@ async fn run_logs_follow_prints_live_events_once_and_exits_0_on_success() {
         cmd.env_clear()
             .env("HOME", h.config.path())
             .env("MUSTER_CONFIG_DIR", h.config.path())
-            .env("MUSTER_URL", format!("http://{}", h.addr))
+            .env("MUSTER_URL", format!("http://{}", h.app.addr))
             .env("MUSTER_TOKEN", &h.token)
             .args(args)
             .stdin(Stdio::null());

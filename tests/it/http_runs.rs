@@ -71,6 +71,22 @@ impl World {
             .unwrap()
     }
 
+    /// Ends `run` with `status` and `reason` (see [`outcome`]).
+    async fn finish(&self, run: &Run, status: RunStatus, reason: Option<FailureReason>) {
+        let store = &self.app.store;
+        store
+            .finish_run(run.id, &outcome(status, reason))
+            .await
+            .unwrap();
+    }
+
+    /// Ada signed in to Acme's pages.
+    async fn ada_signed_in(&self) -> muster_tests::Session {
+        self.app
+            .sign_in("ada@acme.test", "correct-horse", "acme")
+            .await
+    }
+
     async fn inbox_item(&self, kind: InboxKind, run: Option<RunId>, message: &str) -> InboxItem {
         self.app
             .store
@@ -190,18 +206,9 @@ async fn run_page_shows_every_event_kind(backend: Backend) {
     };
     let run = w.run(1).await;
     append(&w.app.store, run.id, 1, &every_kind()).await;
-    w.app
-        .store
-        .finish_run(
-            run.id,
-            &outcome(RunStatus::Failed, Some(FailureReason::Exit)),
-        )
-        .await
-        .unwrap();
-    let ada = w
-        .app
-        .sign_in("ada@acme.test", "correct-horse", "acme")
+    w.finish(&run, RunStatus::Failed, Some(FailureReason::Exit))
         .await;
+    let ada = w.ada_signed_in().await;
     let html = ada.page(&w.app, &format!("/w/acme/runs/{}", run.id)).await;
 
     assert!(
@@ -302,10 +309,7 @@ async fn cancel_and_retry_need_the_csrf_token(backend: Backend) {
         return;
     };
     let run = w.run(1).await;
-    let ada = w
-        .app
-        .sign_in("ada@acme.test", "correct-horse", "acme")
-        .await;
+    let ada = w.ada_signed_in().await;
     let path = format!("/w/acme/runs/{}", run.id);
     let html = ada.page(&w.app, &path).await;
     assert!(html.contains(&format!(r#"ws-connect="{path}/live?after=0""#)));
@@ -380,14 +384,12 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
         return;
     };
     let run = w.run(1).await;
-    w.app
-        .store
-        .finish_run(
-            run.id,
-            &outcome(RunStatus::Interrupted, Some(FailureReason::RunnerLost)),
-        )
-        .await
-        .unwrap();
+    w.finish(
+        &run,
+        RunStatus::Interrupted,
+        Some(FailureReason::RunnerLost),
+    )
+    .await;
     let stalled = w
         .inbox_item(InboxKind::RunStalled, None, "coder went quiet")
         .await;
@@ -398,10 +400,7 @@ async fn inbox_read_unread_and_retry(backend: Backend) {
             "run <i>interrupted</i>",
         )
         .await;
-    let ada = w
-        .app
-        .sign_in("ada@acme.test", "correct-horse", "acme")
-        .await;
+    let ada = w.ada_signed_in().await;
 
     let html = ada.page(&w.app, "/w/acme/inbox").await;
     assert!(
@@ -524,10 +523,7 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
     let run = w.run(1).await;
     let store = w.app.store.clone();
     append(&store, run.id, 1, &every_kind()[..4]).await;
-    let ada = w
-        .app
-        .sign_in("ada@acme.test", "correct-horse", "acme")
-        .await;
+    let ada = w.ada_signed_in().await;
     let html = ada.page(&w.app, &format!("/w/acme/runs/{}", run.id)).await;
     assert!(
         html.contains("/live?after=4"),
@@ -573,13 +569,8 @@ async fn the_live_socket_resumes_after_the_cursor_and_ends_with_the_run() {
 
     // The run ends: the final header (retry, no cancel) and the diff, then a normal close.
     append(&store, run.id, 9, &every_kind()[8..]).await;
-    store
-        .finish_run(
-            run.id,
-            &outcome(RunStatus::Failed, Some(FailureReason::Exit)),
-        )
-        .await
-        .unwrap();
+    w.finish(&run, RunStatus::Failed, Some(FailureReason::Exit))
+        .await;
     let got = read_until(&mut socket, "diff-line diff-add").await;
     assert!(got.contains(r#"data-seq="15""#), "{got}");
     assert!(got.contains(&format!(

@@ -21,7 +21,6 @@ use muster_tests::engine::{bare_outcome, start_next};
 use muster_tests::seed;
 use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 /// Runs followed at once, and events per run: together several hundred reconnects per backend.
 const RUNS: usize = 6;
@@ -71,10 +70,8 @@ fn seed() -> u64 {
 
 /// A server whose state (store and hub) the test holds, with one workspace, agent and token.
 struct Server {
+    app: TestApp,
     state: AppState,
-    addr: std::net::SocketAddr,
-    shutdown: CancellationToken,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
     ws: Workspace,
     agent: Agent,
     token: String,
@@ -85,13 +82,8 @@ struct Server {
 impl Server {
     async fn start(backend: Backend) -> Option<Server> {
         let db = TestDb::new(backend).await?;
-        let TestApp {
-            addr,
-            state,
-            shutdown,
-            handle,
-            ..
-        } = spawn_app(db.config()).await;
+        let app = spawn_app(db.config()).await;
+        let state = app.state.clone();
         let (user, ws) = seed::owner_of(
             &state.store,
             seed::person("owner@follow.test", "owner"),
@@ -103,10 +95,8 @@ impl Server {
         new.max_concurrent_runs = 64;
         let agent = state.store.create_agent(ws.id, &new).await.unwrap();
         Some(Server {
+            app,
             state,
-            addr,
-            shutdown,
-            handle,
             ws,
             agent,
             token,
@@ -116,8 +106,8 @@ impl Server {
     }
 
     async fn stop(self) {
-        self.shutdown.cancel();
-        self.handle.await.unwrap().unwrap();
+        self.app.shutdown.cancel();
+        self.app.handle.await.unwrap().unwrap();
     }
 
     /// A new issue with a running run on it.
@@ -210,7 +200,7 @@ async fn consume(s: &Server, run: RunId, mut rng: Rng) -> (Vec<i64>, usize) {
         let after = got.last().copied().unwrap_or(0);
         let url = format!(
             "http://{}/api/v1/runs/{run}/events/stream?after={after}",
-            s.addr
+            s.app.addr
         );
         let mut resp = s.http.get(url).bearer_auth(&s.token).send().await.unwrap();
         assert_eq!(resp.status(), 200);
@@ -290,7 +280,7 @@ async fn reconnecting_clients_get_every_event_once_in_order(s: &Server) {
     // Resuming past the end, or from the very end, yields only `end`.
     let url = format!(
         "http://{}/api/v1/runs/{}/events/stream?after={EVENTS}",
-        s.addr, runs[0]
+        s.app.addr, runs[0]
     );
     let body = s
         .http

@@ -75,3 +75,16 @@ pub async fn agent(
     let new = NewAgent::new(AgentName::parse(name).expect("a test agent name"), kind);
     store.create_agent(ws, &new).await.expect("store the agent")
 }
+
+/// The session cookie pair (`muster_session=…`) that the answer to a sign-in sets.
+pub fn session_cookie(login: &reqwest::Response) -> String {
+    login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("muster_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_owned()
+}

@@ -34,7 +34,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, SET_COOKIE};
 use serde_json::Value;
 
-pub use client::{Api, Auth};
+pub use client::{Api, Auth, Reply};
 pub use openapi::ROUTES;
 
 /// The password of every account the fixture creates.

@@ -24,26 +24,15 @@ async fn usage_report_reading(t: &Env) {
         .await
         .expect(200);
     assert_eq!(today["days"].as_array().unwrap().len(), 1, "{today}");
-    t.owner
-        .api
-        .get("/api/v1/usage?since=fortnight")
-        .await
-        .error_contains(422, "since", "is not a period");
-    t.owner
-        .api
-        .get("/api/v1/usage?by=colour")
-        .await
-        .error_contains(422, "by", "colour");
-    t.owner
-        .api
-        .get("/api/v1/usage?since=7d&until=2001-01-01")
-        .await
-        .error_contains(422, "until", "must be after");
-    t.owner
-        .api
-        .get("/api/v1/usage?agent=nobody")
-        .await
-        .error_contains(404, "agent", "is not an agent");
+    for (query, status, field, says) in [
+        ("since=fortnight", 422, "since", "is not a period"),
+        ("by=colour", 422, "by", "colour"),
+        ("since=7d&until=2001-01-01", 422, "until", "must be after"),
+        ("agent=nobody", 404, "agent", "is not an agent"),
+    ] {
+        let reply = t.owner.api.get(&format!("/api/v1/usage?{query}")).await;
+        reply.error_contains(status, field, says);
+    }
 }
 
 /// Owners and admins set caps; members read them; a cap must be a positive amount.

@@ -12,9 +12,9 @@ use muster::domain::*;
 use muster::hub::{LiveEvent, Topic};
 use muster::runner::executor::RunTiming;
 use muster_agents::RuntimeKind;
-use muster_tests::engine::seed_workspace;
+use muster_tests::engine::{Env, seed_workspace};
 use muster_tests::model_server::local_llama::{LocalLlama, MODEL_ALIAS};
-use muster_tests::{AppBuilder, Backend, TestApp, TestDb};
+use muster_tests::{Backend, TestDb};
 use serde_json::{Value, json};
 
 /// The longest the whole run may take on a busy machine.
@@ -30,35 +30,25 @@ async fn real_model_run(backend: Backend) {
     muster_tests::init_tracing();
     let store = db.store().await;
     let (owner, ws) = seed_workspace(&store).await;
-    let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "test").await;
-    store.close().await;
-    let TestApp {
-        addr,
-        state,
-        shutdown,
-        handle,
-        ..
-    } = AppBuilder::new(db.config())
-        .embedded_runner()
-        .configure(|config| {
-            config.self_exe = muster_tests::muster_bin();
-            // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
-            config.runtime_paths = vec![(
-                RuntimeKind::Llama,
-                PathBuf::from("/nonexistent/llama-server"),
-            )];
-            config.llama_urls = vec![("MUSTER_LLAMA_URL".to_owned(), model.base_url.clone())];
-        })
-        .timing(RunTiming {
-            idle_tick: Duration::from_secs(60),
-            ..muster_tests::engine::quick_stops()
-        })
-        .spawn()
-        .await;
+    let llama = |config: &mut muster::config::Config| {
+        config.self_exe = muster_tests::muster_bin();
+        // A runtime path for llama must be ignored: llama runs are always `self_exe llama-loop`.
+        config.runtime_paths = vec![(
+            RuntimeKind::Llama,
+            PathBuf::from("/nonexistent/llama-server"),
+        )];
+        config.llama_urls = vec![("MUSTER_LLAMA_URL".to_owned(), model.base_url.clone())];
+    };
+    let timing = RunTiming {
+        idle_tick: Duration::from_secs(60),
+        ..muster_tests::engine::quick_stops()
+    };
+    let env = Env::boot_with(db, store, ws, owner.id, llama, timing).await;
+    let (state, addr, token, ws) = (&env.state, env.addr, &env.token, &env.ws);
     let api = |method: reqwest::Method, path: &str| {
         reqwest::Client::new()
             .request(method, format!("http://{addr}{path}"))
-            .bearer_auth(&token)
+            .bearer_auth(token)
     };
 
     // Detection: the configured server is listed as llama.cpp with its model.
@@ -205,8 +195,7 @@ async fn real_model_run(backend: Backend) {
     );
 
     // The system message carried the brief: SmolLM2 answers sensibly only with one (LOCAL-LLAMA.md).
-    shutdown.cancel();
-    handle.await.unwrap().unwrap();
+    env.stop().await;
     drop(model);
 }
 

@@ -19,10 +19,11 @@ use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster::store::Store;
 use muster_tests::model_server::ModelServer;
-use muster_tests::{AppBuilder, Backend, TestDb, git};
+use muster_tests::{AppBuilder, Backend, TestDb};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::sandbox::{committed, said_in, todo_assigned_through_api};
 use crate::api::{Env, api_cases};
 use muster_tests::seed;
 
@@ -108,17 +109,9 @@ impl World {
 
     /// Assigns `agent` to a new issue through the API and waits for the first run's end.
     async fn run(&self, agent: &Agent) -> (Issue, Run) {
-        let mut new = NewIssue::new(IssueTitle::parse("Reach out").unwrap());
-        new.status = IssueStatus::Todo;
-        let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
-        let resp = reqwest::Client::new()
-            .patch(format!("http://{}/api/v1/issues/{}", self.addr, issue.key))
-            .bearer_auth(&self.token)
-            .json(&json!({ "assignee": agent.profile.name.as_str() }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+        let (store, ws) = (self.store.as_ref(), &self.ws);
+        let issue =
+            todo_assigned_through_api(store, ws, self.addr, &self.token, "Reach out", agent).await;
         let started = tokio::time::Instant::now();
         loop {
             let runs = self.store.list_runs_for_issue(issue.id).await.unwrap();
@@ -215,14 +208,8 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'"
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{events:#?}");
 
     // What the agent saw, committed by itself.
-    let branch = run.branch.clone().unwrap();
-    let log = git(w._repo.path(), &["show", &format!("{branch}:egress.log")]);
-    let said = |name: &str| -> String {
-        log.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
-            .to_owned()
-    };
+    let log = committed(w._repo.path(), &run, "egress.log");
+    let said = |name: &str| said_in(&log, name);
     assert_eq!(said("allowed"), "200", "{log}");
     assert_eq!(said("tunnel"), "200", "{log}");
     assert!(

@@ -14,8 +14,9 @@ use std::time::Duration;
 use muster::domain::*;
 use muster::runner::executor::RunTiming;
 use muster_tests::browser::{Browser, POLL};
+use muster_tests::engine::Env;
 use muster_tests::seed;
-use muster_tests::{AppBuilder, Backend, TestApp, TestDb, spawn_app};
+use muster_tests::{Backend, TestApp, TestDb, spawn_app};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -69,15 +70,7 @@ async fn session(app: &TestApp) -> String {
         .unwrap();
     assert_eq!(login.status(), StatusCode::SEE_OTHER);
     assert_secure("POST /login (303)", login.headers());
-    login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("muster_session="))
-        .and_then(|v| v.split(';').next())
-        .expect("a session cookie")
-        .to_owned()
+    seed::session_cookie(&login)
 }
 
 /// The HTML has no inline script, no inline event handler and no `<style>` element: everything the
@@ -228,38 +221,24 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     let db = TestDb::new(Backend::Sqlite).await.unwrap();
     let store = db.store().await;
     let (owner, ws) = seed(&store).await;
-    let token = muster_tests::mint_token(store.as_ref(), ws.id, owner.id, "headers").await;
-    store.close().await;
-    let TestApp {
-        addr,
-        state,
-        shutdown,
-        handle,
-        ..
-    } = AppBuilder::new(db.config())
-        .embedded_runner()
-        .timing(RunTiming {
-            int_grace: Duration::from_secs(1),
-            term_grace: Duration::from_secs(1),
-            ..RunTiming::default()
-        })
-        .spawn()
-        .await;
+    let timing = RunTiming {
+        int_grace: Duration::from_secs(1),
+        term_grace: Duration::from_secs(1),
+        ..RunTiming::default()
+    };
+    let env = Env::boot_with(db, store, ws, owner.id, |_| {}, timing).await;
+    let (state, addr, token, ws) = (&env.state, env.addr, &env.token, &env.ws);
     let Some(browser) = Browser::start().await else {
-        shutdown.cancel();
+        env.stop().await;
         return;
     };
     let url = |path: &str| format!("http://{addr}{path}");
 
     // An agent that ticks for a long while, assigned to an issue, with a live run.
-    let scripts = tempfile::tempdir().unwrap();
-    let ticker = scripts.path().join("ticker.sh");
-    std::fs::write(
-        &ticker,
-        "#!/bin/sh\ncat >/dev/null\ni=0\nwhile [ $i -lt 3000 ]; do i=$((i+1)); echo \"tick $i\"; sleep 0.2; done\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&ticker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ticker = env.script(
+        "ticker.sh",
+        "cat >/dev/null\ni=0\nwhile [ $i -lt 3000 ]; do i=$((i+1)); echo \"tick $i\"; sleep 0.2; done",
+    );
     let mut new = NewAgent::new(AgentName::parse("ticker").unwrap(), RuntimeKind::Custom);
     new.command = Some(ticker.display().to_string());
     new.color = "#d97706".into();
@@ -292,7 +271,7 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     );
     let created = reqwest::Client::new()
         .post(url("/api/v1/issues"))
-        .bearer_auth(&token)
+        .bearer_auth(token)
         .json(&json!({ "title": "Arrives live", "status": "todo" }))
         .send()
         .await
@@ -387,6 +366,5 @@ async fn pages_work_under_the_policy_and_injected_code_does_not() {
     wait_for_violations(&browser, &["frame-ancestors"]).await;
 
     browser.close().await.unwrap();
-    shutdown.cancel();
-    handle.await.unwrap().unwrap();
+    env.stop().await;
 }

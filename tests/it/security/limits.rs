@@ -449,15 +449,7 @@ async fn run_page(addr: std::net::SocketAddr, run: &Run) -> String {
         .await
         .unwrap();
     assert_eq!(login.status(), StatusCode::SEE_OTHER);
-    let cookie = login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("muster_session="))
-        .and_then(|v| v.split(';').next())
-        .expect("a session cookie")
-        .to_owned();
+    let cookie = seed::session_cookie(&login);
     let page = client
         .get(format!("http://{addr}/w/limits/runs/{}", run.id))
         .header("cookie", cookie)

@@ -17,7 +17,7 @@ use muster::domain::*;
 use muster_tests::model_server::ModelServer;
 use muster_tests::{Backend, git};
 
-use super::sandbox::{World, sandboxed};
+use super::sandbox::{DENIED, World, committed, said_in, sandboxed};
 
 /// The longest a bystander may take to show up in `/proc`.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -204,15 +204,9 @@ async fn an_agent_can_send_no_udp_datagram_and_open_no_netlink_socket(backend: B
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{events:#?}");
     assert_eq!(events[0].payload["udp_netlink"], "refused");
 
-    let branch = run.branch.clone().unwrap();
-    let log = git(&w.repo(), &["show", &format!("{branch}:net.log")]);
-    let said = |name: &str| -> String {
-        log.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
-            .to_owned()
-    };
-    let denied = "PermissionError: [Errno 13] Permission denied";
+    let log = committed(&w.repo(), &run, "net.log");
+    let said = |name: &str| said_in(&log, name);
+    let denied = DENIED;
     for refused in ["udp", "udp6", "udp_nonblocking", "netlink", "netlink_dgram"] {
         assert_eq!(said(refused), denied, "{refused}: {log}");
     }

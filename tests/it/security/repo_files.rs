@@ -190,6 +190,14 @@ impl World {
         .await
     }
 
+    /// `run` once it has ended, which must be a success, and its log.
+    async fn succeeded(&self, run: &Run) -> (Run, String) {
+        let run = self.finished(run).await;
+        let log = self.log(&run).await;
+        assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+        (run, log)
+    }
+
     /// Everything the run logged, as one text.
     async fn log(&self, run: &Run) -> String {
         let events = self
@@ -272,9 +280,7 @@ async fn a_linked_brief_is_never_written_through(backend: Backend) {
     let (_, run) = w
         .assign("Rotate", "Please rotate-the-keys-now.", &agent)
         .await;
-    let run = w.finished(&run).await;
-    let log = w.log(&run).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+    let (run, log) = w.succeeded(&run).await;
     assert_eq!(
         std::fs::read_to_string(&outside).unwrap(),
         "precious-outside-text\n",
@@ -307,9 +313,7 @@ async fn a_linked_brief_is_never_written_through(backend: Backend) {
         })
         .await;
     let (_, run) = w.assign("Tidy", "Please tidy-the-docs.", &agent).await;
-    let run = w.finished(&run).await;
-    let log = w.log(&run).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+    let (run, log) = w.succeeded(&run).await;
     assert!(
         log.contains("house-rules-text") && log.contains("tidy-the-docs"),
         "{log}"
@@ -368,9 +372,7 @@ async fn skills_never_go_through_a_linked_skills_folder(backend: Backend) {
         "skill folders were written through the link"
     );
     std::fs::write(Path::new(&worktree).join("release"), "").unwrap();
-    let run = w.finished(&run).await;
-    let log = w.log(&run).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+    let (_, log) = w.succeeded(&run).await;
     assert!(
         log.contains("### Skill: demo") && log.contains("skill-marker-7"),
         "{log}"
@@ -382,9 +384,7 @@ async fn skills_never_go_through_a_linked_skills_folder(backend: Backend) {
     let honest = w.agent("plain", RuntimeKind::Claude, &[]).await;
     w.attach_demo_skill(&honest).await;
     let (_, run) = w.assign("Plain", "Use the demo skill.", &honest).await;
-    let run = w.finished(&run).await;
-    let log = w.log(&run).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+    let (_, log) = w.succeeded(&run).await;
     assert!(
         log.contains("== skill file .claude/skills/demo/SKILL.md"),
         "{log}"
@@ -410,9 +410,7 @@ async fn skill_cleanup_never_follows_a_planted_link(backend: Backend) {
         .await;
     w.attach_demo_skill(&agent).await;
     let (_, run) = w.assign("Swap", "Swap the folder.", &agent).await;
-    let run = w.finished(&run).await;
-    let log = w.log(&run).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+    let (_, log) = w.succeeded(&run).await;
     assert!(
         log.contains("== skill file .claude/skills/demo/SKILL.md"),
         "{log}"
@@ -474,9 +472,7 @@ async fn an_agents_env_cannot_choose_where_the_server_writes(backend: Backend) {
         .await;
     w.attach_demo_skill(&agent).await;
     let (_, run) = w.assign("Codex", "Use the demo skill.", &agent).await;
-    let run = w.finished(&run).await;
-    let log = w.log(&run).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}\n{log}");
+    let (_, log) = w.succeeded(&run).await;
     assert_eq!(
         snapshot(&chosen),
         [],
@@ -515,13 +511,13 @@ async fn folder_import_reads_regular_files_only(backend: Backend) {
             Some(json!({ "path": dir.display().to_string() })),
         )
     };
-    let (status, body) = import().await;
-    assert_eq!(status, 422, "{body}");
-    assert_eq!(
-        body["errors"]["files"],
-        json!(["scripts/pipe: is a FIFO (named pipe); only regular files are allowed in a skill"]),
-        "{body}"
-    );
+    let refused = |file: &'static str| async move {
+        let (status, body) = import().await;
+        assert_eq!(status, 422, "{body}");
+        assert_eq!(body["errors"]["files"], json!([file]), "{body}");
+    };
+    refused("scripts/pipe: is a FIFO (named pipe); only regular files are allowed in a skill")
+        .await;
     let problems = muster::skills::archive::folder_to_zip(&dir).unwrap_err();
     assert_eq!(
         problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
@@ -531,21 +527,11 @@ async fn folder_import_reads_regular_files_only(backend: Backend) {
 
     let socket = dir.join("scripts/sock");
     let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let (status, body) = import().await;
-    assert_eq!(status, 422, "{body}");
-    assert_eq!(
-        body["errors"]["files"],
-        json!(["scripts/sock: is a socket; only regular files are allowed in a skill"])
-    );
+    refused("scripts/sock: is a socket; only regular files are allowed in a skill").await;
     std::fs::remove_file(&socket).unwrap();
 
     symlink("/dev/zero", dir.join("scripts/zero")).unwrap();
-    let (status, body) = import().await;
-    assert_eq!(status, 422, "{body}");
-    assert_eq!(
-        body["errors"]["files"],
-        json!(["scripts/zero: is a symbolic link; links are not allowed in a skill"])
-    );
+    refused("scripts/zero: is a symbolic link; links are not allowed in a skill").await;
     std::fs::remove_file(dir.join("scripts/zero")).unwrap();
 
     // A zip whose entry is a link (made by the real `zip` tool, which stores links as links).

@@ -13,6 +13,7 @@ use std::time::Duration;
 use muster::domain::{AgentName, NewAgent};
 use serde_json::{Value, json};
 
+use crate::api::Reply;
 use crate::api::{Env, api_cases, page_client, post_form};
 
 api_cases!(
@@ -61,6 +62,17 @@ async fn owners_agent(t: &Env) -> Value {
         .expect(201)
 }
 
+/// [`owners_agent`], given the budget `budget` by the owner; returns it as stored.
+async fn owners_agent_with_budget(t: &Env, budget: Value) -> NewAgent {
+    owners_agent(t).await;
+    t.owner
+        .api
+        .patch("/api/v1/agents/coder", budget)
+        .await
+        .expect(200);
+    stored(t, "coder").await
+}
+
 async fn stored(t: &Env, name: &str) -> NewAgent {
     t.app
         .store
@@ -70,18 +82,36 @@ async fn stored(t: &Env, name: &str) -> NewAgent {
         .profile
 }
 
+/// The refusal of a member's change to `what`: "only owners and admins may change the `what`".
+fn owners_may_change(what: &str) -> String {
+    format!("only owners and admins may change the {what}")
+}
+
 /// Each `(field, body, message)`: the member's `PATCH` of agent `coder` with `body` is refused (403)
 /// with `message` on `field`, and `coder` stays `before`.
-async fn refused_to_the_member(t: &Env, attacks: &[(&str, Value, &str)], before: &NewAgent) {
+async fn refused_to_the_member(
+    t: &Env,
+    attacks: &[(&str, Value, impl AsRef<str>)],
+    before: &NewAgent,
+) {
     for (field, body, message) in attacks {
+        let message = message.as_ref();
         let reply = t
             .member
             .api
             .patch("/api/v1/agents/coder", body.clone())
             .await;
-        assert_eq!(reply.error(403, field), [*message], "{body}");
+        assert_eq!(reply.error(403, field), [message], "{body}");
         assert_eq!(&stored(t, "coder").await, before, "{body} changed nothing");
     }
+}
+
+/// The refusal `reply` of a request changing several owners' fields names exactly `fields`, and agent
+/// `coder` stays `before`: none of the request is applied.
+async fn names_each_and_applies_none(t: &Env, reply: &Reply, fields: &[&str], before: &NewAgent) {
+    let named: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
+    assert_eq!(named, fields);
+    assert_eq!(&stored(t, "coder").await, before);
 }
 
 /// The original attack: a member's `custom` agent whose run read `secret.key` and rewrote the database.
@@ -150,56 +180,54 @@ async fn a_member_cannot_create_an_agent(t: &Env) {
 async fn a_member_cannot_change_what_runs(t: &Env) {
     owners_agent(t).await;
     let before = stored(t, "coder").await;
+    let env = "environment and its secrets";
     let attacks: [(&str, Value, &str); 9] = [
         (
             "kind",
             json!({"kind": "custom", "command": "/tmp/evil"}),
-            "only owners and admins may change the runtime kind",
+            "runtime kind",
         ),
-        (
-            "command",
-            json!({"command": "/tmp/evil"}),
-            "only owners and admins may change the command",
-        ),
+        ("command", json!({"command": "/tmp/evil"}), "command"),
         (
             "extra_args",
             json!({"extra_args": ["-c", "sandbox_mode=danger-full-access"]}),
-            "only owners and admins may change the extra arguments",
+            "extra arguments",
         ),
         (
             "env",
             json!({"env": [{"key": "OPENAI_API_KEY", "secret": true}, {"key": "REGION", "value": "eu"},
                            {"key": "LD_PRELOAD", "value": "/tmp/evil.so"}]}),
-            "only owners and admins may change the environment and its secrets",
+            env,
         ),
         (
             "env",
             json!({"env": [{"key": "OPENAI_API_KEY", "secret": true},
                            {"key": "REGION", "value": "eu"}, {"key": "PATH", "value": "/tmp/evil-bin"}]}),
-            "only owners and admins may change the environment and its secrets",
+            env,
         ),
         (
             "env",
             json!({"env": [{"key": "OPENAI_API_KEY", "value": "sk-mine", "secret": true},
                            {"key": "REGION", "value": "eu"}]}),
-            "only owners and admins may change the environment and its secrets",
+            env,
         ),
         (
             "base_url",
             json!({"base_url": "http://attacker.test:8080"}),
-            "only owners and admins may change the base URL",
+            "base URL",
         ),
         (
             "permission_mode",
             json!({"permission_mode": "bypass"}),
-            "only owners and admins may change the permission mode",
+            "permission mode",
         ),
         (
             "permission_mode",
             json!({"permission_mode": "read_only"}),
-            "only owners and admins may change the permission mode",
+            "permission mode",
         ),
     ];
+    let attacks = attacks.map(|(field, body, what)| (field, body, owners_may_change(what)));
     refused_to_the_member(t, &attacks, &before).await;
     // One request changing several runtime fields names each; the allowed ones in it are not applied.
     let reply = t
@@ -215,9 +243,13 @@ async fn a_member_cannot_change_what_runs(t: &Env) {
         errors,
         ["only owners and admins may change the runtime kind"]
     );
-    let fields: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
-    assert_eq!(fields, ["base_url", "command", "kind", "model"]);
-    assert_eq!(stored(t, "coder").await, before);
+    names_each_and_applies_none(
+        t,
+        &reply,
+        &["base_url", "command", "kind", "model"],
+        &before,
+    )
+    .await;
 
     // Re-sending the current values is not a change: the CLI and scripts may send whole profiles.
     let same = t
@@ -257,16 +289,8 @@ async fn a_member_cannot_change_what_runs(t: &Env) {
 /// An honest member still edits instructions, colour, concurrency and retries, lowers budgets, and attaches
 /// skills; deleting stays owners' and admins'.
 async fn a_member_may_change_the_rest(t: &Env) {
-    owners_agent(t).await;
-    t.owner
-        .api
-        .patch(
-            "/api/v1/agents/coder",
-            json!({"budget_usd": 5.0, "budget_tokens": 100000}),
-        )
-        .await
-        .expect(200);
-    let before = stored(t, "coder").await;
+    let before =
+        owners_agent_with_budget(t, json!({"budget_usd": 5.0, "budget_tokens": 100000})).await;
     let edited = t
         .member
         .api
@@ -352,16 +376,8 @@ async fn a_member_may_change_the_rest(t: &Env) {
 /// removes it, raises the token budget, renames the agent, changes its model or its stall timeout).
 /// Each is 403 naming the field, and the stored agent is unchanged.
 async fn a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout(t: &Env) {
-    owners_agent(t).await;
-    t.owner
-        .api
-        .patch(
-            "/api/v1/agents/coder",
-            json!({"budget_usd": 5.0, "budget_tokens": 100000}),
-        )
-        .await
-        .expect(200);
-    let before = stored(t, "coder").await;
+    let before =
+        owners_agent_with_budget(t, json!({"budget_usd": 5.0, "budget_tokens": 100000})).await;
     let usd = "only owners and admins may raise or remove the budget; a member may only lower it";
     let tokens =
         "only owners and admins may raise or remove the token budget; a member may only lower it";
@@ -374,17 +390,17 @@ async fn a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout(t:
         (
             "name",
             json!({"name": "ceo-bot"}),
-            "only owners and admins may change the name",
+            &owners_may_change("name"),
         ),
         (
             "model",
             json!({"model": "o3-pro"}),
-            "only owners and admins may change the model",
+            &owners_may_change("model"),
         ),
         (
             "stall_timeout_secs",
             json!({"stall_timeout_secs": 86400}),
-            "only owners and admins may change the stall timeout",
+            &owners_may_change("stall timeout"),
         ),
     ];
     refused_to_the_member(t, &attacks, &before).await;
@@ -398,9 +414,7 @@ async fn a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout(t:
         )
         .await;
     reply.error(403, "budget_usd");
-    let fields: Vec<&String> = reply.body["errors"].as_object().unwrap().keys().collect();
-    assert_eq!(fields, ["budget_usd", "model"]);
-    assert_eq!(stored(t, "coder").await, before);
+    names_each_and_applies_none(t, &reply, &["budget_usd", "model"], &before).await;
     // Lowering is the member's.
     let lowered = t
         .member
@@ -439,19 +453,8 @@ async fn a_member_cannot_raise_a_budget_or_change_name_model_or_stall_timeout(t:
 /// The same attack through the member's form (a crafted post re-enabling the disabled fields, and the
 /// budget field the form leaves open) and through `muster agent edit` with the member's token.
 async fn a_member_cannot_raise_a_budget_from_the_page_or_the_cli(t: &Env) {
-    owners_agent(t).await;
-    t.owner
-        .api
-        .patch("/api/v1/agents/coder", json!({"budget_usd": 5.0}))
-        .await
-        .expect(200);
-    let before = stored(t, "coder").await;
-    let cookie = t
-        .login(&t.member.email, crate::api::PASSWORD)
-        .await
-        .unwrap();
-    let csrf = muster::auth::csrf_token(&cookie);
-    let page = page_client(&cookie);
+    let before = owners_agent_with_budget(t, json!({"budget_usd": 5.0})).await;
+    let (csrf, page) = member_pages(t).await;
     let form = |extra: &str| {
         format!(
             "_csrf={csrf}&color=%23334455&instructions=Be+careful.&max_concurrent_runs=1&max_retries=2&budget_tokens={extra}"
@@ -540,26 +543,29 @@ async fn a_member_cannot_raise_a_budget_from_the_page_or_the_cli(t: &Env) {
     assert_eq!(stored(t, "coder").await.budget.usd, Some(1.0));
 }
 
+/// The member signed in on the pages: their CSRF token and a client with their cookie.
+async fn member_pages(t: &Env) -> (String, reqwest::Client) {
+    let cookie = t
+        .login(&t.member.email, crate::api::PASSWORD)
+        .await
+        .unwrap();
+    (muster::auth::csrf_token(&cookie), page_client(&cookie))
+}
+
+/// The page of agent `coder`, as `client` sees it.
+async fn agent_page(client: &reqwest::Client, t: &Env) -> String {
+    let page = client.get(t.app.url("/w/alpha/agents/coder")).send().await;
+    page.unwrap().text().await.unwrap()
+}
+
 /// The pages: a member's form shows the runtime read-only with the reason; a crafted form post that
 /// changes the command is refused (403) and changes nothing; the member's own fields save; the new-agent
 /// page and its post are refused.
 async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
     owners_agent(t).await;
     let before = stored(t, "coder").await;
-    let cookie = t
-        .login(&t.member.email, crate::api::PASSWORD)
-        .await
-        .unwrap();
-    let csrf = muster::auth::csrf_token(&cookie);
-    let page = page_client(&cookie);
-    let html = page
-        .get(t.app.url("/w/alpha/agents/coder"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (csrf, page) = member_pages(t).await;
+    let html = agent_page(&page, t).await;
     assert!(html.contains(r#"<fieldset class="panel agent-runtime" disabled>"#));
     assert!(html.contains(r#"<fieldset class="panel agent-env" disabled>"#));
     assert!(html.contains("Only owners and admins may change the runtime and environment"));
@@ -630,14 +636,7 @@ async fn a_member_sees_the_runtime_read_only_on_the_page(t: &Env) {
 
     // The owner's form is editable.
     let owner_cookie = t.login(&t.owner.email, crate::api::PASSWORD).await.unwrap();
-    let html = page_client(&owner_cookie)
-        .get(t.app.url("/w/alpha/agents/coder"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = agent_page(&page_client(&owner_cookie), t).await;
     assert!(html.contains(r#"<fieldset class="panel agent-runtime">"#));
     assert!(!html.contains("Only owners and admins may change the runtime"));
 }

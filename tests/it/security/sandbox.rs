@@ -32,6 +32,47 @@ pub(super) fn sandboxed() -> bool {
     )
 }
 
+/// How Python reports a socket the sandbox refuses.
+pub(super) const DENIED: &str = "PermissionError: [Errno 13] Permission denied";
+
+/// What the agent wrote to `file` and committed itself on `run`'s branch of `repo`.
+pub(super) fn committed(repo: &Path, run: &Run, file: &str) -> String {
+    let branch = run.branch.clone().unwrap();
+    git(repo, &["show", &format!("{branch}:{file}")])
+}
+
+/// The rest of the line of `log` that starts with `name: `.
+pub(super) fn said_in(log: &str, name: &str) -> String {
+    log.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
+        .to_owned()
+}
+
+/// A todo issue `title` in `ws`, assigned to `agent` with `token` through the API of the server at
+/// `addr` (which queues its run).
+pub(super) async fn todo_assigned_through_api(
+    store: &dyn Store,
+    ws: &Workspace,
+    addr: std::net::SocketAddr,
+    token: &str,
+    title: &str,
+    agent: &Agent,
+) -> Issue {
+    let mut new = NewIssue::new(IssueTitle::parse(title).unwrap());
+    new.status = IssueStatus::Todo;
+    let issue = store.create_issue(ws.id, &new).await.unwrap();
+    let resp = reqwest::Client::new()
+        .patch(format!("http://{addr}/api/v1/issues/{}", issue.key))
+        .bearer_auth(token)
+        .json(&json!({ "assignee": agent.profile.name.as_str() }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    issue
+}
+
 pub(super) struct World {
     pub(super) db: TestDb,
     pub(super) store: Arc<dyn Store>,
@@ -138,18 +179,8 @@ impl World {
 
     /// Assigns `agent` to a new issue through the API (which queues its run).
     pub(super) async fn assign(&self, agent: &Agent) -> Issue {
-        let mut new = NewIssue::new(IssueTitle::parse("Escape").unwrap());
-        new.status = IssueStatus::Todo;
-        let issue = self.store.create_issue(self.ws.id, &new).await.unwrap();
-        let resp = reqwest::Client::new()
-            .patch(format!("http://{}/api/v1/issues/{}", self.addr, issue.key))
-            .bearer_auth(&self.token)
-            .json(&json!({ "assignee": agent.profile.name.as_str() }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
-        issue
+        let (store, ws) = (self.store.as_ref(), &self.ws);
+        todo_assigned_through_api(store, ws, self.addr, &self.token, "Escape", agent).await
     }
 
     /// Waits for the run of `issue` to end.
@@ -285,13 +316,8 @@ async fn an_agent_cannot_leave_its_run(backend: Backend) {
 
     // What the agent saw, committed on its branch by the agent itself.
     let branch = run.branch.clone().unwrap();
-    let log = git(&w.repo(), &["show", &format!("{branch}:attack.log")]);
-    let said = |name: &str| -> String {
-        log.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
-            .to_owned()
-    };
+    let log = committed(&w.repo(), &run, "attack.log");
+    let said = |name: &str| said_in(&log, name);
     let data = w.data_dir.display();
     assert_eq!(
         said("read_key"),
@@ -623,14 +649,9 @@ async fn an_agent_cannot_connect_to_a_unix_socket(backend: Backend) {
     );
 
     let branch = run.branch.clone().unwrap();
-    let log = git(&w.repo(), &["show", &format!("{branch}:unix.log")]);
-    let said = |name: &str| -> String {
-        log.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap_or_else(|| panic!("no {name} line in\n{log}"))
-            .to_owned()
-    };
-    let denied = "PermissionError: [Errno 13] Permission denied";
+    let log = committed(&w.repo(), &run, "unix.log");
+    let said = |name: &str| said_in(&log, name);
+    let denied = DENIED;
     if Path::new("/run/postgresql/.s.PGSQL.5432").exists() {
         assert_eq!(said("postgres_socket"), denied, "{log}");
     }

@@ -116,6 +116,32 @@ impl Team {
     fn run_live(&self) -> String {
         format!("/w/acme/runs/{}/live", self.run.id)
     }
+
+    /// Opens Acme's board socket and the run page's socket with `cookie`, and the run's event stream with
+    /// `follow`, which must be accepted.
+    async fn watch(
+        &self,
+        cookie: &str,
+        follow: (&'static str, &str),
+    ) -> (Socket, Socket, reqwest::Response) {
+        let board = self
+            .socket("/w/acme/live", ("cookie", cookie))
+            .await
+            .unwrap();
+        let run_page = self
+            .socket(&self.run_live(), ("cookie", cookie))
+            .await
+            .unwrap();
+        let events = self.follow(follow).await;
+        assert_eq!(events.status(), StatusCode::OK);
+        (board, run_page, events)
+    }
+}
+
+/// The page at `path`, fetched with `cookie`.
+async fn get_page(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
+    let get = client_from([127, 0, 0, 1]).get(app.url(path));
+    get.header("cookie", cookie).send().await.unwrap()
 }
 
 /// Waits for the server to end `socket`; returns the close frame's code, if one was sent.
@@ -158,15 +184,7 @@ pub(super) async fn stays_open(socket: &mut Socket) -> bool {
 }
 
 async fn csrf_of(app: &TestApp, cookie: &str) -> String {
-    let page = client_from([127, 0, 0, 1])
-        .get(app.url("/w/acme"))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = get_page(app, "/w/acme", cookie).await.text().await.unwrap();
     page.split(r#"<meta name="csrf-token" content=""#)
         .nth(1)
         .and_then(|r| r.split('"').next())
@@ -180,10 +198,7 @@ async fn signing_out_ends_the_sessions_live_connections(backend: Backend) {
     };
     let cookie = t.sign_in("ada@acme.test").await;
     let other_browser = t.sign_in("ada@acme.test").await;
-    let mut board = t.socket("/w/acme/live", ("cookie", &cookie)).await.unwrap();
-    let mut run_page = t.socket(&t.run_live(), ("cookie", &cookie)).await.unwrap();
-    let events = t.follow(("cookie", &cookie)).await;
-    assert_eq!(events.status(), StatusCode::OK);
+    let (mut board, mut run_page, events) = t.watch(&cookie, ("cookie", &cookie)).await;
     let mut elsewhere = t
         .socket("/w/acme/live", ("cookie", &other_browser))
         .await
@@ -205,12 +220,7 @@ async fn signing_out_ends_the_sessions_live_connections(backend: Backend) {
     assert_eq!(socket_ends(&mut run_page).await, Some(1008));
     stream_ends(events).await;
     // The old cookie is signed out everywhere: pages go to the login page, live ones are refused.
-    let page = client_from([127, 0, 0, 1])
-        .get(t.app.url("/w/acme"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let page = get_page(&t.app, "/w/acme", &cookie).await;
     assert_eq!(page.status(), StatusCode::SEE_OTHER);
     assert_eq!(page.headers()["location"], "/login?next=%2Fw%2Facme");
     assert_eq!(
@@ -248,10 +258,7 @@ async fn removing_a_member_ends_their_access_to_the_workspace_at_once(backend: B
     let cookie = t.sign_in("bob@acme.test").await;
     let bob_token = t.token(&t.acme, &t.bob).await;
     let bearer = format!("Bearer {bob_token}");
-    let mut board = t.socket("/w/acme/live", ("cookie", &cookie)).await.unwrap();
-    let mut run_page = t.socket(&t.run_live(), ("cookie", &cookie)).await.unwrap();
-    let events = t.follow(("authorization", &bearer)).await;
-    assert_eq!(events.status(), StatusCode::OK);
+    let (mut board, mut run_page, events) = t.watch(&cookie, ("authorization", &bearer)).await;
     let mut other_board = t
         .socket("/w/other/live", ("cookie", &cookie))
         .await
@@ -286,23 +293,13 @@ async fn removing_a_member_ends_their_access_to_the_workspace_at_once(backend: B
         t.follow(("authorization", &bearer)).await.status(),
         StatusCode::FORBIDDEN
     );
-    let page = client_from([127, 0, 0, 1])
-        .get(t.app.url("/w/acme"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let page = get_page(&t.app, "/w/acme", &cookie).await;
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
     assert!(t.socket("/w/acme/live", ("cookie", &cookie)).await.is_err());
     // Bob's other workspace and Ada's own connection are untouched.
     assert!(stays_open(&mut other_board).await);
     assert!(stays_open(&mut ada_board).await);
-    let other = client_from([127, 0, 0, 1])
-        .get(t.app.url("/w/other"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let other = get_page(&t.app, "/w/other", &cookie).await;
     assert_eq!(other.status(), StatusCode::OK);
 }
 
@@ -312,10 +309,7 @@ async fn live_connections_are_capped_per_person(backend: Backend) {
     };
     let cookie = t.sign_in("bob@acme.test").await;
     let bearer = format!("Bearer {}", t.token(&t.acme, &t.bob).await);
-    let mut first = t.socket("/w/acme/live", ("cookie", &cookie)).await.unwrap();
-    let _second = t.socket(&t.run_live(), ("cookie", &cookie)).await.unwrap();
-    let events = t.follow(("authorization", &bearer)).await;
-    assert_eq!(events.status(), StatusCode::OK);
+    let (mut first, _second, events) = t.watch(&cookie, ("authorization", &bearer)).await;
 
     // The fourth, socket or stream, by cookie or token, is refused before the upgrade.
     match t.socket("/w/other/live", ("cookie", &cookie)).await {
