@@ -423,21 +423,9 @@ pub async fn seed_workspace(store: &Arc<dyn Store>) -> (User, Workspace) {
     .await
 }
 
-/// A run's end with `status` and nothing more to say: no exit code, usage, summary, session or commits.
-/// Say more with `RunOutcome { exit_code: Some(0), ..bare_outcome(status) }`.
+/// A run's end with `status` and nothing more to say ([`RunOutcome::bare`]).
 pub fn bare_outcome(status: RunStatus) -> RunOutcome {
-    RunOutcome {
-        status,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    }
+    RunOutcome::bare(status)
 }
 
 /// Registers a runner named `runner` and has it claim the oldest queued run of any workspace, leased for

@@ -261,6 +261,26 @@ pub struct RunOutcome {
     pub head_commit: Option<String>,
 }
 
+impl RunOutcome {
+    /// An end with `status` and nothing more to say: no exit code, usage, summary, session or commits
+    /// (a run cancelled before it started). Say more with `RunOutcome { exit_code: Some(0),
+    /// ..RunOutcome::bare(status) }`.
+    pub fn bare(status: RunStatus) -> RunOutcome {
+        RunOutcome {
+            status,
+            exit_code: None,
+            failure_reason: None,
+            failure_detail: None,
+            usage: Usage::default(),
+            summary: None,
+            diff_stat: None,
+            session_id: None,
+            base_commit: None,
+            head_commit: None,
+        }
+    }
+}
+
 /// One attempt of one agent on one issue.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Run {

@@ -6,7 +6,7 @@
 use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{
     Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
-    Run, RunOutcome, RunStatus, RunTrigger, Usage,
+    Run, RunOutcome, RunStatus, RunTrigger,
 };
 use crate::engine::Engine;
 use crate::hub::{LiveEvent, Topic};
@@ -376,16 +376,5 @@ pub(crate) async fn refuse_queued(
 
 /// A cancelled-before-start outcome (used for queued runs).
 pub(crate) fn cancelled_outcome() -> RunOutcome {
-    RunOutcome {
-        status: RunStatus::Cancelled,
-        exit_code: None,
-        failure_reason: None,
-        failure_detail: None,
-        usage: Usage::default(),
-        summary: None,
-        diff_stat: None,
-        session_id: None,
-        base_commit: None,
-        head_commit: None,
-    }
+    RunOutcome::bare(RunStatus::Cancelled)
 }

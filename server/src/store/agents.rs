@@ -239,17 +239,7 @@ macro_rules! impl_agents_store {
             #[async_trait::async_trait]
             impl AgentStore for $store {
                 async fn create_agent(&self, ws: WorkspaceId, new: &NewAgent) -> Result<Agent> {
-                    let now = now();
-                    let row = bind_agent!(sqlx::query_as::<$db, AgentRow>(concat!(
-                        "insert into agent (agent_id, workspace_id, name, color, kind, model, instructions, env, extra_args, ",
-                        "permission_mode, max_concurrent_runs, stall_timeout_secs, max_retries, budget_usd, budget_tokens, ",
-                        "command, base_url, runner_names, created_at, updated_at, egress_hosts, no_network) values ($1, $2, ",
-                        "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21) returning ",
-                        agent_cols!()))
-                        .bind(AgentId::new()).bind(ws), new)
-                        .bind(now).bind(sqlx::types::Json(&new.egress_hosts)).bind(new.no_network)
-                        .fetch_one(&self.pool).await?;
-                    Ok(row.into())
+                    self.create_agent_with_skills(ws, new, &[]).await
                 }
 
                 async fn create_agent_with_skills(&self, ws: WorkspaceId, new: &NewAgent, skills: &[Slug]) -> Result<Agent> {
