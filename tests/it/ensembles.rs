@@ -88,7 +88,7 @@ async fn assign_new(env: &Env, title: &str, ensemble: &str) -> (Issue, Value) {
 }
 
 async fn get(env: &Env, path: &str) -> Value {
-    serde_json::from_str(&env.get_ok(path).await).unwrap()
+    serde_json::from_str(&env.page(path).await).unwrap()
 }
 
 /// Waits for the issue's latest ensemble run to be decided (or chosen) and returns its comparison.

@@ -73,7 +73,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     tokio::time::sleep(Duration::from_millis(500)).await;
     let all = w.store.list_inbox(w.ws.id, w.owner).await.unwrap();
     assert_eq!(all.len(), 1, "{all:?}");
-    let page = w.get_ok("/w/acme/inbox").await;
+    let page = w.page("/w/acme/inbox").await;
     assert!(page.contains("Awaiting review"), "{page}");
     assert!(
         page.contains(&format!("/w/acme/runs/{}#run-{}-diff", run.id, run.id)),
@@ -83,14 +83,14 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     // The cost is unknown, not zero: stored so, and shown so everywhere.
     assert!(run.usage.cost_unknown, "{run:?}");
     let api: Value =
-        serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
+        serde_json::from_str(&w.page(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
     assert_eq!(api["cost"], "unpriced", "{api}");
     assert_eq!(api["cost_unknown"], true, "{api}");
-    let issue_page = w.get_ok(&format!("/w/acme/issues/{key}")).await;
+    let issue_page = w.page(&format!("/w/acme/issues/{key}")).await;
     assert!(issue_page.contains(">unpriced<"), "{issue_page}");
     assert!(issue_page.contains("title=\"Unknown cost"), "{issue_page}");
     assert!(!issue_page.contains("$0.0000"), "{issue_page}");
-    let run_page = w.get_ok(&format!("/w/acme/runs/{}", run.id)).await;
+    let run_page = w.page(&format!("/w/acme/runs/{}", run.id)).await;
     assert!(run_page.contains(">unpriced<"), "{run_page}");
     assert!(!run_page.contains("$0.0000"), "{run_page}");
     let id = run.id.to_string();
@@ -107,7 +107,7 @@ async fn success_notifies_the_creator_once_and_the_cost_reads_unpriced(backend: 
     let key = w.file_assigned("Give up", "", "quitter").await;
     let failed = w.settled(&key, IssueStatus::Todo, DEADLINE).await;
     let api: Value =
-        serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", failed.id)).await).unwrap();
+        serde_json::from_str(&w.page(&format!("/api/v1/runs/{}", failed.id)).await).unwrap();
     assert_eq!(
         api["failure_message"],
         "The agent's command exited with code 3: open the run for its last error (under details)",
@@ -137,9 +137,9 @@ async fn refused_key(kind: RuntimeKind, binary: &Path, mut agent: Value, expecte
     assert_eq!(run.failure_reason, Some(FailureReason::Auth), "{run:?}");
 
     let api: Value =
-        serde_json::from_str(&w.get_ok(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
+        serde_json::from_str(&w.page(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
     assert_eq!(api["failure_message"], expected, "{api}");
-    let issue_page = w.get_ok(&format!("/w/acme/issues/{key}")).await;
+    let issue_page = w.page(&format!("/w/acme/issues/{key}")).await;
     assert!(issue_page.contains(expected), "{issue_page}");
     assert!(
         issue_page.contains("<details class=\"failure-details\""),
@@ -155,7 +155,7 @@ async fn refused_key(kind: RuntimeKind, binary: &Path, mut agent: Value, expecte
         items[0].message,
         format!("{name} failed on {key}. {expected}.")
     );
-    let inbox = w.get_ok("/w/acme/inbox").await;
+    let inbox = w.page("/w/acme/inbox").await;
     assert!(inbox.contains(expected), "{inbox}");
     assert!(
         inbox.contains("<details class=\"failure-details\""),

@@ -119,7 +119,7 @@ impl World {
     }
 
     pub(crate) async fn json(&self, path: &str) -> Value {
-        serde_json::from_str(&self.get_ok(path).await).unwrap()
+        serde_json::from_str(&self.page(path).await).unwrap()
     }
 
     /// A custom agent whose run prints `spend`'s result line.
@@ -295,7 +295,7 @@ async fn totals_agree_on_the_api_the_cli_and_the_page(backend: Backend) {
     assert!(text.contains("alpha") && text.contains("beta"), "{text}");
 
     // The page: the same totals, a chart with a label per agent, and its table view.
-    let page = w.get_ok("/w/acme/usage?since=7d").await;
+    let page = w.page("/w/acme/usage?since=7d").await;
     assert!(page.contains("$1.2500"), "{page}");
     assert!(page.contains(&grouped(tokens)), "{page}");
     assert!(page.contains("<svg"), "{page}");
@@ -306,20 +306,20 @@ async fn totals_agree_on_the_api_the_cli_and_the_page(backend: Backend) {
     );
 
     // alpha's page: its runs (newest first, paged, filtered by status) and its 30-day sparkline.
-    let section = w.get_ok("/w/acme/agents/alpha/usage").await;
+    let section = w.page("/w/acme/agents/alpha/usage").await;
     assert_eq!(section.matches("/w/acme/runs/").count(), 4, "{section}");
     let spark = format!(
         "Daily cost over the last 30 days, ${:.4} in all",
         3.0 * ALPHA.cost
     );
     assert!(section.contains(&spark), "{section}");
-    let failed = w.get_ok("/w/acme/agents/alpha/usage?status=failed").await;
+    let failed = w.page("/w/acme/agents/alpha/usage?status=failed").await;
     assert!(failed.contains("No runs."), "{failed}");
-    let paged = w.get_ok("/w/acme/agents/alpha/usage?limit=3").await;
+    let paged = w.page("/w/acme/agents/alpha/usage?limit=3").await;
     assert_eq!(paged.matches("/w/acme/runs/").count(), 3, "{paged}");
     assert!(paged.contains("limit=23"), "{paged}");
     // An issue's side panel sums its runs.
-    let issue = w.get_ok("/w/acme/issues/ACM-1").await;
+    let issue = w.page("/w/acme/issues/ACM-1").await;
     assert!(
         issue.contains(&format!(
             "1 run · ${:.4} · {} tokens",
@@ -414,7 +414,7 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
     assert!(over[0].user_id.is_none(), "addressed to owners and admins");
     assert!(over[0].message.contains(&reason), "{over:?}");
     let issue = w.store.get_issue_by_id(refused.issue_id).await.unwrap();
-    let page = w.get_ok(&format!("/w/acme/issues/{}", issue.key)).await;
+    let page = w.page(&format!("/w/acme/issues/{}", issue.key)).await;
     assert!(page.contains("reached its monthly cap"), "{page}");
 
     // Without gamma's cap, the workspace's ($0.25 of $0.30 spent) lets one more run start; the one
@@ -438,7 +438,7 @@ async fn caps_refuse_runs_and_warn_once(backend: Backend) {
     assert_eq!(caps["agents"][0]["agent"], "gamma");
     assert_eq!(caps["agents"][0]["tokens"], Value::Null);
     assert_eq!(caps["agents"][0]["spent_tokens"], 2 * ALPHA.tokens());
-    let section = w.get_ok("/w/acme/agents/gamma/usage").await;
+    let section = w.page("/w/acme/agents/gamma/usage").await;
     assert!(
         section.contains(&format!(
             "${:.4} · {} tokens",
@@ -497,7 +497,7 @@ async fn workspace_rates_price_runs(backend: Backend) {
     let api = w.json(&format!("/api/v1/runs/{}", after.id)).await;
     assert_eq!(api["cost"], format!("${want:.4} · estimated"), "{api}");
     assert_eq!(api["cost_estimated"], true, "{api}");
-    let page = w.get_ok(&format!("/w/acme/runs/{}", after.id)).await;
+    let page = w.page(&format!("/w/acme/runs/{}", after.id)).await;
     assert!(page.contains(&format!("${want:.4} · estimated")), "{page}");
     w.stop().await;
 }

@@ -133,13 +133,6 @@ impl Env {
         (resp.status().as_u16(), resp.text().await.unwrap())
     }
 
-    /// `GET path` as the owner, which must answer 200: the body's text.
-    pub async fn get_ok(&self, path: &str) -> String {
-        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {text}");
-        text
-    }
-
     /// Creates an agent through the API as the owner (`body` as `POST /api/v1/agents` takes it), which
     /// must answer 201: the answer's text.
     pub async fn create_agent(&self, body: serde_json::Value) -> String {
@@ -281,19 +274,15 @@ impl Env {
 
     /// Sends `body` to `path` with the owner's token and expects 200.
     pub async fn api(&self, method: reqwest::Method, path: &str, body: serde_json::Value) {
-        let resp = reqwest::Client::new()
-            .request(method, format!("http://{}{path}", self.addr))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+        let (status, text) = self.call(method, path, Some(body)).await;
+        assert_eq!(status, 200, "{text}");
     }
 
-    /// `GET path` (a page) with the owner's token: the HTML, which must come with 200.
+    /// `GET path` (a page, or any answer's text) with the owner's token, which must come with 200.
     pub async fn page(&self, path: &str) -> String {
-        self.page_as(&self.token, path).await
+        let (status, text) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {text}");
+        text
     }
 
     /// `GET path` (a page) with `token`: the HTML, which must come with 200.

@@ -159,13 +159,13 @@ exit 1"#,
             format!("/w/{slug}/issues/{key}"),
             format!("/w/{slug}/runs/{}", run.id),
         ] {
-            let text = w.get_ok(&path).await;
+            let text = w.page(&path).await;
             seen.push((path, text));
         }
     }
     seen.push((
         format!("/w/{slug}/inbox"),
-        w.get_ok(&format!("/w/{slug}/inbox")).await,
+        w.page(&format!("/w/{slug}/inbox")).await,
     ));
     seen.push(("the inbox".into(), format!("{inbox:?}")));
     for (what, text) in &seen {
