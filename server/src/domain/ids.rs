@@ -58,6 +58,10 @@ id_type!(
     ActivityId,
     /// A pending invitation of an existing account to a workspace.
     InvitationId,
+    /// A workspace's connection to a forge project.
+    ForgeConnectionId,
+    /// A pull request Muster opened on a forge.
+    PullRequestId,
     /// A named team of agents.
     EnsembleId,
     /// One issue taken by an ensemble (its candidates are runs).

@@ -7,6 +7,7 @@ mod agent;
 pub mod egress;
 mod ensemble;
 pub mod failure;
+mod forge;
 mod ids;
 mod issue;
 mod mention;
@@ -29,9 +30,13 @@ pub use ensemble::{
     ENSEMBLE_MEMBERS, EarlyStop, Ensemble, EnsembleName, EnsembleRun, EnsembleSettings,
     EnsembleStatus, NewEnsembleRun, ReviewOutcome, StopNote, StopWhy,
 };
+pub use forge::{
+    CheckState, DEFAULT_MAX_ROUNDS, ForgeConnection, ForgeKind, MAX_ROUNDS_LIMIT, NewForgeConnection,
+    NewPullRequest, OnClose, PrCheck, PrReview, PrState, PrUpdate, PullRequest, ReviewVerdict,
+};
 pub use ids::{
-    ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, InboxItemId, InvitationId, IssueId,
-    RunId, RunnerId, RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
+    ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, ForgeConnectionId, InboxItemId,
+    InvitationId, IssueId, PullRequestId, RunId, RunnerId, RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,

@@ -429,6 +429,7 @@ string_enum!(
         Mentioned => "mentioned",
         LoopGuard => "loop_guard",
         CapWarning => "cap_warning",
+        PullRequest => "pull_request",
     }
 );
 
