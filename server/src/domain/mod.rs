@@ -31,12 +31,14 @@ pub use ensemble::{
     EnsembleStatus, NewEnsembleRun, ReviewOutcome, StopNote, StopWhy,
 };
 pub use forge::{
-    CheckState, DEFAULT_MAX_ROUNDS, ForgeConnection, ForgeKind, MAX_ROUNDS_LIMIT, NewForgeConnection,
-    NewPullRequest, OnClose, PrCheck, PrReview, PrState, PrUpdate, PullRequest, ReviewVerdict,
+    CheckState, DEFAULT_MAX_ROUNDS, ForgeConnection, ForgeKind, MAX_ROUNDS_LIMIT,
+    NewForgeConnection, NewPullRequest, OnClose, PrCheck, PrReview, PrState, PrUpdate, PullRequest,
+    ReviewVerdict,
 };
 pub use ids::{
     ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, ForgeConnectionId, InboxItemId,
-    InvitationId, IssueId, PullRequestId, RunId, RunnerId, RunnerTokenId, SessionId, SkillId, TokenId, UserId, WorkspaceId,
+    InvitationId, IssueId, PullRequestId, RunId, RunnerId, RunnerTokenId, SessionId, SkillId,
+    TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,

@@ -14,9 +14,10 @@ use uuid::fmt::Hyphenated;
 
 use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentName, CommentId, Email, EnsembleId, EnsembleRunId,
-    EnsembleStatus, FailureReason, InboxItemId, InboxKind, InvitationId, IssueId, IssuePrefix,
-    IssueStatus, IssueTitle, Priority, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId,
-    SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
+    EnsembleStatus, FailureReason, ForgeConnectionId, ForgeKind, InboxItemId, InboxKind,
+    InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle, OnClose, PrState, Priority,
+    PullRequestId, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId,
+    SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -67,6 +68,8 @@ uuid_codec!(
     InvitationId,
     EnsembleId,
     EnsembleRunId,
+    ForgeConnectionId,
+    PullRequestId,
 );
 
 /// Text columns: encoded with `$as_str`, decoded by `$parse` (validation again on the way out).
@@ -109,6 +112,9 @@ text_codec!(
     SkillSource => |v: &SkillSource| v.as_str(), str::parse::<SkillSource>;
     ActivityKind => |v: &ActivityKind| v.as_str(), str::parse::<ActivityKind>;
     EnsembleStatus => |v: &EnsembleStatus| v.as_str(), str::parse::<EnsembleStatus>;
+    ForgeKind => |v: &ForgeKind| v.as_str(), str::parse::<ForgeKind>;
+    OnClose => |v: &OnClose| v.as_str(), str::parse::<OnClose>;
+    PrState => |v: &PrState| v.as_str(), str::parse::<PrState>;
     Slug => Slug::as_str, Slug::parse;
     IssuePrefix => IssuePrefix::as_str, IssuePrefix::parse;
     IssueTitle => IssueTitle::as_str, IssueTitle::parse;

@@ -78,6 +78,7 @@ macro_rules! impl_store {
         $crate::store::inbox::impl_inbox_store!($store, $db);
         $crate::store::ensembles::impl_ensembles_store!($store, $db);
         $crate::store::usage::impl_usage_store!($store, $db);
+        $crate::store::forges::impl_forges_store!($store, $db);
     };
 }
 pub(super) use impl_store;

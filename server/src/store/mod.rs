@@ -7,7 +7,7 @@
 //! issues, comments, activity), `agents.rs` ([`AgentStore`]: agents, skills), `runners.rs`
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
-//! ([`EnsembleStore`]) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -26,6 +26,7 @@ mod codec;
 mod common;
 mod ensembles;
 pub mod foreign;
+mod forges;
 mod inbox;
 mod issues;
 mod people;
@@ -47,6 +48,7 @@ use async_trait::async_trait;
 
 pub use agents::AgentStore;
 pub use ensembles::EnsembleStore;
+pub use forges::{ForgeSettings, ForgeStore};
 pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
 pub use people::PeopleStore;
@@ -60,8 +62,8 @@ pub use usage::UsageStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, EnsembleStore, InboxStore, IssueStore, PeopleStore, RunLogStore, RunStore,
-        RunnerStore, SessionStore, Store, UsageStore,
+        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, RunLogStore,
+        RunStore, RunnerStore, SessionStore, Store, UsageStore,
     };
 }
 
@@ -143,6 +145,10 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "invitation.workspace_id, invitation.user_id" => "invitation_workspace_user_key",
         "ensemble.workspace_id, ensemble.name" => "ensemble_workspace_name_key",
         "ensemble_run.issue_id, ensemble_run.number" => "ensemble_run_issue_number_key",
+        "forge_connection.workspace_id" => "forge_connection_workspace_key",
+        "pull_request.forge_connection_id, pull_request.number" => {
+            "pull_request_connection_number_key"
+        }
         other => return other.to_owned(),
     };
     name.to_owned()
@@ -263,6 +269,7 @@ pub trait Store:
     + InboxStore
     + EnsembleStore
     + UsageStore
+    + ForgeStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;

@@ -8,6 +8,7 @@ mod agent_with_skills;
 mod board;
 mod deletes;
 mod ensembles;
+mod forges;
 mod inbox_read;
 mod invitations;
 mod issues;
