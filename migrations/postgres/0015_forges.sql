@@ -42,6 +42,7 @@ create table pull_request (
     checks              jsonb not null default '[]',
     reviews             jsonb not null default '[]',
     rounds              integer not null default 0,
+    limit_noticed       boolean not null default false,
     superseded_by       uuid references pull_request on delete set null,
     created_at          timestamptz not null,
     updated_at          timestamptz not null,

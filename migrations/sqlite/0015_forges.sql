@@ -42,6 +42,7 @@ create table pull_request (
     checks              text not null default '[]',
     reviews             text not null default '[]',
     rounds              integer not null default 0,
+    limit_noticed       integer not null default 0,
     superseded_by       text references pull_request on delete set null,
     created_at          text not null,
     updated_at          text not null,

@@ -102,6 +102,11 @@ pub(crate) async fn conclude(
     if let Err(e) = followed {
         tracing::warn!(error = %e, "cannot update the issue after the run");
     }
+    if finished.status == RunStatus::Succeeded {
+        // The forge is asked over the network: never in the way of the runner's session.
+        let (engine, run) = (state.clone(), finished.clone());
+        tokio::spawn(async move { super::forge::run_delivered(&engine, &run).await });
+    }
     // Comments that arrived while the run was live are answered by a follow-up continuing it.
     super::triggers::run_ended(state, &finished).await;
     announce(state, &issue);

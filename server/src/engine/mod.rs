@@ -11,6 +11,7 @@
 pub mod caps;
 pub(crate) mod ensemble;
 pub(crate) mod finish;
+pub mod forge;
 pub mod order;
 pub mod relay;
 pub mod session;
@@ -252,13 +253,23 @@ impl Engine {
         run: Option<RunId>,
         text: &str,
     ) -> crate::store::Result<()> {
+        self.post_note(issue, run, text).await.map(drop)
+    }
+
+    /// [`Engine::note_on_issue`], returning the comment (`None` when the text is not a comment's).
+    pub(crate) async fn post_note(
+        &self,
+        issue: crate::domain::IssueId,
+        run: Option<RunId>,
+        text: &str,
+    ) -> crate::store::Result<Option<crate::domain::Comment>> {
         let Ok(mut note) =
             crate::domain::NewComment::parse(crate::domain::CommentAuthor::System, text)
         else {
-            return Ok(());
+            return Ok(None);
         };
         note.run_id = run;
-        self.store.add_comment(issue, &note).await.map(drop)
+        self.store.add_comment(issue, &note).await.map(Some)
     }
 
     /// Queues a first attempt of `agent` on `issue` and wakes the runners. `Ok(None)` when that agent

@@ -165,6 +165,9 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .await
             .map_err(|e| config(format!("cannot read the workspace's rate table: {e}")))?,
         blind: false,
+        forge: super::forge::push_order(engine, run.workspace_id)
+            .await
+            .map_err(|e| config(format!("cannot read the workspace's forge connection: {e}")))?,
     };
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
         .await?;
@@ -308,6 +311,10 @@ pub(crate) async fn orphan(engine: &Engine, run: &Run) -> Result<Orphan, crate::
             .map(|a| a.profile.name.as_str().to_owned())
             .unwrap_or_default(),
         secrets,
+        forge: super::forge::push_order(engine, run.workspace_id)
+            .await
+            .ok()
+            .flatten(),
     })
 }
 

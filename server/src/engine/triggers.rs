@@ -237,6 +237,18 @@ pub async fn mentionable(state: &Engine, ws: WorkspaceId) -> store::Result<Menti
     ))
 }
 
+/// Hands a comment Muster wrote for `agent` (a forge's report on its pull request) to it, like a
+/// person's reply: see [`follow_up`].
+pub(crate) async fn hand_over(
+    state: &Engine,
+    issue: &Issue,
+    agent: AgentId,
+    comment: CommentId,
+    trigger: RunTrigger,
+) -> store::Result<()> {
+    follow_up(state, issue, agent, comment, trigger, 0).await
+}
+
 /// Hands `comment` to `agent` on `issue`: into its queued run's set, kept pending while it has a live
 /// run, or in a new run (under the loop guard).
 async fn follow_up(

@@ -28,6 +28,7 @@ pub fn router(state: AppState) -> Router {
     let header = axum::http::HeaderName::from_static(REQUEST_ID);
     let traced = Router::new()
         .merge(api::router())
+        .merge(api::hooks())
         .merge(pages::router())
         .merge(runner_socket::router())
         .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_FORM_BYTES))

@@ -172,6 +172,32 @@ pub struct Orphan {
     pub issue_key: String,
     pub agent_name: String,
     pub secrets: Vec<String>,
+    /// The forge its branch is pushed to, as for [`Order::forge`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forge: Option<ForgePush>,
+}
+
+/// The forge a run's branch is pushed to when its workspace is connected to one. The runner pushes
+/// with the connection's token from outside the sandbox (as an HTTP header git is handed in its
+/// environment, never on a command line, in a file or in a git config), and asks the forge first: the
+/// branch of a merged or closed pull request is never pushed to again (the work goes to a fresh branch).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ForgePush {
+    pub kind: crate::domain::ForgeKind,
+    pub api_url: String,
+    pub repo: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for ForgePush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForgePush")
+            .field("kind", &self.kind)
+            .field("api_url", &self.api_url)
+            .field("repo", &self.repo)
+            .field("token", &"***")
+            .finish()
+    }
 }
 
 /// Why the server closed a runner's connection (the WebSocket close code and reason).
@@ -259,6 +285,9 @@ pub struct Order {
     /// repository gets a copy of its start's history instead of reading the repository's objects.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blind: bool,
+    /// The forge the branch is pushed to, when the workspace is connected to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forge: Option<ForgePush>,
 }
 
 /// What a follow-up continues: the agent's previous run on the issue, its CLI session (resumed when its

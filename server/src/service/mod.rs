@@ -5,6 +5,7 @@ pub mod agents;
 pub mod comments;
 pub mod ensembles;
 mod error;
+pub mod forges;
 pub mod invitations;
 pub mod issues;
 pub mod members;

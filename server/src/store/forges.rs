@@ -45,6 +45,12 @@ pub trait ForgeStore: Send + Sync {
         delivery: &str,
         at: DateTime<Utc>,
     ) -> Result<bool>;
+    /// Forgets a delivery that could not be acted on, so the forge's redelivery is taken.
+    async fn release_forge_delivery(
+        &self,
+        connection: ForgeConnectionId,
+        delivery: &str,
+    ) -> Result<()>;
     /// Records a pull request just opened; `Conflict(pull_request_connection_number_key)` when its
     /// number is recorded already.
     async fn create_pull_request(&self, new: &NewPullRequest) -> Result<PullRequest>;
@@ -77,6 +83,8 @@ pub trait ForgeStore: Send + Sync {
     /// Counts one automatic round if the pull request has had fewer than `max`: the new count, or
     /// `None` when it is at the limit (nothing written).
     async fn take_pr_round(&self, id: PullRequestId, max: i32) -> Result<Option<i32>>;
+    /// Marks that the pull request's round limit was said: `true` the first time only.
+    async fn notice_pr_limit(&self, id: PullRequestId) -> Result<bool>;
     /// Links a merged or closed pull request to the one opened for work that came after it.
     async fn supersede_pull_request(&self, old: PullRequestId, new: PullRequestId) -> Result<()>;
 }
@@ -288,6 +296,12 @@ macro_rules! impl_forges_store {
                     Ok(done.rows_affected() == 1)
                 }
 
+                async fn release_forge_delivery(&self, connection: ForgeConnectionId, delivery: &str) -> Result<()> {
+                    sqlx::query::<$db>("delete from forge_delivery where forge_connection_id = $1 and delivery_id = $2")
+                        .bind(connection).bind(delivery).execute(&self.pool).await?;
+                    Ok(())
+                }
+
                 async fn create_pull_request(&self, new: &NewPullRequest) -> Result<PullRequest> {
                     let at = now();
                     let row = sqlx::query_as::<$db, PullRow>(concat!(
@@ -376,6 +390,13 @@ macro_rules! impl_forges_store {
                          where pull_request_id = $1 and rounds < $2 returning rounds")
                         .bind(id).bind(max).bind(now()).fetch_optional(&self.pool).await?;
                     Ok(rounds)
+                }
+
+                async fn notice_pr_limit(&self, id: PullRequestId) -> Result<bool> {
+                    let done = sqlx::query::<$db>(
+                        "update pull_request set limit_noticed = $2 where pull_request_id = $1 and limit_noticed = $3")
+                        .bind(id).bind(true).bind(false).execute(&self.pool).await?;
+                    Ok(done.rows_affected() == 1)
                 }
 
                 async fn supersede_pull_request(&self, old: PullRequestId, new: PullRequestId) -> Result<()> {

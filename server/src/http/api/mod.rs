@@ -7,6 +7,7 @@ mod account;
 mod agents;
 pub mod doc;
 mod ensembles;
+mod forges;
 mod invitations;
 mod issues;
 mod members;
@@ -52,6 +53,12 @@ pub fn router() -> Router<AppState> {
         .merge(runners::router())
         .merge(workspace::router())
         .merge(usage::router())
+        .merge(forges::router())
+}
+
+/// Where forges post their webhooks (outside `/api/v1`: signed by a connection's secret, no caller).
+pub fn hooks() -> Router<AppState> {
+    forges::hooks()
 }
 
 /// Create bodies that require fields their edit twin leaves optional.
@@ -94,6 +101,8 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         workspace::show, workspace::update,
         usage::report, usage::caps, usage::set_workspace_cap, usage::set_agent_cap, usage::rates,
         usage::set_rates,
+        forges::list, forges::connect, forges::show, forges::update, forges::remove, forges::test,
+        forges::list_pulls, forges::show_pull, forges::open_for_run, forges::open_for_issue,
     ),
     // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,

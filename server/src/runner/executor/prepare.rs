@@ -58,8 +58,8 @@ pub(super) fn run_dir(config: &Config, run: RunId) -> PathBuf {
     config.runs_dir.join(run.to_string())
 }
 
-/// The values the run's redactor hides: the agent's secret variables, its base URL's credentials and
-/// the run's token.
+/// The values the run's redactor hides: the agent's secret variables, its base URL's credentials, the
+/// run's token and the forge's token (the agent never holds it, but a git error could echo it).
 pub(super) fn order_secrets(order: &Order) -> Vec<String> {
     let mut secrets: Vec<String> = order
         .agent
@@ -69,6 +69,7 @@ pub(super) fn order_secrets(order: &Order) -> Vec<String> {
         .map(|v| v.value.clone())
         .collect();
     secrets.push(order.token.clone());
+    secrets.extend(order.forge.as_ref().map(|f| f.token.clone()));
     secrets.extend(crate::redact::url_credentials(
         order.agent.base_url.as_deref(),
     ));

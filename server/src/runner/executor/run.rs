@@ -209,7 +209,9 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
         tracing::warn!(run.id = %run_id, pgid, "stopping the orphaned agent");
         process::kill_leftovers(pgid);
     }
-    let redactor = Redactor::new(&orphan.secrets);
+    let mut secrets = orphan.secrets.clone();
+    secrets.extend(orphan.forge.as_ref().map(|f| f.token.clone()));
+    let redactor = Redactor::new(&secrets);
     let next_seq = orphan.next_seq.max(link.kept_seq(run_id) + 1);
     let held = Held {
         run_id,
@@ -225,6 +227,7 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
             run_id,
             &mut log,
             host.config.push_branches,
+            orphan.forge.as_ref(),
             None,
         )
         .await;
@@ -276,6 +279,7 @@ pub(super) async fn wrap_up_worktree(
     run_id: RunId,
     log: &mut EventLog,
     push: bool,
+    forge: Option<&crate::runner::protocol::ForgePush>,
     check: Option<CheckRun<'_>>,
 ) -> WrappedUp {
     let message = format!("{issue_key}: work of {agent_name} (Muster run {run_id})");
@@ -291,7 +295,7 @@ pub(super) async fn wrap_up_worktree(
                 truncated: diff.truncated,
             }));
             if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
-                push_work(tree, &commit, url, log).await;
+                push_work(tree, &commit, url, forge, log).await;
             }
             let mut stopped_in_check = false;
             if let Some(c) = check {
@@ -368,12 +372,38 @@ async fn run_check(tree: &Worktree, log: &mut EventLog, c: &CheckRun<'_>) -> boo
 }
 
 /// Pushes the run's commit to its branch at `url` and logs the outcome (the remote shown without
-/// credentials).
-async fn push_work(tree: &Worktree, commit: &str, url: &str, log: &mut EventLog) {
-    match git::push_branch(tree, commit, url).await {
+/// credentials). With a forge, the forge is asked first which branch the line's work goes to (never the
+/// branch of a merged or closed pull request: see [`crate::forge::push_target`]) and the push carries
+/// its token; when the forge cannot be asked, nothing is pushed.
+async fn push_work(
+    tree: &Worktree,
+    commit: &str,
+    url: &str,
+    forge: Option<&crate::runner::protocol::ForgePush>,
+    log: &mut EventLog,
+) {
+    let (branch, auth) = match forge {
+        None => (tree.branch.clone(), None),
+        Some(f) => match crate::forge::push_target(f, &tree.branch).await {
+            Ok(branch) => (
+                branch,
+                Some(crate::forge::git_auth_header(f.kind, &f.token)),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot ask the forge where the branch goes");
+                log.push(RunEventBody::error(format!(
+                    "not pushed: cannot ask {} whether the pull request of {} is still open: {e}",
+                    f.kind.label(),
+                    tree.branch
+                )));
+                return;
+            }
+        },
+    };
+    match git::push_branch_to(tree, commit, url, &branch, auth.as_deref()).await {
         Ok(()) => log.push(RunEventBody::Push {
             remote: crate::redact::without_credentials(url),
-            branch: tree.branch.clone(),
+            branch,
             commit: commit.to_owned(),
         }),
         Err(e) => {
@@ -485,6 +515,7 @@ async fn run_child(
             ctx.order.run_id,
             &mut log,
             ctx.host.config.push_branches,
+            ctx.order.forge.as_ref(),
             check.map(|spec| CheckRun {
                 spec,
                 confinement,

@@ -169,6 +169,16 @@ fn network_env() -> Vec<(String, String)> {
 
 /// Runs a git command that talks to a remote, bounded by `timeout`, with [`network_env`].
 async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<String, GitError> {
+    git_network_with(cwd, args, &network_env(), timeout).await
+}
+
+/// [`git_network`] with the environment `env`.
+async fn git_network_with(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Result<String, GitError> {
     // A transfer that stalls below 1 KB/s for a minute gives up before the hard timeout.
     let mut all = vec![
         "-c",
@@ -177,7 +187,7 @@ async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<Str
         "http.lowSpeedTime=60",
     ];
     all.extend_from_slice(args);
-    super::git_with_timeout(cwd, &all, &network_env(), timeout)
+    super::git_with_timeout(cwd, &all, env, timeout)
         .await
         .map_err(|e| match e {
             GitError::TimedOut { timeout, .. } => {
@@ -284,27 +294,54 @@ async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), GitError
 /// forced: a remote whose branch of that name has moved elsewhere, or that refuses it, keeps its own and
 /// the error says why.
 pub async fn push_branch(tree: &Worktree, commit: &str, url: &str) -> Result<(), GitError> {
-    push_branch_with_timeout(tree, commit, url, NETWORK_TIMEOUT).await
+    push_branch_with_timeout(tree, commit, url, &tree.branch, None, NETWORK_TIMEOUT).await
+}
+
+/// [`push_branch`] to the branch `branch` at `url` (a forge may send the work of a line whose pull
+/// request was merged to a fresh branch), with `auth` — an `Authorization` header value — handed to git
+/// through its environment (`GIT_CONFIG_*`), so it is on no command line, in no file and in no config.
+pub async fn push_branch_to(
+    tree: &Worktree,
+    commit: &str,
+    url: &str,
+    branch: &str,
+    auth: Option<&str>,
+) -> Result<(), GitError> {
+    push_branch_with_timeout(tree, commit, url, branch, auth, NETWORK_TIMEOUT).await
 }
 
 async fn push_branch_with_timeout(
     tree: &Worktree,
     commit: &str,
     url: &str,
+    branch: &str,
+    auth: Option<&str>,
     timeout: Duration,
 ) -> Result<(), GitError> {
-    let refspec = format!("{commit}:refs/heads/{}", tree.branch);
+    let refspec = format!("{commit}:refs/heads/{branch}");
+    let mut env = network_env();
+    if let Some(header) = auth {
+        env.extend([
+            ("GIT_CONFIG_COUNT".to_owned(), "1".to_owned()),
+            ("GIT_CONFIG_KEY_0".to_owned(), "http.extraHeader".to_owned()),
+            (
+                "GIT_CONFIG_VALUE_0".to_owned(),
+                format!("Authorization: {header}"),
+            ),
+        ]);
+    }
     // From the mirror, whose config the agent cannot write, not from the agent's worktree.
-    git_network(
+    git_network_with(
         &tree.repo,
         &["push", "--quiet", "--no-verify", "--", url, &refspec],
+        &env,
         timeout,
     )
     .await
     .map(drop)
     .map_err(|e| {
         let shown = crate::redact::without_credentials(url);
-        GitError::Other(format!("cannot push {} to {shown}: {e}", tree.branch))
+        GitError::Other(format!("cannot push {branch} to {shown}: {e}"))
     })
 }
 
