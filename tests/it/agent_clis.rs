@@ -1402,4 +1402,5 @@ async fn codex_is_stopped_after_the_turn_that_crossed_its_budget() {
 
 mod egress;
 mod ensemble;
+mod forge;
 mod resume;

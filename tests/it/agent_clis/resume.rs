@@ -41,7 +41,7 @@ fn repository() -> tempfile::TempDir {
 
 /// Whether `body` holds a message of `role` whose text contains `needle`, at any depth (Claude's
 /// `messages`, Codex's `input` items, OpenCode's chat `messages`).
-fn has_message(body: &Value, role: &str, needle: &str) -> bool {
+pub(super) fn has_message(body: &Value, role: &str, needle: &str) -> bool {
     match body {
         Value::Object(map) => {
             (map.get("role").and_then(Value::as_str) == Some(role)

@@ -25,8 +25,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use remote::{
-    NETWORK_TIMEOUT, REMOTE_HEAD, RepoSource, mirror, mirror_path, mirror_with_timeout,
-    push_branch, push_branch_to,
+    NETWORK_TIMEOUT, REMOTE_HEAD, RepoSource, mirror, mirror_path, mirror_with_auth,
+    mirror_with_timeout, push_branch, push_branch_to,
 };
 
 /// What went wrong with git work: a run's worktree, commit, diff or push, or a repository setting. Its

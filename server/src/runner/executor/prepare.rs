@@ -458,7 +458,12 @@ async fn work_dir(host: &Host, order: &Order, dir: &Path) -> Result<Option<Start
     let (repo, url) = match source {
         git::RepoSource::Path(path) => (path, None),
         git::RepoSource::Url(url) => {
-            let mirror = git::mirror(&host.repo_cache, &url).await?;
+            // A private forge project is read with the connection's token, outside the sandbox.
+            let auth = order
+                .forge
+                .as_ref()
+                .map(|f| crate::forge::git_auth_header(f.kind, &f.token));
+            let mirror = git::mirror_with_auth(&host.repo_cache, &url, auth.as_deref()).await?;
             (mirror, Some(url))
         }
     };

@@ -167,6 +167,23 @@ fn network_env() -> Vec<(String, String)> {
     env
 }
 
+/// [`network_env`], with `auth` (an `Authorization` header value) as an extra HTTP header through git's
+/// `GIT_CONFIG_*` variables: on no command line, in no file, in no config an agent could read.
+fn auth_env(auth: Option<&str>) -> Vec<(String, String)> {
+    let mut env = network_env();
+    if let Some(header) = auth {
+        env.extend([
+            ("GIT_CONFIG_COUNT".to_owned(), "1".to_owned()),
+            ("GIT_CONFIG_KEY_0".to_owned(), "http.extraHeader".to_owned()),
+            (
+                "GIT_CONFIG_VALUE_0".to_owned(),
+                format!("Authorization: {header}"),
+            ),
+        ]);
+    }
+    env
+}
+
 /// Runs a git command that talks to a remote, bounded by `timeout`, with [`network_env`].
 async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<String, GitError> {
     git_network_with(cwd, args, &network_env(), timeout).await
@@ -219,13 +236,24 @@ pub fn mirror_path(cache_dir: &Path, url: &str) -> PathBuf {
 /// Brings the bare mirror of `url` in `cache_dir` up to date (cloning it on first use) and returns its
 /// path; runs' worktrees are then made from it at [`REMOTE_HEAD`].
 pub async fn mirror(cache_dir: &Path, url: &str) -> Result<PathBuf, GitError> {
-    mirror_with_timeout(cache_dir, url, NETWORK_TIMEOUT).await
+    mirror_with_timeout(cache_dir, url, None, NETWORK_TIMEOUT).await
 }
 
-/// [`mirror`] with another bound on each network command (tests use a short one).
+/// [`mirror`] of a repository that needs `auth` (an `Authorization` header value, handed to git as in
+/// [`push_branch_to`]) to be read: a private forge project.
+pub async fn mirror_with_auth(
+    cache_dir: &Path,
+    url: &str,
+    auth: Option<&str>,
+) -> Result<PathBuf, GitError> {
+    mirror_with_timeout(cache_dir, url, auth, NETWORK_TIMEOUT).await
+}
+
+/// [`mirror_with_auth`] with another bound on each network command (tests use a short one).
 pub async fn mirror_with_timeout(
     cache_dir: &Path,
     url: &str,
+    auth: Option<&str>,
     timeout: Duration,
 ) -> Result<PathBuf, GitError> {
     let shown = crate::redact::without_credentials(url);
@@ -233,7 +261,7 @@ pub async fn mirror_with_timeout(
     let lock = mirror_lock(&path);
     let _held = lock.lock().await;
     if path.is_dir() {
-        fetch(&path, url, timeout)
+        fetch(&path, url, auth, timeout)
             .await
             .map_err(|e| GitError::Other(format!("cannot fetch {shown}: {e}")))?;
         return Ok(path);
@@ -249,7 +277,7 @@ pub async fn mirror_with_timeout(
     let made = async {
         let target = tmp.display().to_string();
         super::git(cache_dir, &["init", "--quiet", "--bare", &target]).await?;
-        fetch(&tmp, url, timeout).await
+        fetch(&tmp, url, auth, timeout).await
     };
     if let Err(e) = made.await {
         let _ = tokio::fs::remove_dir_all(&tmp).await;
@@ -262,7 +290,12 @@ pub async fn mirror_with_timeout(
 }
 
 /// Fetches the remote's HEAD and branches into the mirror at `repo`, pruning branches it deleted.
-async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), GitError> {
+async fn fetch(
+    repo: &Path,
+    url: &str,
+    auth: Option<&str>,
+    timeout: Duration,
+) -> Result<(), GitError> {
     let head = format!("+HEAD:{REMOTE_HEAD}");
     let branches = format!("+refs/heads/*:{REMOTE_BRANCHES}/*");
     let args = [
@@ -277,7 +310,7 @@ async fn fetch(repo: &Path, url: &str, timeout: Duration) -> Result<(), GitError
         &head,
         &branches,
     ];
-    match git_network(repo, &args, timeout).await {
+    match git_network_with(repo, &args, &auth_env(auth), timeout).await {
         Err(GitError::Failed { stderr, .. })
             if stderr.contains("couldn't find remote ref HEAD") =>
         {
@@ -319,17 +352,7 @@ async fn push_branch_with_timeout(
     timeout: Duration,
 ) -> Result<(), GitError> {
     let refspec = format!("{commit}:refs/heads/{branch}");
-    let mut env = network_env();
-    if let Some(header) = auth {
-        env.extend([
-            ("GIT_CONFIG_COUNT".to_owned(), "1".to_owned()),
-            ("GIT_CONFIG_KEY_0".to_owned(), "http.extraHeader".to_owned()),
-            (
-                "GIT_CONFIG_VALUE_0".to_owned(),
-                format!("Authorization: {header}"),
-            ),
-        ]);
-    }
+    let env = auth_env(auth);
     // From the mirror, whose config the agent cannot write, not from the agent's worktree.
     git_network_with(
         &tree.repo,

@@ -178,7 +178,7 @@ async fn a_remote_that_never_answers_times_out() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("git://127.0.0.1:{port}/repo.git");
     let started = std::time::Instant::now();
-    let e = mirror_with_timeout(dir.path(), &url, Duration::from_secs(2))
+    let e = mirror_with_timeout(dir.path(), &url, None, Duration::from_secs(2))
         .await
         .unwrap_err()
         .to_string();
