@@ -184,12 +184,8 @@ fn auth_env(auth: Option<&str>) -> Vec<(String, String)> {
     env
 }
 
-/// Runs a git command that talks to a remote, bounded by `timeout`, with [`network_env`].
-async fn git_network(cwd: &Path, args: &[&str], timeout: Duration) -> Result<String, GitError> {
-    git_network_with(cwd, args, &network_env(), timeout).await
-}
-
-/// [`git_network`] with the environment `env`.
+/// Runs a git command that talks to a remote, bounded by `timeout`, with the environment `env`
+/// ([`network_env`] or [`auth_env`]).
 async fn git_network_with(
     cwd: &Path,
     args: &[&str],
