@@ -253,6 +253,15 @@ async fn open_pushed(
             tracing::warn!(error = %e, number = old.number, "cannot link the old pull request");
         }
     }
+    // Work reopened after a merge or a close is in review again, not done.
+    super::finish::move_if_in(
+        engine,
+        &issue,
+        &[IssueStatus::Done, IssueStatus::Cancelled],
+        IssueStatus::InReview,
+        CommentAuthor::System,
+    )
+    .await?;
     let draft_note = if pr.draft { " (draft)" } else { "" };
     engine
         .note_on_issue(

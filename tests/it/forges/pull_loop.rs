@@ -339,6 +339,8 @@ async fn merged_is_done_and_later_work_goes_to_a_new_branch_and_pull_request(bac
             .any(|c| c.contains(&format!("#{}", new.number))),
         "{old_there:?}"
     );
+    // The issue is in review again, with the new pull request.
+    env.issue_reaches(&issue, IssueStatus::InReview).await;
     assert_token_unseen(&env, first.id);
     assert_token_unseen(&env, runs[1].id);
 }
