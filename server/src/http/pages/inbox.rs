@@ -65,6 +65,7 @@ fn kind_label(kind: InboxKind) -> &'static str {
         InboxKind::AwaitingReview => "Awaiting review",
         InboxKind::Mentioned => "Mentioned",
         InboxKind::LoopGuard => "Loop guard",
+        InboxKind::PullRequest => "Pull request",
     }
 }
 
