@@ -11,6 +11,7 @@ pub mod confined;
 pub mod domain;
 pub mod egress;
 pub mod engine;
+pub mod forge;
 pub mod host;
 pub mod http;
 pub mod hub;
