@@ -20,7 +20,7 @@ pub use crate::domain::{CheckState, ForgeKind, PrState, ReviewVerdict};
 mod gitea;
 mod github;
 mod gitlab;
-
+pub mod hooks;
 mod log;
 #[cfg(test)]
 mod tests;
