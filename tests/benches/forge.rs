@@ -37,17 +37,29 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         .api(
             reqwest::Method::POST,
             "/api/v1/forges",
-            Some(json!({ "kind": "github", "api_url": forge.api_url(), "repo": REPO,
-                         "token": TOKEN, "max_rounds": 20 })),
+            Some(
+                json!({ "kind": "github", "api_url": forge.api_url(), "repo": REPO,
+                         "token": TOKEN, "max_rounds": 20 }),
+            ),
             201,
         )
         .await?;
-    let conn = made["connection"]["id"].as_str().unwrap_or_default().to_owned();
-    let secret = made["webhook_secret"].as_str().unwrap_or_default().to_owned();
+    let conn = made["connection"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let secret = made["webhook_secret"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let hook = world.url(&format!("/hooks/github/{conn}"));
     // Each run leaves one new file: work to push.
     world
-        .custom_agent("pr", "cat >/dev/null; echo \"$MUSTER_RUN_ID\" > \"work-$MUSTER_RUN_ID.txt\"", 4)
+        .custom_agent(
+            "pr",
+            "cat >/dev/null; echo \"$MUSTER_RUN_ID\" > \"work-$MUSTER_RUN_ID.txt\"",
+            4,
+        )
         .await?;
     forge.set_job_log(1, "test parser ... FAILED\nerror: expected 3, got 2\n");
 
@@ -83,15 +95,27 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         let number = pr["number"].as_i64().unwrap_or_default();
         let branch = pr["branch"].as_str().unwrap_or_default();
         let sha = pr["head_sha"].as_str().unwrap_or_default();
-        let failed = scripted::check_failed(ForgeKind::Github, REPO, number, branch, sha, "test", 1);
+        let failed =
+            scripted::check_failed(ForgeKind::Github, REPO, number, branch, sha, "test", 1);
         let started = Instant::now();
-        let status =
-            scripted::send_hook(ForgeKind::Github, &hook, &secret, "check_run", &format!("b-{i}"), &failed)
-                .await?;
+        let status = scripted::send_hook(
+            ForgeKind::Github,
+            &hook,
+            &secret,
+            "check_run",
+            &format!("b-{i}"),
+            &failed,
+        )
+        .await?;
         hooks.push(ms(started.elapsed()));
         anyhow::ensure!(status == 202, "the webhook was answered {status}");
         let runs = world
-            .api(reqwest::Method::GET, &format!("/api/v1/issues/{key}/runs"), None, 200)
+            .api(
+                reqwest::Method::GET,
+                &format!("/api/v1/issues/{key}/runs"),
+                None,
+                200,
+            )
             .await?;
         anyhow::ensure!(
             runs.as_array().map_or(0, Vec::len) == 2,
@@ -112,10 +136,18 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         // Let the follow-up run end before the next sample.
         let follow_up = runs[1]["id"].as_str().unwrap_or_default().to_owned();
         world
-            .wait_run_settled(&follow_up, Duration::from_secs(60), Duration::from_millis(20))
+            .wait_run_settled(
+                &follow_up,
+                Duration::from_secs(60),
+                Duration::from_millis(20),
+            )
             .await?;
     }
-    anyhow::ensure!(forge.pulls().len() == samples, "pull requests on the forge: {}", forge.pulls().len());
+    anyhow::ensure!(
+        forge.pulls().len() == samples,
+        "pull requests on the forge: {}",
+        forge.pulls().len()
+    );
     let (o, a, h, f) = (
         Stats::of(&mut opens),
         Stats::of(&mut api_floor),
@@ -123,13 +155,33 @@ async fn scenario(mode: Mode, backend: Backend) -> anyhow::Result<Option<Vec<Fig
         Stats::of(&mut hook_floor),
     );
     Ok(Some(vec![
-        Figure::new(b, format!("open pull request, p50 ({samples})"), o.p50, "ms")
-            .against("one forge API call, p50", a.p50),
-        Figure::new(b, format!("open pull request, p99 ({samples})"), o.p99, "ms")
-            .against("one forge API call, p99", a.p99),
-        Figure::new(b, format!("red-check webhook → follow-up queued, p50 ({samples})"), h.p50, "ms")
-            .against("a refused delivery, p50", f.p50),
-        Figure::new(b, format!("red-check webhook → follow-up queued, p99 ({samples})"), h.p99, "ms")
-            .against("a refused delivery, p99", f.p99),
+        Figure::new(
+            b,
+            format!("open pull request, p50 ({samples})"),
+            o.p50,
+            "ms",
+        )
+        .against("one forge API call, p50", a.p50),
+        Figure::new(
+            b,
+            format!("open pull request, p99 ({samples})"),
+            o.p99,
+            "ms",
+        )
+        .against("one forge API call, p99", a.p99),
+        Figure::new(
+            b,
+            format!("red-check webhook → follow-up queued, p50 ({samples})"),
+            h.p50,
+            "ms",
+        )
+        .against("a refused delivery, p50", f.p50),
+        Figure::new(
+            b,
+            format!("red-check webhook → follow-up queued, p99 ({samples})"),
+            h.p99,
+            "ms",
+        )
+        .against("a refused delivery, p99", f.p99),
     ]))
 }

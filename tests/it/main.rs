@@ -71,6 +71,7 @@ mod cli_client;
 mod cli_runs;
 mod deploy;
 mod ensembles;
+mod forge_clients;
 mod forges;
 mod http_board;
 mod http_board_paging;

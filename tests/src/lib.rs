@@ -30,6 +30,7 @@ pub mod bench;
 pub mod browser;
 pub mod engine;
 pub mod ensemble;
+pub mod forge;
 pub mod model_server;
 pub mod seed;
 

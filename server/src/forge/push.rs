@@ -2,22 +2,17 @@
 //! cache): the line's own branch while no pull request on it is merged or closed, else the first fresh
 //! `<branch>-<n>` — one with an open pull request, or none at all.
 
-use std::time::Duration;
-
-use super::{Endpoint, Forge, ForgeError, PrState};
+use super::{Endpoint, Forge, ForgeError, PrState, REQUEST_TIMEOUT, USER_AGENT};
 use crate::runner::protocol::ForgePush;
 
 /// How many fresh branches a line may have had before Muster gives up looking for one.
 const MAX_BRANCHES: u32 = 50;
 
-/// Longest one forge API request may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The HTTP client forge calls go through: bounded, identified as Muster.
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
-        .user_agent(concat!("muster/", env!("CARGO_PKG_VERSION")))
+        .user_agent(USER_AGENT)
         .build()
         .unwrap_or_default()
 }

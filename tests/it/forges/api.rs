@@ -2,6 +2,7 @@
 //! settings, removal, and who may.
 
 use muster::domain::*;
+use muster_tests::Backend;
 use muster_tests::engine::*;
 use muster_tests::forge::ScriptedForge;
 use serde_json::{Value, json};

@@ -2,6 +2,7 @@
 //! unknown connection — refused with a status that says which, nothing recorded, nothing queued.
 
 use muster::domain::*;
+use muster_tests::Backend;
 use muster_tests::engine::*;
 use muster_tests::forge as scripted;
 use serde_json::json;

@@ -8,7 +8,7 @@ mod api;
 mod hooks;
 mod pull_loop;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use muster::domain::*;
 use muster_tests::engine::*;
@@ -141,14 +141,4 @@ pub async fn thread(env: &Env, issue: &Issue) -> String {
         .map(|c| c.body.clone())
         .collect::<Vec<_>>()
         .join("\n---\n")
-}
-
-/// `path` does not exist or holds no file whose name starts with `prefix` (a run that never started).
-pub fn no_file_starting(dir: &Path, prefix: &str) -> bool {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            !d.flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
-        })
-        .unwrap_or(true)
 }

@@ -3,6 +3,7 @@
 //! issue to done; work for a merged pull request goes to a new branch and a new pull request.
 
 use muster::domain::*;
+use muster_tests::Backend;
 use muster_tests::engine::*;
 use muster_tests::forge::{self as scripted, ScriptedForge};
 use serde_json::json;
