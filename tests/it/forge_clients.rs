@@ -240,6 +240,27 @@ async fn git_push_needs_the_token(kind: ForgeKind) {
         .trim()
         .to_owned();
     assert_eq!(client.branch_head("main").await.unwrap(), Some(main));
+
+    // The clone fetched anonymously; only the push carried the token, as git's Basic credentials.
+    let requests = forge.requests();
+    let git_requests = requests.iter().filter(|r| r.path.starts_with("/git/"));
+    for request in git_requests {
+        let sent = request.header("authorization");
+        if request.path.contains("git-upload-pack") {
+            assert_eq!(sent, None, "{request:?}");
+        } else if request.status == 200 {
+            assert_eq!(
+                sent,
+                Some(forge::git_auth_header(kind, TOKEN).as_str()),
+                "{request:?}"
+            );
+        }
+    }
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path.ends_with("/git-receive-pack") && r.status == 200)
+    );
 }
 
 fn new_pull(head: &str, draft: bool) -> NewPull {

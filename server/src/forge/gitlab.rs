@@ -243,6 +243,12 @@ impl Forge for Gitlab {
     }
 }
 
+/// A merge request as GitLab's API renders it (for tests of the mapping).
+#[cfg(test)]
+pub(super) fn pull_from_json(json: &str) -> serde_json::Result<Pull> {
+    serde_json::from_str::<MergeRequest>(json).map(Pull::from)
+}
+
 /// What the member's access level (and the token's scopes, when known) allow.
 fn access(project: Project, scopes: Option<&[String]>) -> Access {
     let level = project

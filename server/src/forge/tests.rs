@@ -144,3 +144,22 @@ fn a_log_of_long_lines_is_cut_to_size() {
     assert!(part.len() <= log::MAX_BYTES, "{}", part.len());
     assert!(part.lines().count() <= log::MAX_LINES);
 }
+
+#[test]
+fn a_merge_request_still_being_checked_has_no_mergeability_yet() {
+    let mr = |merge_status: &str| {
+        let json = serde_json::json!({
+            "iid": 4, "web_url": "https://gitlab.example/acme/app/-/merge_requests/4",
+            "state": "opened", "title": "Draft: fix", "source_branch": "muster/fix-1",
+            "target_branch": "main", "sha": "abc", "has_conflicts": false,
+            "merge_status": merge_status
+        });
+        gitlab::pull_from_json(&json.to_string()).expect("a merge request")
+    };
+    assert_eq!(mr("checking").mergeable, None);
+    let ready = mr("can_be_merged");
+    assert_eq!(
+        (ready.mergeable, ready.draft, ready.state),
+        (Some(true), true, PrState::Open)
+    );
+}

@@ -159,10 +159,9 @@ fn api(ctx: &Ctx, method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) 
                 query.get("state").map(String::as_str),
                 None | Some("open" | "opened")
             );
-            let pulls: Vec<Value> = ctx
-                .lock()
-                .pulls
-                .clone()
+            // Cloned first: rendering locks the state again.
+            let all = ctx.lock().pulls.clone();
+            let pulls: Vec<Value> = all
                 .into_iter()
                 .filter(|p| !open_only || p.state == PrState::Open)
                 .filter(|p| wanted_head.as_ref().is_none_or(|h| *h == p.head))

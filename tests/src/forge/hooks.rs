@@ -208,7 +208,7 @@ pub fn line_comment(
             pull,
             author,
             body,
-            json!({"new_path": path, "new_line": line}),
+            &json!({"new_path": path, "new_line": line}),
         ),
         ForgeKind::Gitea => review(kind, repo, pull, author, ReviewVerdict::Commented, body),
     }
@@ -223,7 +223,7 @@ pub fn pr_comment(kind: ForgeKind, repo: &str, pull: i64, author: &str, body: &s
             "comment": {"id": 2, "body": body, "user": {"login": author}},
             "repository": repository(kind, repo)
         }),
-        ForgeKind::Gitlab => note(repo, pull, author, body, Value::Null),
+        ForgeKind::Gitlab => note(repo, pull, author, body, &Value::Null),
         ForgeKind::Gitea => json!({
             "action": "created", "is_pull": true,
             "issue": {"number": pull},
@@ -233,7 +233,7 @@ pub fn pr_comment(kind: ForgeKind, repo: &str, pull: i64, author: &str, body: &s
     }
 }
 
-fn note(repo: &str, pull: i64, author: &str, body: &str, position: Value) -> Value {
+fn note(repo: &str, pull: i64, author: &str, body: &str, position: &Value) -> Value {
     json!({
         "object_kind": "note",
         "user": {"username": author},

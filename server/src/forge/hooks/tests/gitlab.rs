@@ -9,7 +9,7 @@ fn project() -> Value {
     json!({"id": 15, "name": "app", "path_with_namespace": "acme/app", "web_url": "https://gitlab.example/acme/app"})
 }
 
-fn pipeline(status: &str, builds: Value) -> Value {
+fn pipeline(status: &str, builds: &Value) -> Value {
     json!({
         "object_kind": "pipeline",
         "object_attributes": {"id": 31, "iid": 3, "ref": "muster/fix-1", "tag": false, "sha": SHA,
@@ -28,7 +28,7 @@ fn a_pipeline_is_a_check_and_one_per_job() {
         {"id": 381, "stage": "test", "name": "test", "status": "failed"},
         {"id": 382, "stage": "test", "name": "lint", "status": "failed"}
     ]);
-    let events = deliver(GL, "Pipeline Hook", &pipeline("failed", builds));
+    let events = deliver(GL, "Pipeline Hook", &pipeline("failed", &builds));
     let pipeline_url = Some("https://gitlab.example/acme/app/-/pipelines/31");
     assert_eq!(
         events,
@@ -72,7 +72,7 @@ fn a_pipeline_is_a_check_and_one_per_job() {
         ]
     );
     assert_eq!(
-        deliver(GL, "Pipeline Hook", &pipeline("running", json!([]))),
+        deliver(GL, "Pipeline Hook", &pipeline("running", &json!([]))),
         vec![check(
             &[4],
             Some("muster/fix-1"),
@@ -84,7 +84,7 @@ fn a_pipeline_is_a_check_and_one_per_job() {
         )]
     );
     assert_eq!(
-        deliver(GL, "Pipeline Hook", &pipeline("success", json!([]))),
+        deliver(GL, "Pipeline Hook", &pipeline("success", &json!([]))),
         vec![check(
             &[4],
             Some("muster/fix-1"),
