@@ -370,14 +370,41 @@ pub(crate) async fn run_delivered(engine: &Engine, run: &Run) {
     }
 }
 
-/// What taking a delivery did, for the forge's delivery log.
+/// What taking a delivery did, for the forge's delivery log. A delivery may say several things (a
+/// GitLab pipeline: itself and each job); a failed check without a log is only recorded when another
+/// failed check of the same delivery has one (the job's failure says it better than the pipeline's).
 pub async fn take(
     engine: &Engine,
     conn: &ForgeConnection,
     delivery: &Delivery,
 ) -> Result<String, PullError> {
+    let logged_failure = delivery.events().any(|e| {
+        matches!(e, ForgeEvent::Check { state: CheckState::Failure, log, .. } if *log != crate::forge::LogRef::None)
+    });
+    let mut done = Vec::new();
+    for event in delivery.events() {
+        let quiet = logged_failure
+            && matches!(
+                event,
+                ForgeEvent::Check {
+                    log: crate::forge::LogRef::None,
+                    ..
+                }
+            );
+        done.push(take_event(engine, conn, event, quiet).await?);
+    }
+    Ok(done.join("; "))
+}
+
+/// Takes one event of a delivery; `quiet`: record a check, resume nothing for it.
+async fn take_event(
+    engine: &Engine,
+    conn: &ForgeConnection,
+    event: &ForgeEvent,
+    quiet: bool,
+) -> Result<String, PullError> {
     let find = |n: i64| engine.store.find_pull_request(conn.id, n);
-    match &delivery.event {
+    match event {
         ForgeEvent::Check {
             pulls,
             branch,
@@ -423,7 +450,7 @@ pub async fn take(
                 };
                 let pr = engine.store.update_pull_request(pr.id, &update).await?;
                 announce_pr(engine, &pr).await;
-                if *state != CheckState::Failure || pr.state != PrState::Open {
+                if *state != CheckState::Failure || pr.state != PrState::Open || quiet {
                     done.push(format!("#{}: check {name} is {state}", pr.number));
                     continue;
                 }

@@ -7,8 +7,8 @@
 //! typed structs per forge (`github.rs`, `gitlab.rs`, `gitea.rs`), so a field the forge renamed is an
 //! [`ForgeError::Unreadable`], never a silent default.
 //!
-//! TLS: the workspace's reqwest has no TLS backend yet, so only `http://` forges are reachable (see the
-//! note on [`client`]).
+//! TLS: reqwest's rustls backend (its own aws-lc provider, the platform's certificate store), so
+//! `https://` forges are reached and verified like any other HTTPS server.
 
 use std::time::Duration;
 
@@ -145,10 +145,6 @@ pub trait Forge: Send + Sync {
 /// The client for an endpoint. `http` is shared; every request carries [`REQUEST_TIMEOUT`] and the
 /// User-Agent [`USER_AGENT`]; auth: GitHub `Authorization: Bearer`, GitLab `PRIVATE-TOKEN`, Gitea
 /// `Authorization: token`.
-///
-/// `https://` roots need a TLS-enabled reqwest, which the workspace does not have yet: enabling
-/// reqwest's `rustls-no-provider` makes every `reqwest::Client` in the process panic at build time
-/// unless a rustls crypto provider was installed first, and clients are built in many places.
 pub fn client(endpoint: Endpoint, http: reqwest::Client) -> Box<dyn Forge> {
     let api = Api { endpoint, http };
     match api.endpoint.kind {

@@ -123,14 +123,13 @@ async fn each_forge_signs_its_own_way(backend: Backend) {
         return;
     };
     for kind in [ForgeKind::Github, ForgeKind::Gitlab, ForgeKind::Gitea] {
-        // One connection per workspace: connect, try, remove.
+        // One connection per workspace: connect (to a workspace without a repository, which then gets
+        // this forge's), try, remove.
+        env.store.set_workspace_repo(env.ws.id, None).await.unwrap();
         let (_forge, conn, secret) = connected(&env, kind, json!({})).await;
         let url = hook_url(&env, kind, &conn);
         let closed = scripted::closed(kind, REPO, 99, false);
-        let event = match kind {
-            ForgeKind::Github | ForgeKind::Gitea => "pull_request",
-            ForgeKind::Gitlab => "Merge Request Hook",
-        };
+        let event = scripted::event_for(kind, &closed);
         let good = scripted::send_hook(kind, &url, &secret, event, &format!("{kind}-1"), &closed)
             .await
             .unwrap();
