@@ -159,6 +159,9 @@ pub async fn open_for_issue(
     issue: &Issue,
     draft: bool,
 ) -> Result<PullRequest, PullError> {
+    if connection(engine, issue.workspace_id).await?.is_none() {
+        return Err(PullError::NotConnected);
+    }
     let runs = engine.store.list_runs_for_issue(issue.id).await?;
     for run in runs.iter().rev() {
         if run.status == RunStatus::Succeeded && pushed(engine, run).await?.is_some() {

@@ -17,7 +17,7 @@ use crate::store::ForgeSettings;
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ForgeInput {
     /// `github`, `gitlab` or `gitea` (Gitea and Forgejo).
-    #[schema(value_type = Option<String>, example = "github")]
+    #[schema(value_type = Option<crate::domain::ForgeKind>, example = "github")]
     pub kind: Option<String>,
     /// The API root: `https://api.github.com` (the default for GitHub), `https://ghe.example/api/v3`,
     /// `https://gitlab.com/api/v4` (the default for GitLab), `https://gitea.example/api/v1`.
@@ -37,7 +37,7 @@ pub struct ForgeInput {
     #[schema(minimum = 1, maximum = 20, example = 3)]
     pub max_rounds: Option<i64>,
     /// Where the issue goes when its pull request is closed unmerged: `todo` (default) or `cancelled`.
-    #[schema(value_type = Option<String>, example = "todo")]
+    #[schema(value_type = Option<crate::domain::OnClose>, example = "todo")]
     pub on_close: Option<String>,
 }
 

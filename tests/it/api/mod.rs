@@ -13,6 +13,7 @@ mod auth;
 mod client;
 pub(crate) mod deletes;
 mod ensembles;
+mod forges;
 mod issue_validation;
 mod issues;
 mod members;

@@ -384,6 +384,56 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         "/api/v1/issues/{key}/thread",
         &["thread::issue_thread"],
     ),
+    (
+        "get",
+        "/api/v1/forges",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/forges",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "get",
+        "/api/v1/forges/{id}",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "patch",
+        "/api/v1/forges/{id}",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "delete",
+        "/api/v1/forges/{id}",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/forges/{id}/test",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "get",
+        "/api/v1/pull-requests",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "get",
+        "/api/v1/pull-requests/{id}",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/runs/{id}/pull-request",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/issues/{key}/pull-request",
+        &["forges::forge_routes_answer_as_documented"],
+    ),
 ];
 
 api_cases!(
@@ -456,7 +506,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 71, "the API has 71 routes");
+    assert_eq!(documented.len(), 81, "the API has 81 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -465,6 +515,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("auth", super::auth::CASES),
         ("deletes", super::deletes::CASES),
         ("ensembles", super::ensembles::CASES),
+        ("forges", super::forges::CASES),
         ("issues", super::issues::CASES),
         ("issue_validation", super::issue_validation::CASES),
         ("members", super::members::CASES),

@@ -14,7 +14,8 @@ both_backends!(
     a_delivery_becomes_a_draft_pull_request_and_a_red_check_resumes_it_on_the_same_branch,
     reviews_and_comments_resume_the_agent_until_its_rounds_run_out,
     merged_is_done_and_later_work_goes_to_a_new_branch_and_pull_request,
-    a_pull_request_is_opened_by_hand_from_a_run_and_from_an_issue
+    a_pull_request_is_opened_by_hand_from_a_run_and_from_an_issue,
+    closed_unmerged_moves_the_issue_as_the_connection_says
 );
 
 /// Sends a signed delivery and expects it taken (202).
@@ -390,4 +391,41 @@ async fn a_pull_request_is_opened_by_hand_from_a_run_and_from_an_issue(backend: 
     assert_eq!(status, 409, "{text}");
     assert!(text.contains("no run on"), "{text}");
     let _: &ScriptedForge = &forge;
+}
+
+async fn closed_unmerged_moves_the_issue_as_the_connection_says(backend: Backend) {
+    let Some(env) = Env::start(backend).await else {
+        return;
+    };
+    let kind = ForgeKind::Github;
+    let (forge, conn, secret) = connected(
+        &env,
+        kind,
+        json!({ "auto_open": true, "on_close": "cancelled" }),
+    )
+    .await;
+    let agent = env.agent("coder", &probe_agent_script(&env)).await;
+    let (issue, run) = env.assign_new("Try an idea", &agent).await;
+    env.finished(run.id).await;
+    let pr = pulls_recorded(&env, &issue, 1).await.remove(0);
+    forge.close(pr.number);
+    let closed = scripted::closed(kind, REPO, pr.number, false);
+    deliver(&env, kind, &conn, &secret, "closed", "c-1", &closed).await;
+    env.issue_reaches(&issue, IssueStatus::Cancelled).await;
+    assert_eq!(
+        env.store.get_pull_request(pr.id).await.unwrap().state,
+        PrState::Closed
+    );
+    assert!(
+        thread(&env, &issue)
+            .await
+            .contains("closed without merging")
+    );
+    // The same close delivered again under a new id changes nothing more.
+    deliver(&env, kind, &conn, &secret, "closed", "c-2", &closed).await;
+    let said = thread(&env, &issue)
+        .await
+        .matches("closed without merging")
+        .count();
+    assert_eq!(said, 1);
 }

@@ -40,7 +40,7 @@ pub fn hooks() -> Router<AppState> {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ForgeView {
     pub id: uuid::Uuid,
-    #[schema(example = "github")]
+    #[schema(value_type = crate::domain::ForgeKind, example = "github")]
     pub kind: String,
     pub api_url: String,
     #[schema(example = "acme/app")]
@@ -50,7 +50,7 @@ pub struct ForgeView {
     /// Automatic rounds per pull request.
     pub max_rounds: i32,
     /// Where the issue goes when its pull request is closed unmerged.
-    #[schema(example = "todo")]
+    #[schema(value_type = crate::domain::OnClose, example = "todo")]
     pub on_close: String,
     /// Where the forge posts its webhooks, on this server.
     #[schema(example = "/hooks/github/0190f3c4-…")]
@@ -116,6 +116,7 @@ pub struct ConnectedView {
 pub struct CheckView {
     pub name: String,
     /// `pending`, `success` or `failure`.
+    #[schema(value_type = crate::domain::CheckState)]
     pub state: String,
     pub url: Option<String>,
 }
@@ -125,6 +126,7 @@ pub struct CheckView {
 pub struct ReviewView {
     pub author: String,
     /// `approved`, `changes_requested` or `commented`.
+    #[schema(value_type = crate::domain::ReviewVerdict)]
     pub verdict: String,
 }
 
@@ -142,6 +144,7 @@ pub struct PullRequestView {
     pub branch: String,
     pub base: String,
     /// `open`, `merged` or `closed`.
+    #[schema(value_type = crate::domain::PrState)]
     pub state: String,
     pub draft: bool,
     pub head_sha: String,
