@@ -54,6 +54,7 @@ joined!(
         "ensemble", // ensemble compare page
         "usage", // usage page, an agent's spend
         "ensembles", // Ensembles page: the list of teams and their form
+        "pulls", // pull requests: the panel, the card's badge, Settings' Forge section
     ]
 );
 
