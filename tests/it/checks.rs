@@ -106,6 +106,7 @@ impl World {
             base: None,
             rates: None,
             blind: false,
+            forge: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
             data-key=(card.key) data-move-url=(card.move_url) data-status=(card.status) {
             div.card-top {
                 span.card-key { (card.key) }
+                @if let Some(pull) = &card.pull { (super::pulls::card_pull(pull)) }
                 (PriorityIcon(&card.priority))
             }
             a.card-title href=(card.url) { (card.title) }
@@ -27,7 +28,6 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
                 a.card-ensemble href={ (card.url) "/ensemble" } { (e) }
             }
             div.card-bottom {
-                @if let Some(pull) = &card.pull { (super::pulls::card_pull(pull)) }
                 @if let Some(why) = &card.run_waiting {
                     span.run.run-queued.run-waiting title=(why) { span.run-dot aria-hidden="true" {} (why) }
                 } @else if let Some(state) = &card.run_state { (RunPill(state)) }

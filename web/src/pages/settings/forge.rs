@@ -64,7 +64,7 @@ fn connect_form(v: &SettingsView, s: &ForgeSectionView) -> Markup {
     let f = Form::new("forge", &s.errors);
     html! {
         p.muted #forge-none { "Not connected." }
-        form.stack method="post" action=(s.connect_url) {
+        form method="post" action=(s.connect_url) {
             (csrf(&v.nav.csrf))
             (f.form_errors())
             (f.field("Kind", "kind", None, f.select("kind", &s.form.kind)))
@@ -100,14 +100,14 @@ fn connected(v: &SettingsView, s: &ForgeSectionView) -> Markup {
     };
     let f = Form::new("forge", &s.errors);
     html! {
-        dl.props #forge-connection {
+        dl.props.forge-connection #forge-connection {
             dt { "Forge" } dd #forge-kind { (c.kind_label) }
             dt { "API URL" } dd { code { (c.api_url) } }
             dt { "Project" } dd #forge-repo { code { (c.repo) } }
             dt { "Webhook" } dd { code #forge-webhook-path { (c.webhook_path) } }
         }
         @if s.saved { p.notice role="status" { "Saved." } }
-        form.stack method="post" action=(c.update_url) {
+        form method="post" action=(c.update_url) {
             (csrf(&v.nav.csrf))
             (f.form_errors())
             (settings_fields(&f, &s.form))
