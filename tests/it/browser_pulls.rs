@@ -156,7 +156,10 @@ async fn the_pull_request_shows_on_the_card_and_the_issue_and_follows_the_forge_
     );
     assert!(
         browser
-            .find_within("#issue-pulls .check-failure a[href='https://ci.example/runs/1']", LIVE)
+            .find_within(
+                "#issue-pulls .check-failure a[href='https://ci.example/runs/1']",
+                LIVE
+            )
             .await
             .is_ok()
     );
@@ -199,7 +202,10 @@ async fn the_pull_request_shows_on_the_card_and_the_issue_and_follows_the_forge_
         .wait_for_text("#issue-pulls", "Open pull request", LIVE)
         .await
         .unwrap();
-    browser.screenshot("issue-pull-request-merged").await.unwrap();
+    browser
+        .screenshot("issue-pull-request-merged")
+        .await
+        .unwrap();
 
     // The owner's Settings show the connection.
     browser.goto(&app.url("/w/acme/settings")).await.unwrap();

@@ -75,7 +75,10 @@ async fn forge_and_pr_commands_list_and_show_seeded_pull_requests() {
     let agent = seed::agent(&app.store, ws.id, "coder", RuntimeKind::Custom).await;
     let issue = app
         .store
-        .create_issue(ws.id, &NewIssue::new(IssueTitle::parse("Add a cache").unwrap()))
+        .create_issue(
+            ws.id,
+            &NewIssue::new(IssueTitle::parse("Add a cache").unwrap()),
+        )
         .await
         .unwrap();
     let other = app
@@ -114,14 +117,25 @@ async fn forge_and_pr_commands_list_and_show_seeded_pull_requests() {
     let list = run(&["forge", "list"]).await.ok();
     let mut lines = list.stdout.lines();
     let header = lines.next().unwrap();
-    assert!(header.starts_with("KIND") && header.contains("PROJECT"), "{header}");
+    assert!(
+        header.starts_with("KIND") && header.contains("PROJECT"),
+        "{header}"
+    );
     let row = lines.next().unwrap();
-    for part in ["github", "acme/app", "https://api.github.com", &conn.id.to_string()] {
+    for part in [
+        "github",
+        "acme/app",
+        "https://api.github.com",
+        &conn.id.to_string(),
+    ] {
         assert!(row.contains(part), "{part:?} not in {row:?}");
     }
     let json = run(&["forge", "list", "--json"]).await.ok().json();
     assert_eq!(json[0]["id"], conn.id.to_string());
-    assert_eq!(json[0]["webhook_path"], format!("/hooks/github/{}", conn.id));
+    assert_eq!(
+        json[0]["webhook_path"],
+        format!("/hooks/github/{}", conn.id)
+    );
 
     let list = run(&["pr", "list"]).await.ok();
     let row = list.stdout.lines().nth(1).unwrap_or_default().to_owned();
@@ -151,7 +165,11 @@ async fn forge_and_pr_commands_list_and_show_seeded_pull_requests() {
         "check:     ci/test failure https://ci.example/1",
         "review:    grace changes requested",
     ] {
-        assert!(show.stdout.contains(part), "{part:?} not in {}", show.stdout);
+        assert!(
+            show.stdout.contains(part),
+            "{part:?} not in {}",
+            show.stdout
+        );
     }
     let unknown = uuid::Uuid::now_v7().to_string();
     run(&["pr", "show", &unknown])
@@ -160,7 +178,9 @@ async fn forge_and_pr_commands_list_and_show_seeded_pull_requests() {
 
     // connect never takes a token on the command line, and says where to put it.
     let connect = ["forge", "connect", "--kind", "github", "--repo", "acme/app"];
-    run(&connect).await.fails("no forge token: pass --token-env VAR");
+    run(&connect)
+        .await
+        .fails("no forge token: pass --token-env VAR");
     let with_env = [&connect[..], &["--token-env", "ACME_FORGE_TOKEN"]].concat();
     run(&with_env)
         .await
@@ -171,7 +191,16 @@ async fn forge_and_pr_commands_list_and_show_seeded_pull_requests() {
     // `--token` is the API token of every command, never the forge's: still no forge token.
     run(&flag).await.fails("no forge token");
     // With the token set, the API's own validation speaks (the project here is refused before any forge).
-    let bad = ["forge", "connect", "--kind", "github", "--repo", "nope", "--token-env", "T"];
+    let bad = [
+        "forge",
+        "connect",
+        "--kind",
+        "github",
+        "--repo",
+        "nope",
+        "--token-env",
+        "T",
+    ];
     muster(&app, &token, &bad, &[("T", "ghp_x")])
         .await
         .fails("repo: nope is not a project path");

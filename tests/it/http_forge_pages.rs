@@ -16,13 +16,22 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
     };
     let app = spawn_app(db.config()).await;
     let (ada, ws) = seed::acme(&app.store).await;
-    seed::member(&app.store, ws.id, seed::by_email("bob@acme.test"), Role::Member).await;
+    seed::member(
+        &app.store,
+        ws.id,
+        seed::by_email("bob@acme.test"),
+        Role::Member,
+    )
+    .await;
     let owner = app.sign_in("ada@acme.test", PASSWORD, "acme").await;
     let member = app.sign_in("bob@acme.test", PASSWORD, "acme").await;
 
     // Not connected: the connect form, every field of it.
     let page = owner.page(&app, "/w/acme/settings").await;
-    assert!(page.contains(r#"<section class="panel forge" id="forge""#), "{page}");
+    assert!(
+        page.contains(r#"<section class="panel forge" id="forge""#),
+        "{page}"
+    );
     assert!(page.contains("Not connected."), "{page}");
     for field in [
         r#"<select id="forge-kind" name="kind""#,
@@ -70,8 +79,14 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
             "{field}: {message:?} not beside it"
         );
     }
-    assert!(page.contains(r#"value="just-a-name""#), "the project is kept");
-    assert!(page.contains(r#"<option value="gitea" selected>"#), "the kind is kept");
+    assert!(
+        page.contains(r#"value="just-a-name""#),
+        "the project is kept"
+    );
+    assert!(
+        page.contains(r#"<option value="gitea" selected>"#),
+        "the kind is kept"
+    );
 
     // A member sees no Forge section and may not connect.
     let res = member.get(&app, "/w/acme/settings").await;
@@ -91,7 +106,11 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
         .await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     assert!(
-        app.store.list_forge_connections(ws.id).await.unwrap().is_empty(),
+        app.store
+            .list_forge_connections(ws.id)
+            .await
+            .unwrap()
+            .is_empty(),
         "nothing was connected"
     );
 
@@ -137,7 +156,11 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
         .await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     assert_eq!(
-        app.store.get_forge_connection(conn.id).await.unwrap().max_rounds,
+        app.store
+            .get_forge_connection(conn.id)
+            .await
+            .unwrap()
+            .max_rounds,
         5
     );
 
@@ -150,7 +173,13 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
         )
         .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    assert!(app.store.list_forge_connections(ws.id).await.unwrap().is_empty());
+    assert!(
+        app.store
+            .list_forge_connections(ws.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn the_issue_panel_offers_and_shows_pull_requests(backend: Backend) {
@@ -162,7 +191,10 @@ async fn the_issue_panel_offers_and_shows_pull_requests(backend: Backend) {
     let agent = seed::agent(&app.store, ws.id, "coder", RuntimeKind::Custom).await;
     let issue = app
         .store
-        .create_issue(ws.id, &NewIssue::new(IssueTitle::parse("Add a cache").unwrap()))
+        .create_issue(
+            ws.id,
+            &NewIssue::new(IssueTitle::parse("Add a cache").unwrap()),
+        )
         .await
         .unwrap();
     let owner = app.sign_in("ada@acme.test", PASSWORD, "acme").await;
@@ -200,7 +232,10 @@ async fn the_issue_panel_offers_and_shows_pull_requests(backend: Backend) {
         )
         .await
         .unwrap();
-    app.store.supersede_pull_request(old.id, new.id).await.unwrap();
+    app.store
+        .supersede_pull_request(old.id, new.id)
+        .await
+        .unwrap();
     app.store
         .update_pull_request(
             new.id,
@@ -231,7 +266,9 @@ async fn the_issue_panel_offers_and_shows_pull_requests(backend: Backend) {
     // The board's card shows the latest.
     let board = owner.page(&app, "/w/acme").await;
     assert!(
-        board.contains(r#"<span class="card-pull pull-draft" title="Pull request #4, draft">PR #4</span>"#),
+        board.contains(
+            r#"<span class="card-pull pull-draft" title="Pull request #4, draft">PR #4</span>"#
+        ),
         "the badge"
     );
 }

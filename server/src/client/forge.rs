@@ -370,11 +370,7 @@ pub async fn pr(remote: &Remote, command: PrCommand) -> anyhow::Result<()> {
 fn show(p: &Value) {
     println!("pull request #{}: {}", p["number"], text(p, "url"));
     println!("state:     {}", state(p));
-    println!(
-        "branch:    {} into {}",
-        text(p, "branch"),
-        text(p, "base")
-    );
+    println!("branch:    {} into {}", text(p, "branch"), text(p, "base"));
     println!(
         "mergeable: {}",
         match p["mergeable"].as_bool() {

@@ -70,6 +70,7 @@ pub trait Forge: Send + Sync {
     async fn comment(&self, number: i64, body: &str) -> Result<(), ForgeError>;
     async fn check_log(&self, log: &LogRef) -> Result<String, ForgeError>;
 }
+#[allow(clippy::needless_pass_by_value)]
 pub fn client(endpoint: Endpoint, http: reqwest::Client) -> Box<dyn Forge> {
     unimplemented!()
 }

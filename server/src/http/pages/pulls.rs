@@ -257,7 +257,11 @@ async fn issue_socket(
         if changed {
             match panel(&state, &member, &key).await {
                 Ok(html) if html != sent => {
-                    if socket.send(Message::Text(html.clone().into())).await.is_err() {
+                    if socket
+                        .send(Message::Text(html.clone().into()))
+                        .await
+                        .is_err()
+                    {
                         break;
                     }
                     sent = html;

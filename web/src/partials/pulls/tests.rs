@@ -32,15 +32,24 @@ fn sample() -> IssuePullsView {
 #[test]
 fn the_panel_shows_state_checks_reviews_and_rounds() {
     let html = issue_pulls_live(&sample()).into_string();
-    assert!(html.contains(r#"ws-connect="/w/acme/issues/ACM-1/live""#), "{html}");
+    assert!(
+        html.contains(r#"ws-connect="/w/acme/issues/ACM-1/live""#),
+        "{html}"
+    );
     assert!(
         html.contains(r#"<a class="pull-number" href="https://github.com/acme/app/pull/7" target="_blank" rel="noopener">#7</a>"#),
         "{html}"
     );
-    assert!(html.contains(r#"<span class="pull-state pull-draft">Draft</span>"#), "{html}");
+    assert!(
+        html.contains(r#"<span class="pull-state pull-draft">Draft</span>"#),
+        "{html}"
+    );
     assert!(html.contains("round 1 of 3"), "{html}");
     assert!(html.contains("superseded by #9"), "{html}");
-    assert!(html.contains(r#"class="pull-check check-failure""#), "{html}");
+    assert!(
+        html.contains(r#"class="pull-check check-failure""#),
+        "{html}"
+    );
     assert!(html.contains(r#"href="https://ci.example/1""#), "{html}");
     assert!(html.contains("changes requested"), "{html}");
     assert!(!html.contains("hx-swap-oob"), "{html}");
@@ -56,7 +65,10 @@ fn the_open_button_and_its_error_show_when_offered() {
         .insert("run".into(), vec!["no agent delivered work".into()]);
     let html = issue_pulls_oob(&v).into_string();
     assert!(html.contains(r#"hx-swap-oob="true""#), "{html}");
-    assert!(html.contains(r#"action="/w/acme/issues/ACM-1/pull-request""#), "{html}");
+    assert!(
+        html.contains(r#"action="/w/acme/issues/ACM-1/pull-request""#),
+        "{html}"
+    );
     assert!(html.contains("no agent delivered work"), "{html}");
     assert!(html.contains("None yet."), "{html}");
     assert!(!html.contains(" hidden"), "the panel shows: {html}");

@@ -104,14 +104,17 @@ fn form_view(
         repo: repo.to_owned(),
         auto_open,
         max_rounds: max_rounds.to_owned(),
-        on_close: [(OnClose::Todo, "back to todo"), (OnClose::Cancelled, "cancelled")]
-            .iter()
-            .map(|(v, label)| OptionView {
-                value: v.as_str().to_owned(),
-                label: (*label).to_owned(),
-                selected: v.as_str() == on_close,
-            })
-            .collect(),
+        on_close: [
+            (OnClose::Todo, "back to todo"),
+            (OnClose::Cancelled, "cancelled"),
+        ]
+        .iter()
+        .map(|(v, label)| OptionView {
+            value: v.as_str().to_owned(),
+            label: (*label).to_owned(),
+            selected: v.as_str() == on_close,
+        })
+        .collect(),
     }
 }
 
@@ -193,8 +196,12 @@ fn webhook_url(state: &AppState, headers: &HeaderMap, path: &str) -> String {
 fn where_to(kind: ForgeKind) -> &'static str {
     match kind {
         ForgeKind::Github => "the repository's Settings → Webhooks (content type application/json)",
-        ForgeKind::Gitlab => "the project's Settings → Webhooks (the secret goes in \"Secret token\")",
-        ForgeKind::Gitea => "the repository's Settings → Webhooks (type Gitea or Forgejo, POST, application/json)",
+        ForgeKind::Gitlab => {
+            "the project's Settings → Webhooks (the secret goes in \"Secret token\")"
+        }
+        ForgeKind::Gitea => {
+            "the repository's Settings → Webhooks (type Gitea or Forgejo, POST, application/json)"
+        }
     }
 }
 
@@ -240,7 +247,12 @@ async fn update(
         Err(e) => {
             let mut s = section(&state, &member).await?;
             s.errors = section_errors(e)?;
-            let kind = s.form.kind.iter().find(|o| o.selected).map(|o| o.value.clone());
+            let kind = s
+                .form
+                .kind
+                .iter()
+                .find(|o| o.selected)
+                .map(|o| o.value.clone());
             s.form = ForgeForm {
                 kind: kind.unwrap_or_default(),
                 api_url: s.form.api_url.clone(),
