@@ -4,8 +4,9 @@
 //! Connections and pull requests are seeded straight in the store: no forge is ever called.
 
 use muster::domain::{
-    CheckState, IssueTitle, NewIssue, NewRun, PrCheck, PrUpdate, Role, RuntimeKind,
+    CheckState, IssueTitle, NewIssue, NewRun, PrCheck, PrUpdate, Role, RunStatus, RuntimeKind,
 };
+use muster_tests::engine::{bare_outcome, start_next};
 use muster_tests::seed::{self, PASSWORD};
 use muster_tests::{Backend, TestDb, spawn_app};
 use reqwest::StatusCode;
@@ -262,6 +263,24 @@ async fn the_issue_panel_offers_and_shows_pull_requests(backend: Backend) {
     assert!(panel.contains(r#"<span class="pull-state pull-draft">Draft</span>"#));
     assert!(panel.contains(r#"class="pull-check check-pending""#));
     assert!(!page.contains("Open pull request"), "one is open");
+
+    // The run's page offers one once the run succeeded, and only then.
+    let run_url = format!("/w/acme/runs/{}", run.id);
+    let button = format!(r#"action="{run_url}/pull-request""#);
+    assert!(
+        !owner.page(&app, &run_url).await.contains(&button),
+        "queued"
+    );
+    let started = start_next(app.store.as_ref(), "test", None).await.unwrap();
+    assert_eq!(started.id, run.id);
+    app.store
+        .finish_run(run.id, &bare_outcome(RunStatus::Succeeded))
+        .await
+        .unwrap();
+    assert!(
+        owner.page(&app, &run_url).await.contains(&button),
+        "succeeded"
+    );
 
     // The board's card shows the latest.
     let board = owner.page(&app, "/w/acme").await;
