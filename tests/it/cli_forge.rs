@@ -176,6 +176,15 @@ async fn forge_and_pr_commands_list_and_show_seeded_pull_requests() {
         .await
         .fails(&format!("pull request {unknown} not found"));
 
+    // Opening one says the API's reason (nothing was pushed here), and a run that is not the workspace's
+    // is not found.
+    run(&["pr", "open", &issue.key.to_string()])
+        .await
+        .fails("no run on ALP-1 has delivered pushed work yet");
+    run(&["pr", "open", "--run", &unknown, "--ready"])
+        .await
+        .fails(&format!("run {unknown} not found"));
+
     // connect never takes a token on the command line, and says where to put it.
     let connect = ["forge", "connect", "--kind", "github", "--repo", "acme/app"];
     run(&connect)

@@ -214,6 +214,24 @@ async fn the_issue_panel_offers_and_shows_pull_requests(backend: Backend) {
         "the button: {page}"
     );
     assert!(page.contains(&format!(r#"ws-connect="{url}/live""#)));
+    // Nothing delivered yet: the refusal shows in the panel, the page again (422).
+    let res = owner
+        .post(
+            &app,
+            &format!("{url}/pull-request"),
+            &[("_csrf", owner.csrf.as_str())],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = res.text().await.unwrap();
+    let panel = &page[page.find(r#"id="issue-pulls""#).unwrap()..];
+    assert!(
+        panel.contains(&format!(
+            "no run on {} has delivered pushed work yet",
+            issue.key
+        )),
+        "{panel}"
+    );
 
     // A pull request, superseded by a newer one that is open: both listed, newest first, no button.
     let run = app

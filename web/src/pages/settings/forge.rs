@@ -130,11 +130,68 @@ fn connected(v: &SettingsView, s: &ForgeSectionView) -> Markup {
                 p { "The token can:" }
                 ul.forge-access {
                     @for (what, can) in &a.abilities {
-                        li.can[*can].cannot[!*can] { (what) @if !*can { " — not allowed" } }
+                        li class=(if *can { "can" } else { "cannot" }) { (what) @if !*can { " — not allowed" } }
                     }
                 }
                 @for n in &a.notes { p.hint { (n) } }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pages::settings;
+    use crate::views::{ForgeAccessView, ForgeConnectionView, Nav, SettingsView, WebhookShownView};
+
+    #[test]
+    fn the_webhook_shows_once_and_the_test_lists_what_the_token_cannot_do() {
+        let mut v = SettingsView {
+            nav: Nav {
+                csrf: "tok".into(),
+                workspace_slug: "acme".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        v.forge.connection = Some(ForgeConnectionView {
+            kind_label: "GitLab".into(),
+            api_url: "https://gitlab.com/api/v4".into(),
+            repo: "acme/app".into(),
+            webhook_path: "/hooks/gitlab/c1".into(),
+            update_url: "/w/acme/settings/forge/c1".into(),
+            test_url: "/w/acme/settings/forge/c1/test".into(),
+            remove_url: "/w/acme/settings/forge/c1/remove".into(),
+        });
+        let html = settings(&v).into_string();
+        assert!(!html.contains("forge-webhook-secret"), "not shown again");
+        assert!(!html.contains(r#"name="token""#), "no connect form");
+        v.forge.webhook = Some(WebhookShownView {
+            url: "https://muster.example/hooks/gitlab/c1".into(),
+            secret: "whs_s3cret".into(),
+            where_to: "the project's Settings → Webhooks".into(),
+        });
+        v.forge.access = Some(ForgeAccessView {
+            abilities: vec![("push branches".into(), true), ("comment".into(), false)],
+            notes: vec!["The token expires in 3 days.".into()],
+        });
+        let html = settings(&v).into_string();
+        assert!(
+            html.contains(
+                r#"<code id="forge-webhook-url">https://muster.example/hooks/gitlab/c1</code>"#
+            ),
+            "{html}"
+        );
+        assert!(html.contains(r#"<code id="forge-webhook-secret">whs_s3cret</code>"#));
+        assert!(html.contains("the project's Settings → Webhooks"));
+        assert!(
+            html.contains(r#"<li class="can">push branches</li>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<li class="cannot">comment — not allowed</li>"#),
+            "{html}"
+        );
+        assert!(html.contains("The token expires in 3 days."));
     }
 }
