@@ -221,5 +221,22 @@ async fn the_pull_request_shows_on_the_card_and_the_issue_and_follows_the_forge_
         .await
         .unwrap();
     browser.screenshot("settings-forge").await.unwrap();
+
+    // Without a connection, the connect form's API URL example follows the chosen kind.
+    app.store
+        .delete_forge_connection(ws.id, conn.id)
+        .await
+        .unwrap();
+    browser.goto(&app.url("/w/acme/settings")).await.unwrap();
+    browser.find_within("#forge-kind", LIVE).await.unwrap();
+    browser.select("#forge-kind", "gitlab").await.unwrap();
+    browser
+        .until_js(
+            "return document.querySelector('#forge-api_url').placeholder",
+            &json!("https://gitlab.com/api/v4"),
+            LIVE,
+        )
+        .await
+        .unwrap();
     browser.close().await.unwrap();
 }

@@ -36,7 +36,8 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
     assert!(page.contains("Not connected."), "{page}");
     for field in [
         r#"<select id="forge-kind" name="kind""#,
-        r#"<option value="gitlab">GitLab</option>"#,
+        r#"<option value="gitlab" data-api-url="https://gitlab.com/api/v4">GitLab</option>"#,
+        r#"placeholder="https://api.github.com""#,
         r#"name="api_url" type="url""#,
         r#"name="repo" type="text""#,
         r#"name="token" type="password""#,
@@ -85,8 +86,12 @@ async fn settings_forge_section_is_for_owners(backend: Backend) {
         "the project is kept"
     );
     assert!(
-        page.contains(r#"<option value="gitea" selected>"#),
+        page.contains(r#"<option value="gitea" selected"#),
         "the kind is kept"
+    );
+    assert!(
+        page.contains(r#"placeholder="https://gitea.example/api/v1""#),
+        "the API URL's example follows the kind"
     );
 
     // A member sees no Forge section and may not connect.

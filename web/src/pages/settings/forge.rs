@@ -7,7 +7,7 @@ use maud::{Markup, html};
 use crate::partials::form::{Form, csrf};
 use crate::views::{ForgeFormView, ForgeSectionView, SettingsView};
 
-/// The API URL's placeholder per kind, for the connect form's script-free hint.
+/// The API URL's hint (its placeholder follows the chosen kind, `settings.js`).
 const API_URL_HINT: &str = "The API root. Empty: https://api.github.com for GitHub, https://gitlab.com/api/v4 for GitLab; Gitea/Forgejo needs one, e.g. https://gitea.example/api/v1.";
 
 /// The section (`#forge`).
@@ -60,17 +60,39 @@ fn settings_fields(f: &Form<'_>, form: &ForgeFormView) -> Markup {
     }
 }
 
+/// The API URL's placeholder for a kind: the public service's API root, or an example.
+fn api_url_example(kind: &str) -> &'static str {
+    match kind {
+        "gitlab" => "https://gitlab.com/api/v4",
+        "gitea" => "https://gitea.example/api/v1",
+        _ => "https://api.github.com",
+    }
+}
+
 fn connect_form(v: &SettingsView, s: &ForgeSectionView) -> Markup {
     let f = Form::new("forge", &s.errors);
+    let chosen = s
+        .form
+        .kind
+        .iter()
+        .find(|o| o.selected)
+        .map(|o| o.value.clone())
+        .unwrap_or_default();
     html! {
         p.muted #forge-none { "Not connected." }
         form method="post" action=(s.connect_url) {
             (csrf(&v.nav.csrf))
             (f.form_errors())
-            (f.field("Kind", "kind", None, f.select("kind", &s.form.kind)))
+            (f.field("Kind", "kind", None, html! {
+                select id=(f.id("kind")) name="kind" aria-invalid=[f.invalid("kind").then_some("true")] {
+                    @for o in &s.form.kind {
+                        option value=(o.value) selected[o.selected] data-api-url=(api_url_example(&o.value)) { (o.label) }
+                    }
+                }
+            }))
             (f.field("API URL", "api_url", Some(API_URL_HINT), html! {
                 input id=(f.id("api_url")) name="api_url" type="url" value=(s.form.api_url)
-                    placeholder="https://api.github.com" aria-invalid=[f.invalid("api_url").then_some("true")];
+                    placeholder=(api_url_example(&chosen)) aria-invalid=[f.invalid("api_url").then_some("true")];
             }))
             (f.field("Project", "repo", Some("owner/name (GitLab: group/subgroup/name)."), html! {
                 input id=(f.id("repo")) name="repo" type="text" value=(s.form.repo) placeholder="acme/app"
