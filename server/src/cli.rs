@@ -78,6 +78,10 @@ pub enum Command {
     RunnerToken(RunnerTokenArgs),
     /// The runners the workspace can use: online or not, their CLIs, their live runs.
     Runners(RemoteArgs),
+    /// The workspace's forge connection (owners and admins): connect, list, test, remove.
+    Forge(ForgeArgs),
+    /// Pull requests of agents' work: open, list, show.
+    Pr(PrArgs),
     /// Agent runtimes on this machine: detect.
     Runtime {
         #[command(flatten)]
@@ -219,6 +223,24 @@ pub struct RunnerTokenArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::runners::RunnerTokenCommand,
+}
+
+/// `muster forge …`.
+#[derive(Debug, Args)]
+pub struct ForgeArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::forge::ForgeCommand,
+}
+
+/// `muster pr …`.
+#[derive(Debug, Args)]
+pub struct PrArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::forge::PrCommand,
 }
 
 /// `muster workspace …`.
@@ -639,6 +661,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             client::runners::tokens(&args.remote.remote(), args.command).await
         }
         Command::Runners(args) => client::runners::list(&args.remote()).await,
+        Command::Forge(args) => {
+            client::forge::forge(&args.remote.remote(), args.command, &env_value).await
+        }
+        Command::Pr(args) => client::forge::pr(&args.remote.remote(), args.command).await,
         Command::Runtime {
             paths,
             allow_unsandboxed_agents,
@@ -665,6 +691,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             client::admin::bootstrap(&url, pool, &args.input()).await
         }
     }
+}
+
+/// One variable of this process's environment (`muster forge connect --token-env VAR`), when it is
+/// set and is text.
+#[allow(clippy::disallowed_methods)] // cli.rs is the one home of environment reads
+fn env_value(var: &str) -> Option<String> {
+    std::env::var(var).ok()
 }
 
 /// This process's environment, for the commands a `llama-loop` run's tools start (the runner already gave

@@ -88,3 +88,54 @@ pub fn session_cookie(login: &reqwest::Response) -> String {
         .expect("a session cookie")
         .to_owned()
 }
+
+/// A GitHub connection of `ws` to `acme/app`, straight in the store: its token and secret are sealed
+/// placeholders that nothing opens (tests never reach a forge through it).
+pub async fn forge_connection(
+    store: &Arc<dyn Store>,
+    ws: WorkspaceId,
+    created_by: muster::domain::UserId,
+) -> muster::domain::ForgeConnection {
+    let new = muster::domain::NewForgeConnection {
+        workspace_id: ws,
+        kind: muster::domain::ForgeKind::Github,
+        api_url: "https://api.github.com".into(),
+        repo: "acme/app".into(),
+        token_sealed: "sealed-placeholder".into(),
+        webhook_secret_sealed: "sealed-placeholder".into(),
+        auto_open: false,
+        max_rounds: muster::domain::DEFAULT_MAX_ROUNDS,
+        on_close: muster::domain::OnClose::Todo,
+        created_by,
+    };
+    store
+        .create_forge_connection(&new)
+        .await
+        .expect("store the forge connection")
+}
+
+/// Draft pull request `number` of `run`'s work on its issue, as if just opened on `conn`'s forge.
+pub async fn pull_request(
+    store: &Arc<dyn Store>,
+    conn: &muster::domain::ForgeConnection,
+    run: &muster::domain::Run,
+    number: i64,
+) -> muster::domain::PullRequest {
+    let new = muster::domain::NewPullRequest {
+        workspace_id: run.workspace_id,
+        connection_id: conn.id,
+        issue_id: run.issue_id,
+        agent_id: run.agent_id,
+        run_id: run.id,
+        number,
+        url: format!("https://github.com/{}/pull/{number}", conn.repo),
+        branch: format!("muster/{number}"),
+        base: "main".into(),
+        draft: true,
+        head_sha: "0123456789abcdef0123456789abcdef01234567".into(),
+    };
+    store
+        .create_pull_request(&new)
+        .await
+        .expect("store the pull request")
+}

@@ -54,6 +54,7 @@ joined!(
         "ensemble", // ensemble compare page
         "usage", // usage page, an agent's spend
         "ensembles", // Ensembles page: the list of teams and their form
+        "pulls", // pull requests: the issue's panel, the card's badge, Settings' Forge section
     ]
 );
 
@@ -63,11 +64,12 @@ joined!(
     "js",
     "js",
     [
-        "core",    // CSRF, toasts, `window.Muster`, copy, confirm, Ctrl+Enter, local times
-        "board",   // drag and drop, card menu, instant filters
-        "run",     // elapsed clocks, the live log's cursor and tail
-        "issue",   // task-list boxes, in-place forms answered 422
-        "palette", // command palette, keyboard shortcuts
+        "core",     // CSRF, toasts, `window.Muster`, copy, confirm, Ctrl+Enter, local times
+        "board",    // drag and drop, card menu, instant filters
+        "run",      // elapsed clocks, the live log's cursor and tail
+        "issue",    // task-list boxes, in-place forms answered 422
+        "palette",  // command palette, keyboard shortcuts
+        "settings", // the Forge section's API URL placeholder per kind
     ]
 );
 

@@ -123,6 +123,7 @@ fn card(spec: &CardSpec) -> IssueCardView {
         run_state: run.map(str::to_string),
         run_waiting: None,
         ensemble: None,
+        pull: None,
     }
 }
 
@@ -315,6 +316,7 @@ pub fn issue() -> IssuePageView {
         can_delete: true,
         run_totals: Some(("2 runs · $0.4210 · 31200 tokens".to_owned(), None)),
         replies_wake: Some("claude-reviewer".into()),
+        pulls: Default::default(),
         lines: vec![WorkLineView {
             agent: "claude-reviewer".to_owned(),
             branch: "muster/MUS-24-claude-reviewer".to_owned(),

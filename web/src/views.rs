@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+mod forge;
+pub use forge::*;
+
 /// Messages per form field (`"title" -> ["must not be empty"]`); the key `"form"` is for the whole form.
 pub type FormErrors = BTreeMap<String, Vec<String>>;
 
@@ -107,6 +110,8 @@ pub struct IssueCardView {
     pub run_waiting: Option<String>,
     /// Its latest ensemble run in short ("ensemble: 2/3 green, $1.40"), when it has one.
     pub ensemble: Option<String>,
+    /// Its latest pull request, when it has one.
+    pub pull: Option<CardPullView>,
 }
 
 /// One status column.
@@ -325,6 +330,8 @@ pub struct IssuePageView {
     /// The agent a comment that mentions nobody sets to work (the assigned agent, while the issue takes
     /// replies): the comment box says whom a comment wakes before it is sent.
     pub replies_wake: Option<String>,
+    /// Its pull requests, and the button that opens one.
+    pub pulls: IssuePullsView,
 }
 
 /// One agent's line of work on an issue, for its side panel.
@@ -572,6 +579,8 @@ pub struct SettingsView {
     pub check_input: String,
     /// The default egress allow-list (one host pattern per line), as shown in (or typed into) the form.
     pub egress_input: String,
+    /// The Forge section.
+    pub forge: ForgeSectionView,
     /// Set after a successful save.
     pub saved: bool,
     pub errors: FormErrors,
@@ -782,6 +791,9 @@ pub struct RunHeaderView {
     pub retry_url: Option<String>,
     /// Why the queued run waits ("waiting for runner gpu-box (offline)"), when no runner can take it.
     pub waiting: Option<String>,
+    /// POST here (with `_csrf`) to open a pull request of its work: a succeeded run of a connected
+    /// workspace.
+    pub open_pull_url: Option<String>,
 }
 
 /// What started a run: "assignment", "Ada's comment", "mention by reviewer (chain depth 2)", "retry of

@@ -34,6 +34,7 @@ pub mod agent;
 pub mod config;
 pub mod ensemble;
 pub mod events;
+pub mod forge;
 pub mod issue;
 mod login;
 pub mod output;

@@ -221,10 +221,10 @@ fn settings(
             ),
         }
     }
-    if let Some(raw) = input.on_close.as_deref() {
-        if let Some(v) = problems.take(raw.parse::<OnClose>()) {
-            out.on_close = v;
-        }
+    if let Some(raw) = input.on_close.as_deref()
+        && let Some(v) = problems.take(raw.parse::<OnClose>())
+    {
+        out.on_close = v;
     }
     out
 }

@@ -99,6 +99,12 @@ fn header(h: &RunHeaderView, token: &str, swap: bool) -> Markup {
                             button.btn.btn-danger type="submit" { "Cancel run" }
                         }
                     }
+                    @if let Some(url) = &h.open_pull_url {
+                        form.inline-form.run-open-pull method="post" action=(url) {
+                            (csrf(token))
+                            button.btn type="submit" { "Open pull request" }
+                        }
+                    }
                     @if let Some(url) = &h.retry_url {
                         form.inline-form.run-retry method="post" action=(url) {
                             (csrf(token))

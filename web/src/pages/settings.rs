@@ -1,10 +1,13 @@
-//! `GET /w/{slug}/settings`: workspace settings for owners and admins — the git repository runs work in.
+//! `GET /w/{slug}/settings`: workspace settings for owners and admins — the git repository runs work in,
+//! the loop guard, and the forge (see `forge`).
 
 use maud::{Markup, html};
 
 use crate::layout::{page, page_head, workspace_url};
 use crate::partials::form::{Form, csrf};
 use crate::views::SettingsView;
+
+mod forge;
 
 /// The settings page: one form (POST `/w/{slug}/settings`, fields `repo_path`, `mention_depth_limit`,
 /// `agent_runs_per_issue_per_hour`).
@@ -74,6 +77,7 @@ pub fn settings(v: &SettingsView) -> Markup {
                 button.btn.btn-primary type="submit" { "Save" }
             }
         }
+        (forge::section(v))
     };
     page("Settings", Some(&v.nav), body)
 }

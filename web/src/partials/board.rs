@@ -15,6 +15,7 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
             data-key=(card.key) data-move-url=(card.move_url) data-status=(card.status) {
             div.card-top {
                 span.card-key { (card.key) }
+                @if let Some(pull) = &card.pull { (super::pulls::card_pull(pull)) }
                 (PriorityIcon(&card.priority))
             }
             a.card-title href=(card.url) { (card.title) }

@@ -47,6 +47,7 @@ pub fn run_page() -> RunPageView {
             cancel_url: Some(format!("/w/acme/runs/{id}/cancel")),
             retry_url: None,
             waiting: None,
+            open_pull_url: None,
         },
         origin: RunOriginView {
             trigger: "Ada's comment".into(),

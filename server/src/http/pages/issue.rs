@@ -63,7 +63,7 @@ fn describe(a: &Activity, people: &People) -> String {
     }
 }
 
-async fn page_view(
+pub(super) async fn page_view(
     state: &AppState,
     member: &WsMember,
     issue: &Issue,
@@ -153,6 +153,7 @@ async fn page_view(
         ensembles: ensemble_choices(state, &member.caller).await?,
         run_totals: run_totals(&thread.entries),
         lines: work_lines(&thread.entries, &people, member.caller.ws.slug.as_str()),
+        pulls: super::pulls::issue_pulls(state, &member.caller, &member.csrf, issue).await?,
     })
 }
 

@@ -13,6 +13,7 @@ mod invitations;
 mod issue;
 mod members;
 mod mentions;
+mod pulls;
 mod runners;
 mod runs;
 mod runtimes;
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
         .merge(account::router())
         .merge(board::router())
         .merge(issue::router())
+        .merge(pulls::router())
         .merge(ensembles::router())
         .merge(ensemble_defs::router())
         .merge(agents::router())

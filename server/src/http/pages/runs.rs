@@ -83,6 +83,7 @@ async fn show(
     let place = RunPlace::load(&state, &run).await?;
     let mut header = header_view(&slug, &run, &issue, &people, &place);
     header.waiting = runners::run_waiting(&state, &run).await?;
+    header.open_pull_url = super::pulls::run_open_url(&state, &member.caller, &run).await?;
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,
         origin: origin::origin_view(&state, &slug, &run, &issue, &people).await?,
@@ -203,6 +204,7 @@ pub(super) fn header_view(
         retry_url: svc::retryable(run.status).then(|| format!("{url}/retry")),
         url,
         waiting: None,
+        open_pull_url: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! The workspace Settings page (owners and admins): the git repository runs work in and the loop
-//! guard's limits.
+//! The workspace Settings page (owners and admins): the git repository runs work in, the loop guard's
+//! limits, and the forge connection (`forge`).
 
 use axum::Router;
 use axum::extract::{Query, State};
@@ -14,8 +14,12 @@ use crate::http::form::Form;
 use crate::service::workspace::{self as svc, NumberInput, WorkspaceInput};
 use crate::state::AppState;
 
+mod forge;
+
 pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/w/{slug}/settings", get(show).post(save))
+    Router::new()
+        .route("/w/{slug}/settings", get(show).post(save))
+        .merge(forge::router())
 }
 
 fn view(member: &WsMember) -> SettingsView {
@@ -40,6 +44,7 @@ fn view(member: &WsMember) -> SettingsView {
             .join("\n"),
         saved: false,
         errors: FormErrors::new(),
+        forge: Default::default(),
     }
 }
 
@@ -47,12 +52,20 @@ fn view(member: &WsMember) -> SettingsView {
 #[derive(Debug, serde::Deserialize)]
 struct ShowQuery {
     saved: Option<String>,
+    /// `?forge_saved=1` after the Forge section's settings were saved.
+    forge_saved: Option<String>,
 }
 
-async fn show(member: WsMember, Query(q): Query<ShowQuery>) -> PageResult {
+async fn show(
+    State(state): State<AppState>,
+    member: WsMember,
+    Query(q): Query<ShowQuery>,
+) -> PageResult {
     member.caller.require_manager()?;
     let mut v = view(&member);
     v.saved = q.saved.is_some();
+    v.forge = forge::section(&state, &member).await?;
+    v.forge.saved = q.forge_saved.is_some();
     Ok(muster_web::pages::settings(&v).into_response())
 }
 
@@ -95,6 +108,7 @@ async fn save(
         Err(e) => {
             let mut v = view(&member);
             v.errors = form_errors(e)?;
+            v.forge = forge::section(&state, &member).await?;
             v.repo_input = form.repo_path;
             v.mention_depth_input = form.mention_depth_limit;
             v.runs_per_hour_input = form.agent_runs_per_issue_per_hour;

@@ -249,6 +249,7 @@ pub fn card(slug: &str, issue: &Issue, people: &People) -> IssueCardView {
         run_state: None,
         run_waiting: None,
         ensemble: None,
+        pull: None,
     }
 }
 

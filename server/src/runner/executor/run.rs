@@ -272,6 +272,7 @@ pub(super) struct WrappedUp {
 /// never fails the run), runs the ensemble candidate's `check` in the worktree and logs its result (kind
 /// [`CHECK_EVENT`](crate::domain::CHECK_EVENT)), and removes the worktree and the private repository.
 /// A git failure counts as changed, and then both are kept so nothing is lost.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue_key: &str,

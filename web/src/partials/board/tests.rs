@@ -14,6 +14,7 @@ fn sample_card() -> IssueCardView {
         run_state: Some("failed".into()),
         run_waiting: None,
         ensemble: None,
+        pull: None,
     }
 }
 

@@ -63,6 +63,7 @@ struct CardContext<'a> {
     runs: HashMap<IssueId, Run>,
     waiting: Waiting,
     ensembles: HashMap<IssueId, String>,
+    pulls: HashMap<IssueId, muster_web::views::CardPullView>,
 }
 
 impl<'a> CardContext<'a> {
@@ -80,12 +81,14 @@ impl<'a> CardContext<'a> {
             .collect();
         let waiting = Waiting::load(state, caller.ws.id, runs.values()).await?;
         let ensembles = crate::service::ensembles::board_badges(state, caller.ws.id).await?;
+        let pulls = super::super::pulls::card_pulls(state, caller.ws.id).await?;
         Ok(Self {
             slug: caller.ws.slug.to_string(),
             people,
             runs,
             waiting,
             ensembles,
+            pulls,
         })
     }
 
@@ -95,6 +98,7 @@ impl<'a> CardContext<'a> {
             run_state: run.and_then(card_run_state),
             run_waiting: run.and_then(|r| self.waiting.reason(r)),
             ensemble: self.ensembles.get(&issue.id).cloned(),
+            pull: self.pulls.get(&issue.id).cloned(),
             ..card(&self.slug, issue, self.people)
         }
     }
