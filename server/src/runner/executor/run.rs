@@ -226,8 +226,7 @@ pub(crate) async fn recover(host: &Host, orphan: Orphan, link: &Link) {
             &orphan.agent_name,
             run_id,
             &mut log,
-            host.config.push_branches,
-            orphan.forge.as_ref(),
+            Push::of(host.config.push_branches, orphan.forge.as_ref()),
             None,
         )
         .await;
@@ -252,6 +251,20 @@ pub(super) struct CheckRun<'a> {
     pub link: &'a Link,
 }
 
+/// Whether and how a run's commit is pushed to its repository's remote: the runner may push (its
+/// `--no-push` says not), and through the workspace's forge when it has one.
+#[derive(Clone, Copy)]
+pub(super) struct Push<'a> {
+    pub allowed: bool,
+    pub forge: Option<&'a crate::runner::protocol::ForgePush>,
+}
+
+impl<'a> Push<'a> {
+    pub(super) fn of(allowed: bool, forge: Option<&'a crate::runner::protocol::ForgePush>) -> Self {
+        Self { allowed, forge }
+    }
+}
+
 /// What wrapping up a worktree found.
 pub(super) struct WrappedUp {
     /// The diff stat, when the run changed something.
@@ -272,15 +285,13 @@ pub(super) struct WrappedUp {
 /// never fails the run), runs the ensemble candidate's `check` in the worktree and logs its result (kind
 /// [`CHECK_EVENT`](crate::domain::CHECK_EVENT)), and removes the worktree and the private repository.
 /// A git failure counts as changed, and then both are kept so nothing is lost.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn wrap_up_worktree(
     tree: &Worktree,
     issue_key: &str,
     agent_name: &str,
     run_id: RunId,
     log: &mut EventLog,
-    push: bool,
-    forge: Option<&crate::runner::protocol::ForgePush>,
+    push: Push<'_>,
     check: Option<CheckRun<'_>>,
 ) -> WrappedUp {
     let message = format!("{issue_key}: work of {agent_name} (Muster run {run_id})");
@@ -295,8 +306,12 @@ pub(super) async fn wrap_up_worktree(
                 patch: diff.patch.clone(),
                 truncated: diff.truncated,
             }));
-            if let Some(url) = tree.remote.as_deref().filter(|_| push && !diff.is_empty()) {
-                push_work(tree, &commit, url, forge, log).await;
+            if let Some(url) = tree
+                .remote
+                .as_deref()
+                .filter(|_| push.allowed && !diff.is_empty())
+            {
+                push_work(tree, &commit, url, push.forge, log).await;
             }
             let mut stopped_in_check = false;
             if let Some(c) = check {
@@ -515,8 +530,7 @@ async fn run_child(
             &ctx.order.agent.name,
             ctx.order.run_id,
             &mut log,
-            ctx.host.config.push_branches,
-            ctx.order.forge.as_ref(),
+            Push::of(ctx.host.config.push_branches, ctx.order.forge.as_ref()),
             check.map(|spec| CheckRun {
                 spec,
                 confinement,
