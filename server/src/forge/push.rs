@@ -8,13 +8,17 @@ use crate::runner::protocol::ForgePush;
 /// How many fresh branches a line may have had before Muster gives up looking for one.
 const MAX_BRANCHES: u32 = 50;
 
-/// The HTTP client forge calls go through: bounded, identified as Muster.
+/// The HTTP client forge calls go through: bounded, identified as Muster, and built once per process
+/// (building one loads the platform's certificate store; a clone shares its connection pool).
 pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(REQUEST_TIMEOUT)
-        .user_agent(USER_AGENT)
-        .build()
-        .unwrap_or_default()
+    static CLIENT: std::sync::LazyLock<reqwest::Client> = std::sync::LazyLock::new(|| {
+        reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .user_agent(USER_AGENT)
+            .build()
+            .unwrap_or_default()
+    });
+    CLIENT.clone()
 }
 
 /// The branch `line`'s work is pushed to on the forge `push` names.
