@@ -14,6 +14,7 @@ use super::{CheckState, ForgeKind, LogRef, ReviewVerdict};
 mod gitea;
 mod github;
 mod gitlab;
+mod shaped;
 #[cfg(test)]
 mod tests;
 

@@ -4,61 +4,9 @@
 
 use serde::Deserialize;
 
-use super::{CheckState, ForgeEvent, HookError, LogRef, ReviewVerdict, ignored, read};
+use super::shaped::{self, Envelope, User};
 
-#[derive(Deserialize, Default)]
-struct Repository {
-    full_name: String,
-}
-
-#[derive(Deserialize, Default)]
-struct User {
-    #[serde(default)]
-    login: String,
-}
-
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    action: String,
-    #[serde(default)]
-    repository: Option<Repository>,
-}
-
-#[derive(Deserialize)]
-struct StatusEvent {
-    sha: String,
-    state: String,
-    context: String,
-    #[serde(default)]
-    target_url: Option<String>,
-    #[serde(default)]
-    branches: Vec<Named>,
-}
-
-#[derive(Deserialize)]
-struct Named {
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct WorkflowJobEvent {
-    workflow_job: WorkflowJob,
-}
-
-#[derive(Deserialize)]
-struct WorkflowJob {
-    id: i64,
-    name: String,
-    status: String,
-    #[serde(default)]
-    conclusion: Option<String>,
-    head_sha: String,
-    #[serde(default)]
-    head_branch: Option<String>,
-    #[serde(default)]
-    html_url: Option<String>,
-}
+use super::{ForgeEvent, HookError, LogRef, ReviewVerdict, ignored, read};
 
 #[derive(Deserialize)]
 struct PullRequestEvent {
@@ -118,40 +66,8 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<(String, Vec<ForgeEvent>
     let repo = envelope.repository.unwrap_or_default().full_name;
     let action = envelope.action.as_str();
     let events = match (event, action) {
-        ("status", _) => {
-            let status: StatusEvent = read(body)?;
-            let state = match status.state.as_str() {
-                "success" | "warning" | "skipped" => CheckState::Success,
-                "failure" | "error" => CheckState::Failure,
-                _ => CheckState::Pending,
-            };
-            vec![ForgeEvent::Check {
-                pulls: Vec::new(),
-                branch: status.branches.into_iter().next().map(|b| b.name),
-                head_sha: status.sha,
-                name: status.context,
-                state,
-                url: status.target_url,
-                log: LogRef::None,
-            }]
-        }
-        ("workflow_job", _) => {
-            let job = read::<WorkflowJobEvent>(body)?.workflow_job;
-            let state = match (job.status.as_str(), job.conclusion.as_deref()) {
-                ("completed", Some("success" | "skipped" | "neutral")) => CheckState::Success,
-                ("completed", Some(_)) => CheckState::Failure,
-                _ => CheckState::Pending,
-            };
-            vec![ForgeEvent::Check {
-                pulls: Vec::new(),
-                branch: job.head_branch,
-                head_sha: job.head_sha,
-                name: job.name,
-                state,
-                url: job.html_url,
-                log: LogRef::GiteaJob(job.id),
-            }]
-        }
+        ("status", _) => vec![shaped::status(body)?],
+        ("workflow_job", _) => vec![shaped::job(body, LogRef::GiteaJob)?],
         ("pull_request", "closed") => {
             let pr = read::<PullRequestEvent>(body)?.pull_request;
             vec![ForgeEvent::Closed {

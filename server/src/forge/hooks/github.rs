@@ -2,27 +2,9 @@
 
 use serde::Deserialize;
 
-use super::{CheckState, ForgeEvent, HookError, LogRef, ignored, read, verdict};
+use super::shaped::{self, Envelope, User};
 
-#[derive(Deserialize, Default)]
-struct Repository {
-    full_name: String,
-}
-
-#[derive(Deserialize, Default)]
-struct User {
-    #[serde(default)]
-    login: String,
-}
-
-/// The fields every event shares.
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    action: String,
-    #[serde(default)]
-    repository: Option<Repository>,
-}
+use super::{ForgeEvent, HookError, LogRef, ignored, read, verdict};
 
 #[derive(Deserialize)]
 struct CheckRunEvent {
@@ -54,41 +36,6 @@ struct Number {
 struct CheckSuite {
     #[serde(default)]
     head_branch: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct StatusEvent {
-    sha: String,
-    state: String,
-    context: String,
-    #[serde(default)]
-    target_url: Option<String>,
-    #[serde(default)]
-    branches: Vec<Named>,
-}
-
-#[derive(Deserialize)]
-struct Named {
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct WorkflowJobEvent {
-    workflow_job: WorkflowJob,
-}
-
-#[derive(Deserialize)]
-struct WorkflowJob {
-    id: i64,
-    name: String,
-    status: String,
-    #[serde(default)]
-    conclusion: Option<String>,
-    head_sha: String,
-    #[serde(default)]
-    head_branch: Option<String>,
-    #[serde(default)]
-    html_url: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -157,20 +104,6 @@ struct Head {
     sha: String,
 }
 
-/// A check run's or job's state from its status and conclusion.
-fn check_state(status: &str, conclusion: Option<&str>) -> CheckState {
-    if status != "completed" {
-        return CheckState::Pending;
-    }
-    match conclusion {
-        Some("success" | "neutral" | "skipped") => CheckState::Success,
-        Some(
-            "failure" | "timed_out" | "cancelled" | "action_required" | "startup_failure" | "stale",
-        ) => CheckState::Failure,
-        _ => CheckState::Pending,
-    }
-}
-
 /// The repository's name and the events of one delivery.
 pub(super) fn parse(event: &str, body: &[u8]) -> Result<(String, Vec<ForgeEvent>), HookError> {
     let envelope: Envelope = read(body)?;
@@ -183,41 +116,14 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<(String, Vec<ForgeEvent>
                 pulls: run.pull_requests.iter().map(|p| p.number).collect(),
                 branch: run.check_suite.and_then(|s| s.head_branch),
                 head_sha: run.head_sha,
-                state: check_state(&run.status, run.conclusion.as_deref()),
+                state: shaped::check_state(&run.status, run.conclusion.as_deref()),
                 name: run.name,
                 url: run.html_url,
                 log: LogRef::GithubJob(run.id),
             }]
         }
-        ("workflow_job", _) => {
-            let job = read::<WorkflowJobEvent>(body)?.workflow_job;
-            vec![ForgeEvent::Check {
-                pulls: Vec::new(),
-                branch: job.head_branch,
-                head_sha: job.head_sha,
-                state: check_state(&job.status, job.conclusion.as_deref()),
-                name: job.name,
-                url: job.html_url,
-                log: LogRef::GithubJob(job.id),
-            }]
-        }
-        ("status", _) => {
-            let status: StatusEvent = read(body)?;
-            let state = match status.state.as_str() {
-                "success" => CheckState::Success,
-                "failure" | "error" => CheckState::Failure,
-                _ => CheckState::Pending,
-            };
-            vec![ForgeEvent::Check {
-                pulls: Vec::new(),
-                branch: status.branches.into_iter().next().map(|b| b.name),
-                head_sha: status.sha,
-                name: status.context,
-                state,
-                url: status.target_url,
-                log: LogRef::None,
-            }]
-        }
+        ("workflow_job", _) => vec![shaped::job(body, LogRef::GithubJob)?],
+        ("status", _) => vec![shaped::status(body)?],
         ("pull_request_review", "submitted") => {
             let event: ReviewEvent = read(body)?;
             match verdict(&event.review.state) {
