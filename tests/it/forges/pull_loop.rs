@@ -317,15 +317,15 @@ async fn merged_is_done_and_later_work_goes_to_a_new_branch_and_pull_request(bac
             .superseded_by,
         Some(new.id)
     );
-    let on_forge = forge.pulls();
-    let old_there = on_forge.iter().find(|p| p.number == old.number).unwrap();
-    assert!(
-        old_there
-            .comments
-            .iter()
-            .any(|c| c.contains(&format!("#{}", new.number))),
-        "{old_there:?}"
-    );
+    let link = format!("#{}", new.number);
+    poll("the old pull request to link the new one", || async {
+        forge
+            .pulls()
+            .into_iter()
+            .find(|p| p.number == old.number)
+            .filter(|p| p.comments.iter().any(|c| c.contains(&link)))
+    })
+    .await;
     // The issue is in review again, with the new pull request.
     env.issue_reaches(&issue, IssueStatus::InReview).await;
     assert_token_unseen(&env, first.id);
