@@ -36,6 +36,8 @@ pub struct Env {
     pub shutdown: CancellationToken,
     pub handle: tokio::task::JoinHandle<anyhow::Result<()>>,
     pub db: TestDb,
+    /// One HTTP client for the test's requests (building one loads the certificate store).
+    pub http: reqwest::Client,
 }
 
 /// The production run clocks, but a stopped agent gets 2 s after SIGINT and 2 s after SIGTERM instead of
@@ -108,6 +110,7 @@ impl Env {
             shutdown: app.shutdown,
             handle: app.handle,
             db,
+            http: reqwest::Client::new(),
         }
     }
 
@@ -123,7 +126,8 @@ impl Env {
         path: &str,
         body: Option<serde_json::Value>,
     ) -> (u16, String) {
-        let mut req = reqwest::Client::new()
+        let mut req = self
+            .http
             .request(method, self.url(path))
             .bearer_auth(&self.token);
         if let Some(body) = body {
@@ -287,7 +291,8 @@ impl Env {
 
     /// `GET path` (a page) with `token`: the HTML, which must come with 200.
     pub async fn page_as(&self, token: &str, path: &str) -> String {
-        let resp = reqwest::Client::new()
+        let resp = self
+            .http
             .get(format!("http://{}{path}", self.addr))
             .bearer_auth(token)
             .send()
@@ -299,7 +304,7 @@ impl Env {
 
     /// `GET path` with the owner's token: the JSON body.
     pub async fn get(&self, path: &str) -> serde_json::Value {
-        reqwest::Client::new()
+        self.http
             .get(format!("http://{}{path}", self.addr))
             .bearer_auth(&self.token)
             .send()
@@ -312,7 +317,8 @@ impl Env {
 
     /// Posts a comment on `issue` through the JSON API as the owner, expecting 201; the comment.
     pub async fn comment(&self, issue: &Issue, body: &str) -> serde_json::Value {
-        let resp = reqwest::Client::new()
+        let resp = self
+            .http
             .post(format!(
                 "http://{}/api/v1/issues/{}/comments",
                 self.addr, issue.key
