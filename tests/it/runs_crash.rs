@@ -73,23 +73,28 @@ async fn get(server: &Server, token: &str, path: &str) -> Value {
     resp.json().await.unwrap()
 }
 
-/// Every event of the run the API serves now, by seq.
+/// Every event of the run the API serves now, by seq: pages until one is not full (the end as of that
+/// answer; a live run keeps appending, so waiting for an empty page could last as long as the run).
 async fn all_events(server: &Server, token: &str, run: &str) -> Vec<Value> {
+    const PAGE: usize = 500;
     let mut out = Vec::new();
     let mut after = 0;
     loop {
         let page = get(
             server,
             token,
-            &format!("/api/v1/runs/{run}/events?after={after}&limit=500"),
+            &format!("/api/v1/runs/{run}/events?after={after}&limit={PAGE}"),
         )
         .await;
         let events = page["events"].as_array().unwrap().clone();
-        if events.is_empty() {
+        let full = events.len() == PAGE;
+        if let Some(last) = events.last() {
+            after = last["seq"].as_i64().unwrap();
+        }
+        out.extend(events);
+        if !full {
             return out;
         }
-        after = events.last().unwrap()["seq"].as_i64().unwrap();
-        out.extend(events);
     }
 }
 
