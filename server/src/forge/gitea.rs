@@ -179,22 +179,6 @@ impl Forge for Gitea {
         Ok(pull.into())
     }
 
-    async fn pull_for_branch(&self, branch: &str) -> Result<Option<Pull>, ForgeError> {
-        for page in 1..=MAX_PAGES {
-            let path = self.repo_path(&format!("/pulls?state=open&limit={PAGE}&page={page}"));
-            let request = self.api.request(Method::GET, &path);
-            let pulls: Vec<PullJson> = self.api.json(request, self.api.repo()).await?;
-            let last = pulls.len() < PAGE;
-            if let Some(found) = pulls.into_iter().find(|p| p.head.name == branch) {
-                return Ok(Some(found.into()));
-            }
-            if last {
-                break;
-            }
-        }
-        Ok(None)
-    }
-
     async fn pulls_for_branch(&self, branch: &str) -> Result<Vec<Pull>, ForgeError> {
         let mut found = Vec::new();
         for page in 1..=MAX_PAGES {

@@ -167,17 +167,6 @@ impl Forge for Github {
         Ok(pull.into())
     }
 
-    async fn pull_for_branch(&self, branch: &str) -> Result<Option<Pull>, ForgeError> {
-        let head = encode(&format!("{}:{branch}", self.owner()));
-        let path = self.repo_path(&format!("/pulls?state=open&head={head}&per_page=10"));
-        let request = self.api.request(Method::GET, &path);
-        let pulls: Vec<PullJson> = self.api.json(request, self.api.repo()).await?;
-        Ok(pulls
-            .into_iter()
-            .find(|p| p.head.name == branch)
-            .map(Pull::from))
-    }
-
     async fn pulls_for_branch(&self, branch: &str) -> Result<Vec<Pull>, ForgeError> {
         let head = encode(&format!("{}:{branch}", self.owner()));
         let path = self.repo_path(&format!("/pulls?state=all&head={head}&per_page=100"));

@@ -194,19 +194,6 @@ impl Forge for Gitlab {
         Ok(mr.into())
     }
 
-    async fn pull_for_branch(&self, branch: &str) -> Result<Option<Pull>, ForgeError> {
-        let path = self.project_path(&format!(
-            "/merge_requests?state=opened&source_branch={}&per_page=10",
-            encode(branch)
-        ));
-        let request = self.api.request(Method::GET, &path);
-        let mrs: Vec<MergeRequest> = self.api.json(request, self.api.repo()).await?;
-        Ok(mrs
-            .into_iter()
-            .find(|mr| mr.source_branch == branch)
-            .map(Pull::from))
-    }
-
     async fn pulls_for_branch(&self, branch: &str) -> Result<Vec<Pull>, ForgeError> {
         let path = self.project_path(&format!(
             "/merge_requests?state=all&source_branch={}&per_page=100",

@@ -131,11 +131,14 @@ pub trait Forge: Send + Sync {
     async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError>;
     async fn open_pull(&self, new: &NewPull) -> Result<Pull, ForgeError>;
     async fn pull(&self, number: i64) -> Result<Pull, ForgeError>;
-    /// The open pull request whose head is `branch`, if any (to avoid opening a second one).
-    async fn pull_for_branch(&self, branch: &str) -> Result<Option<Pull>, ForgeError>;
     /// Every pull request whose head is `branch`, open, merged or closed (where a line's work may go:
     /// see [`push_target`]).
     async fn pulls_for_branch(&self, branch: &str) -> Result<Vec<Pull>, ForgeError>;
+    /// The open pull request whose head is `branch`, if any (to avoid opening a second one).
+    async fn pull_for_branch(&self, branch: &str) -> Result<Option<Pull>, ForgeError> {
+        let pulls = self.pulls_for_branch(branch).await?;
+        Ok(pulls.into_iter().find(|p| p.state == PrState::Open))
+    }
     async fn comment(&self, number: i64, body: &str) -> Result<(), ForgeError>;
     /// The failing part of a check's log ([`failing_part`]); empty when the forge has no log API for
     /// it (a `LogRef` of another forge, a check that is not a job, a log the forge no longer keeps).
