@@ -85,11 +85,12 @@ async fn a_delivery_becomes_a_draft_pull_request_and_a_red_check_resumes_it_on_t
         "{:?}",
         on_forge[0]
     );
-    assert!(
-        thread(&env, &issue)
-            .await
-            .contains(&format!("#{}", pr.number))
-    );
+    // The issue says so (noted just after the pull request is recorded).
+    let opened = format!("#{}", pr.number);
+    poll("the issue's note of the pull request", || async {
+        thread(&env, &issue).await.contains(&opened).then_some(())
+    })
+    .await;
 
     // A red check: the agent is resumed with the check's name and the failing part of its log.
     forge.set_job_log(4242, JOB_LOG);
