@@ -124,6 +124,12 @@ pub struct CreateArgs {
     /// A label; repeat for several.
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
+    /// Make it a sub-issue of this issue (its key).
+    #[arg(long, value_name = "KEY")]
+    pub parent: Option<String>,
+    /// Wake the assigned agent once, with a digest, when every sub-issue is done or cancelled.
+    #[arg(long)]
+    pub wake_on_children: bool,
 }
 
 /// `muster issue list` filters; all optional.
@@ -178,6 +184,34 @@ pub struct EditArgs {
     /// Removes every label.
     #[arg(long, conflicts_with = "labels")]
     pub clear_labels: bool,
+    /// Make it a sub-issue of this issue, or `none` to make it a top-level issue.
+    #[arg(long, value_name = "KEY")]
+    pub parent: Option<String>,
+    /// Wake the assigned agent once, with a digest, when every sub-issue has ended (true or false).
+    #[arg(long, value_name = "BOOL")]
+    pub wake_on_children: Option<bool>,
+    /// Add a blocker: the issue's agent does not start until KEY is done; repeat for several.
+    #[arg(long = "blocked-by", value_name = "KEY")]
+    pub blocked_by: Vec<String>,
+    /// Add an issue this one blocks; repeat for several.
+    #[arg(long = "blocks", value_name = "KEY")]
+    pub blocks: Vec<String>,
+    /// Relate it to another issue; repeat for several.
+    #[arg(long = "relates-to", value_name = "KEY")]
+    pub relates_to: Vec<String>,
+    /// Mark it a duplicate of another issue.
+    #[arg(long = "duplicate-of", value_name = "KEY")]
+    pub duplicate_of: Vec<String>,
+    /// For --blocked-by and --blocks: hold until the blocker is done (`done`, the default) or done with
+    /// a merged pull request (`merged`).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// For --blocked-by and --blocks: the blocked issue's first run starts from the blocker's work.
+    #[arg(long)]
+    pub stacked: bool,
+    /// Remove a relation, as `KIND:KEY` (e.g. blocked_by:ACM-2, relates_to:ACM-5); repeat for several.
+    #[arg(long = "unrelate", value_name = "KIND:KEY")]
+    pub unrelate: Vec<String>,
 }
 
 /// The JSON body of a create or an edit (`IssueInput` on the server).
@@ -195,6 +229,59 @@ struct IssueBody {
     assignee: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wake_on_children: Option<bool>,
+}
+
+/// A relation to add (`RelationInput` on the server).
+#[derive(Debug, Serialize)]
+struct RelationBody<'a> {
+    kind: &'a str,
+    issue: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until: Option<&'a str>,
+    stacked: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct IssueRef {
+    key: String,
+    title: String,
+    status: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Relation {
+    relation: String,
+    issue: IssueRef,
+    until: String,
+    met: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Progress {
+    total: i64,
+    done: i64,
+    cancelled: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Child {
+    #[serde(flatten)]
+    issue: IssueRef,
+    assignee: Option<Person>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PlanOut {
+    parent: Option<IssueRef>,
+    children: Vec<Child>,
+    progress: Progress,
+    relations: Vec<Relation>,
+    waiting_on: Vec<String>,
+    wake_on_children: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -229,6 +316,7 @@ struct Detail {
     issue: Issue,
     comments: Vec<Comment>,
     activity: Vec<Activity>,
+    plan: PlanOut,
 }
 
 /// Runs an issue command.
@@ -350,6 +438,8 @@ async fn create(client: &Client, json: bool, args: CreateArgs) -> anyhow::Result
         priority: args.priority,
         assignee: args.assignee,
         labels: (!args.labels.is_empty()).then_some(args.labels),
+        parent: args.parent,
+        wake_on_children: args.wake_on_children.then_some(true),
     };
     let issue = client.post("/api/v1/issues", &input).await?;
     let created: Issue = shape(&issue)?;
@@ -427,6 +517,7 @@ async fn show(client: &Client, json: bool, key: &str) -> anyhow::Result<()> {
     println!("priority: {}", i.priority);
     println!("assignee: {}", clean(assignee));
     println!("labels:   {}", clean(&labels));
+    print_plan(&d.plan);
     if !i.body.trim().is_empty() {
         println!("\n{}", indent(&i.body, "    "));
     }
@@ -450,6 +541,58 @@ async fn show(client: &Client, json: bool, key: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The plan's lines of `issue show`: parent, waiting on, relations, sub-issues with their progress.
+fn print_plan(p: &PlanOut) {
+    if let Some(parent) = &p.parent {
+        println!("parent:   {}  {}", parent.key, clean(&parent.title));
+    }
+    if !p.waiting_on.is_empty() {
+        println!("waiting on: {}", p.waiting_on.join(", "));
+    }
+    for r in &p.relations {
+        let mut line = format!(
+            "{} {} ({})",
+            r.relation.replace('_', " "),
+            r.issue.key,
+            r.issue.status
+        );
+        if r.relation == "blocked_by" {
+            line.push_str(if r.met { ", met" } else { ", holds" });
+            if r.until == "merged" {
+                line.push_str(", until merged");
+            }
+        }
+        println!("  {}  {}", clean(&line), clean(&r.issue.title));
+    }
+    if p.progress.total > 0 {
+        println!(
+            "sub-issues: {}/{} done{}{}",
+            p.progress.done,
+            p.progress.total - p.progress.cancelled,
+            if p.progress.cancelled > 0 {
+                format!(", {} cancelled", p.progress.cancelled)
+            } else {
+                String::new()
+            },
+            if p.wake_on_children {
+                "; wakes its agent when all have ended"
+            } else {
+                ""
+            }
+        );
+        for c in &p.children {
+            let who = c.assignee.as_ref().map_or("-", |a| a.name.as_str());
+            println!(
+                "  {:<10} {:<12} {:<16} {}",
+                c.issue.key,
+                c.issue.status,
+                clean(who),
+                clean(&c.issue.title)
+            );
+        }
+    }
 }
 
 /// `2025-01-02T03:04:05.678Z` → `2025-01-02 03:04`.
@@ -497,15 +640,66 @@ async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()>
             .assignee
             .map(|a| if a.trim() == "none" { String::new() } else { a }),
         labels,
+        parent: args
+            .parent
+            .map(|p| if p.trim() == "none" { String::new() } else { p }),
+        wake_on_children: args.wake_on_children,
     };
-    let nothing = serde_json::to_value(&input)?
+    let fields = !serde_json::to_value(&input)?
         .as_object()
         .is_some_and(serde_json::Map::is_empty);
+    let mut adds: Vec<(&str, &String)> = Vec::new();
+    adds.extend(args.blocked_by.iter().map(|k| ("blocked_by", k)));
+    adds.extend(args.blocks.iter().map(|k| ("blocks", k)));
+    adds.extend(args.relates_to.iter().map(|k| ("relates_to", k)));
+    adds.extend(args.duplicate_of.iter().map(|k| ("duplicate_of", k)));
+    let mut removes = Vec::new();
+    for raw in &args.unrelate {
+        let Some((kind, other)) = raw.split_once(':') else {
+            anyhow::bail!("--unrelate {raw:?}: write it as KIND:KEY, e.g. blocked_by:ACM-2");
+        };
+        removes.push((kind.trim(), other.trim()));
+    }
     anyhow::ensure!(
-        !nothing,
-        "nothing to change: give at least one of --title, --body, --priority, --status, --assignee, --label, --clear-labels"
+        fields || !adds.is_empty() || !removes.is_empty(),
+        "nothing to change: give at least one of --title, --body, --priority, --status, --assignee, --label, \
+         --clear-labels, --parent, --wake-on-children, --blocked-by, --blocks, --relates-to, --duplicate-of, --unrelate"
     );
-    let issue = patch(client, &args.key, &input).await?;
+    let block_flags = args.until.is_some() || args.stacked;
+    anyhow::ensure!(
+        !block_flags || !args.blocked_by.is_empty() || !args.blocks.is_empty(),
+        "--until and --stacked go with --blocked-by or --blocks"
+    );
+    let mut issue = if fields {
+        patch(client, &args.key, &input).await?
+    } else {
+        Value::Null
+    };
+    let base = format!("/api/v1/issues/{}/relations", segment(&args.key));
+    for (kind, other) in adds {
+        let blocking = matches!(kind, "blocked_by" | "blocks");
+        let body = RelationBody {
+            kind,
+            issue: other,
+            until: args.until.as_deref().filter(|_| blocking),
+            stacked: args.stacked && blocking,
+        };
+        client
+            .post(&base, &body)
+            .await
+            .map_err(|e| not_found_as(e, &format!("issue {}", args.key)))?;
+    }
+    for (kind, other) in removes {
+        client
+            .delete(&format!("{base}/{}/{}", segment(kind), segment(other)))
+            .await
+            .map_err(|e| not_found_as(e, &format!("{kind} {other} on {}", args.key)))?;
+    }
+    if issue.is_null() {
+        issue = client
+            .get(&format!("/api/v1/issues/{}", segment(&args.key)))
+            .await?;
+    }
     let edited: Issue = shape(&issue)?;
     done(json, &issue, || format!("updated {}", edited.key))
 }

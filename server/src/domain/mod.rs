@@ -11,6 +11,7 @@ mod forge;
 mod ids;
 mod issue;
 mod mention;
+mod plan;
 pub mod review;
 mod run;
 mod run_event;
@@ -46,6 +47,10 @@ pub use issue::{
     Priority, issue_body_ok,
 };
 pub use mention::{Mentionable, Mentioned, handle, mention_spans, woken_by_comment};
+pub use plan::{
+    BlockUntil, Blocker, ChildProgress, Cycle, IssueBrief, IssueLink, LinkKind, MAX_TREE_DEPTH,
+    NewRelation, RelationKind,
+};
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, ONLINE_WITHIN, Run,
     RunEvent, RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, work_lines,

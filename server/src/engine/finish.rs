@@ -316,10 +316,12 @@ pub(super) async fn move_if_in(
     if !from.contains(&current.status) {
         return Ok(false);
     }
-    state
+    let moved = state
         .store
         .move_issue(issue.workspace_id, &issue.key, to, None, actor)
         .await?;
+    // Boxed: waking a parent's agent can queue a run, which can move an issue again.
+    Box::pin(super::plan::issue_moved(state, &moved)).await;
     Ok(true)
 }
 

@@ -13,6 +13,7 @@ pub(crate) mod ensemble;
 pub(crate) mod finish;
 pub mod forge;
 pub mod order;
+pub(crate) mod plan;
 pub mod relay;
 pub mod session;
 pub(crate) mod sweep;

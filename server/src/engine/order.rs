@@ -169,6 +169,16 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .await
             .map_err(|e| config(format!("cannot read the workspace's forge connection: {e}")))?,
     };
+    let blockers = super::plan::blockers_brief(engine, &issue)
+        .await
+        .map_err(|e| config(format!("cannot read the issue's blockers: {e}")))?;
+    order.brief.push_str(&blockers);
+    // Stacked work: a new line starts from its blocker's delivered commit.
+    if order.resume.as_ref().is_none_or(|r| r.branch.is_none()) {
+        order.base = super::plan::stacked_base(engine, &issue)
+            .await
+            .map_err(|e| config(format!("cannot read the issue's blockers: {e}")))?;
+    }
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
         .await?;
     Ok(order)

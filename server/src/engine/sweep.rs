@@ -23,6 +23,7 @@ pub(crate) async fn run(engine: Engine, stop: CancellationToken) {
 
 /// One sweep.
 pub(crate) async fn once(engine: &Engine) {
+    super::plan::sweep(engine).await;
     let lost = match engine.store.interrupt_expired_runs(Utc::now()).await {
         Ok(lost) => lost,
         Err(e) => {

@@ -938,6 +938,7 @@ pub async fn choose(
                 CommentAuthor::User(caller.user.id),
             )
             .await?;
+        crate::engine::plan::issue_moved(state, &issue).await;
     }
     crate::engine::finish::announce(state, &issue);
     Ok(chosen)

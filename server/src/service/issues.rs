@@ -29,6 +29,11 @@ pub struct IssueInput {
     /// At most 20, each 1–50 characters without `,`.
     #[schema(max_items = 20)]
     pub labels: Option<Vec<String>>,
+    /// The parent issue's key (a sub-issue); "" or `none` clears it. Cycles are refused.
+    #[schema(example = "ACM-1")]
+    pub parent: Option<String>,
+    /// Wake the assigned agent once, with a digest, when every sub-issue is done or cancelled.
+    pub wake_on_children: Option<bool>,
 }
 
 fn labels(raw: &[String]) -> std::result::Result<Vec<Label>, ValidationError> {
@@ -58,6 +63,29 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
     if let Err(e) = crate::domain::issue_body_ok(&body) {
         problems.take::<()>(Err(e));
     }
+    let parent = match input.parent.as_deref().map(str::trim) {
+        None | Some("" | "none") => None,
+        Some(raw) => match IssueKey::parse(raw) {
+            Ok(k) => match state.store.get_issue(caller.ws.id, &k).await {
+                Ok(p) => Some(p),
+                Err(crate::store::Error::NotFound) => {
+                    problems.take::<()>(Err(ValidationError::new(
+                        "parent",
+                        format!("no issue {raw:?} in this workspace"),
+                    )));
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            },
+            Err(_) => {
+                problems.take::<()>(Err(ValidationError::new(
+                    "parent",
+                    format!("no issue {raw:?} in this workspace"),
+                )));
+                None
+            }
+        },
+    };
     problems.finish()?;
     let (Some(title), Some(status), Some(priority), Some(labels), Some(assignee)) =
         (title, status, priority, labels, assignee)
@@ -71,10 +99,16 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
         priority,
         assignee,
         labels,
-        parent: None,
+        parent: parent.as_ref().map(|p| p.id),
         created_by: Some(caller.user.id),
     };
     let issue = state.store.create_issue(caller.ws.id, &new).await?;
+    if input.wake_on_children == Some(true) {
+        state.store.set_fan_in(issue.id, true).await?;
+    }
+    if let Some(parent) = &parent {
+        announce(state, caller, &parent.key);
+    }
     queue_run_if_due(state, None, &issue).await;
     crate::engine::triggers::issue_created(state, caller.writer(), &issue).await;
     announce(state, caller, &issue.key);
@@ -99,7 +133,9 @@ pub async fn update(
             || input.body.is_some()
             || input.priority.is_some()
             || input.labels.is_some()
-            || input.assignee.is_some())
+            || input.assignee.is_some()
+            || input.parent.is_some()
+            || input.wake_on_children.is_some())
     {
         return Err(Error::refused(
             "token",
@@ -140,6 +176,13 @@ pub async fn update(
             .store
             .move_issue(caller.ws.id, key, status, None, actor)
             .await?;
+        crate::engine::plan::issue_moved(state, &issue).await;
+    }
+    if let Some(raw) = &input.parent {
+        issue = super::plans::set_parent(state, caller, key, raw).await?;
+    }
+    if let Some(on) = input.wake_on_children {
+        super::plans::set_fan_in(state, caller, key, on).await?;
     }
     cancel_runs_if_unwanted(state, caller, &current, &issue).await;
     queue_run_if_due(state, Some(&current), &issue).await;
@@ -201,6 +244,9 @@ pub async fn move_to(
         .store
         .move_issue(caller.ws.id, key, status, index, caller.actor())
         .await?;
+    if issue.status != before.status {
+        crate::engine::plan::issue_moved(state, &issue).await;
+    }
     cancel_runs_if_unwanted(state, caller, &before, &issue).await;
     queue_run_if_due(state, Some(&before), &issue).await;
     announce(state, caller, key);

@@ -9,6 +9,7 @@ pub mod forges;
 pub mod invitations;
 pub mod issues;
 pub mod members;
+pub mod plans;
 pub mod runners;
 pub mod runs;
 pub mod runtimes;

@@ -13,11 +13,11 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use crate::domain::{
-    ActivityId, ActivityKind, AgentId, AgentName, CommentId, Email, EnsembleId, EnsembleRunId,
-    EnsembleStatus, FailureReason, ForgeConnectionId, ForgeKind, InboxItemId, InboxKind,
-    InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle, OnClose, PrState, Priority,
-    PullRequestId, Role, RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId,
-    SkillSource, Slug, TokenId, UserId, WorkspaceId,
+    ActivityId, ActivityKind, AgentId, AgentName, BlockUntil, CommentId, Email, EnsembleId,
+    EnsembleRunId, EnsembleStatus, FailureReason, ForgeConnectionId, ForgeKind, InboxItemId,
+    InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle, OnClose, PrState,
+    Priority, PullRequestId, RelationKind, Role, RunId, RunStatus, RunTrigger, RunnerId,
+    RunnerTokenId, SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -115,6 +115,8 @@ text_codec!(
     ForgeKind => |v: &ForgeKind| v.as_str(), str::parse::<ForgeKind>;
     OnClose => |v: &OnClose| v.as_str(), str::parse::<OnClose>;
     PrState => |v: &PrState| v.as_str(), str::parse::<PrState>;
+    RelationKind => |v: &RelationKind| v.as_str(), str::parse::<RelationKind>;
+    BlockUntil => |v: &BlockUntil| v.as_str(), str::parse::<BlockUntil>;
     Slug => Slug::as_str, Slug::parse;
     IssuePrefix => IssuePrefix::as_str, IssuePrefix::parse;
     IssueTitle => IssueTitle::as_str, IssueTitle::parse;

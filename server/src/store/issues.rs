@@ -408,6 +408,11 @@ macro_rules! impl_issues_store {
                         .bind(new.priority).bind(user).bind(agent).bind(sqlx::types::Json(&new.labels))
                         .bind(new.parent).bind(position).bind(new.created_by).bind(now)
                         .execute(&mut *tx).await?;
+                    if let Some(parent) = new.parent {
+                        // A new child: the parent's agent is woken again once it ends too.
+                        sqlx::query::<$db>("update issue_fan_in set woken = $2 where issue_id = $1")
+                            .bind(parent).bind(false).execute(&mut *tx).await?;
+                    }
                     let actor = new.created_by.map_or(Actor::System, Actor::User);
                     insert_activity!($db, tx, id, actor, ActivityKind::Created, serde_json::json!({ "status": new.status }), now);
                     tx.commit().await?;
@@ -504,6 +509,13 @@ macro_rules! impl_issues_store {
                     column.insert(at, id);
                     sqlx::query::<$db>("update issue set status = $2, updated_at = $3 where issue_id = $1")
                         .bind(id).bind(status).bind(now()).execute(&mut *tx).await?;
+                    if !matches!(status, IssueStatus::Done | IssueStatus::Cancelled) {
+                        // A child reopened: its parent's agent is woken again once it ends.
+                        sqlx::query::<$db>(
+                            "update issue_fan_in set woken = $2 where woken = $3 \
+                             and issue_id = (select parent_issue_id from issue where issue_id = $1)")
+                            .bind(id).bind(false).bind(true).execute(&mut *tx).await?;
+                    }
                     for (i, issue) in (1_i64..).zip(&column) {
                         sqlx::query::<$db>("update issue set position = $2 where issue_id = $1 and position <> $2")
                             .bind(issue).bind(i * POSITION_STEP).execute(&mut *tx).await?;

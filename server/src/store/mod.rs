@@ -7,7 +7,8 @@
 //! issues, comments, activity), `agents.rs` ([`AgentStore`]: agents, skills), `runners.rs`
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
-//! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries), `plans.rs` ([`PlanStore`]: relations,
+//! sub-issues, fan-in) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -30,6 +31,7 @@ mod forges;
 mod inbox;
 mod issues;
 mod people;
+mod plans;
 mod postgres;
 mod rows;
 mod run_log;
@@ -52,6 +54,7 @@ pub use forges::{ForgeSettings, ForgeStore};
 pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
 pub use people::PeopleStore;
+pub use plans::PlanStore;
 pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
@@ -62,8 +65,8 @@ pub use usage::UsageStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, RunLogStore,
-        RunStore, RunnerStore, SessionStore, Store, UsageStore,
+        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, PlanStore,
+        RunLogStore, RunStore, RunnerStore, SessionStore, Store, UsageStore,
     };
 }
 
@@ -146,6 +149,9 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "ensemble.workspace_id, ensemble.name" => "ensemble_workspace_name_key",
         "ensemble_run.issue_id, ensemble_run.number" => "ensemble_run_issue_number_key",
         "forge_connection.workspace_id" => "forge_connection_workspace_key",
+        "issue_relation.from_issue_id, issue_relation.to_issue_id, issue_relation.kind" => {
+            "issue_relation_pkey"
+        }
         "pull_request.forge_connection_id, pull_request.number" => {
             "pull_request_connection_number_key"
         }
@@ -270,6 +276,7 @@ pub trait Store:
     + EnsembleStore
     + UsageStore
     + ForgeStore
+    + PlanStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;

@@ -208,6 +208,8 @@ macro_rules! push_claim_scope {
         $qb.push($bound_open)
             .push_bind(scope.runner_name.clone())
             .push($bound_close);
+        // A run whose issue has an unmet blocker waits, whatever else holds.
+        $qb.push($crate::store::plans::UNBLOCKED);
     }};
 }
 pub(super) use push_claim_scope;

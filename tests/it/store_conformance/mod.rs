@@ -13,6 +13,7 @@ mod inbox_read;
 mod invitations;
 mod issues;
 mod people;
+mod plans;
 mod runners;
 mod runs;
 mod skills_agents;

@@ -156,6 +156,8 @@ pub(super) async fn show(
     detail.comments_next_after = next;
     let runs = state.store.list_runs_for_issue(issue.id).await?;
     detail.lines = super::views::WorkLineView::of(&runs, &names);
+    let plan = crate::service::plans::plan_of(&state, &issue).await?;
+    detail.plan = super::views::PlanView::new(&plan, &names);
     Ok(Json(detail))
 }
 

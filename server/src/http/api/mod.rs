@@ -12,6 +12,7 @@ mod invitations;
 mod issues;
 mod members;
 mod paging;
+mod plans;
 mod runners;
 mod runs;
 mod runtimes;
@@ -54,6 +55,7 @@ pub fn router() -> Router<AppState> {
         .merge(workspace::router())
         .merge(usage::router())
         .merge(forges::router())
+        .merge(plans::router())
 }
 
 /// Where forges post their webhooks (outside `/api/v1`: signed by a connection's secret, no caller).
@@ -103,6 +105,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         usage::set_rates,
         forges::list, forges::connect, forges::show, forges::update, forges::remove, forges::test,
         forges::list_pulls, forges::show_pull, forges::open_for_run, forges::open_for_issue,
+        plans::show, plans::relate, plans::unrelate,
     ),
     // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,

@@ -175,6 +175,121 @@ pub struct IssueDetail {
     /// Each agent's line of work on the issue: its branch, the commit its last committed run left it
     /// at, and its latest run.
     pub lines: Vec<WorkLineView>,
+    /// Its parent, sub-issues and relations.
+    pub plan: PlanView,
+}
+
+/// Another issue, as a plan names it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct IssueRefView {
+    #[schema(example = "ACM-2")]
+    pub key: String,
+    pub title: String,
+    pub status: String,
+}
+
+impl From<&crate::domain::IssueBrief> for IssueRefView {
+    fn from(b: &crate::domain::IssueBrief) -> Self {
+        IssueRefView {
+            key: b.key.to_string(),
+            title: b.title.as_str().to_owned(),
+            status: b.status.to_string(),
+        }
+    }
+}
+
+/// A sub-issue.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ChildView {
+    #[serde(flatten)]
+    pub issue: IssueRefView,
+    pub assignee: Option<PersonRef>,
+}
+
+/// How far the sub-issues are.
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+pub struct ProgressView {
+    pub total: i64,
+    pub done: i64,
+    pub cancelled: i64,
+    /// Done of those not cancelled, 0–100.
+    pub percent: i64,
+}
+
+impl From<&crate::domain::ChildProgress> for ProgressView {
+    fn from(p: &crate::domain::ChildProgress) -> Self {
+        ProgressView {
+            total: p.total,
+            done: p.done,
+            cancelled: p.cancelled,
+            percent: p.percent(),
+        }
+    }
+}
+
+/// A relation, read from the issue it is shown on.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RelationView {
+    /// `blocks`, `blocked_by`, `relates_to`, `duplicate_of` or `duplicated_by`.
+    #[schema(example = "blocked_by")]
+    pub relation: crate::domain::LinkKind,
+    pub issue: IssueRefView,
+    /// For blocks: `done`, or `merged` (done with a merged pull request).
+    pub until: String,
+    /// For blocks: the blocked issue's first run starts from the blocker's delivered commit.
+    pub stacked: bool,
+    /// For blocked_by: the blocker no longer holds.
+    pub met: bool,
+}
+
+/// An issue's place in the plan.
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+pub struct PlanView {
+    pub parent: Option<IssueRefView>,
+    /// Sub-issues, by number.
+    pub children: Vec<ChildView>,
+    pub progress: ProgressView,
+    pub relations: Vec<RelationView>,
+    /// The keys of the blockers that still hold: its agent's queued run waits on them.
+    #[schema(example = json!(["ACM-2"]))]
+    pub waiting_on: Vec<String>,
+    /// Its assigned agent is woken once, with a digest, when every sub-issue has ended.
+    pub wake_on_children: bool,
+}
+
+impl PlanView {
+    /// Maps a plan, naming the children's assignees.
+    pub fn new(plan: &crate::service::plans::Plan, names: &Names) -> Self {
+        PlanView {
+            parent: plan.parent.as_ref().map(Into::into),
+            children: plan
+                .children
+                .iter()
+                .map(|c| ChildView {
+                    issue: IssueRefView {
+                        key: c.key.to_string(),
+                        title: c.title.as_str().to_owned(),
+                        status: c.status.to_string(),
+                    },
+                    assignee: names.assignee(c.assignee),
+                })
+                .collect(),
+            progress: (&plan.progress).into(),
+            relations: plan
+                .links
+                .iter()
+                .map(|l| RelationView {
+                    relation: l.link,
+                    issue: (&l.other).into(),
+                    until: l.until.to_string(),
+                    stacked: l.stacked,
+                    met: l.met,
+                })
+                .collect(),
+            waiting_on: plan.waiting_on.iter().map(|b| b.key.to_string()).collect(),
+            wake_on_children: plan.fan_in,
+        }
+    }
 }
 
 /// One agent's line of work on an issue.
@@ -224,6 +339,7 @@ impl IssueDetail {
                 })
                 .collect(),
             lines: Vec::new(),
+            plan: PlanView::default(),
         }
     }
 }

@@ -287,6 +287,10 @@ pub struct IssueForm {
     pub assignee: Option<String>,
     /// Comma-separated.
     pub labels: Option<String>,
+    /// The parent's key; empty for none.
+    pub parent: Option<String>,
+    /// A checkbox: "on" when ticked.
+    pub wake_on_children: Option<String>,
 }
 
 impl IssueForm {
@@ -302,6 +306,8 @@ impl IssueForm {
             priority: choice(&self.priority),
             assignee: Some(text(&self.assignee)),
             labels: Some(text(&self.labels).split(',').map(str::to_owned).collect()),
+            parent: choice(&self.parent),
+            wake_on_children: self.wake_on_children.as_ref().map(|v| v == "on"),
         }
     }
 
@@ -315,6 +321,8 @@ impl IssueForm {
             priority: all.priority.filter(|_| self.priority.is_some()),
             assignee: all.assignee.filter(|_| self.assignee.is_some()),
             labels: all.labels.filter(|_| self.labels.is_some()),
+            parent: self.parent.clone(),
+            wake_on_children: all.wake_on_children,
         }
     }
 }
