@@ -31,6 +31,7 @@ both_backends!(
     errors_are_one_line_even_with_rust_backtrace,
     issue_create_defaults_to_todo_and_agent_list_counts_runs,
     issue_thread_reads_as_a_conversation,
+    issue_edit_lays_out_the_plan_and_show_prints_it,
 );
 
 /// A served app with one workspace (prefix MUS) and its owner's API token.
@@ -543,4 +544,122 @@ async fn issue_thread_reads_as_a_conversation(cli: &Cli) {
     assert_eq!(missing.code, Some(1), "{missing:?}");
     assert!(missing.stderr.contains("MUS-99"), "{missing:?}");
     assert_eq!(missing.stderr.trim().lines().count(), 1, "{missing:?}");
+}
+
+/// `issue create --parent`, `issue edit --parent/--blocked-by/--relates-to/--until/--unrelate` and
+/// `--wake-on-children`, then `issue show` printing the parent, what it waits on, its relations and its
+/// sub-issues; refusals (a cycle, a lone `--until`, a malformed `--unrelate`) are one-line errors.
+async fn issue_edit_lays_out_the_plan_and_show_prints_it(cli: &Cli) {
+    let made = |title: &'static str| async move {
+        let out = cli
+            .run(
+                &["issue", "create", "--title", title, "--status", "backlog"],
+                &[],
+            )
+            .await;
+        ok(&out);
+        out.stdout.trim().to_owned()
+    };
+    let launch = made("Launch").await;
+    let schema = made("Schema").await;
+    let api = made("API").await;
+    let child = cli
+        .run(
+            &[
+                "issue", "create", "--title", "Rollout", "--parent", &launch, "--status", "backlog",
+            ],
+            &[],
+        )
+        .await;
+    ok(&child);
+    ok(&cli
+        .run(
+            &[
+                "issue", "edit", &schema, "--parent", &launch, "--blocks", &api, "--until",
+                "merged",
+            ],
+            &[],
+        )
+        .await);
+    ok(&cli
+        .run(
+            &[
+                "issue",
+                "edit",
+                &launch,
+                "--wake-on-children",
+                "true",
+                "--relates-to",
+                &api,
+            ],
+            &[],
+        )
+        .await);
+    let shown = cli.run(&["issue", "show", &api], &[]).await;
+    ok(&shown);
+    assert!(
+        shown.stdout.contains(&format!("waiting on: {schema}\n")),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains(&format!(
+            "blocked by {schema} (backlog), holds, until merged  Schema\n"
+        )),
+        "{}",
+        shown.stdout
+    );
+    let shown = cli.run(&["issue", "show", &launch], &[]).await;
+    ok(&shown);
+    assert!(
+        shown
+            .stdout
+            .contains("sub-issues: 0/2 done; wakes its agent when all have ended\n"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains(&format!("relates to {api}")),
+        "{}",
+        shown.stdout
+    );
+
+    let cycle = cli
+        .run(&["issue", "edit", &api, "--blocks", &schema], &[])
+        .await;
+    assert_eq!(cycle.code, Some(1), "{cycle:?}");
+    assert!(
+        cycle.stderr.contains(&format!("{api} → {schema} → {api}")),
+        "{cycle:?}"
+    );
+    assert_eq!(cycle.stderr.trim().lines().count(), 1, "{cycle:?}");
+    let lone = cli
+        .run(&["issue", "edit", &api, "--until", "merged"], &[])
+        .await;
+    assert_ne!(lone.code, Some(0), "{lone:?}");
+    assert!(
+        lone.stderr.contains("--until and --stacked go with"),
+        "{lone:?}"
+    );
+    let bad = cli
+        .run(&["issue", "edit", &api, "--unrelate", "blocked_by"], &[])
+        .await;
+    assert!(bad.stderr.contains("KIND:KEY"), "{bad:?}");
+
+    ok(&cli
+        .run(
+            &[
+                "issue",
+                "edit",
+                &api,
+                "--unrelate",
+                &format!("blocked_by:{schema}"),
+            ],
+            &[],
+        )
+        .await);
+    let shown = cli.run(&["issue", "show", &api, "--json"], &[]).await;
+    ok(&shown);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["plan"]["waiting_on"], serde_json::json!([]));
 }

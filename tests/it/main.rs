@@ -87,6 +87,7 @@ mod http_typed_forms;
 mod llama;
 mod mentions;
 mod metrics;
+mod plans;
 mod replicas;
 mod run_follow;
 mod run_outcomes;

@@ -660,15 +660,15 @@ async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()>
         };
         removes.push((kind.trim(), other.trim()));
     }
-    anyhow::ensure!(
-        fields || !adds.is_empty() || !removes.is_empty(),
-        "nothing to change: give at least one of --title, --body, --priority, --status, --assignee, --label, \
-         --clear-labels, --parent, --wake-on-children, --blocked-by, --blocks, --relates-to, --duplicate-of, --unrelate"
-    );
     let block_flags = args.until.is_some() || args.stacked;
     anyhow::ensure!(
         !block_flags || !args.blocked_by.is_empty() || !args.blocks.is_empty(),
         "--until and --stacked go with --blocked-by or --blocks"
+    );
+    anyhow::ensure!(
+        fields || !adds.is_empty() || !removes.is_empty(),
+        "nothing to change: give at least one of --title, --body, --priority, --status, --assignee, --label, \
+         --clear-labels, --parent, --wake-on-children, --blocked-by, --blocks, --relates-to, --duplicate-of, --unrelate"
     );
     let mut issue = if fields {
         patch(client, &args.key, &input).await?

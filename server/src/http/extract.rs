@@ -330,7 +330,8 @@ fn bearer(parts: &Parts) -> Option<&str> {
 /// workspace's issues (list, show, comments), people's and agents' names (the views leave out emails and
 /// every agent's instructions and runtime: `MemberView::for_caller`, `AgentNameView`), its own issue's
 /// thread and its own run; it comments on and moves its own issue (the service layer narrows edits to the
-/// status) and edits or deletes its own comments there. A run of an ensemble only reads: what it wrote on
+/// status), edits or deletes its own comments there, and files unassigned sub-issues of its own issue
+/// (the service checks the parent). A run of an ensemble only reads: what it wrote on
 /// the shared issue would reach the other candidates. Everything else (tokens, runners, settings, usage,
 /// other runs, skills, members' management) is refused.
 fn run_may(parts: &Parts, scope: &RunScope) -> bool {
@@ -357,7 +358,9 @@ fn run_route_may(parts: &Parts, scope: &RunScope) -> bool {
     let read = parts.method == Method::GET || parts.method == Method::HEAD;
     match route.as_str() {
         "/api/v1/me" | "/api/v1/members" | "/api/v1/agents" | "/api/v1/agents/{name}" => read,
-        "/api/v1/issues" => read,
+        // Creating: only a sub-issue of its own issue (the service checks the parent).
+        "/api/v1/issues" => read || parts.method == Method::POST,
+        "/api/v1/issues/{key}/plan" => read,
         "/api/v1/issues/{key}" => read || (own_issue() && parts.method == Method::PATCH),
         "/api/v1/issues/{key}/comments" => read || (own_issue() && parts.method == Method::POST),
         "/api/v1/issues/{key}/thread" => own_issue() && read,

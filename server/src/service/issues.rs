@@ -42,6 +42,27 @@ fn labels(raw: &[String]) -> std::result::Result<Vec<Label>, ValidationError> {
 
 /// Creates an issue from raw input.
 pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Result<Issue> {
+    if let Some(scope) = &caller.run {
+        // An agent breaks its own issue down, never files work elsewhere or sets other agents going.
+        let own = input
+            .parent
+            .as_deref()
+            .and_then(|p| IssueKey::parse(p.trim()).ok())
+            .is_some_and(|k| k == scope.issue_key);
+        let assigned = input
+            .assignee
+            .as_deref()
+            .is_some_and(|a| !matches!(a.trim(), "" | "none"));
+        if !own || assigned || input.wake_on_children.is_some() {
+            return Err(Error::refused(
+                "token",
+                format!(
+                    "a run's token may only file unassigned sub-issues of its own issue {} (\"parent\": \"{}\")",
+                    scope.issue_key, scope.issue_key
+                ),
+            ));
+        }
+    }
     let mut problems = Problems::default();
     let title = problems.take(IssueTitle::parse(
         input.title.as_deref().unwrap_or_default(),

@@ -10,18 +10,29 @@ use crate::domain::{
 };
 use crate::engine::Engine;
 
+/// A relation as read from the issue it is added on: what `kind` accepts.
+#[derive(Debug, Clone, Copy, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TypedRelation {
+    BlockedBy,
+    Blocks,
+    RelatesTo,
+    DuplicateOf,
+}
+
 /// A relation to add, as typed: `{"kind": "blocked_by", "issue": "ACM-2"}` reads "this issue is
 /// blocked by ACM-2".
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct RelationInput {
     /// `blocked_by`, `blocks`, `relates_to` or `duplicate_of`.
-    #[schema(example = "blocked_by")]
+    #[schema(value_type = TypedRelation, example = "blocked_by")]
     pub kind: String,
     /// The other issue's key.
-    #[schema(example = "ACM-2")]
+    #[schema(pattern = r"^[A-Za-z]{2,10}-0*[1-9][0-9]{0,17}$", example = "ACM-2")]
     pub issue: String,
     /// For blocks: `done` (default) — the blocker holds until it is done; `merged` — until it is done
     /// with a merged pull request.
+    #[schema(value_type = Option<BlockUntil>)]
     pub until: Option<String>,
     /// For blocks: the blocked issue's first run starts from the blocker's delivered commit.
     pub stacked: Option<bool>,

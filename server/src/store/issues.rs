@@ -41,8 +41,9 @@ pub trait IssueStore: Send + Sync {
         patch: &IssuePatch,
         actor: Actor,
     ) -> Result<Issue>;
-    /// Moves an issue to `status` at `index` in that column (the end when `None` or past it), renumbering
-    /// the column so positions stay dense; a status change is recorded in the activity trail.
+    /// Moves an issue to `status` at `index` in that column (the end when `None` or past it): to the end it
+    /// goes after the last; elsewhere the column is renumbered densely (only changed rows written). A status
+    /// change is recorded in the activity trail.
     async fn move_issue(
         &self,
         ws: WorkspaceId,
@@ -502,11 +503,11 @@ macro_rules! impl_issues_store {
                         let detail = serde_json::json!({ "from": from, "to": status });
                         insert_activity!($db, tx, id, actor, ActivityKind::Status, detail, now());
                     }
-                    let mut column = sqlx::query_scalar::<$db, IssueId>(
-                        "select issue_id from issue where workspace_id = $1 and status = $2 and issue_id <> $3 order by position, number")
+                    let column = sqlx::query_as::<$db, (IssueId, i64)>(
+                        "select issue_id, position from issue where workspace_id = $1 and status = $2 and issue_id <> $3 \
+                         order by position, number")
                         .bind(ws).bind(status).bind(id).fetch_all(&mut *tx).await?;
                     let at = index.unwrap_or(column.len()).min(column.len());
-                    column.insert(at, id);
                     sqlx::query::<$db>("update issue set status = $2, updated_at = $3 where issue_id = $1")
                         .bind(id).bind(status).bind(now()).execute(&mut *tx).await?;
                     if !matches!(status, IssueStatus::Done | IssueStatus::Cancelled) {
@@ -516,9 +517,24 @@ macro_rules! impl_issues_store {
                              and issue_id = (select parent_issue_id from issue where issue_id = $1)")
                             .bind(id).bind(false).bind(true).execute(&mut *tx).await?;
                     }
-                    for (i, issue) in (1_i64..).zip(&column) {
-                        sqlx::query::<$db>("update issue set position = $2 where issue_id = $1 and position <> $2")
-                            .bind(issue).bind(i * POSITION_STEP).execute(&mut *tx).await?;
+                    if at == column.len() {
+                        // To the end: after the last, nothing else moves (a move to done in a column of
+                        // thousands is one statement, not one per issue).
+                        let last = column.last().map_or(0, |(_, p)| *p);
+                        sqlx::query::<$db>("update issue set position = $2 where issue_id = $1")
+                            .bind(id).bind(last + POSITION_STEP).execute(&mut *tx).await?;
+                    } else {
+                        let mut order: Vec<(IssueId, Option<i64>)> =
+                            column.into_iter().map(|(i, p)| (i, Some(p))).collect();
+                        order.insert(at, (id, None));
+                        // Dense again; only the rows whose position changes are written.
+                        for (i, (issue, was)) in (1_i64..).zip(&order) {
+                            let want = i * POSITION_STEP;
+                            if *was != Some(want) {
+                                sqlx::query::<$db>("update issue set position = $2 where issue_id = $1")
+                                    .bind(issue).bind(want).execute(&mut *tx).await?;
+                            }
+                        }
                     }
                     tx.commit().await?;
                     self.get_issue_by_id(id).await

@@ -77,6 +77,12 @@ async fn forge_routes_answer_as_documented(t: &Env) {
         .get("/api/v1/pull-requests?issue=ALP-99")
         .await
         .expect(404);
+    // A query it cannot read is our JSON error, like every other route's.
+    t.member
+        .api
+        .get("/api/v1/pull-requests?issue=ALP-1&issue=ALP-2")
+        .await
+        .rejected(400, "issue");
     t.member
         .api
         .post(

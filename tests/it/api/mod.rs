@@ -18,6 +18,7 @@ mod issue_validation;
 mod issues;
 mod members;
 mod openapi;
+mod plans;
 mod runners;
 mod runs;
 mod runtimes;

@@ -437,10 +437,12 @@ async fn a_blocked_issues_run_is_claimed_only_once_its_blockers_are_met(store: A
     );
 }
 
-/// A thousand random DAGs of 2–7 issues in one workspace, each issue with one queued run; rounds of
-/// "claim everything claimable, then finish a random part of what is claimed" until all are done. At
-/// every claim no blocker of its issue is open; after every claim pass nothing queued is claimable by
-/// the rule; at the end every run was claimed exactly once. Random back edges are refused as cycles.
+/// Random DAGs of 2–7 issues (200 by default, `MUSTER_DAG_COUNT` for more) in one workspace, in waves
+/// of 100, each issue with one queued run; rounds of "claim everything claimable, then finish a random
+/// part of what is claimed" until all are done. At every claim no blocker of its issue is open; after
+/// every claim pass nothing queued is claimable by the rule; at the end every run was claimed exactly
+/// once. Random back edges are refused as cycles. Each run draws a new seed (printed, and repeatable
+/// with `MUSTER_DAG_SEED`), so CI covers new graphs every time.
 async fn random_dags_start_every_run_once_and_never_before_its_blockers(store: Arc<dyn Store>) {
     let f = fixture(&store, "team", "DAG").await;
     let coder = agent(&store, f.ws.id, "coder", 1_000_000).await;
@@ -448,143 +450,146 @@ async fn random_dags_start_every_run_once_and_never_before_its_blockers(store: A
         .register_runner("embedded", "0.1.0", &serde_json::json!([]))
         .await
         .unwrap();
-    let seed = std::env::var("MUSTER_DAG_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| rand::rng().random::<u64>());
+    let env_number = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    let seed = env_number("MUSTER_DAG_SEED").unwrap_or_else(|| rand::rng().random::<u64>());
+    let dags = env_number("MUSTER_DAG_COUNT").unwrap_or(200) as usize;
     eprintln!("random DAGs: seed {seed} (MUSTER_DAG_SEED={seed} repeats this run)");
     let mut rng = StdRng::seed_from_u64(seed);
-    const DAGS: usize = 1_000;
-
-    let mut issues: Vec<Issue> = Vec::new();
-    let mut blockers: HashMap<IssueId, Vec<IssueId>> = HashMap::new();
-    let mut run_issue: HashMap<RunId, IssueId> = HashMap::new();
-    let mut cycles_refused = 0;
-    for _ in 0..DAGS {
-        let n = rng.random_range(2..=7);
-        let mut dag = Vec::with_capacity(n);
-        for k in 0..n {
-            dag.push(issue(&store, f.ws.id, &format!("node {k}"), IssueStatus::Todo).await);
-        }
-        // Edges only forward in a shuffled order: a DAG.
-        let mut order: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            order.swap(i, rng.random_range(0..=i));
-        }
-        for i in 0..n {
-            for j in i + 1..n {
-                if rng.random_bool(0.35) {
-                    let (from, to) = (&dag[order[i]], &dag[order[j]]);
-                    store
-                        .add_relation(f.ws.id, &blocks(from, to))
-                        .await
-                        .unwrap()
-                        .unwrap();
-                    blockers.entry(to.id).or_default().push(from.id);
+    const WAVE: usize = 100;
+    let (mut issues_n, mut edges_n, mut cycles_refused, mut rounds) = (0, 0, 0, 0);
+    for wave in 0..dags.div_ceil(WAVE) {
+        let mut issues: Vec<Issue> = Vec::new();
+        let mut blockers: HashMap<IssueId, Vec<IssueId>> = HashMap::new();
+        let mut run_issue: HashMap<RunId, IssueId> = HashMap::new();
+        for _ in 0..WAVE.min(dags - wave * WAVE) {
+            let n = rng.random_range(2..=7);
+            let mut dag = Vec::with_capacity(n);
+            for k in 0..n {
+                dag.push(issue(&store, f.ws.id, &format!("node {k}"), IssueStatus::Todo).await);
+            }
+            // Edges only forward in a shuffled order: a DAG.
+            let mut order: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                order.swap(i, rng.random_range(0..=i));
+            }
+            for i in 0..n {
+                for j in i + 1..n {
+                    if rng.random_bool(0.35) {
+                        let (from, to) = (&dag[order[i]], &dag[order[j]]);
+                        store
+                            .add_relation(f.ws.id, &blocks(from, to))
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        blockers.entry(to.id).or_default().push(from.id);
+                        edges_n += 1;
+                    }
                 }
             }
+            // A back edge over an edge closes a cycle: refused, with the cycle going round.
+            if let Some((i, j)) =
+                (0..n)
+                    .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+                    .find(|(i, j)| {
+                        blockers
+                            .get(&dag[order[*j]].id)
+                            .is_some_and(|b| b.contains(&dag[order[*i]].id))
+                    })
+            {
+                let (from, to) = (&dag[order[j]], &dag[order[i]]);
+                let cycle = store
+                    .add_relation(f.ws.id, &blocks(from, to))
+                    .await
+                    .unwrap()
+                    .expect_err("a back edge closes a cycle");
+                assert_eq!(cycle.0.first(), cycle.0.last(), "{cycle}");
+                assert!(cycle.0.len() >= 3, "{cycle}");
+                cycles_refused += 1;
+            }
+            for i in &dag {
+                let run = store
+                    .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
+                    .await
+                    .unwrap();
+                run_issue.insert(run.id, i.id);
+            }
+            issues.extend(dag);
         }
-        // A back edge over a path closes a cycle: refused, with the cycle going round.
-        if let Some((i, j)) = (0..n)
-            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
-            .find(|(i, j)| {
-                blockers
-                    .get(&dag[order[*j]].id)
-                    .is_some_and(|b| b.contains(&dag[order[*i]].id))
-            })
-        {
-            let (from, to) = (&dag[order[j]], &dag[order[i]]);
-            let cycle = store
-                .add_relation(f.ws.id, &blocks(from, to))
+        issues_n += issues.len();
+
+        let mut is_done: HashSet<IssueId> = HashSet::new();
+        let mut claimed_once: HashSet<RunId> = HashSet::new();
+        let mut running: Vec<RunId> = Vec::new();
+        let by_id: HashMap<IssueId, &Issue> = issues.iter().map(|i| (i.id, i)).collect();
+        let lease = Utc::now() + TimeDelta::hours(1);
+        let mut wave_rounds = 0;
+        while is_done.len() < issues.len() {
+            wave_rounds += 1;
+            assert!(
+                wave_rounds < 200,
+                "no progress: {} of {} done",
+                is_done.len(),
+                issues.len()
+            );
+            while let Some(run) = store
+                .claim_next_run(runner.id, &any(), Utc::now(), lease)
                 .await
                 .unwrap()
-                .expect_err("a back edge closes a cycle");
-            assert_eq!(cycle.0.first(), cycle.0.last(), "{cycle}");
-            assert!(cycle.0.len() >= 3, "{cycle}");
-            cycles_refused += 1;
-        }
-        for i in &dag {
-            let run = store
-                .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
-                .await
-                .unwrap();
-            run_issue.insert(run.id, i.id);
-        }
-        issues.extend(dag);
-    }
-    assert!(
-        cycles_refused > DAGS / 3,
-        "only {cycles_refused} cycles tried"
-    );
-
-    let mut is_done: HashSet<IssueId> = HashSet::new();
-    let mut claimed_once: HashSet<RunId> = HashSet::new();
-    let mut running: Vec<RunId> = Vec::new();
-    let by_id: HashMap<IssueId, &Issue> = issues.iter().map(|i| (i.id, i)).collect();
-    let lease = Utc::now() + TimeDelta::hours(1);
-    let mut rounds = 0;
-    while is_done.len() < issues.len() {
-        rounds += 1;
-        assert!(
-            rounds < 200,
-            "no progress: {} of {} done",
-            is_done.len(),
-            issues.len()
-        );
-        while let Some(run) = store
-            .claim_next_run(runner.id, &any(), Utc::now(), lease)
-            .await
-            .unwrap()
-        {
-            let issue = run_issue[&run.id];
-            let open: Vec<_> = blockers
-                .get(&issue)
-                .into_iter()
-                .flatten()
-                .filter(|b| !is_done.contains(b))
-                .collect();
-            assert!(
-                open.is_empty(),
-                "run {} started with open blockers {open:?}",
-                run.id
-            );
-            assert!(claimed_once.insert(run.id), "run {} claimed twice", run.id);
-            running.push(run.id);
-        }
-        // Nothing claimable is left queued: every queued run has an open blocker.
-        for (run, issue) in &run_issue {
-            if !claimed_once.contains(run) {
-                let held = blockers
-                    .get(issue)
-                    .is_some_and(|b| b.iter().any(|b| !is_done.contains(b)));
-                assert!(held, "run {run} is claimable but was not claimed");
+            {
+                let issue = run_issue[&run.id];
+                let open: Vec<_> = blockers
+                    .get(&issue)
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| !is_done.contains(b))
+                    .collect();
+                assert!(
+                    open.is_empty(),
+                    "run {} started with open blockers {open:?}",
+                    run.id
+                );
+                assert!(claimed_once.insert(run.id), "run {} claimed twice", run.id);
+                running.push(run.id);
+            }
+            // Nothing claimable is left queued: every queued run has an open blocker.
+            for (run, issue) in &run_issue {
+                if !claimed_once.contains(run) {
+                    let held = blockers
+                        .get(issue)
+                        .is_some_and(|b| b.iter().any(|b| !is_done.contains(b)));
+                    assert!(held, "run {run} is claimable but was not claimed");
+                }
+            }
+            // Finish a random part (at least one) of what is running.
+            for i in (1..running.len()).rev() {
+                running.swap(i, rng.random_range(0..=i));
+            }
+            let take = rng
+                .random_range(1..=running.len().max(1))
+                .min(running.len());
+            for run in running.drain(..take) {
+                store
+                    .finish_leased_run(run, 1, &RunOutcome::bare(RunStatus::Succeeded))
+                    .await
+                    .unwrap();
+                let issue = by_id[&run_issue[&run]];
+                done(&store, issue).await;
+                is_done.insert(issue.id);
             }
         }
-        // Finish a random part (at least one) of what is running.
-        for i in (1..running.len()).rev() {
-            running.swap(i, rng.random_range(0..=i));
-        }
-        let take = rng
-            .random_range(1..=running.len().max(1))
-            .min(running.len());
-        for run in running.drain(..take) {
-            store
-                .finish_leased_run(run, 1, &RunOutcome::bare(RunStatus::Succeeded))
-                .await
-                .unwrap();
-            let issue = by_id[&run_issue[&run]];
-            done(&store, issue).await;
-            is_done.insert(issue.id);
-        }
+        assert_eq!(
+            claimed_once.len(),
+            run_issue.len(),
+            "every run started once"
+        );
+        rounds += wave_rounds;
     }
-    assert_eq!(
-        claimed_once.len(),
-        run_issue.len(),
-        "every run started once"
+    assert!(
+        cycles_refused > dags / 3,
+        "only {cycles_refused} cycles tried"
     );
     eprintln!(
-        "random DAGs: {} issues, {} edges, {cycles_refused} cycles refused, {rounds} rounds",
-        issues.len(),
-        blockers.values().map(Vec::len).sum::<usize>()
+        "random DAGs: {dags} DAGs, {issues_n} issues, {edges_n} edges, {cycles_refused} cycles refused, \
+         {rounds} rounds"
     );
 }

@@ -2,7 +2,7 @@
 //! opening one from a run or an issue (members); `/hooks/{kind}/{connection}`: what forges send.
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -13,7 +13,7 @@ use super::ErrorBody;
 use super::doc::path::{IssueKeyParam, RunIdParam};
 use crate::domain::{ForgeConnection, ForgeKind, PullRequest};
 use crate::http::Result;
-use crate::http::extract::{ApiCaller, AppJson, AppPath};
+use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
 use crate::service::forges::{self as svc, ForgeInput};
 use crate::state::AppState;
 
@@ -310,7 +310,7 @@ pub(super) struct PullFilter {
 pub(super) async fn list_pulls(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Query(filter): Query<PullFilter>,
+    AppQuery(filter): AppQuery<PullFilter>,
 ) -> Result<Json<Vec<PullRequestView>>> {
     let key = filter
         .issue

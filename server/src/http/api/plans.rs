@@ -78,10 +78,7 @@ pub(super) struct RelationPath {
     #[param(pattern = r"^[A-Za-z]{2,10}-0*[1-9][0-9]{0,17}$", example = "MUS-42")]
     key: String,
     /// As read from `{key}`: `blocked_by`, `blocks`, `relates_to` or `duplicate_of`.
-    #[param(
-        pattern = "^(blocked_by|blocks|relates_to|duplicate_of)$",
-        example = "blocked_by"
-    )]
+    #[param(value_type = crate::service::plans::TypedRelation, example = "blocked_by")]
     kind: String,
     /// The other issue's key.
     #[param(pattern = r"^[A-Za-z]{2,10}-0*[1-9][0-9]{0,17}$", example = "MUS-41")]
