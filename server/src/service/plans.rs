@@ -175,7 +175,11 @@ pub async fn unrelate(
     no_run_token(caller)?;
     let issue = state.store.get_issue(caller.ws.id, key).await?;
     let (kind, outgoing) = typed_kind(kind)?;
-    let other = other_issue(state, caller, "issue", other).await?;
+    // The other issue is in the path here: unknown is not found, as for `{key}`.
+    let other = state
+        .store
+        .get_issue(caller.ws.id, &IssueKey::parse(other.trim()).map_err(|_| Error::NotFound)?)
+        .await?;
     let (from, to) = if outgoing {
         (issue.id, other.id)
     } else {
