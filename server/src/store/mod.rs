@@ -7,7 +7,7 @@
 //! issues, comments, activity), `agents.rs` ([`AgentStore`]: agents, skills), `runners.rs`
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
-//! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries) `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics) and `search.rs` ([`SearchStore`]: full-text issue search). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -35,6 +35,7 @@ mod rows;
 mod run_log;
 mod runners;
 mod runs;
+mod search;
 mod sessions;
 mod sqlite;
 pub mod testing;
@@ -55,6 +56,7 @@ pub use people::PeopleStore;
 pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
+pub use search::SearchStore;
 pub use sessions::SessionStore;
 pub use usage::UsageStore;
 
@@ -63,7 +65,7 @@ pub use usage::UsageStore;
 pub mod prelude {
     pub use super::{
         AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, RunLogStore,
-        RunStore, RunnerStore, SessionStore, Store, UsageStore,
+        RunStore, RunnerStore, SearchStore, SessionStore, Store, UsageStore,
     };
 }
 
@@ -270,6 +272,7 @@ pub trait Store:
     + EnsembleStore
     + UsageStore
     + ForgeStore
+    + SearchStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;

@@ -15,6 +15,7 @@ mod issues;
 mod people;
 mod runners;
 mod runs;
+mod search;
 mod skills_agents;
 mod triggers;
 mod usage;
