@@ -327,7 +327,7 @@ fn bearer(parts: &Parts) -> Option<&str> {
 }
 
 /// Whether a run's token may call this route: what `muster issue …` needs and nothing more. It reads the
-/// workspace's issues (list, show, comments), people's and agents' names (the views leave out emails and
+/// workspace's issues (list, search, show, comments), people's and agents' names (the views leave out emails and
 /// every agent's instructions and runtime: `MemberView::for_caller`, `AgentNameView`), its own issue's
 /// thread and its own run; it comments on and moves its own issue (the service layer narrows edits to the
 /// status) and edits or deletes its own comments there. A run of an ensemble only reads: what it wrote on
@@ -357,7 +357,7 @@ fn run_route_may(parts: &Parts, scope: &RunScope) -> bool {
     let read = parts.method == Method::GET || parts.method == Method::HEAD;
     match route.as_str() {
         "/api/v1/me" | "/api/v1/members" | "/api/v1/agents" | "/api/v1/agents/{name}" => read,
-        "/api/v1/issues" => read,
+        "/api/v1/issues" | "/api/v1/issues/search" => read,
         "/api/v1/issues/{key}" => read || (own_issue() && parts.method == Method::PATCH),
         "/api/v1/issues/{key}/comments" => read || (own_issue() && parts.method == Method::POST),
         "/api/v1/issues/{key}/thread" => own_issue() && read,

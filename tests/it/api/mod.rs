@@ -21,6 +21,7 @@ mod openapi;
 mod runners;
 mod runs;
 mod runtimes;
+mod search;
 mod skills;
 mod thread;
 mod tokens;

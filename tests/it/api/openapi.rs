@@ -131,6 +131,14 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         &["issues::issue_lifecycle", "issues::issue_list_filters"],
     ),
     (
+        "get",
+        "/api/v1/issues/search",
+        &[
+            "search::issue_search",
+            "search::run_tokens_search_their_own_workspace",
+        ],
+    ),
+    (
         "post",
         "/api/v1/issues",
         &[
@@ -506,7 +514,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 81, "the API has 81 routes");
+    assert_eq!(documented.len(), 82, "the API has 82 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -523,6 +531,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("tokens", super::tokens::CASES),
         ("runners", super::runners::CASES),
         ("runtimes", super::runtimes::CASES),
+        ("search", super::search::CASES),
         ("skills", super::skills::CASES),
         ("runs", super::runs::CASES),
         ("thread", super::thread::CASES),

@@ -15,6 +15,7 @@ mod paging;
 mod runners;
 mod runs;
 mod runtimes;
+mod search;
 mod skills;
 mod thread;
 mod usage;
@@ -42,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/me", get(me))
         .merge(account::router())
         .merge(issues::router())
+        .merge(search::router())
         .merge(thread::router())
         .merge(agents::router())
         .merge(ensembles::router())
@@ -86,6 +88,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         me, account::change_password,
         issues::list, issues::create, issues::show, issues::update, issues::delete, issues::move_issue,
         issues::list_comments, issues::comment, issues::edit_comment, issues::delete_comment,
+        search::search,
         thread::show,
         agents::list, agents::create, agents::show, agents::update, agents::delete,
         ensembles::list, ensembles::create, ensembles::show, ensembles::update, ensembles::delete,
