@@ -71,6 +71,7 @@ mod cli;
 mod cli_client;
 mod cli_forge;
 mod cli_runs;
+mod cli_search;
 mod deploy;
 mod ensembles;
 mod forge_clients;
