@@ -78,6 +78,7 @@ mod forge_clients;
 mod forges;
 mod http_board;
 mod http_board_paging;
+mod http_board_search;
 mod http_ensembles;
 mod http_forge_pages;
 mod http_forms;
