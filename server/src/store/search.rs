@@ -15,7 +15,10 @@
 //!
 //! An issue appears once, in its best tier. Within tiers 3 to 5: most recently updated first, then the
 //! higher number. Each tier is read with `limit` rows at most, best first, and a tier is read only while
-//! the answer is not full, so a common word never loads more than `limit` rows per tier.
+//! the answer is not full, so a common word never loads more than `limit` rows per tier. PostgreSQL
+//! sorts a tier's matches by `updated_at`; SQLite reads title and body matches newest first straight
+//! from FTS5 (an issue's document is renumbered when its `updated_at` changes, so rowid order is update
+//! order) and stops at the limit. Each tier's rows are then sorted in Rust by the same key on both.
 
 use async_trait::async_trait;
 
@@ -47,6 +50,12 @@ pub(super) trait SearchDialect {
     const COMMENT_MATCHES: (&'static str, &'static str);
     /// The match text for `field` built from `terms` (letters and digits only): every word as a prefix.
     fn match_text(field: Field, terms: &[String]) -> String;
+    /// How a backend reads a tier from its full-text index first when that beats filtering the
+    /// workspace's issues: title and body matches in update order without a sort, say.
+    /// (`from …` up to the bound match text, what closes it, `order by …` after the filters).
+    fn indexed_tier(_: Field) -> Option<(&'static str, &'static str, &'static str)> {
+        None
+    }
 }
 
 /// FTS5: the `search_doc` ids whose `search_fts` row matches `{column} : ("a"* AND "b"*)`.
@@ -81,6 +90,31 @@ impl SearchDialect for super::sqlite::SqliteStore {
             .map(|t| format!("\"{}\"*", t.replace('"', "\"\"")))
             .collect();
         format!("{{{column}}} : ({})", words.join(" AND "))
+    }
+    /// An issue's document is renumbered whenever its `updated_at` changes (see the migration), so title
+    /// and body matches come newest first from the index itself and the read stops at its limit: no
+    /// sort of every match of a common word. Comment matches are read from the index first too (the
+    /// workspace test is kept off its index with `+`), then sorted: SQLite would otherwise walk every
+    /// issue of the workspace in update order looking for the few with such a comment.
+    fn indexed_tier(field: Field) -> Option<(&'static str, &'static str, &'static str)> {
+        Some(match field {
+            Field::Title | Field::Body => (
+                " from search_fts f cross join search_doc d on d.search_doc_id = f.rowid \
+                 cross join issue i on i.issue_id = d.issue_id \
+                 join workspace w on w.workspace_id = i.workspace_id \
+                 where d.comment_id is null and search_fts match ",
+                "",
+                " order by f.rowid desc",
+            ),
+            Field::Comment => (
+                " from issue i join workspace w on w.workspace_id = i.workspace_id \
+                 where i.issue_id in (select d.issue_id from search_fts f \
+                 cross join search_doc d on d.search_doc_id = f.rowid \
+                 where d.comment_id is not null and search_fts match ",
+                ")",
+                " order by i.updated_at desc, i.number desc",
+            ),
+        })
     }
 }
 
@@ -146,7 +180,21 @@ macro_rules! impl_search_store {
             impl $store {
                 /// Up to `limit` issues of `ws` (in `statuses`, if any) in `tier`, best first.
                 async fn search_tier(&self, ws: WorkspaceId, statuses: &[IssueStatus], tier: Tier<'_>, limit: i64) -> Result<Vec<Issue>> {
-                    let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
+                    let indexed = match &tier {
+                        Tier::Text(field, _) => <Self as SearchDialect>::indexed_tier(*field),
+                        _ => None,
+                    };
+                    let mut qb = match (&tier, indexed) {
+                        (Tier::Text(_, text), Some((from, close, _))) => {
+                            let select = issue_select!();
+                            let columns = select.split_once(" from ").map_or(select, |(c, _)| c);
+                            let mut qb = sqlx::QueryBuilder::<$db>::new(columns);
+                            // `+`: the index drives; the workspace is a filter on what it found.
+                            qb.push(from).push_bind(text.clone()).push(close).push(" and +i.workspace_id = ");
+                            qb
+                        }
+                        _ => sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = ")),
+                    };
                     qb.push_bind(ws);
                     if !statuses.is_empty() {
                         qb.push(" and i.status in (");
@@ -156,17 +204,26 @@ macro_rules! impl_search_store {
                         }
                         list.push_unseparated(")");
                     }
+                    let text_tier = matches!(tier, Tier::Text(..));
                     match tier {
                         Tier::Key(key) => {
                             qb.push(" and w.issue_prefix = ").push_bind(key.prefix.as_str().to_owned())
                                 .push(" and i.number = ").push_bind(key.number);
                         }
                         Tier::KeyPrefix(key) => {
-                            qb.push(" and w.issue_prefix = ").push_bind(key.prefix.as_str().to_owned()).push(" and (1 = 0");
-                            for (lo, hi) in number_ranges(key.number) {
+                            let ranges = number_ranges(key.number);
+                            // The lowest bound first, so that the (workspace, number) index is read from
+                            // there in number order and the read stops at the limit.
+                            let from = ranges.first().map_or(i64::MAX, |(lo, _)| *lo);
+                            qb.push(" and w.issue_prefix = ").push_bind(key.prefix.as_str().to_owned())
+                                .push(" and i.number >= ").push_bind(from).push(" and (1 = 0");
+                            for (lo, hi) in ranges {
                                 qb.push(" or i.number between ").push_bind(lo).push(" and ").push_bind(hi);
                             }
                             qb.push(") order by i.number");
+                        }
+                        Tier::Text(_, _) if indexed.is_some() => {
+                            qb.push(indexed.map_or("", |(_, _, order)| order));
                         }
                         Tier::Text(field, text) => {
                             let (open, close) = <Self as SearchDialect>::issue_matches(field);
@@ -176,7 +233,12 @@ macro_rules! impl_search_store {
                     }
                     qb.push(" limit ").push_bind(limit);
                     let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
-                    Ok(rows.into_iter().map(Into::into).collect())
+                    let mut issues: Vec<Issue> = rows.into_iter().map(Into::into).collect();
+                    if text_tier {
+                        // One order on every backend, whatever order its index gave.
+                        issues.sort_by(|a, b| (b.updated_at, b.key.number).cmp(&(a.updated_at, a.key.number)));
+                    }
+                    Ok(issues)
                 }
 
                 /// For each of `issues`, the body of its latest comment that holds every word.

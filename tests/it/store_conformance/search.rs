@@ -97,6 +97,31 @@ async fn ranking_follows_the_rule(store: Arc<dyn Store>) {
         keys(&search(&store, f.ws.id, "PARS cras").await),
         ["ACM-1", "ACM-5", "ACM-2", "ACM-3"]
     );
+    // So does a move (a change of status).
+    store
+        .move_issue(
+            f.ws.id,
+            &newer.key,
+            IssueStatus::InProgress,
+            None,
+            Actor::System,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(&search(&store, f.ws.id, "parser crash").await),
+        ["ACM-5", "ACM-1", "ACM-2", "ACM-3"]
+    );
+    store
+        .move_issue(
+            f.ws.id,
+            &older.key,
+            IssueStatus::Todo,
+            Some(0),
+            Actor::System,
+        )
+        .await
+        .unwrap();
     // The limit keeps the best; statuses narrow.
     let two = SearchQuery::parse("parser crash", Some(2)).unwrap();
     assert_eq!(
@@ -112,7 +137,7 @@ async fn ranking_follows_the_rule(store: Arc<dyn Store>) {
     // A word inside another word is not a match (prefixes only); nor are unknown words.
     assert!(search(&store, f.ws.id, "arser").await.is_empty());
     assert!(search(&store, f.ws.id, "parser zebra").await.is_empty());
-    let _ = (body, newer);
+    let _ = body;
 }
 
 /// The exact key first, then the keys it begins (by number), then text matches.
@@ -340,6 +365,18 @@ async fn shared_data(store: &Arc<dyn Store>) -> WorkspaceId {
             comment(store, &issue, &format!("Seen with {} {}", word(4), word(5))).await;
         }
         issues.push(issue);
+    }
+    for issue in issues.iter().skip(3).step_by(11) {
+        store
+            .move_issue(
+                f.ws.id,
+                &issue.key,
+                IssueStatus::InProgress,
+                Some(0),
+                Actor::System,
+            )
+            .await
+            .unwrap();
     }
     for issue in issues.iter().step_by(7) {
         let patch = IssuePatch {
