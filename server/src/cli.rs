@@ -52,7 +52,7 @@ pub enum Command {
     Login(RemoteArgs),
     /// Remove the stored API token (it stays valid on the server until revoked on the Tokens page).
     Logout(RemoteArgs),
-    /// Issues: create, list, show, comment, status, assign, edit.
+    /// Issues: create, list, search, show, comment, status, assign, edit.
     Issue(IssueArgs),
     /// Agent profiles: list, show, create, edit.
     Agent(AgentArgs),

@@ -1,4 +1,4 @@
-//! `muster issue …`: create, list, show, comment, move, assign, edit and delete issues through the API.
+//! `muster issue …`: create, list, search, show, comment, move, assign, edit and delete issues through the API.
 
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,9 @@ pub enum IssueCommand {
     /// List issues as a table (KEY, STATUS, PRIORITY, ASSIGNEE, TITLE), by column then position: the
     /// first 50 (see --limit and --all).
     List(ListArgs),
+    /// Search the workspace's issues (keys, titles, bodies, comments), best first: KEY, STATUS, TITLE and
+    /// where it matched. Search before you create an issue.
+    Search(super::search::SearchArgs),
     /// Show an issue: fields, body, all its comments and activity.
     Show {
         /// Issue key, e.g. MUS-7.
@@ -326,6 +329,7 @@ pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
     match command {
         IssueCommand::Create(args) => create(&client, json, args).await,
         IssueCommand::List(args) => list(&client, json, &args).await,
+        IssueCommand::Search(args) => super::search::run(&client, json, &args).await,
         IssueCommand::Show { key } => show(&client, json, &key).await,
         IssueCommand::Thread { key } => super::thread::show(&client, json, &key).await,
         IssueCommand::Comment { key, text } => {

@@ -42,6 +42,7 @@ mod pages;
 pub mod run;
 pub mod runners;
 pub mod runtime;
+pub mod search;
 pub mod skill;
 pub mod team;
 mod thread;

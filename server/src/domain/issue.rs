@@ -241,8 +241,8 @@ pub struct IssueFilter {
     pub assignee: Option<Assignee>,
     pub label: Option<Label>,
     pub priority: Option<Priority>,
-    /// Case-insensitive: the start of the key (`acm-1` finds ACM-1 and ACM-12), or a substring of the
-    /// title or body.
+    /// Case-insensitive: the start of the key (`acm-1` finds ACM-1 and ACM-12), or every word of it in
+    /// the title or in the body, each as a word prefix (full-text, as `store::search`).
     pub text: Option<String>,
     /// Only issues after this one in list order: where the previous page ended.
     pub after: Option<IssueCursor>,

@@ -16,6 +16,7 @@ pub mod review;
 mod run;
 mod run_event;
 mod runner;
+mod search;
 pub mod serde_util;
 mod skill;
 pub mod usage;
@@ -60,6 +61,10 @@ pub use run_event::{
     SessionNote,
 };
 pub use runner::{NewRunnerToken, RunnerName, RunnerToken};
+pub use search::{
+    DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MatchedIn, SearchHit, SearchQuery,
+    snippet, terms,
+};
 pub use skill::{AgentSkill, NewSkill, Skill, SkillFile, SkillSource};
 pub use usage::{Cap, Caps, GroupBy, RunUsage, UsageFilter, UsageReport};
 pub use workspace::{

@@ -179,9 +179,22 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .await
             .map_err(|e| config(format!("cannot read the issue's blockers: {e}")))?;
     }
+    order
+        .brief
+        .push_str(&search_first(order.api_url.as_deref()));
     super::ensemble::shape_order(engine, run, &issue, agent.profile.name.as_str(), &mut order)
         .await?;
     Ok(order)
+}
+
+/// The brief's line that offers search to the agent, so that it does not file a duplicate: the exact
+/// URL when the server knows its public one, else the run's `$MUSTER_URL`. A run's token may call it.
+pub(crate) fn search_first(api_url: Option<&str>) -> String {
+    format!(
+        "\nSearch before you create an issue: `muster issue search \"some words\"`, or `GET \
+         {}/api/v1/issues/search?q=some+words` with `Authorization: Bearer $MUSTER_TOKEN`.\n",
+        api_url.unwrap_or("$MUSTER_URL")
+    )
 }
 
 /// How far back a follow-up looks past runs that never started for one to continue.
@@ -411,5 +424,15 @@ mod tests {
         assert_eq!(super::branch_slug("codex-coder"), "codex-coder");
         assert_eq!(super::branch_slug("Claude the 2nd"), "Claude-the-2nd");
         assert_eq!(super::branch_slug("a.b/c"), "a-b-c");
+    }
+
+    #[test]
+    fn the_brief_offers_search_with_the_exact_url() {
+        let line = super::search_first(Some("https://muster.example"));
+        assert!(
+            line.contains("`GET https://muster.example/api/v1/issues/search?q=some+words`"),
+            "{line}"
+        );
+        assert!(super::search_first(None).contains("`GET $MUSTER_URL/api/v1/issues/search?q="));
     }
 }

@@ -327,7 +327,7 @@ fn bearer(parts: &Parts) -> Option<&str> {
 }
 
 /// Whether a run's token may call this route: what `muster issue …` needs and nothing more. It reads the
-/// workspace's issues (list, show, comments), people's and agents' names (the views leave out emails and
+/// workspace's issues (list, search, show, comments), people's and agents' names (the views leave out emails and
 /// every agent's instructions and runtime: `MemberView::for_caller`, `AgentNameView`), its own issue's
 /// thread and its own run; it comments on and moves its own issue (the service layer narrows edits to the
 /// status), edits or deletes its own comments there, and files unassigned sub-issues of its own issue
@@ -360,7 +360,7 @@ fn run_route_may(parts: &Parts, scope: &RunScope) -> bool {
         "/api/v1/me" | "/api/v1/members" | "/api/v1/agents" | "/api/v1/agents/{name}" => read,
         // Creating: only a sub-issue of its own issue (the service checks the parent).
         "/api/v1/issues" => read || parts.method == Method::POST,
-        "/api/v1/issues/{key}/plan" => read,
+        "/api/v1/issues/search" | "/api/v1/issues/{key}/plan" => read,
         "/api/v1/issues/{key}" => read || (own_issue() && parts.method == Method::PATCH),
         "/api/v1/issues/{key}/comments" => read || (own_issue() && parts.method == Method::POST),
         "/api/v1/issues/{key}/thread" => own_issue() && read,

@@ -178,7 +178,10 @@ pub async fn unrelate(
     // The other issue is in the path here: unknown is not found, as for `{key}`.
     let other = state
         .store
-        .get_issue(caller.ws.id, &IssueKey::parse(other.trim()).map_err(|_| Error::NotFound)?)
+        .get_issue(
+            caller.ws.id,
+            &IssueKey::parse(other.trim()).map_err(|_| Error::NotFound)?,
+        )
         .await?;
     let (from, to) = if outgoing {
         (issue.id, other.id)

@@ -2,7 +2,7 @@
 //!
 //! `impl_store!(Store, Db)` writes, for one backend type, the infrastructure part of `impl Store` and
 //! expands each area's own `impl_<area>_store!` (in `people.rs`, `sessions.rs`, `issues.rs`, `agents.rs`,
-//! `runners.rs`, `runs.rs`, `run_log.rs`, `inbox.rs`, `ensembles.rs`, `usage.rs`, `forges.rs`, `plans.rs`), so each backend gets
+//! `runners.rs`, `runs.rs`, `run_log.rs`, `inbox.rs`, `ensembles.rs`, `usage.rs`, `forges.rs`, `plans.rs`, `search.rs`), so each backend gets
 //! its own fully typed impls. Every query is portable SQL (lowercase, `$N` parameters, `returning`,
 //! `on conflict`); each backend supplies what differs: `begin_write` (SQLite takes the write lock up
 //! front with `BEGIN IMMEDIATE`), `claim` (Postgres uses `for update skip locked`), `insert_event_rows`
@@ -80,6 +80,7 @@ macro_rules! impl_store {
         $crate::store::usage::impl_usage_store!($store, $db);
         $crate::store::forges::impl_forges_store!($store, $db);
         $crate::store::plans::impl_plans_store!($store, $db);
+        $crate::store::search::impl_search_store!($store, $db);
     };
 }
 pub(super) use impl_store;

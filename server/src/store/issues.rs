@@ -214,11 +214,6 @@ pub(super) const COLUMN_RANK: &str = concat!(
     "when 'in_review' then 3 when 'done' then 4 when 'blocked' then 5 else 6 end"
 );
 
-/// A `like` pattern matching `text` anywhere, case-insensitively, with `%`, `_` and `\` escaped.
-pub(super) fn like_pattern(text: &str) -> String {
-    format!("%{}%", like_escaped(text))
-}
-
 /// A `like` pattern matching what begins with `text`, case-insensitively (for issue keys: `acm-1` finds
 /// `ACM-1` and `ACM-12`).
 pub(super) fn key_prefix_pattern(text: &str) -> String {
@@ -329,16 +324,7 @@ macro_rules! push_issue_filter {
                 .push($label_close);
         }
         if let Some(text) = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            // The key (`ACM-1`, and any key it begins: `ACM-12`), the title or the body.
-            let pattern = like_pattern(text);
-            $qb.push(" and (lower(w.issue_prefix) || '-' || i.number like ")
-                .push_bind(key_prefix_pattern(text))
-                .push(" escape '\\' or lower(i.title) like ")
-                .push_bind(pattern.clone())
-                .push(" escape '\\'")
-                .push(" or lower(i.body) like ")
-                .push_bind(pattern)
-                .push(" escape '\\')");
+            $crate::store::search::push_text_filter!($qb, text);
         }
         match (filter.after, filter.statuses.as_slice()) {
             // Within the cursor's own column, a plain (position, number) comparison the index serves.

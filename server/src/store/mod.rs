@@ -8,7 +8,7 @@
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
 //! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries), `plans.rs` ([`PlanStore`]: relations,
-//! sub-issues, fan-in) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! sub-issues, fan-in), `search.rs` ([`SearchStore`]: full-text issue search) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -37,6 +37,7 @@ mod rows;
 mod run_log;
 mod runners;
 mod runs;
+mod search;
 mod sessions;
 mod sqlite;
 pub mod testing;
@@ -58,6 +59,7 @@ pub use plans::PlanStore;
 pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
+pub use search::SearchStore;
 pub use sessions::SessionStore;
 pub use usage::UsageStore;
 
@@ -66,7 +68,7 @@ pub use usage::UsageStore;
 pub mod prelude {
     pub use super::{
         AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, PlanStore,
-        RunLogStore, RunStore, RunnerStore, SessionStore, Store, UsageStore,
+        RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store, UsageStore,
     };
 }
 
@@ -277,6 +279,7 @@ pub trait Store:
     + UsageStore
     + ForgeStore
     + PlanStore
+    + SearchStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;

@@ -22,6 +22,7 @@ mod plans;
 mod runners;
 mod runs;
 mod runtimes;
+mod search;
 mod skills;
 mod thread;
 mod tokens;

@@ -131,6 +131,14 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         &["issues::issue_lifecycle", "issues::issue_list_filters"],
     ),
     (
+        "get",
+        "/api/v1/issues/search",
+        &[
+            "search::issue_search",
+            "search::run_tokens_search_their_own_workspace",
+        ],
+    ),
+    (
         "post",
         "/api/v1/issues",
         &[
@@ -521,7 +529,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 84, "the API has 84 routes");
+    assert_eq!(documented.len(), 85, "the API has 85 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -539,6 +547,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("tokens", super::tokens::CASES),
         ("runners", super::runners::CASES),
         ("runtimes", super::runtimes::CASES),
+        ("search", super::search::CASES),
         ("skills", super::skills::CASES),
         ("runs", super::runs::CASES),
         ("thread", super::thread::CASES),

@@ -16,6 +16,7 @@ mod people;
 mod plans;
 mod runners;
 mod runs;
+mod search;
 mod skills_agents;
 mod triggers;
 mod usage;

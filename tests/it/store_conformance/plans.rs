@@ -450,7 +450,8 @@ async fn random_dags_start_every_run_once_and_never_before_its_blockers(store: A
         .register_runner("embedded", "0.1.0", &serde_json::json!([]))
         .await
         .unwrap();
-    #[allow(clippy::disallowed_methods)] // a test's knob to repeat or widen a run, not configuration
+    #[allow(clippy::disallowed_methods)]
+    // a test's knob to repeat or widen a run, not configuration
     let env_number = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
     let seed = env_number("MUSTER_DAG_SEED").unwrap_or_else(|| rand::rng().random::<u64>());
     let dags = env_number("MUSTER_DAG_COUNT").unwrap_or(200) as usize;

@@ -1,7 +1,7 @@
 // The command palette and keyboard shortcuts (layout mounts both on every page):
 // - single-key shortcuts (`c`, `/`, `g b`, `g a`, …, `?`) unless typing in a field; Ctrl/Cmd-K anywhere;
-// - the palette (`dialog#palette`, a combobox over a listbox) reads `GET /w/{slug}/palette?q=` and can
-//   open an issue, assign it, change its status, or go to a page; focus returns where it was on close.
+// - the palette (`dialog#palette`, a combobox over a listbox) reads `GET /w/{slug}/palette?q=` (full-text
+//   search hits, with the snippet of a body or comment match) and can open an issue, assign it, change its status, or go to a page; focus returns where it was on close.
 (function () {
   "use strict";
 
@@ -98,9 +98,12 @@
           if (s) items.push({ label: v.label, hint: "action", score: s, run: v.run });
         });
       }
-      data.issues.forEach(function (is) {
+      data.issues.forEach(function (is, rank) {
         var s = Math.max(score(is.key, q) * 1.5, score(is.title, q), score(is.key + " " + is.title, q));
-        if (s || !q) items.push({ label: is.key + "  " + is.title, hint: is.status_label, score: s + 1, remote: true, run: function () { location.href = is.url; } });
+        // A full-text hit (a word in the body or a comment, say) stays, in the server's order.
+        if (is.matched_in && q) s = Math.max(s, 30 - rank / 10);
+        var detail = is.matched_in === "body" || is.matched_in === "comment" ? "in " + is.matched_in + ": " + is.snippet : "";
+        if (s || !q) items.push({ label: is.key + "  " + is.title, hint: is.status_label, detail: detail, score: s + 1, remote: true, run: function () { location.href = is.url; } });
       });
       data.pages.forEach(function (pg) {
         var s = score("go to " + pg.label, q) || score(pg.label, q);
@@ -145,6 +148,12 @@
       label.className = "palette-label";
       label.textContent = it.label;
       li.appendChild(label);
+      if (it.detail) {
+        var detail = document.createElement("span");
+        detail.className = "palette-snippet";
+        detail.textContent = it.detail;
+        label.appendChild(detail);
+      }
       if (it.hint) {
         var hint = document.createElement("span");
         hint.className = "palette-hint";

@@ -16,6 +16,7 @@ mod plans;
 mod runners;
 mod runs;
 mod runtimes;
+mod search;
 mod skills;
 mod thread;
 mod usage;
@@ -43,6 +44,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/me", get(me))
         .merge(account::router())
         .merge(issues::router())
+        .merge(search::router())
         .merge(thread::router())
         .merge(agents::router())
         .merge(ensembles::router())
@@ -88,6 +90,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         me, account::change_password,
         issues::list, issues::create, issues::show, issues::update, issues::delete, issues::move_issue,
         issues::list_comments, issues::comment, issues::edit_comment, issues::delete_comment,
+        search::search,
         thread::show,
         agents::list, agents::create, agents::show, agents::update, agents::delete,
         ensembles::list, ensembles::create, ensembles::show, ensembles::update, ensembles::delete,

@@ -1,5 +1,6 @@
 //! `GET /w/{slug}/palette?q=…`: what the command palette offers, as JSON for `app.js`: the issues that
-//! match `q` (the exact key first, then keys it begins, titles and bodies), the people and agents one
+//! full-text search finds for `q` (the exact key first, then keys it begins, titles, bodies and
+//! comments; the first issues of the board without a query), the people and agents one
 //! can assign (with their avatar, rendered by the one avatar widget), the statuses and the pages.
 
 use axum::Json;
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::PageResult;
 use super::super::views::{People, status_label};
-use crate::domain::{Actor, IssueFilter, IssueKey, IssueStatus};
+use crate::domain::{Actor, Issue, IssueFilter, IssueStatus, MatchedIn, SearchQuery, WorkspaceId};
 use crate::http::extract::{AppQuery, WsMember};
 use crate::state::AppState;
 
@@ -39,6 +40,12 @@ struct PaletteIssue {
     status: String,
     status_label: String,
     url: String,
+    /// Where the search matched (`key`, `title`, `body`, `comment`); absent with no query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matched_in: Option<&'static str>,
+    /// What matched, for a body or comment match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snippet: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -65,24 +72,7 @@ pub(super) async fn show(
 ) -> PageResult {
     let caller = &member.caller;
     let q = query.q.trim();
-    let mut issues = Vec::new();
-    if let Ok(key) = IssueKey::parse(q) {
-        match state.store.get_issue(caller.ws.id, &key).await {
-            Ok(issue) => issues.push(issue),
-            Err(crate::store::Error::NotFound) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let filter = IssueFilter {
-        text: Some(q.to_owned()),
-        limit: Some(MAX_ISSUES as i64 + 1),
-        ..IssueFilter::default()
-    };
-    for issue in state.store.list_issues(caller.ws.id, &filter).await? {
-        if issues.len() < MAX_ISSUES && !issues.iter().any(|i| i.id == issue.id) {
-            issues.push(issue);
-        }
-    }
+    let hits = palette_issues(&state, caller.ws.id, q).await?;
     let base = format!("/w/{}", caller.ws.slug);
     let people = People::load(&state, caller).await?;
     let person = |value: String, actor: Actor, kind: &'static str| {
@@ -125,14 +115,16 @@ pub(super) async fn show(
         pages.push(("Settings", format!("{base}/settings")));
     }
     let palette = Palette {
-        issues: issues
-            .iter()
-            .map(|i| PaletteIssue {
+        issues: hits
+            .into_iter()
+            .map(|(i, matched)| PaletteIssue {
                 key: i.key.to_string(),
                 title: i.title.as_str().to_owned(),
                 status: i.status.to_string(),
                 status_label: status_label(i.status).to_owned(),
                 url: format!("{base}/issues/{}", i.key),
+                matched_in: matched.as_ref().map(|(m, _)| m.as_str()),
+                snippet: matched.map(|(_, s)| s),
             })
             .collect(),
         people: everyone,
@@ -152,4 +144,26 @@ pub(super) async fn show(
             .collect(),
     };
     Ok(Json(palette).into_response())
+}
+
+/// The issues to offer for `q`: search hits with where they matched (and what, for a body or a comment),
+/// or without a query (or with one that has no word) the board's first issues.
+async fn palette_issues(
+    state: &AppState,
+    ws: WorkspaceId,
+    q: &str,
+) -> crate::store::Result<Vec<(Issue, Option<(MatchedIn, String)>)>> {
+    if let Ok(query) = SearchQuery::parse(q, Some(MAX_ISSUES as i64)) {
+        let hits = state.store.search_issues(ws, &query).await?;
+        return Ok(hits
+            .into_iter()
+            .map(|h| (h.issue, Some((h.matched_in, h.snippet))))
+            .collect());
+    }
+    let filter = IssueFilter {
+        limit: Some(MAX_ISSUES as i64),
+        ..IssueFilter::default()
+    };
+    let issues = state.store.list_issues(ws, &filter).await?;
+    Ok(issues.into_iter().map(|i| (i, None)).collect())
 }
