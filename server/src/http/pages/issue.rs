@@ -154,6 +154,9 @@ pub(super) async fn page_view(
         run_totals: run_totals(&thread.entries),
         lines: work_lines(&thread.entries, &people, member.caller.ws.slug.as_str()),
         pulls: super::pulls::issue_pulls(state, &member.caller, &member.csrf, issue).await?,
+        plan: super::plans::issue_plan(state, &member.caller, &member.csrf, issue)
+            .await?
+            .0,
     })
 }
 
