@@ -201,6 +201,30 @@ async fn the_plan_panel_builds_a_plan(backend: Backend) {
     assert_eq!(status, StatusCode::SEE_OTHER);
     let page = owner.page(&app, "/w/acme/issues/ACM-3").await;
     assert!(panel(&page).contains("<h4>Relates to</h4>"));
+    // Duplicate of, removed from the other side ("duplicated by").
+    let dup = [
+        ("kind", "duplicate_of"),
+        ("issue", "ACM-2"),
+        ("until", "done"),
+    ];
+    let (status, _, _) = plan_post(&app, &owner, "ACM-3", "plan/relations", &dup).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let page = owner.page(&app, "/w/acme/issues/ACM-2").await;
+    let remove = "/w/acme/issues/ACM-2/plan/relations/duplicated_by/ACM-3/remove";
+    assert!(panel(&page).contains("<h4>Duplicated by</h4>"));
+    assert!(panel(&page).contains(remove), "{}", panel(&page));
+    let (status, _, to) = plan_post(
+        &app,
+        &owner,
+        "ACM-2",
+        "plan/relations/duplicated_by/ACM-3/remove",
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(to.as_deref(), Some("/w/acme/issues/ACM-2#issue-plan"));
+    let page = owner.page(&app, "/w/acme/issues/ACM-3").await;
+    assert!(!panel(&page).contains("<h4>Duplicate of</h4>"));
 
     // Parent: set, a cycle refused beside the field, cleared.
     let (status, _, _) =

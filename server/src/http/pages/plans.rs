@@ -88,8 +88,7 @@ pub(super) async fn issue_plan(
                     holds: (link == LinkKind::BlockedBy).then_some(!l.met),
                     until_merged: l.until == crate::domain::BlockUntil::Merged,
                     stacked: l.stacked,
-                    // "duplicated by" is removed as "duplicate of" from the other issue's page.
-                    remove_url: (editable && link != LinkKind::DuplicatedBy)
+                    remove_url: editable
                         .then(|| format!("{url}/plan/relations/{kind}/{}/remove", l.other.key)),
                 })
                 .collect();
@@ -292,7 +291,20 @@ async fn unrelate(
     _form: Form<NoFields>,
 ) -> PageResult {
     let key = parse_key(&key)?;
-    let done = svc::unrelate(&state, &member.caller, &key, &kind, &other).await;
+    // "Duplicated by" is the other issue's "duplicate of": removed from its side, answered from this one.
+    let done = if kind == "duplicated_by" {
+        let other = parse_key(&other)?;
+        svc::unrelate(
+            &state,
+            &member.caller,
+            &other,
+            "duplicate_of",
+            &key.to_string(),
+        )
+        .await
+    } else {
+        svc::unrelate(&state, &member.caller, &key, &kind, &other).await
+    };
     answer(&state, &member, &key, done, PlanFormsView::default()).await
 }
 
