@@ -13,7 +13,7 @@ use axum::extract::{Path, State};
 use axum::routing::post;
 use muster_web::views::{
     CardPlanView, FormErrors, IssuePlanView, PlanChildView, PlanFormsView, PlanGroupView,
-    PlanIssueView, PlanRelationView,
+    PlanIssueView, PlanRelationView, ThreadEntryView,
 };
 
 use super::views::People;
@@ -408,6 +408,20 @@ impl CardPlans {
 /// "waiting on ACM-2, ACM-3".
 pub(super) fn waiting_on(keys: &[String]) -> String {
     format!("waiting on {}", keys.join(", "))
+}
+
+/// The issue page's queued runs say "waiting on ACM-2" while blockers hold them (not "starting soon").
+pub(super) fn mark_waiting(thread: &mut [ThreadEntryView], blockers: &[String]) {
+    if blockers.is_empty() {
+        return;
+    }
+    for entry in thread {
+        if let ThreadEntryView::Run(r) = entry
+            && r.status == "queued"
+        {
+            r.waiting = Some(waiting_on(blockers));
+        }
+    }
 }
 
 /// The unmet blockers' keys of each blocked issue.
