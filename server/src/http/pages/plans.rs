@@ -18,16 +18,13 @@ use muster_web::views::{
 
 use super::views::People;
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::domain::{Issue, IssueBrief, IssueId, IssueKey, LinkKind, Run, RunStatus};
+use crate::domain::{Issue, IssueBrief, IssueId, IssueKey, IssueTitle, LinkKind, Run, RunStatus};
 use crate::http::extract::WsMember;
 use crate::http::form::{Form, NoFields};
 use crate::service::Caller;
 use crate::service::issues::{self as issues_svc, IssueInput, parse_key};
 use crate::service::plans::{self as svc, RelationInput};
 use crate::state::AppState;
-
-/// The most characters of a comment's first line that title the sub-issue made from it.
-const TITLE_FROM_COMMENT: usize = 500;
 
 pub(super) fn router() -> Router<AppState> {
     let at = |tail: &str| format!("/w/{{slug}}/issues/{{key}}/{tail}");
@@ -317,7 +314,7 @@ fn from_comment_input(parent: &IssueKey, link: &str, body: &str) -> IssueInput {
         .unwrap_or_default()
         .trim_start_matches('#')
         .trim();
-    let title: String = first.chars().take(TITLE_FROM_COMMENT).collect();
+    let title: String = first.chars().take(IssueTitle::MAX_LEN).collect();
     IssueInput {
         title: Some(title),
         body: Some(format!("From a comment on {parent}: {link}\n\n{body}")),
@@ -469,6 +466,6 @@ mod tests {
         assert_eq!(input.parent.as_deref(), Some("ACM-1"));
         let long = "x".repeat(700);
         let input = from_comment_input(&parent, "l", &long);
-        assert_eq!(input.title.unwrap().chars().count(), TITLE_FROM_COMMENT);
+        assert_eq!(input.title.unwrap().chars().count(), IssueTitle::MAX_LEN);
     }
 }
