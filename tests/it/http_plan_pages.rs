@@ -259,7 +259,10 @@ async fn the_plan_panel_builds_a_plan(backend: Backend) {
     let run_page = owner.page(&app, &format!("/w/acme/runs/{}", run.id)).await;
     assert!(run_page.contains("waiting on ACM-2"), "the run page");
     let page = owner.page(&app, "/w/acme/issues/ACM-1").await;
-    assert!(page.contains("queued — waiting on ACM-2"), "the thread's run");
+    assert!(
+        page.contains("queued — waiting on ACM-2"),
+        "the thread's run"
+    );
 
     // Removed: nothing holds it any more.
     let (status, _, _) = plan_post(
