@@ -55,6 +55,7 @@ joined!(
         "usage", // usage page, an agent's spend
         "ensembles", // Ensembles page: the list of teams and their form
         "pulls", // pull requests: the issue's panel, the card's badge, Settings' Forge section
+        "plan", // planning: the issue's Plan panel, the card's sub-issue and blocker marks
     ]
 );
 

@@ -124,6 +124,7 @@ fn card(spec: &CardSpec) -> IssueCardView {
         run_waiting: None,
         ensemble: None,
         pull: None,
+        plan: Default::default(),
     }
 }
 
@@ -317,6 +318,7 @@ pub fn issue() -> IssuePageView {
         run_totals: Some(("2 runs · $0.4210 · 31200 tokens".to_owned(), None)),
         replies_wake: Some("claude-reviewer".into()),
         pulls: Default::default(),
+        plan: Default::default(),
         lines: vec![WorkLineView {
             agent: "claude-reviewer".to_owned(),
             branch: "muster/MUS-24-claude-reviewer".to_owned(),

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 mod forge;
+mod plan;
 pub use forge::*;
+pub use plan::*;
 
 /// Messages per form field (`"title" -> ["must not be empty"]`); the key `"form"` is for the whole form.
 pub type FormErrors = BTreeMap<String, Vec<String>>;
@@ -112,6 +114,8 @@ pub struct IssueCardView {
     pub ensemble: Option<String>,
     /// Its latest pull request, when it has one.
     pub pull: Option<CardPullView>,
+    /// Its sub-issues' progress and unmet blockers.
+    pub plan: CardPlanView,
 }
 
 /// One status column.
@@ -332,6 +336,8 @@ pub struct IssuePageView {
     pub replies_wake: Option<String>,
     /// Its pull requests, and the button that opens one.
     pub pulls: IssuePullsView,
+    /// Its parent, sub-issues and relations.
+    pub plan: IssuePlanView,
 }
 
 /// One agent's line of work on an issue, for its side panel.

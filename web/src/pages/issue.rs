@@ -38,7 +38,7 @@ pub fn issue(v: &IssuePageView) -> Markup {
                 }
                 aside.issue-side {
                     (properties(v))
-                    (crate::partials::pulls::issue_pulls_live(&v.pulls))
+                    (crate::partials::plan::issue_live(&v.pulls, &v.plan))
                     (ensembles(v))
                     @if v.can_delete {
                         a.btn.btn-danger-ghost.issue-delete href={ (v.url) "/delete" } { "Delete issue…" }

@@ -16,6 +16,7 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
             div.card-top {
                 span.card-key { (card.key) }
                 @if let Some(pull) = &card.pull { (super::pulls::card_pull(pull)) }
+                (super::plan::card_children(&card.plan))
                 (PriorityIcon(&card.priority))
             }
             a.card-title href=(card.url) { (card.title) }
@@ -31,6 +32,7 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
                 @if let Some(why) = &card.run_waiting {
                     span.run.run-queued.run-waiting title=(why) { span.run-dot aria-hidden="true" {} (why) }
                 } @else if let Some(state) = &card.run_state { (RunPill(state)) }
+                (super::plan::card_blocked(&card.plan))
                 span.spacer {}
                 (menu_button(card))
                 @match &card.assignee {

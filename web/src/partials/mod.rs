@@ -7,6 +7,7 @@ pub mod board_menu;
 pub mod board_palette;
 pub mod form;
 pub mod mentions;
+pub mod plan;
 pub mod pulls;
 pub mod run_origin;
 pub mod widgets;

@@ -1,20 +1,11 @@
-//! An issue's pull requests: the issue page's side panel (`#issue-pulls`, also pushed alone over the
-//! issue's socket as an out-of-band swap) and the board card's badge.
+//! An issue's pull requests: the issue page's side panel (`#issue-pulls`, inside the issue's socket
+//! element with the plan, see `plan::issue_live`, and pushed alone over it as an out-of-band swap) and
+//! the board card's badge.
 
 use maud::{Markup, html};
 
 use super::form::{Form, csrf};
 use crate::views::{CardPullView, IssuePullsView, PullView};
-
-/// The panel inside its socket's element (`ws-connect`), which stays while the panel is swapped.
-pub fn issue_pulls_live(v: &IssuePullsView) -> Markup {
-    html! {
-        @match &v.live_url {
-            Some(url) => div #issue-pulls-live hx-ext="ws" ws-connect=(url) hx-history="false" { (issue_pulls(v, false)) },
-            None => (issue_pulls(v, false)),
-        }
-    }
-}
 
 /// The panel as an out-of-band swap, for the issue's socket.
 pub fn issue_pulls_oob(v: &IssuePullsView) -> Markup {
@@ -23,7 +14,7 @@ pub fn issue_pulls_oob(v: &IssuePullsView) -> Markup {
 
 /// Each pull request, newest first, and the button that opens one. Nothing at all for an issue without
 /// pull requests in a workspace without a connection.
-fn issue_pulls(v: &IssuePullsView, oob: bool) -> Markup {
+pub(crate) fn issue_pulls(v: &IssuePullsView, oob: bool) -> Markup {
     let f = Form::new("pull", &v.errors);
     html! {
         section #issue-pulls.panel.issue-pulls aria-labelledby="issue-pulls-h"

@@ -76,6 +76,16 @@ pub(super) async fn page_view(
     let markdown = |text: &str| mentions::markdown(text, &names, &people, &slug);
     let labels: Vec<String> = issue.labels.iter().map(|l| l.as_str().to_owned()).collect();
     let ensembles = state.store.list_ensemble_runs(issue.id).await?;
+    let (plan, _) = super::plans::issue_plan(state, &member.caller, &member.csrf, issue).await?;
+    let mut thread_entries = thread_views(
+        member,
+        issue,
+        &thread.entries,
+        &people,
+        &markdown,
+        &ensembles,
+    );
+    super::plans::mark_waiting(&mut thread_entries, &plan.waiting_on);
     Ok(IssuePageView {
         nav: nav_with_inbox(state, member, NavItem::Board).await?,
         url: format!("/w/{}/issues/{key}", member.caller.ws.slug),
@@ -125,14 +135,7 @@ pub(super) async fn page_view(
             .entries
             .iter()
             .any(|e| matches!(e, Entry::Run(r) if r.is_live())),
-        thread: thread_views(
-            member,
-            issue,
-            &thread.entries,
-            &people,
-            &markdown,
-            &ensembles,
-        ),
+        thread: thread_entries,
         comment_body: String::new(),
         comment_errors: FormErrors::new(),
         edit_text: false,
@@ -154,6 +157,7 @@ pub(super) async fn page_view(
         run_totals: run_totals(&thread.entries),
         lines: work_lines(&thread.entries, &people, member.caller.ws.slug.as_str()),
         pulls: super::pulls::issue_pulls(state, &member.caller, &member.csrf, issue).await?,
+        plan,
     })
 }
 

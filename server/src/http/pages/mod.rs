@@ -13,6 +13,7 @@ mod invitations;
 mod issue;
 mod members;
 mod mentions;
+mod plans;
 mod pulls;
 mod runners;
 mod runs;
@@ -40,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .merge(board::router())
         .merge(issue::router())
         .merge(pulls::router())
+        .merge(plans::router())
         .merge(ensembles::router())
         .merge(ensemble_defs::router())
         .merge(agents::router())

@@ -1,5 +1,5 @@
 //! Pull requests on the pages: the issue page's panel (`#issue-pulls`) and its socket, which re-renders
-//! the panel whenever the issue changes (the engine announces every pull-request change as an
+//! it and the Plan panel (`#issue-plan`) whenever the issue or an issue of its plan changes (the engine announces every pull-request change as an
 //! `IssueChanged` on the board's topic); the board cards' badges; and the "Open pull request" buttons of
 //! the issue and run pages.
 
@@ -192,6 +192,9 @@ async fn open_for_issue(
             let issue = state.store.get_issue(member.caller.ws.id, &key).await?;
             let mut view = super::issue::page_view(&state, &member, &issue).await?;
             view.pulls.errors = errors;
+            // No socket on a refusal: its first frame would swap the panel back without the message.
+            view.pulls.live_url = None;
+            view.plan.live_url = None;
             Ok(invalid(muster_web::pages::issue(&view)))
         }
     }
@@ -239,8 +242,9 @@ async fn live(
         .into_response())
 }
 
-/// Pushes the panel whenever the issue changes and the panel with it. Subscribes before the first
-/// render, so no change is missed; a lagging socket simply re-renders (the panel is read from the store).
+/// Pushes the panels whenever the issue, or an issue its plan shows (a sub-issue finishing, a blocker
+/// met), changes. Subscribes before the first render, so no change is missed; a lagging socket simply
+/// re-renders (the panels are read from the store).
 async fn issue_socket(
     state: AppState,
     member: WsMember,
@@ -252,10 +256,11 @@ async fn issue_socket(
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
     let mut sent = String::new();
+    let mut related = Vec::new();
     let mut changed = true;
     loop {
         if changed {
-            match panel(&state, &member, &key).await {
+            match panels(&state, &member, &key, &mut related).await {
                 Ok(html) if html != sent => {
                     if socket
                         .send(Message::Text(html.clone().into()))
@@ -267,7 +272,7 @@ async fn issue_socket(
                     sent = html;
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot render the issue's pull requests"),
+                Err(e) => tracing::warn!(error = %e, "cannot render the issue's panels"),
             }
         }
         tokio::select! {
@@ -275,7 +280,8 @@ async fn issue_socket(
                 changed = match event {
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
-                    Ok(event) => matches!(&*event, LiveEvent::IssueChanged(k) if *k == key),
+                    Ok(event) => matches!(&*event,
+                        LiveEvent::IssueChanged(k) if *k == key || related.contains(k)),
                 };
             }
             incoming = socket.recv() => {
@@ -300,9 +306,19 @@ async fn issue_socket(
     }
 }
 
-/// The panel as an out-of-band swap.
-async fn panel(state: &AppState, member: &WsMember, key: &IssueKey) -> crate::http::Result<String> {
+/// The pull-request and plan panels as out-of-band swaps; `related` becomes the issues the plan shows.
+async fn panels(
+    state: &AppState,
+    member: &WsMember,
+    key: &IssueKey,
+    related: &mut Vec<IssueKey>,
+) -> crate::http::Result<String> {
     let issue = state.store.get_issue(member.caller.ws.id, key).await?;
     let view = issue_pulls(state, &member.caller, &member.csrf, &issue).await?;
-    Ok(muster_web::partials::pulls::issue_pulls_oob(&view).into_string())
+    let (plan, keys) =
+        super::plans::issue_plan(state, &member.caller, &member.csrf, &issue).await?;
+    *related = keys;
+    let mut html = muster_web::partials::pulls::issue_pulls_oob(&view).into_string();
+    html.push_str(&muster_web::partials::plan::issue_plan_oob(&plan).into_string());
+    Ok(html)
 }

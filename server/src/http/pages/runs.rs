@@ -82,7 +82,10 @@ async fn show(
     };
     let place = RunPlace::load(&state, &run).await?;
     let mut header = header_view(&slug, &run, &issue, &people, &place);
-    header.waiting = runners::run_waiting(&state, &run).await?;
+    header.waiting = match super::plans::run_waiting(&state, &run).await? {
+        Some(blocked) => Some(blocked),
+        None => runners::run_waiting(&state, &run).await?,
+    };
     header.open_pull_url = super::pulls::run_open_url(&state, &member.caller, &run).await?;
     let view = RunPageView {
         nav: nav_with_inbox(&state, &member, NavItem::Board).await?,

@@ -250,6 +250,7 @@ pub fn card(slug: &str, issue: &Issue, people: &People) -> IssueCardView {
         run_waiting: None,
         ensemble: None,
         pull: None,
+        plan: Default::default(),
     }
 }
 

@@ -251,3 +251,16 @@ fn a_finished_run_shows_its_summary_and_a_reply_box() {
         "reply and comment box, one function"
     );
 }
+
+#[test]
+fn comments_offer_make_sub_issue_and_the_side_panel_has_the_plan() {
+    let mut v = samples::issue();
+    let action = r#"action="/w/acme/issues/MUS-24/comments/c1/sub-issue""#;
+    assert!(!issue(&v).into_string().contains(action), "read-only plan");
+    v.plan.editable = true;
+    v.plan.url = v.url.clone();
+    let html = issue(&v).into_string();
+    assert!(html.contains(action), "{html}");
+    let side = &html[html.find("issue-side").unwrap()..];
+    assert!(side.contains(r#"id="issue-plan""#), "in the side panel");
+}

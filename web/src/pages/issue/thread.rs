@@ -193,6 +193,13 @@ fn comment(v: &IssuePageView, c: &CommentView) -> Markup {
                         a.btn.btn-small.btn-ghost.comment-edit href=(edit) hx-get=(edit)
                             hx-select="#issue-page" hx-target="#issue-page" hx-swap=(SWAP) { "Edit" }
                     }
+                    @if v.plan.editable {
+                        form.comment-sub-issue method="post" action={ (v.url) "/comments/" (c.id) "/sub-issue" } {
+                            (csrf(&v.nav.csrf))
+                            button.btn.btn-small.btn-ghost type="submit"
+                                title="A sub-issue of this one, titled from the comment's first line" { "Make sub-issue" }
+                        }
+                    }
                     @if c.can_delete {
                         form.comment-delete method="post" action={ (v.url) "/comments/" (c.id) "/delete" }
                             data-confirm="Delete this comment? This cannot be undone." {

@@ -15,6 +15,7 @@ fn sample_card() -> IssueCardView {
         run_waiting: None,
         ensemble: None,
         pull: None,
+        plan: Default::default(),
     }
 }
 

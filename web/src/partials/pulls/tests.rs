@@ -31,7 +31,7 @@ fn sample() -> IssuePullsView {
 
 #[test]
 fn the_panel_shows_state_checks_reviews_and_rounds() {
-    let html = issue_pulls_live(&sample()).into_string();
+    let html = crate::partials::plan::issue_live(&sample(), &Default::default()).into_string();
     assert!(
         html.contains(r#"ws-connect="/w/acme/issues/ACM-1/live""#),
         "{html}"
@@ -87,7 +87,8 @@ fn the_card_badge_has_the_state_colour() {
 
 #[test]
 fn nothing_shows_without_pull_requests_or_a_way_to_open_one() {
-    let html = issue_pulls_live(&IssuePullsView::default()).into_string();
+    let html = crate::partials::plan::issue_live(&IssuePullsView::default(), &Default::default())
+        .into_string();
     assert!(html.contains(" hidden"), "{html}");
     assert!(!html.contains("ws-connect"), "{html}");
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::super::PageResult;
 use super::super::inbox::nav_with_inbox;
+use super::super::plans::CardPlans;
 use super::super::runs::{Waiting, card_run_state};
 use super::super::views::{People, card, status_label};
 use super::BoardQuery;
@@ -92,11 +93,14 @@ impl<'a> CardContext<'a> {
         })
     }
 
-    fn card(&self, issue: &Issue) -> IssueCardView {
+    fn card(&self, issue: &Issue, plans: &CardPlans) -> IssueCardView {
         let run = self.runs.get(&issue.id);
         IssueCardView {
             run_state: run.and_then(card_run_state),
-            run_waiting: run.and_then(|r| self.waiting.reason(r)),
+            run_waiting: plans
+                .waiting(issue.id, run)
+                .or_else(|| run.and_then(|r| self.waiting.reason(r))),
+            plan: plans.card(issue.id, run),
             ensemble: self.ensembles.get(&issue.id).cloned(),
             pull: self.pulls.get(&issue.id).cloned(),
             ..card(&self.slug, issue, self.people)
@@ -133,6 +137,7 @@ async fn column_page(
     let mut issues = state.store.list_issues(caller.ws.id, &filter).await?;
     let more = issues.len() > page;
     issues.truncate(page);
+    let plans = CardPlans::load(state, &issues).await?;
     let shown = i64::try_from(issues.len()).unwrap_or(i64::MAX);
     let next = issues.last().filter(|_| more).map(|last| ColumnMoreView {
         url: column_url(&cx.slug, at.status, IssueCursor::after(last), query),
@@ -141,7 +146,7 @@ async fn column_page(
     Ok(BoardColumnView {
         status: at.status.to_string(),
         label: status_label(at.status).to_owned(),
-        cards: issues.iter().map(|i| cx.card(i)).collect(),
+        cards: issues.iter().map(|i| cx.card(i, &plans)).collect(),
         total: at.total,
         more: next,
     })
