@@ -91,7 +91,7 @@ pub struct IssueLink {
     pub other: IssueBrief,
     pub until: BlockUntil,
     pub stacked: bool,
-    /// For blocked-by: whether the blocker no longer holds (see [`Blocker::met`]).
+    /// Blocked-by only (false otherwise): whether the blocker no longer holds (see [`Blocker::met`]).
     pub met: bool,
     pub created_at: DateTime<Utc>,
 }

@@ -38,9 +38,10 @@ pub(crate) async fn issue_moved(engine: &Engine, issue: &Issue) {
 async fn blockers_met(engine: &Engine, issue: &Issue) -> store::Result<()> {
     let links = engine.store.list_links(issue.id).await?;
     let mut woke = false;
+    // Every issue it blocks: whether that one's last blocker is met now, the claim decides.
     for link in links
         .iter()
-        .filter(|l| l.link == crate::domain::LinkKind::Blocks && l.met)
+        .filter(|l| l.link == crate::domain::LinkKind::Blocks)
     {
         for run in engine.store.list_runs_for_issue(link.other.id).await? {
             if run.status == RunStatus::Queued {

@@ -108,10 +108,13 @@ pub(super) struct LinkRow {
 impl From<LinkRow> for IssueLink {
     fn from(r: LinkRow) -> Self {
         let other: IssueBrief = r.other.into();
-        let met =
-            other.status == IssueStatus::Done && (r.until_state == BlockUntil::Done || r.merged);
+        let link = LinkKind::of(r.kind, r.outgoing);
+        // Only a blocked-by row is about the other issue as a blocker.
+        let met = link == LinkKind::BlockedBy
+            && other.status == IssueStatus::Done
+            && (r.until_state == BlockUntil::Done || r.merged);
         IssueLink {
-            link: LinkKind::of(r.kind, r.outgoing),
+            link,
             other,
             until: r.until_state,
             stacked: r.stacked,

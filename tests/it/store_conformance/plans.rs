@@ -99,6 +99,15 @@ async fn relations_read_from_both_ends_and_refuse_duplicates(store: Arc<dyn Stor
         ]
     );
     done(&store, &a).await;
+    // Met is the blocked side's word; from the blocker's side a done blocker "blocks" still reads false.
+    assert_eq!(
+        of(store.list_links(b.id).await.unwrap())[0],
+        (LinkKind::BlockedBy, a.key.to_string(), true)
+    );
+    assert_eq!(
+        of(store.list_links(a.id).await.unwrap())[0],
+        (LinkKind::Blocks, b.key.to_string(), false)
+    );
     let blockers = store.blockers_of(&[b.id, c.id]).await.unwrap();
     assert_eq!(blockers.len(), 1);
     assert_eq!(blockers[0].blocker.key, a.key);
