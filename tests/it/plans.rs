@@ -279,32 +279,12 @@ async fn a_parent_is_woken_once_with_a_digest_when_every_child_has_ended(backend
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_token_files_sub_issues_of_its_own_issue_and_rewires_nothing() {
     let env = Env::start(Backend::Sqlite).await.unwrap();
-    let out = env.scripts.path().join("token");
-    let script = env.script(
-        "holder.sh",
-        &format!(
-            "cat >/dev/null\n{}\n{TICK_FOREVER}",
-            report_to(&out, "\"$MUSTER_URL $MUSTER_TOKEN $MUSTER_ISSUE\"")
-        ),
-    );
-    let agent = env.agent("holder", &script).await;
     let other = env.issue("Not yours").await;
-    let (issue, run) = env.assign_new("Yours", &agent).await;
-    let line = report_from("the token", &out).await;
-    let parts: Vec<&str> = line.split_whitespace().collect();
-    let (url, token, key) = (parts[0], parts[1], parts[2]);
-    assert_eq!(key, issue.key.to_string());
-    let client = reqwest::Client::new();
+    let held = env.hold_run("holder", "Yours").await;
+    let (issue, run, key) = (&held.issue, &held.run, held.key.as_str());
     let call = |method: reqwest::Method, path: String, body: serde_json::Value| {
-        let req = client
-            .request(method, format!("{url}{path}"))
-            .bearer_auth(token)
-            .json(&body);
-        async move {
-            let resp = req.send().await.unwrap();
-            let status = resp.status().as_u16();
-            (status, resp.text().await.unwrap_or_default())
-        }
+        let held = &held;
+        async move { held.call(method, &path, body).await }
     };
     use reqwest::Method;
     let refused = [

@@ -158,36 +158,19 @@ both_backends!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_token_is_confined_to_its_issue() {
     let env = Env::start(Backend::Sqlite).await.unwrap();
-    let out = env.scripts.path().join("token");
-    let script = env.script(
-        "holder.sh",
-        &format!(
-            "cat >/dev/null\n{}\n{TICK_FOREVER}",
-            report_to(&out, "\"$MUSTER_URL $MUSTER_TOKEN $MUSTER_ISSUE\"")
-        ),
-    );
-    let agent = env.agent("holder", &script).await;
     let other = env.issue("Not yours").await;
-    let (issue, run) = env.assign_new("Yours", &agent).await;
-    let line = report_from("the token", &out).await;
-    let parts: Vec<&str> = line.split_whitespace().collect();
-    let (url, token, key) = (parts[0], parts[1], parts[2]);
+    let held = env.hold_run("holder", "Yours").await;
+    let (issue, run) = (&held.issue, &held.run);
+    let (url, token, key) = (held.url.as_str(), held.token.as_str(), held.key.as_str());
     assert_eq!(url, format!("http://{}", env.addr));
-    assert_eq!(key, issue.key.to_string());
     let client = reqwest::Client::new();
-    let call = |method: reqwest::Method, path: String, body: serde_json::Value| {
-        let req = client
-            .request(method, format!("{url}{path}"))
-            .bearer_auth(token)
-            .json(&body);
-        async move {
-            let resp = req.send().await.unwrap();
-            let status = resp.status().as_u16();
-            (
-                status,
-                resp.json::<serde_json::Value>().await.unwrap_or_default(),
-            )
-        }
+    let held = &held;
+    let call = |method: reqwest::Method, path: String, body: serde_json::Value| async move {
+        let (status, text) = held.call(method, &path, body).await;
+        (
+            status,
+            serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default(),
+        )
     };
     use reqwest::Method;
     let (status, body) = call(Method::GET, format!("/api/v1/issues/{key}"), json!({})).await;

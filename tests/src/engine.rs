@@ -276,6 +276,35 @@ impl Env {
         (issue, run)
     }
 
+    /// A new issue `title` assigned to a new agent `name` that reports its run's `MUSTER_URL`,
+    /// `MUSTER_TOKEN` and `MUSTER_ISSUE` and then holds the run open: for acting with a run's token from
+    /// the test, as its agent could.
+    pub async fn hold_run(&self, name: &str, title: &str) -> HeldRun {
+        let out = self.scripts.path().join(format!("{name}-token"));
+        let script = self.script(
+            &format!("{name}.sh"),
+            &format!(
+                "cat >/dev/null\n{}\n{TICK_FOREVER}",
+                report_to(&out, "\"$MUSTER_URL $MUSTER_TOKEN $MUSTER_ISSUE\"")
+            ),
+        );
+        let agent = self.agent(name, &script).await;
+        let (issue, run) = self.assign_new(title, &agent).await;
+        let line = report_from("the run's token", &out).await;
+        let parts: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        assert_eq!(parts.len(), 3, "{line}");
+        let [url, token, key] = [parts[0].clone(), parts[1].clone(), parts[2].clone()];
+        assert_eq!(key, issue.key.to_string());
+        HeldRun {
+            issue,
+            run,
+            url,
+            token,
+            key,
+            http: self.http.clone(),
+        }
+    }
+
     /// Sends `body` to `path` with the owner's token and expects 200.
     pub async fn api(&self, method: reqwest::Method, path: &str, body: serde_json::Value) {
         let (status, text) = self.call(method, path, Some(body)).await;
@@ -561,4 +590,38 @@ pub fn candidate<'a>(comparison: &'a serde_json::Value, agent: &str) -> &'a serd
         .iter()
         .find(|v| v["agent"] == agent)
         .unwrap_or_else(|| panic!("no candidate {agent} in {comparison:#}"))
+}
+
+/// A live run held open by its agent, with what the agent was given to call Muster ([`Env::hold_run`]).
+pub struct HeldRun {
+    pub issue: Issue,
+    pub run: Run,
+    /// `MUSTER_URL`.
+    pub url: String,
+    /// `MUSTER_TOKEN`: the run's token.
+    pub token: String,
+    /// `MUSTER_ISSUE`.
+    pub key: String,
+    http: reqwest::Client,
+}
+
+impl HeldRun {
+    /// `method path` with the run's token and `body` as JSON: the status and the body's text.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (u16, String) {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap_or_default())
+    }
 }
