@@ -54,13 +54,10 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
             .as_deref()
             .is_some_and(|a| !matches!(a.trim(), "" | "none"));
         if !own || assigned || input.wake_on_children.is_some() {
-            return Err(Error::refused(
-                "token",
-                format!(
-                    "a run's token may only file unassigned sub-issues of its own issue {} (\"parent\": \"{}\")",
-                    scope.issue_key, scope.issue_key
-                ),
-            ));
+            return Err(scope.refusal_saying(&format!(
+                "it may file unassigned sub-issues of it (\"parent\": \"{}\")",
+                scope.issue_key
+            )));
         }
     }
     let mut problems = Problems::default();

@@ -60,6 +60,11 @@ impl std::fmt::Debug for RunSecret {
 impl RunScope {
     /// The refusal a run token gets for anything outside its issue (or, in an ensemble, for any write).
     pub fn refusal(&self) -> Error {
+        self.refusal_saying("")
+    }
+
+    /// [`RunScope::refusal`] followed by `more` (what it may do instead), when not empty.
+    pub fn refusal_saying(&self, more: &str) -> Error {
         let message = if self.in_ensemble {
             format!(
                 "this token belongs to run {}, part of an ensemble on issue {}: it may read that issue \
@@ -71,6 +76,11 @@ impl RunScope {
                 "this token belongs to run {} and may only act on issue {}",
                 self.run_id, self.issue_key
             )
+        };
+        let message = if more.is_empty() {
+            message
+        } else {
+            format!("{message}: {more}")
         };
         Error::refused("token", message)
     }
