@@ -108,10 +108,18 @@ pub struct Blocker {
 }
 
 impl Blocker {
-    /// Whether it no longer holds: the blocker is done (and, for `until = merged`, a pull request of it
-    /// was merged). The same rule as the run claim's SQL (`store::plans::UNBLOCKED`).
+    /// Whether it no longer holds ([`BlockUntil::met_by`]).
     pub fn met(&self) -> bool {
-        self.blocker.status == IssueStatus::Done && (self.until == BlockUntil::Done || self.merged)
+        self.until.met_by(self.blocker.status, self.merged)
+    }
+}
+
+impl BlockUntil {
+    /// Whether a blocker in `status` (`merged`: one of its pull requests was merged) no longer holds: it
+    /// is done and, for `until = merged`, merged. The same rule as the run claim's SQL
+    /// (`store::plans::UNBLOCKED`).
+    pub fn met_by(self, status: IssueStatus, merged: bool) -> bool {
+        status == IssueStatus::Done && (self == BlockUntil::Done || merged)
     }
 }
 

@@ -83,26 +83,7 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
     }
     let parent = match input.parent.as_deref().map(str::trim) {
         None | Some("" | "none") => None,
-        Some(raw) => match IssueKey::parse(raw) {
-            Ok(k) => match state.store.get_issue(caller.ws.id, &k).await {
-                Ok(p) => Some(p),
-                Err(crate::store::Error::NotFound) => {
-                    problems.take::<()>(Err(ValidationError::new(
-                        "parent",
-                        format!("no issue {raw:?} in this workspace"),
-                    )));
-                    None
-                }
-                Err(e) => return Err(e.into()),
-            },
-            Err(_) => {
-                problems.take::<()>(Err(ValidationError::new(
-                    "parent",
-                    format!("no issue {raw:?} in this workspace"),
-                )));
-                None
-            }
-        },
+        Some(raw) => problems.take(super::plans::typed_issue(state, caller, "parent", raw).await?),
     };
     problems.finish()?;
     let (Some(title), Some(status), Some(priority), Some(labels), Some(assignee)) =

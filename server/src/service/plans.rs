@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::{Caller, Error, Result, announce};
 use crate::domain::{
     BlockUntil, Blocker, ChildProgress, Cycle, Issue, IssueBrief, IssueKey, IssueLink, LinkKind,
-    NewRelation, RelationKind,
+    NewRelation, RelationKind, ValidationError,
 };
 use crate::engine::Engine;
 
@@ -80,20 +80,38 @@ fn no_run_token(caller: &Caller) -> Result<()> {
     Ok(())
 }
 
-/// An issue of the caller's workspace by typed key, or a precise 422 naming `field`.
-async fn other_issue(state: &Engine, caller: &Caller, field: &str, raw: &str) -> Result<Issue> {
+/// An issue of the caller's workspace by typed key, or the problem naming `field` (for a form that
+/// gathers every field's problems).
+pub(super) async fn typed_issue(
+    state: &Engine,
+    caller: &Caller,
+    field: &'static str,
+    raw: &str,
+) -> Result<std::result::Result<Issue, ValidationError>> {
     let unknown = || {
-        Error::invalid([(
+        ValidationError::new(
             field,
             format!("no issue {:?} in this workspace", raw.trim()),
-        )])
+        )
     };
-    let key = IssueKey::parse(raw.trim()).map_err(|_| unknown())?;
+    let Ok(key) = IssueKey::parse(raw.trim()) else {
+        return Ok(Err(unknown()));
+    };
     match state.store.get_issue(caller.ws.id, &key).await {
-        Ok(issue) => Ok(issue),
-        Err(crate::store::Error::NotFound) => Err(unknown()),
+        Ok(issue) => Ok(Ok(issue)),
+        Err(crate::store::Error::NotFound) => Ok(Err(unknown())),
         Err(e) => Err(e.into()),
     }
+}
+
+/// [`typed_issue`], its problem as a 422.
+async fn other_issue(
+    state: &Engine,
+    caller: &Caller,
+    field: &'static str,
+    raw: &str,
+) -> Result<Issue> {
+    Ok(typed_issue(state, caller, field, raw).await??)
 }
 
 fn cycle_error(field: &str, cycle: &Cycle) -> Error {

@@ -110,9 +110,7 @@ impl From<LinkRow> for IssueLink {
         let other: IssueBrief = r.other.into();
         let link = LinkKind::of(r.kind, r.outgoing);
         // Only a blocked-by row is about the other issue as a blocker.
-        let met = link == LinkKind::BlockedBy
-            && other.status == IssueStatus::Done
-            && (r.until_state == BlockUntil::Done || r.merged);
+        let met = link == LinkKind::BlockedBy && r.until_state.met_by(other.status, r.merged);
         IssueLink {
             link,
             other,
