@@ -105,21 +105,25 @@ pub struct Blocker {
     pub stacked: bool,
     /// Whether one of the blocker's pull requests was merged.
     pub merged: bool,
+    /// Whether a run of the blocker is claimed or running: its work is not delivered yet.
+    pub working: bool,
 }
 
 impl Blocker {
     /// Whether it no longer holds ([`BlockUntil::met_by`]).
     pub fn met(&self) -> bool {
-        self.until.met_by(self.blocker.status, self.merged)
+        self.until
+            .met_by(self.blocker.status, self.merged, self.working)
     }
 }
 
 impl BlockUntil {
-    /// Whether a blocker in `status` (`merged`: one of its pull requests was merged) no longer holds: it
-    /// is done and, for `until = merged`, merged. The same rule as the run claim's SQL
-    /// (`store::plans::UNBLOCKED`).
-    pub fn met_by(self, status: IssueStatus, merged: bool) -> bool {
-        status == IssueStatus::Done && (self == BlockUntil::Done || merged)
+    /// Whether a blocker in `status` (`merged`: one of its pull requests was merged; `working`: one of
+    /// its runs is claimed or running) no longer holds: it is done, no run of it is still at work (an
+    /// agent that marks its own issue done delivers its commit only when its run ends), and, for
+    /// `until = merged`, merged. The same rule as the run claim's SQL (`store::plans::UNBLOCKED`).
+    pub fn met_by(self, status: IssueStatus, merged: bool, working: bool) -> bool {
+        status == IssueStatus::Done && !working && (self == BlockUntil::Done || merged)
     }
 }
 

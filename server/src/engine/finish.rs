@@ -82,6 +82,7 @@ pub(crate) async fn conclude(
             tracing::warn!(error = %e, "cannot handle the interrupted ensemble run");
         }
         super::ensemble::run_ended(state, &finished).await;
+        Box::pin(super::plan::run_ended(state, &issue)).await;
         announce(state, &issue);
         state.runs.wake();
         return Ok(());
@@ -109,6 +110,7 @@ pub(crate) async fn conclude(
     }
     // Comments that arrived while the run was live are answered by a follow-up continuing it.
     super::triggers::run_ended(state, &finished).await;
+    Box::pin(super::plan::run_ended(state, &issue)).await;
     announce(state, &issue);
     state.runs.wake();
     Ok(())

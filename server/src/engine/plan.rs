@@ -1,9 +1,10 @@
 //! Planning in motion: what a status change means for the issues around it.
 //!
-//! - A blocker met: the blocked issues' queued runs become claimable (the claim itself checks, see
-//!   `store::plans::UNBLOCKED`); the runners are woken here so they start within a claim, not a poll.
-//! - A child ended: once every child of a parent that asked for it is done or cancelled, the parent's agent
-//!   is handed one digest of the children's outcomes, exactly once (`PlanStore::take_fan_in`). The sweep
+//! - A blocker met (done, and no run of it still at work): the blocked issues' queued runs become
+//!   claimable (the claim itself checks, see `store::plans::UNBLOCKED`); the runners are woken here, when
+//!   the blocker moves or when its last run ends, so they start within a claim, not a poll.
+//! - A child ended (done or cancelled, and no run of it still at work): once every child of a parent that
+//!   asked for it has, the parent's agent is handed one digest of the children's outcomes, exactly once (`PlanStore::take_fan_in`). The sweep
 //!   looks for fan-ins a crash left untaken.
 //! - A run's brief names its blockers' branches, diff stats and summaries; a stacked edge starts the
 //!   blocked issue's new line from its blocker's last delivered commit.
@@ -31,6 +32,14 @@ pub(crate) async fn issue_moved(engine: &Engine, issue: &Issue) {
         && let Err(e) = fan_in(engine, parent).await
     {
         tracing::warn!(issue = %issue.key, error = %e, "cannot wake the parent's agent");
+    }
+}
+
+/// After a run of `issue` ended: an issue already done or cancelled (its agent marked it so while the
+/// run worked) held the issues it blocks and its parent's fan-in until now, when its work is delivered.
+pub(crate) async fn run_ended(engine: &Engine, issue: &Issue) {
+    if matches!(issue.status, IssueStatus::Done | IssueStatus::Cancelled) {
+        issue_moved(engine, issue).await;
     }
 }
 

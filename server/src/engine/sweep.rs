@@ -56,6 +56,7 @@ pub(crate) async fn once(engine: &Engine) {
             tracing::warn!(error = %e, "cannot report an interrupted run");
         }
         super::ensemble::run_ended(engine, &run).await;
+        super::plan::run_ended(engine, &issue).await;
         finish::announce(engine, &issue);
     }
 }

@@ -14,14 +14,29 @@ use crate::domain::{
     IssuePrefix, IssueStatus, IssueTitle, LinkKind, NewRelation, RelationKind, WorkspaceId,
 };
 
+/// Whether a run of issue `b` is claimed or running (a condition).
+macro_rules! working {
+    ($alias:literal) => {
+        concat!(
+            "exists (select 1 from run q where q.issue_id = ",
+            $alias,
+            ".issue_id and q.status in ('claimed', 'running'))"
+        )
+    };
+}
+pub(super) use working;
+
 /// The claim's condition (on `run r`) that its issue has no unmet blocker: every blocks edge into it comes
-/// from an issue that is done and, for `until_state = 'merged'`, has a merged pull request. The same rule
-/// as [`Blocker::met`].
-pub(super) const UNBLOCKED: &str = " and not exists (select 1 from issue_relation d \
+/// from an issue that is done, has no claimed or running run (its work is delivered when its run ends)
+/// and, for `until_state = 'merged'`, has a merged pull request. The same rule as [`Blocker::met`].
+pub(super) const UNBLOCKED: &str = concat!(
+    " and not exists (select 1 from issue_relation d \
      join issue b on b.issue_id = d.from_issue_id \
-     where d.to_issue_id = r.issue_id and d.kind = 'blocks' and (b.status <> 'done' \
-     or (d.until_state = 'merged' and not exists (select 1 from pull_request p \
-     where p.issue_id = b.issue_id and p.state = 'merged'))))";
+     where d.to_issue_id = r.issue_id and d.kind = 'blocks' and (b.status <> 'done' or ",
+    working!("b"),
+    " or (d.until_state = 'merged' and not exists (select 1 from pull_request p \
+     where p.issue_id = b.issue_id and p.state = 'merged'))))"
+);
 
 /// The planning use-cases.
 #[async_trait]
@@ -102,6 +117,7 @@ pub(super) struct LinkRow {
     until_state: BlockUntil,
     stacked: bool,
     merged: bool,
+    working: bool,
     created_at: DateTime<Utc>,
 }
 
@@ -110,7 +126,8 @@ impl From<LinkRow> for IssueLink {
         let other: IssueBrief = r.other.into();
         let link = LinkKind::of(r.kind, r.outgoing);
         // Only a blocked-by row is about the other issue as a blocker.
-        let met = link == LinkKind::BlockedBy && r.until_state.met_by(other.status, r.merged);
+        let met =
+            link == LinkKind::BlockedBy && r.until_state.met_by(other.status, r.merged, r.working);
         IssueLink {
             link,
             other,
@@ -130,6 +147,7 @@ pub(super) struct BlockerRow {
     until_state: BlockUntil,
     stacked: bool,
     merged: bool,
+    working: bool,
 }
 
 impl From<BlockerRow> for Blocker {
@@ -140,6 +158,7 @@ impl From<BlockerRow> for Blocker {
             until: r.until_state,
             stacked: r.stacked,
             merged: r.merged,
+            working: r.working,
         }
     }
 }
@@ -326,7 +345,7 @@ macro_rules! impl_plans_store {
                 async fn list_links(&self, issue: IssueId) -> Result<Vec<IssueLink>> {
                     let rows = sqlx::query_as::<$db, LinkRow>(concat!(
                         "select d.kind, d.from_issue_id = $1 as outgoing, ", brief_cols!("o"), ", d.until_state, \
-                         d.stacked, ", merged_of!("o"), ", d.created_at from issue_relation d \
+                         d.stacked, ", merged_of!("o"), ", ", working!("o"), " as working, d.created_at from issue_relation d \
                          join issue o on o.issue_id = (case when d.from_issue_id = $1 then d.to_issue_id else d.from_issue_id end) \
                          join workspace w on w.workspace_id = o.workspace_id \
                          where d.from_issue_id = $1 or d.to_issue_id = $1 order by d.created_at, o.number"))
@@ -340,7 +359,7 @@ macro_rules! impl_plans_store {
                     }
                     let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(
                         "select d.to_issue_id as blocked, ", brief_cols!("b"), ", d.until_state, d.stacked, ",
-                        merged_of!("b"), " from issue_relation d join issue b on b.issue_id = d.from_issue_id \
+                        merged_of!("b"), ", ", working!("b"), " as working from issue_relation d join issue b on b.issue_id = d.from_issue_id \
                          join workspace w on w.workspace_id = b.workspace_id \
                          where d.kind = 'blocks' and d.to_issue_id in ("));
                     let mut list = qb.separated(", ");
@@ -452,22 +471,22 @@ macro_rules! impl_plans_store {
                 }
 
                 async fn take_fan_in(&self, parent: IssueId) -> Result<bool> {
-                    let done = sqlx::query::<$db>(
+                    let done = sqlx::query::<$db>(concat!(
                         "update issue_fan_in set woken = $2 where issue_id = $1 and woken = $3 \
                          and exists (select 1 from issue c where c.parent_issue_id = $1) \
                          and not exists (select 1 from issue c where c.parent_issue_id = $1 \
-                           and c.status not in ('done', 'cancelled'))")
+                           and (c.status not in ('done', 'cancelled') or ", working!("c"), "))"))
                         .bind(parent).bind(true).bind(false).execute(&self.pool).await?;
                     Ok(done.rows_affected() == 1)
                 }
 
                 async fn fan_ins_due(&self, limit: i64) -> Result<Vec<IssueId>> {
-                    let ids = sqlx::query_scalar::<$db, IssueId>(
+                    let ids = sqlx::query_scalar::<$db, IssueId>(concat!(
                         "select f.issue_id from issue_fan_in f where f.woken = $1 \
                          and exists (select 1 from issue c where c.parent_issue_id = f.issue_id) \
                          and not exists (select 1 from issue c where c.parent_issue_id = f.issue_id \
-                           and c.status not in ('done', 'cancelled')) \
-                         order by f.created_at limit $2")
+                           and (c.status not in ('done', 'cancelled') or ", working!("c"), ")) \
+                         order by f.created_at limit $2"))
                         .bind(false).bind(limit).fetch_all(&self.pool).await?;
                     Ok(ids)
                 }

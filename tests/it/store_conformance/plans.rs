@@ -314,7 +314,34 @@ async fn fan_in_is_taken_once_per_completion_of_the_children(store: Arc<dyn Stor
         .await
         .unwrap();
     assert!(!store.take_fan_in(parent.id).await.unwrap());
+    // Its agent marks it done while its run still works: the parent waits for the run's end (the
+    // digest tells what it delivered).
+    let coder = agent(&store, f.ws.id, "coder", 10).await;
+    let runner = store
+        .register_runner("embedded", "0.1.0", &serde_json::json!([]))
+        .await
+        .unwrap();
+    let run = store
+        .create_run(&NewRun::assignment(f.ws.id, one.id, coder.id))
+        .await
+        .unwrap();
+    let lease = Utc::now() + TimeDelta::seconds(30);
+    let claimed = store
+        .claim_next_run(runner.id, &any(), Utc::now(), lease)
+        .await
+        .unwrap();
+    assert_eq!(claimed.map(|r| r.id), Some(run.id));
     done(&store, &one).await;
+    assert!(
+        !store.take_fan_in(parent.id).await.unwrap(),
+        "a child's run is still at work"
+    );
+    assert!(store.fan_ins_due(10).await.unwrap().is_empty());
+    store
+        .finish_leased_run(run.id, 1, &RunOutcome::bare(RunStatus::Succeeded))
+        .await
+        .unwrap();
+    assert_eq!(store.fan_ins_due(10).await.unwrap(), vec![parent.id]);
     assert!(store.take_fan_in(parent.id).await.unwrap());
     // A new child (created under it, or moved under it) arms it again.
     new.title = IssueTitle::parse("Part three").unwrap();
@@ -417,6 +444,20 @@ async fn a_blocked_issues_run_is_claimed_only_once_its_blockers_are_met(store: A
         )
         .await
         .unwrap();
+    // Done and merged, but the review's run is still at work: its commit is delivered when it ends.
+    assert!(
+        claim().await.unwrap().is_none(),
+        "a blocker with a running run holds"
+    );
+    let held = store.blockers_of(&[api.id]).await.unwrap();
+    let review_blocker = held.iter().find(|b| b.blocker.id == review.id).unwrap();
+    assert!(review_blocker.working && !review_blocker.met(), "{held:?}");
+    store
+        .finish_leased_run(review_run.id, 1, &RunOutcome::bare(RunStatus::Succeeded))
+        .await
+        .unwrap();
+    let held = store.blockers_of(&[api.id]).await.unwrap();
+    assert!(held.iter().all(|b| !b.working && b.met()), "{held:?}");
     assert_eq!(claim().await.unwrap().map(|r| r.id), Some(run.id));
     // Reopening a blocker holds runs not yet claimed, not the one already started.
     let later = issue(&store, f.ws.id, "Docs", IssueStatus::Todo).await;
