@@ -58,6 +58,8 @@ pub enum Command {
     Agent(AgentArgs),
     /// Ensembles (teams of agents that take one issue blind): list, show, create, edit, delete.
     Ensemble(EnsembleArgs),
+    /// Projects (issues under a name, with their own repository): list, show, create, edit, delete.
+    Project(ProjectArgs),
     /// Skills: list, show, import, export, attach, detach.
     Skill(SkillArgs),
     /// Members of the workspace: list, add, role, remove, pending invitations.
@@ -166,6 +168,15 @@ pub struct EnsembleArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::ensemble::EnsembleCommand,
+}
+
+/// `muster project …`.
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::project::ProjectCommand,
 }
 
 /// `muster member …`.
@@ -637,6 +648,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Issue(args) => client::issue::run(&args.remote.remote(), args.command).await,
         Command::Agent(args) => client::agent::run(&args.remote.remote(), args.command).await,
         Command::Ensemble(args) => client::ensemble::run(&args.remote.remote(), args.command).await,
+        Command::Project(args) => client::project::run(&args.remote.remote(), args.command).await,
         Command::Skill(args) => client::skill::run(&args.remote.remote(), args.command).await,
         Command::Member(args) => client::team::members(&args.remote.remote(), args.command).await,
         Command::Invitation(args) => {

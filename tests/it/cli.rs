@@ -32,6 +32,7 @@ both_backends!(
     issue_create_defaults_to_todo_and_agent_list_counts_runs,
     issue_thread_reads_as_a_conversation,
     issue_edit_lays_out_the_plan_and_show_prints_it,
+    projects_are_laid_out_and_issues_join_them,
 );
 
 /// A served app with one workspace (prefix MUS) and its owner's API token.
@@ -662,4 +663,109 @@ async fn issue_edit_lays_out_the_plan_and_show_prints_it(cli: &Cli) {
     ok(&shown);
     let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
     assert_eq!(shown["plan"]["waiting_on"], serde_json::json!([]));
+}
+
+async fn projects_are_laid_out_and_issues_join_them(cli: &Cli) {
+    let made = cli
+        .run(
+            &[
+                "project",
+                "create",
+                "web",
+                "--name",
+                "Website",
+                "--status",
+                "active",
+                "--target",
+                "2027-03-31",
+            ],
+            &[],
+        )
+        .await;
+    ok(&made);
+    assert_eq!(made.stdout.trim(), "WEB");
+    let bad = cli
+        .run(&["project", "create", "WEB", "--name", "Again"], &[])
+        .await;
+    assert_eq!(bad.code, Some(1), "{bad:?}");
+    assert!(
+        bad.stderr.contains("another project already has this key"),
+        "{bad:?}"
+    );
+    let hero = cli
+        .run(
+            &[
+                "issue",
+                "create",
+                "--title",
+                "Hero",
+                "--project",
+                "WEB",
+                "--status",
+                "done",
+            ],
+            &[],
+        )
+        .await;
+    ok(&hero);
+    let hero = hero.stdout.trim().to_owned();
+    let loose = cli
+        .run(
+            &["issue", "create", "--title", "Loose", "--status", "backlog"],
+            &[],
+        )
+        .await;
+    ok(&loose);
+    let loose = loose.stdout.trim().to_owned();
+    ok(&cli
+        .run(&["issue", "edit", &loose, "--project", "web"], &[])
+        .await);
+    let listed = cli.run(&["issue", "list", "--project", "WEB"], &[]).await;
+    ok(&listed);
+    assert!(
+        listed.stdout.contains(&hero) && listed.stdout.contains(&loose),
+        "{}",
+        listed.stdout
+    );
+    let shown = cli.run(&["issue", "show", &loose], &[]).await;
+    ok(&shown);
+    assert!(shown.stdout.contains("project:  WEB\n"), "{}", shown.stdout);
+    let table = cli.run(&["project", "list"], &[]).await;
+    ok(&table);
+    assert!(table.stdout.contains("KEY"), "{}", table.stdout);
+    assert!(table.stdout.contains("1/2 done"), "{}", table.stdout);
+    let edited = cli
+        .run(
+            &[
+                "project", "edit", "WEB", "--status", "paused", "--target", "none",
+            ],
+            &[],
+        )
+        .await;
+    ok(&edited);
+    assert!(
+        edited.stdout.contains("status:   paused"),
+        "{}",
+        edited.stdout
+    );
+    assert!(edited.stdout.contains("target:   -"), "{}", edited.stdout);
+    let shown = cli.run(&["project", "show", "WEB"], &[]).await;
+    ok(&shown);
+    assert!(
+        shown.stdout.contains("repo:     the workspace's"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("issues:   backlog 1, done 1"),
+        "{}",
+        shown.stdout
+    );
+    let unconfirmed = cli.run(&["project", "delete", "WEB"], &[]).await;
+    assert_ne!(unconfirmed.code, Some(0), "{unconfirmed:?}");
+    assert!(unconfirmed.stderr.contains("--yes"), "{unconfirmed:?}");
+    ok(&cli.run(&["project", "delete", "WEB", "--yes"], &[]).await);
+    let gone = cli.run(&["project", "show", "WEB"], &[]).await;
+    assert_eq!(gone.code, Some(1), "{gone:?}");
+    assert!(gone.stderr.contains("project WEB"), "{gone:?}");
 }

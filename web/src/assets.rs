@@ -56,6 +56,7 @@ joined!(
         "ensembles", // Ensembles page: the list of teams and their form
         "pulls", // pull requests: the issue's panel, the card's badge, Settings' Forge section
         "plan", // planning: the issue's Plan panel, the card's sub-issue and blocker marks
+        "projects", // Projects page and one project's page
     ]
 );
 

@@ -69,6 +69,7 @@ fn top_bar(nav: &Nav) -> Markup {
     let base = workspace_url(nav);
     let mut links = vec![
         (NavItem::Board, "Board", base.clone()),
+        (NavItem::Projects, "Projects", format!("{base}/projects")),
         (NavItem::Agents, "Agents", format!("{base}/agents")),
         (NavItem::Skills, "Skills", format!("{base}/skills")),
         (NavItem::Ensembles, "Ensembles", format!("{base}/ensembles")),

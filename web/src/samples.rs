@@ -125,6 +125,7 @@ fn card(spec: &CardSpec) -> IssueCardView {
         ensemble: None,
         pull: None,
         plan: Default::default(),
+        project: None,
     }
 }
 
@@ -181,6 +182,7 @@ pub fn issue_form(title: &str, body: &str, errors: FormErrors) -> IssueFormView 
         priority: opts(PRIO_OPTS, "urgent"),
         assignee: opts(ASSIGNEE_OPTS, "agent:0195"),
         labels: "live, backend".into(),
+        project: opts(&[("", "No project"), ("WEB", "WEB · Website")], "WEB"),
         errors,
         mentions: vec![
             MentionOptionView {
@@ -217,6 +219,7 @@ pub fn board() -> BoardView {
                 &[("", "Any priority"), ("urgent", "Urgent"), ("high", "High")],
                 "",
             ),
+            project: opts(&[("", "Any project"), ("WEB", "WEB · Website")], ""),
             show_hidden: false,
             active: false,
         },

@@ -10,8 +10,10 @@ use chrono::{DateTime, Utc};
 
 mod forge;
 mod plan;
+mod project;
 pub use forge::*;
 pub use plan::*;
+pub use project::*;
 
 /// Messages per form field (`"title" -> ["must not be empty"]`); the key `"form"` is for the whole form.
 pub type FormErrors = BTreeMap<String, Vec<String>>;
@@ -38,6 +40,7 @@ pub struct Nav {
 pub enum NavItem {
     #[default]
     Board,
+    Projects,
     Agents,
     Members,
     Tokens,
@@ -116,6 +119,8 @@ pub struct IssueCardView {
     pub pull: Option<CardPullView>,
     /// Its sub-issues' progress and unmet blockers.
     pub plan: CardPlanView,
+    /// Its project's key.
+    pub project: Option<String>,
 }
 
 /// One status column.
@@ -158,6 +163,8 @@ pub struct BoardFilterView {
     pub assignee: Vec<OptionView>,
     pub label: Vec<OptionView>,
     pub priority: Vec<OptionView>,
+    /// The workspace's projects ("Any project" first); empty when it has none (no picker shown).
+    pub project: Vec<OptionView>,
     pub show_hidden: bool,
     /// Whether any filter is set (to offer "clear").
     pub active: bool,
@@ -174,6 +181,8 @@ pub struct IssueFormView {
     pub assignee: Vec<OptionView>,
     /// Comma-separated.
     pub labels: String,
+    /// "No project" and the workspace's projects (by key); empty when it has none.
+    pub project: Vec<OptionView>,
     pub errors: FormErrors,
     /// Who the description and comment boxes offer to `@mention`.
     pub mentions: Vec<MentionOptionView>,

@@ -133,6 +133,10 @@ pub struct CreateArgs {
     /// Wake the assigned agent once, with a digest, when every sub-issue is done or cancelled.
     #[arg(long)]
     pub wake_on_children: bool,
+    /// Put it in this project (its key): its runs work in the project's repository. A sub-issue is
+    /// put in its parent's project unless this says otherwise.
+    #[arg(long, value_name = "KEY")]
+    pub project: Option<String>,
 }
 
 /// `muster issue list` filters; all optional.
@@ -153,6 +157,9 @@ pub struct ListArgs {
     /// Only issues whose key starts with this (`ACM-1`), or with this text in the title or body.
     #[arg(long)]
     pub search: Option<String>,
+    /// Only issues of this project (its key).
+    #[arg(long, value_name = "KEY")]
+    pub project: Option<String>,
     /// Show at most this many issues; a note on stderr says when more match.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
@@ -193,6 +200,9 @@ pub struct EditArgs {
     /// Wake the assigned agent once, with a digest, when every sub-issue has ended (true or false).
     #[arg(long, value_name = "BOOL")]
     pub wake_on_children: Option<bool>,
+    /// Move it to this project (its key), or `none` to take it out of its project.
+    #[arg(long, value_name = "KEY")]
+    pub project: Option<String>,
     /// Add a blocker: the issue's agent does not start until KEY is done; repeat for several.
     #[arg(long = "blocked-by", value_name = "KEY")]
     pub blocked_by: Vec<String>,
@@ -236,6 +246,8 @@ struct IssueBody {
     parent: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     wake_on_children: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project: Option<String>,
 }
 
 /// A relation to add (`RelationInput` on the server).
@@ -296,6 +308,8 @@ struct Issue {
     priority: String,
     assignee: Option<Person>,
     labels: Vec<String>,
+    #[serde(default)]
+    project: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -444,6 +458,7 @@ async fn create(client: &Client, json: bool, args: CreateArgs) -> anyhow::Result
         labels: (!args.labels.is_empty()).then_some(args.labels),
         parent: args.parent,
         wake_on_children: args.wake_on_children.then_some(true),
+        project: args.project,
     };
     let issue = client.post("/api/v1/issues", &input).await?;
     let created: Issue = shape(&issue)?;
@@ -457,6 +472,7 @@ async fn list(client: &Client, json: bool, args: &ListArgs) -> anyhow::Result<()
         ("label", &args.label),
         ("priority", &args.priority),
         ("q", &args.search),
+        ("project", &args.project),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
@@ -521,6 +537,9 @@ async fn show(client: &Client, json: bool, key: &str) -> anyhow::Result<()> {
     println!("priority: {}", i.priority);
     println!("assignee: {}", clean(assignee));
     println!("labels:   {}", clean(&labels));
+    if let Some(project) = &i.project {
+        println!("project:  {}", clean(project));
+    }
     print_plan(&d.plan);
     if !i.body.trim().is_empty() {
         println!("\n{}", indent(&i.body, "    "));
@@ -648,6 +667,9 @@ async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()>
             .parent
             .map(|p| if p.trim() == "none" { String::new() } else { p }),
         wake_on_children: args.wake_on_children,
+        project: args
+            .project
+            .map(|p| if p.trim() == "none" { String::new() } else { p }),
     };
     let fields = !serde_json::to_value(&input)?
         .as_object()
@@ -672,7 +694,7 @@ async fn edit(client: &Client, json: bool, args: EditArgs) -> anyhow::Result<()>
     anyhow::ensure!(
         fields || !adds.is_empty() || !removes.is_empty(),
         "nothing to change: give at least one of --title, --body, --priority, --status, --assignee, --label, \
-         --clear-labels, --parent, --wake-on-children, --blocked-by, --blocks, --relates-to, --duplicate-of, --unrelate"
+         --clear-labels, --parent, --wake-on-children, --project, --blocked-by, --blocks, --relates-to, --duplicate-of, --unrelate"
     );
     let mut issue = if fields {
         patch(client, &args.key, &input).await?

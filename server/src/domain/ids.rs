@@ -66,4 +66,6 @@ id_type!(
     EnsembleId,
     /// One issue taken by an ensemble (its candidates are runs).
     EnsembleRunId,
+    /// A project: issues grouped under a name, with their own repository.
+    ProjectId,
 );

@@ -196,6 +196,7 @@ pub struct NewIssue {
     pub assignee: Option<Assignee>,
     pub labels: Vec<Label>,
     pub parent: Option<IssueId>,
+    pub project: Option<super::ProjectId>,
     pub created_by: Option<UserId>,
 }
 
@@ -210,6 +211,7 @@ impl NewIssue {
             assignee: None,
             labels: Vec::new(),
             parent: None,
+            project: None,
             created_by: None,
         }
     }
@@ -232,6 +234,8 @@ pub struct IssuePatch {
     /// `Some(None)` clears the assignee.
     pub assignee: Option<Option<Assignee>>,
     pub labels: Option<Vec<Label>>,
+    /// `Some(None)` takes it out of its project.
+    pub project: Option<Option<super::ProjectId>>,
 }
 
 /// Which issues a list returns; empty fields match everything.
@@ -241,6 +245,8 @@ pub struct IssueFilter {
     pub assignee: Option<Assignee>,
     pub label: Option<Label>,
     pub priority: Option<Priority>,
+    /// Only issues of this project.
+    pub project: Option<super::ProjectId>,
     /// Case-insensitive: the start of the key (`acm-1` finds ACM-1 and ACM-12), or every word of it in
     /// the title or in the body, each as a word prefix (full-text, as `store::search`).
     pub text: Option<String>,
@@ -322,6 +328,7 @@ pub struct Issue {
     pub assignee: Option<Assignee>,
     pub labels: Vec<Label>,
     pub parent: Option<IssueId>,
+    pub project: Option<super::ProjectId>,
     /// Order within its status column, ascending.
     pub position: i64,
     pub created_by: Option<UserId>,

@@ -12,6 +12,7 @@ mod ids;
 mod issue;
 mod mention;
 mod plan;
+mod project;
 pub mod review;
 mod run;
 mod run_event;
@@ -39,8 +40,8 @@ pub use forge::{
 };
 pub use ids::{
     ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, ForgeConnectionId, InboxItemId,
-    InvitationId, IssueId, PullRequestId, RunId, RunnerId, RunnerTokenId, SessionId, SkillId,
-    TokenId, UserId, WorkspaceId,
+    InvitationId, IssueId, ProjectId, PullRequestId, RunId, RunnerId, RunnerTokenId, SessionId,
+    SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,
@@ -51,6 +52,10 @@ pub use mention::{Mentionable, Mentioned, handle, mention_spans, woken_by_commen
 pub use plan::{
     BlockUntil, Blocker, ChildProgress, Cycle, IssueBrief, IssueLink, LinkKind, MAX_TREE_DEPTH,
     NewRelation, RelationKind,
+};
+pub use project::{
+    NewProject, PROJECT_DESCRIPTION_MAX, Project, ProjectKey, ProjectName, ProjectPatch,
+    ProjectStats, ProjectStatus, WorkPlace, project_description_ok, work_place,
 };
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, ONLINE_WITHIN, Run,

@@ -20,6 +20,8 @@ pub struct UsageFilter {
     pub agent: Option<AgentId>,
     /// Only this issue's runs.
     pub issue: Option<IssueId>,
+    /// Only runs on this project's issues.
+    pub project: Option<super::ProjectId>,
 }
 
 /// One run's usage, with what it is grouped by.

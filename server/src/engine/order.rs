@@ -132,6 +132,9 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             }
         }
     }
+    let place = work_place(engine, &ws, &issue)
+        .await
+        .map_err(|e| config(format!("cannot read the issue's project: {e}")))?;
     let token = run_token(engine, run).await?;
     let answered = new_comments(engine, run, &comments).await?;
     let mut prompt = crate::runner::executor::brief_prompt(&issue, agent.profile.kind);
@@ -148,7 +151,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         prompt,
         agent: spec,
         skills,
-        repo: ws.repo_path.filter(|r| !r.trim().is_empty()),
+        repo: place.repo,
         token,
         api_url: engine
             .config
@@ -165,9 +168,14 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
             .await
             .map_err(|e| config(format!("cannot read the workspace's rate table: {e}")))?,
         blind: false,
-        forge: super::forge::push_order(engine, run.workspace_id)
-            .await
-            .map_err(|e| config(format!("cannot read the workspace's forge connection: {e}")))?,
+        // The workspace's forge connection is for the workspace's repository, not a project's own.
+        forge: if place.own_repo {
+            None
+        } else {
+            super::forge::push_order(engine, run.workspace_id)
+                .await
+                .map_err(|e| config(format!("cannot read the workspace's forge connection: {e}")))?
+        },
     };
     let blockers = super::plan::blockers_brief(engine, &issue)
         .await
@@ -415,6 +423,20 @@ async fn run_token(engine: &Engine, run: &Run) -> Result<String, Refusal> {
         .await
         .map_err(|e| config(format!("cannot create the run's token: {e}")))?;
     Ok(secret.secret)
+}
+
+/// Where the runs of `issue` work: its project's repository and check when it has them, else the
+/// workspace's.
+pub(crate) async fn work_place(
+    engine: &Engine,
+    ws: &crate::domain::Workspace,
+    issue: &crate::domain::Issue,
+) -> crate::store::Result<crate::domain::WorkPlace> {
+    let project = match issue.project {
+        Some(id) => Some(engine.store.get_project_by_id(id).await?),
+        None => None,
+    };
+    Ok(crate::domain::work_place(ws, project.as_ref()))
 }
 
 #[cfg(test)]

@@ -405,11 +405,13 @@ pub async fn assign(
             ),
         ));
     }
+    // The issue's project's repository and check when it has them, else the workspace's.
+    let place = crate::engine::order::work_place(state, &caller.ws, &issue).await?;
     let mut settings = ensemble.settings.clone();
     if settings.check.is_none() {
-        settings.check.clone_from(&caller.ws.check);
+        settings.check.clone_from(&place.check);
     }
-    let (base_commit, base_branch) = match caller.ws.repo_path.as_deref().map(str::trim) {
+    let (base_commit, base_branch) = match place.repo.as_deref().map(str::trim) {
         Some(path) if !path.is_empty() && Path::new(path).is_dir() => {
             base_of(Path::new(path)).await
         }
@@ -833,9 +835,10 @@ pub async fn choose(
             ),
         ));
     }
-    let repo = caller
-        .ws
-        .repo_path
+    let issue = state.store.get_issue_by_id(er.issue_id).await?;
+    let place = crate::engine::order::work_place(state, &caller.ws, &issue).await?;
+    let repo = place
+        .repo
         .as_deref()
         .map(str::trim)
         .filter(|p| !p.is_empty() && Path::new(p).is_dir())

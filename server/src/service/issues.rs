@@ -34,6 +34,10 @@ pub struct IssueInput {
     pub parent: Option<String>,
     /// Wake the assigned agent once, with a digest, when every sub-issue is done or cancelled.
     pub wake_on_children: Option<bool>,
+    /// The project's key (its runs work in the project's repository); "" or `none` takes it out. A
+    /// sub-issue created without one is put in its parent's project.
+    #[schema(example = "WEB")]
+    pub project: Option<String>,
 }
 
 fn labels(raw: &[String]) -> std::result::Result<Vec<Label>, ValidationError> {
@@ -53,7 +57,7 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
             .assignee
             .as_deref()
             .is_some_and(|a| !matches!(a.trim(), "" | "none"));
-        if !own || assigned || input.wake_on_children.is_some() {
+        if !own || assigned || input.wake_on_children.is_some() || input.project.is_some() {
             return Err(scope.refusal_saying(&format!(
                 "it may file unassigned sub-issues of it (\"parent\": \"{}\")",
                 scope.issue_key
@@ -85,6 +89,13 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
         None | Some("" | "none") => None,
         Some(raw) => problems.take(super::plans::typed_issue(state, caller, "parent", raw).await?),
     };
+    let project = match input.project.as_deref() {
+        Some(raw) => problems
+            .take(super::projects::typed_project(state, caller, raw).await?)
+            .flatten(),
+        // A sub-issue is part of its parent's project.
+        None => parent.as_ref().and_then(|p| p.project),
+    };
     problems.finish()?;
     let (Some(title), Some(status), Some(priority), Some(labels), Some(assignee)) =
         (title, status, priority, labels, assignee)
@@ -99,6 +110,7 @@ pub async fn create(state: &Engine, caller: &Caller, input: &IssueInput) -> Resu
         assignee,
         labels,
         parent: parent.as_ref().map(|p| p.id),
+        project,
         created_by: Some(caller.user.id),
     };
     let issue = state.store.create_issue(caller.ws.id, &new).await?;
@@ -134,7 +146,8 @@ pub async fn update(
             || input.labels.is_some()
             || input.assignee.is_some()
             || input.parent.is_some()
-            || input.wake_on_children.is_some())
+            || input.wake_on_children.is_some()
+            || input.project.is_some())
     {
         return Err(Error::refused(
             "token",
@@ -160,11 +173,18 @@ pub async fn update(
     if let Some(a) = input.assignee.as_deref() {
         patch.assignee = problems.take(resolve_assignee(state, caller, a).await?);
     }
+    if let Some(raw) = input.project.as_deref() {
+        patch.project = problems.take(super::projects::typed_project(state, caller, raw).await?);
+    }
     let status: Option<IssueStatus> = input
         .status
         .as_deref()
         .and_then(|s| problems.take(s.parse()));
     problems.finish()?;
+    // The parent first: a cycle it would make is refused before any other field is written.
+    if let Some(raw) = &input.parent {
+        super::plans::set_parent(state, caller, key, raw).await?;
+    }
     let actor = caller.actor();
     let mut issue = state
         .store
@@ -176,9 +196,6 @@ pub async fn update(
             .move_issue(caller.ws.id, key, status, None, actor)
             .await?;
         crate::engine::plan::issue_moved(state, &issue).await;
-    }
-    if let Some(raw) = &input.parent {
-        issue = super::plans::set_parent(state, caller, key, raw).await?;
     }
     if let Some(on) = input.wake_on_children {
         super::plans::set_fan_in(state, caller, key, on).await?;

@@ -10,6 +10,7 @@ pub mod invitations;
 pub mod issues;
 pub mod members;
 pub mod plans;
+pub mod projects;
 pub mod runners;
 pub mod runs;
 pub mod runtimes;

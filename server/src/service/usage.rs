@@ -102,6 +102,7 @@ pub async fn report(
         to,
         agent,
         issue: None,
+        project: None,
     };
     let runs = state.store.usage_runs(caller.ws.id, &filter).await?;
     Ok(usage::report(&runs, from, to, by))

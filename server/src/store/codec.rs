@@ -16,8 +16,9 @@ use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentName, BlockUntil, CommentId, Email, EnsembleId,
     EnsembleRunId, EnsembleStatus, FailureReason, ForgeConnectionId, ForgeKind, InboxItemId,
     InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle, OnClose, PrState,
-    Priority, PullRequestId, RelationKind, Role, RunId, RunStatus, RunTrigger, RunnerId,
-    RunnerTokenId, SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
+    Priority, ProjectId, ProjectKey, ProjectName, ProjectStatus, PullRequestId, RelationKind, Role,
+    RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId, SkillSource, Slug,
+    TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -70,6 +71,7 @@ uuid_codec!(
     EnsembleRunId,
     ForgeConnectionId,
     PullRequestId,
+    ProjectId,
 );
 
 /// Text columns: encoded with `$as_str`, decoded by `$parse` (validation again on the way out).
@@ -117,6 +119,9 @@ text_codec!(
     PrState => |v: &PrState| v.as_str(), str::parse::<PrState>;
     RelationKind => |v: &RelationKind| v.as_str(), str::parse::<RelationKind>;
     BlockUntil => |v: &BlockUntil| v.as_str(), str::parse::<BlockUntil>;
+    ProjectStatus => |v: &ProjectStatus| v.as_str(), str::parse::<ProjectStatus>;
+    ProjectKey => ProjectKey::as_str, ProjectKey::parse;
+    ProjectName => ProjectName::as_str, ProjectName::parse;
     Slug => Slug::as_str, Slug::parse;
     IssuePrefix => IssuePrefix::as_str, IssuePrefix::parse;
     IssueTitle => IssueTitle::as_str, IssueTitle::parse;

@@ -80,6 +80,7 @@ macro_rules! impl_store {
         $crate::store::usage::impl_usage_store!($store, $db);
         $crate::store::forges::impl_forges_store!($store, $db);
         $crate::store::plans::impl_plans_store!($store, $db);
+        $crate::store::projects::impl_projects_store!($store, $db);
         $crate::store::search::impl_search_store!($store, $db);
     };
 }

@@ -8,7 +8,7 @@ use super::Result;
 use crate::domain::{
     Activity, ActivityId, ActivityKind, Actor, AgentId, Assignee, Comment, CommentAuthor,
     CommentId, Issue, IssueFilter, IssueId, IssueKey, IssuePatch, IssuePrefix, IssueStatus,
-    IssueTitle, Label, NewComment, NewIssue, Priority, RunId, UserId, WorkspaceId,
+    IssueTitle, Label, NewComment, NewIssue, Priority, ProjectId, RunId, UserId, WorkspaceId,
 };
 
 /// The issue use-cases: issues, comments and the activity trail.
@@ -92,6 +92,7 @@ pub(super) struct IssueRow {
     assignee_agent_id: Option<AgentId>,
     labels: Json<Vec<Label>>,
     parent_issue_id: Option<IssueId>,
+    project_id: Option<ProjectId>,
     position: i64,
     created_by: Option<UserId>,
     created_at: DateTime<Utc>,
@@ -119,6 +120,7 @@ impl From<IssueRow> for Issue {
             assignee,
             labels: r.labels.0,
             parent: r.parent_issue_id,
+            project: r.project_id,
             position: r.position,
             created_by: r.created_by,
             created_at: r.created_at,
@@ -271,7 +273,7 @@ pub(super) fn patch_activity(
 
 macro_rules! issue_select { () => { concat!(
     "select i.issue_id, i.workspace_id, w.issue_prefix, i.number, i.title, i.body, i.status, i.priority, ",
-    "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.position, i.created_by, ",
+    "i.assignee_user_id, i.assignee_agent_id, i.labels, i.parent_issue_id, i.project_id, i.position, i.created_by, ",
     "i.created_at, i.updated_at from issue i join workspace w on w.workspace_id = i.workspace_id"
 ) } }
 pub(super) use issue_select;
@@ -317,6 +319,9 @@ macro_rules! push_issue_filter {
         }
         if let Some(priority) = filter.priority {
             $qb.push(" and i.priority = ").push_bind(priority);
+        }
+        if let Some(project) = filter.project {
+            $qb.push(" and i.project_id = ").push_bind(project);
         }
         if let Some(label) = &filter.label {
             $qb.push($label_open)
@@ -389,11 +394,11 @@ macro_rules! impl_issues_store {
                     let position = next_position!($db, tx, ws, new.status);
                     sqlx::query::<$db>(concat!(
                         "insert into issue (issue_id, workspace_id, number, title, body, status, priority, assignee_user_id, ",
-                        "assignee_agent_id, labels, parent_issue_id, position, created_by, created_at, updated_at) ",
-                        "values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)"))
+                        "assignee_agent_id, labels, parent_issue_id, position, created_by, created_at, updated_at, project_id) ",
+                        "values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)"))
                         .bind(id).bind(ws).bind(number).bind(&new.title).bind(&new.body).bind(new.status)
                         .bind(new.priority).bind(user).bind(agent).bind(sqlx::types::Json(&new.labels))
-                        .bind(new.parent).bind(position).bind(new.created_by).bind(now)
+                        .bind(new.parent).bind(position).bind(new.created_by).bind(now).bind(new.project)
                         .execute(&mut *tx).await?;
                     if let Some(parent) = new.parent {
                         // A new child: the parent's agent is woken again once it ends too.
@@ -465,11 +470,11 @@ macro_rules! impl_issues_store {
                         "update issue set title = coalesce($2, title), body = coalesce($3, body), ",
                         "priority = coalesce($4, priority), labels = coalesce($5, labels), ",
                         "assignee_user_id = case when $6 then $7 else assignee_user_id end, ",
-                        "assignee_agent_id = case when $6 then $8 else assignee_agent_id end, updated_at = $9 ",
-                        "where issue_id = $1"))
+                        "assignee_agent_id = case when $6 then $8 else assignee_agent_id end, updated_at = $9, ",
+                        "project_id = case when $10 then $11 else project_id end where issue_id = $1"))
                         .bind(old.id).bind(patch.title.as_ref()).bind(patch.body.as_deref()).bind(patch.priority)
                         .bind(patch.labels.as_ref().map(sqlx::types::Json)).bind(patch.assignee.is_some())
-                        .bind(user).bind(agent).bind(now)
+                        .bind(user).bind(agent).bind(now).bind(patch.project.is_some()).bind(patch.project.flatten())
                         .execute(&mut *tx).await?;
                     for (kind, detail) in patch_activity(&old, patch) {
                         insert_activity!($db, tx, old.id, actor, kind, detail, now);

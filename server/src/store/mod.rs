@@ -8,7 +8,7 @@
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
 //! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries), `plans.rs` ([`PlanStore`]: relations,
-//! sub-issues, fan-in), `search.rs` ([`SearchStore`]: full-text issue search) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! sub-issues, fan-in), `projects.rs` ([`ProjectStore`]), `search.rs` ([`SearchStore`]: full-text issue search) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -33,6 +33,7 @@ mod issues;
 mod people;
 mod plans;
 mod postgres;
+mod projects;
 mod rows;
 mod run_log;
 mod runners;
@@ -56,6 +57,7 @@ pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
 pub use people::PeopleStore;
 pub use plans::PlanStore;
+pub use projects::ProjectStore;
 pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
@@ -68,7 +70,8 @@ pub use usage::UsageStore;
 pub mod prelude {
     pub use super::{
         AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, PlanStore,
-        RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store, UsageStore,
+        ProjectStore, RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store,
+        UsageStore,
     };
 }
 
@@ -154,6 +157,8 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "issue_relation.from_issue_id, issue_relation.to_issue_id, issue_relation.kind" => {
             "issue_relation_pkey"
         }
+        "project.workspace_id, project.key" => "project_key_key",
+        "project.workspace_id, project.name" => "project_name_key",
         "pull_request.forge_connection_id, pull_request.number" => {
             "pull_request_connection_number_key"
         }
@@ -279,6 +284,7 @@ pub trait Store:
     + UsageStore
     + ForgeStore
     + PlanStore
+    + ProjectStore
     + SearchStore
 {
     /// Which database this is.

@@ -19,6 +19,7 @@ mod issues;
 mod members;
 mod openapi;
 mod plans;
+mod projects;
 mod runners;
 mod runs;
 mod runtimes;

@@ -409,6 +409,31 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
     ),
     (
         "get",
+        "/api/v1/projects",
+        &["projects::project_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/projects",
+        &["projects::project_routes_answer_as_documented"],
+    ),
+    (
+        "get",
+        "/api/v1/projects/{key}",
+        &["projects::project_routes_answer_as_documented"],
+    ),
+    (
+        "patch",
+        "/api/v1/projects/{key}",
+        &["projects::project_routes_answer_as_documented"],
+    ),
+    (
+        "delete",
+        "/api/v1/projects/{key}",
+        &["projects::project_routes_answer_as_documented"],
+    ),
+    (
+        "get",
         "/api/v1/forges",
         &["forges::forge_routes_answer_as_documented"],
     ),
@@ -529,7 +554,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 85, "the API has 85 routes");
+    assert_eq!(documented.len(), 90, "the API has 90 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -540,6 +565,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("ensembles", super::ensembles::CASES),
         ("forges", super::forges::CASES),
         ("plans", super::plans::CASES),
+        ("projects", super::projects::CASES),
         ("issues", super::issues::CASES),
         ("issue_validation", super::issue_validation::CASES),
         ("members", super::members::CASES),

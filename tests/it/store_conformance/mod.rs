@@ -14,6 +14,7 @@ mod invitations;
 mod issues;
 mod people;
 mod plans;
+mod projects;
 mod runners;
 mod runs;
 mod search;

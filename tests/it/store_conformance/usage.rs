@@ -98,6 +98,7 @@ async fn usage_runs_and_spend_sum_exactly(store: Arc<dyn Store>) {
         to: now + TimeDelta::hours(1),
         agent: None,
         issue: None,
+        project: None,
     };
     let runs = store.usage_runs(f.ws.id, &window).await.unwrap();
     let ids: Vec<RunId> = runs.iter().map(|r| r.run_id).collect();

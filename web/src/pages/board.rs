@@ -36,7 +36,7 @@ pub fn board(v: &BoardView) -> Markup {
     page("Board", Some(&v.nav), body)
 }
 
-/// GET form on the board URL: `q`, `assignee`, `label`, `priority`, `hidden=1`. With htmx it applies as
+/// GET form on the board URL: `q`, `assignee`, `label`, `priority`, `project`, `hidden=1`. With htmx it applies as
 /// you type or choose (the board is re-read and swapped, the URL updated so the view can be shared); the
 /// Filter button submits it the plain way.
 fn filter_bar(f: &BoardFilterView, action: &str) -> Markup {
@@ -53,6 +53,10 @@ fn filter_bar(f: &BoardFilterView, action: &str) -> Markup {
             select #filter-label name="label" { (options(&f.label)) }
             label.visually-hidden for="filter-priority" { "Priority" }
             select #filter-priority name="priority" { (options(&f.priority)) }
+            @if !f.project.is_empty() {
+                label.visually-hidden for="filter-project" { "Project" }
+                select #filter-project name="project" { (options(&f.project)) }
+            }
             label.check {
                 input type="checkbox" name="hidden" value="1" checked[f.show_hidden];
                 " Blocked & cancelled"
@@ -123,6 +127,9 @@ pub(crate) fn issue_fields(v: &IssueFormView, f: &Form<'_>) -> Markup {
         div.field-row {
             (f.field("Status", "status", None, f.select("status", &v.status)))
             (f.field("Priority", "priority", None, f.select("priority", &v.priority)))
+            @if !v.project.is_empty() {
+                (f.field("Project", "project", None, f.select("project", &v.project)))
+            }
             (f.field("Assignee", "assignee", None, f.select("assignee", &v.assignee)))
         }
         (f.field("Labels", "labels", Some("Comma-separated."), f.input("labels", "text", &v.labels)))

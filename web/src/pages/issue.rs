@@ -156,6 +156,9 @@ fn properties(v: &IssuePageView) -> Markup {
                 (f.field("Priority", "priority", None, f.select("priority", &v.form.priority)))
                 (f.field("Assignee", "assignee", assignee_hint(v).as_deref(), f.select("assignee", &v.form.assignee)))
                 (f.field("Labels", "labels", Some("Comma-separated."), f.input("labels", "text", &v.form.labels)))
+                @if !v.form.project.is_empty() {
+                    (f.field("Project", "project", Some("Its runs work in the project's repository."), f.select("project", &v.form.project)))
+                }
             }
             noscript { div.form-actions { button.btn.btn-primary type="submit" { "Save" } } }
             dl.props.props-meta {

@@ -15,6 +15,7 @@ pub fn issue_card(card: &IssueCardView) -> Markup {
             data-key=(card.key) data-move-url=(card.move_url) data-status=(card.status) {
             div.card-top {
                 span.card-key { (card.key) }
+                @if let Some(p) = &card.project { span.card-project title="Project" { (p) } }
                 @if let Some(pull) = &card.pull { (super::pulls::card_pull(pull)) }
                 (super::plan::card_children(&card.plan))
                 (PriorityIcon(&card.priority))

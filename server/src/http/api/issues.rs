@@ -51,6 +51,9 @@ pub(super) struct ListQuery {
     priority: Option<String>,
     /// The start of an issue key (`ACM-1` finds ACM-1 and ACM-12), or text in the title or body.
     q: Option<String>,
+    /// Only issues of this project (its key).
+    #[param(example = "WEB")]
+    project: Option<String>,
     /// Issues per page, 1 to 200 (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
     limit: Option<String>,
@@ -110,6 +113,9 @@ pub(super) async fn list(
         .map(str::parse::<Priority>)
         .transpose()?;
     filter.text = q.q;
+    if let Some(raw) = q.project.as_deref().filter(|p| !p.trim().is_empty()) {
+        filter.project = crate::service::projects::typed_project(&state, &caller, raw).await??;
+    }
     let mut issues = state.store.list_issues(caller.ws.id, &filter).await?;
     let next_after = paging::cut(&mut issues, limit, |i| IssueCursor::after(i).to_string());
     let names = Names::load(&state, caller.ws.id).await?;

@@ -13,6 +13,7 @@ mod issues;
 mod members;
 mod paging;
 mod plans;
+mod projects;
 mod runners;
 mod runs;
 mod runtimes;
@@ -58,6 +59,7 @@ pub fn router() -> Router<AppState> {
         .merge(usage::router())
         .merge(forges::router())
         .merge(plans::router())
+        .merge(projects::router())
 }
 
 /// Where forges post their webhooks (outside `/api/v1`: signed by a connection's secret, no caller).
@@ -79,6 +81,12 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         "AgentInput",
         "NewAgent",
         &["name", "kind"],
+    ),
+    (
+        "/api/v1/projects",
+        "ProjectInput",
+        "NewProject",
+        &["key", "name"],
     ),
 ]);
 
@@ -109,10 +117,11 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         forges::list, forges::connect, forges::show, forges::update, forges::remove, forges::test,
         forges::list_pulls, forges::show_pull, forges::open_for_run, forges::open_for_issue,
         plans::show, plans::relate, plans::unrelate,
+        projects::list, projects::create, projects::show, projects::update, projects::delete,
     ),
     // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,
-        crate::domain::Priority, crate::service::agents::AgentNameView)),
+        crate::domain::Priority, crate::service::agents::AgentNameView, crate::domain::ProjectStatus)),
     modifiers(&CommonResponses, &CREATE_BODIES),
     security(("bearer" = [])),
 )]

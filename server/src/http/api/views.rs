@@ -20,6 +20,8 @@ pub struct Names {
     /// Each agent's runtime and model, for run costs and failure texts.
     pub runtimes: HashMap<AgentId, (RuntimeKind, Option<String>)>,
     pub users: HashMap<UserId, String>,
+    /// Each project's key.
+    pub projects: HashMap<crate::domain::ProjectId, String>,
 }
 
 impl Names {
@@ -27,7 +29,12 @@ impl Names {
     pub async fn load(state: &AppState, ws: WorkspaceId) -> Result<Self> {
         let agents = state.store.list_agents(ws).await?;
         let members = state.store.list_members(ws).await?;
+        let projects = state.store.list_projects(ws).await?;
         Ok(Names {
+            projects: projects
+                .into_iter()
+                .map(|p| (p.id, p.key.to_string()))
+                .collect(),
             runtimes: agents
                 .iter()
                 .map(|a| (a.id, (a.profile.kind, a.profile.model.clone())))
@@ -102,6 +109,9 @@ pub struct IssueView {
     pub priority: String,
     pub assignee: Option<PersonRef>,
     pub labels: Vec<String>,
+    /// Its project's key (its runs work in that project's repository).
+    #[schema(example = "WEB")]
+    pub project: Option<String>,
     pub position: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -119,6 +129,7 @@ impl IssueView {
             priority: issue.priority.to_string(),
             assignee: names.assignee(issue.assignee),
             labels: issue.labels.iter().map(|l| l.as_str().to_owned()).collect(),
+            project: issue.project.and_then(|p| names.projects.get(&p).cloned()),
             position: issue.position,
             created_at: issue.created_at,
             updated_at: issue.updated_at,

@@ -50,6 +50,9 @@ pub(super) struct BoardQuery {
     label: String,
     #[serde(default)]
     priority: String,
+    /// A project's key.
+    #[serde(default)]
+    project: String,
     #[serde(default)]
     hidden: String,
 }
@@ -61,13 +64,19 @@ impl BoardQuery {
             ("assignee", &self.assignee),
             ("label", &self.label),
             ("priority", &self.priority),
+            ("project", &self.project),
             ("hidden", &self.hidden),
         ])
         .unwrap_or_default()
     }
 }
 
-fn filter_view(query: &BoardQuery, people: &People, labels: &[String]) -> BoardFilterView {
+fn filter_view(
+    query: &BoardQuery,
+    people: &People,
+    labels: &[String],
+    projects: &[crate::domain::Project],
+) -> BoardFilterView {
     let pick = |value: &str, label: &str, current: &str| OptionView {
         value: value.into(),
         label: label.into(),
@@ -83,16 +92,28 @@ fn filter_view(query: &BoardQuery, people: &People, labels: &[String]) -> BoardF
             .iter()
             .map(|p| pick(p.as_str(), p.as_str(), &query.priority)),
     );
+    let mut project = vec![pick("", "Any project", &query.project)];
+    project.extend(projects.iter().map(|p| OptionView {
+        value: p.key.to_string(),
+        label: format!("{} · {}", p.key, p.name.as_str()),
+        selected: p.key.as_str().eq_ignore_ascii_case(query.project.trim()),
+    }));
     BoardFilterView {
         q: query.q.clone(),
         assignee,
         label,
         priority,
+        project: if projects.is_empty() {
+            Vec::new()
+        } else {
+            project
+        },
         show_hidden: query.hidden == "1",
         active: !(query.q.is_empty()
             && query.assignee.is_empty()
             && query.label.is_empty()
-            && query.priority.is_empty()),
+            && query.priority.is_empty()
+            && query.project.is_empty()),
     }
 }
 
@@ -111,18 +132,20 @@ async fn board_view(
         .iter()
         .map(|l| l.as_str().to_owned())
         .collect();
+    let projects = state.store.list_projects(member.caller.ws.id).await?;
     Ok(BoardView {
         nav: nav_with_inbox(state, member, NavItem::Board).await?,
         columns,
-        filter: filter_view(query, &people, &labels),
+        filter: filter_view(query, &people, &labels, &projects),
         new_issue: issue_form(
             &people,
-            "",
-            "",
-            IssueStatus::NEW_ISSUE_DEFAULT.as_str(),
-            "none",
-            "",
-            "",
+            &IssueForm {
+                status: Some(IssueStatus::NEW_ISSUE_DEFAULT.as_str().to_owned()),
+                priority: Some("none".to_owned()),
+                // A board filtered to a project files new issues in it.
+                project: Some(query.project.clone()),
+                ..IssueForm::default()
+            },
         ),
         live_url: format!("/w/{}/live?{}", member.caller.ws.slug, query.query_string()),
     })

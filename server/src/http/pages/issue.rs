@@ -124,12 +124,16 @@ pub(super) async fn page_view(
             .max(),
         form: issue_form(
             &people,
-            issue.title.as_str(),
-            &issue.body,
-            issue.status.as_str(),
-            issue.priority.as_str(),
-            &assignee_value(issue.assignee),
-            &labels.join(", "),
+            &IssueForm {
+                title: Some(issue.title.as_str().to_owned()),
+                body: Some(issue.body.clone()),
+                status: Some(issue.status.to_string()),
+                priority: Some(issue.priority.to_string()),
+                assignee: Some(assignee_value(issue.assignee)),
+                labels: Some(labels.join(", ")),
+                project: Some(people.project_key(issue.project)),
+                ..IssueForm::default()
+            },
         ),
         live: thread
             .entries
@@ -432,12 +436,16 @@ async fn update(
             };
             view.form = issue_form(
                 &people,
-                &value(&form.title, issue.title.as_str()),
-                &value(&form.body, &issue.body),
-                &value(&form.status, issue.status.as_str()),
-                &value(&form.priority, issue.priority.as_str()),
-                &value(&form.assignee, &assignee),
-                &value(&form.labels, &labels),
+                &IssueForm {
+                    title: Some(value(&form.title, issue.title.as_str())),
+                    body: Some(value(&form.body, &issue.body)),
+                    status: Some(value(&form.status, issue.status.as_str())),
+                    priority: Some(value(&form.priority, issue.priority.as_str())),
+                    assignee: Some(value(&form.assignee, &assignee)),
+                    labels: Some(value(&form.labels, &labels)),
+                    project: Some(value(&form.project, &people.project_key(issue.project))),
+                    ..IssueForm::default()
+                },
             );
             view.form.errors = errors;
             view.edit_text = form.title.is_some() || form.body.is_some();

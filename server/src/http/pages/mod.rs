@@ -14,6 +14,7 @@ mod issue;
 mod members;
 mod mentions;
 mod plans;
+mod projects;
 mod pulls;
 mod runners;
 mod runs;
@@ -42,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .merge(issue::router())
         .merge(pulls::router())
         .merge(plans::router())
+        .merge(projects::router())
         .merge(ensembles::router())
         .merge(ensemble_defs::router())
         .merge(agents::router())

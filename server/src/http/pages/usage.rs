@@ -399,6 +399,7 @@ async fn agent_section(
         to: now,
         agent: Some(agent.id),
         issue: None,
+        project: None,
     };
     let recent = state.store.usage_runs(caller.ws.id, &filter).await?;
     let days = crate::domain::usage::report(&recent, from, now, GroupBy::Agent).days;

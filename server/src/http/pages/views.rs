@@ -35,6 +35,8 @@ pub struct People {
     /// Each agent's avatar colour: its own when it chose one, else from its name's hash, with agents
     /// whose initials collide parted by colour (`muster_web::partials::widgets::distinct_colors`).
     agent_colors: HashMap<AgentId, String>,
+    /// The workspace's projects: (id, key, name), for the project pickers.
+    pub projects: Vec<(crate::domain::ProjectId, String, String)>,
 }
 
 impl People {
@@ -58,6 +60,7 @@ impl People {
             members,
             agents,
             agent_colors,
+            projects: Vec::new(),
         }
     }
 
@@ -66,10 +69,43 @@ impl People {
         state: &crate::state::AppState,
         caller: &Caller,
     ) -> crate::http::Result<Self> {
-        Ok(People::new(
+        let mut people = People::new(
             state.store.list_members(caller.ws.id).await?,
             state.store.list_agents(caller.ws.id).await?,
-        ))
+        );
+        people.projects = state
+            .store
+            .list_projects(caller.ws.id)
+            .await?
+            .into_iter()
+            .map(|p| (p.id, p.key.to_string(), p.name.as_str().to_owned()))
+            .collect();
+        Ok(people)
+    }
+
+    /// The key of a project of the workspace ("" for none).
+    pub fn project_key(&self, id: Option<crate::domain::ProjectId>) -> String {
+        id.and_then(|id| self.projects.iter().find(|p| p.0 == id))
+            .map(|p| p.1.clone())
+            .unwrap_or_default()
+    }
+
+    /// "No project" and each project, `selected` (a key) chosen; empty when the workspace has none.
+    pub fn project_options(&self, selected: &str) -> Vec<OptionView> {
+        if self.projects.is_empty() {
+            return Vec::new();
+        }
+        std::iter::once(OptionView {
+            value: String::new(),
+            label: "No project".into(),
+            selected: selected.trim().is_empty(),
+        })
+        .chain(self.projects.iter().map(|(_, key, name)| OptionView {
+            value: key.clone(),
+            label: format!("{key} · {name}"),
+            selected: key.eq_ignore_ascii_case(selected.trim()),
+        }))
+        .collect()
     }
 
     /// The avatar of an actor.
@@ -251,26 +287,23 @@ pub fn card(slug: &str, issue: &Issue, people: &People) -> IssueCardView {
         ensemble: None,
         pull: None,
         plan: Default::default(),
+        project: Some(people.project_key(issue.project)).filter(|k| !k.is_empty()),
     }
 }
 
-/// The issue form filled from raw input (kept on errors).
-pub fn issue_form(
-    people: &People,
-    title: &str,
-    body: &str,
-    status: &str,
-    priority: &str,
-    assignee: &str,
-    labels: &str,
-) -> IssueFormView {
+/// The issue form filled from raw input (kept on errors): a field not given is empty.
+pub fn issue_form(people: &People, form: &IssueForm) -> IssueFormView {
+    fn text(v: &Option<String>) -> &str {
+        v.as_deref().unwrap_or_default()
+    }
     IssueFormView {
-        title: title.to_owned(),
-        body: body.to_owned(),
-        status: status_options(status),
-        priority: priority_options(priority),
-        assignee: people.assignee_options(assignee),
-        labels: labels.to_owned(),
+        title: text(&form.title).to_owned(),
+        body: text(&form.body).to_owned(),
+        status: status_options(text(&form.status)),
+        priority: priority_options(text(&form.priority)),
+        assignee: people.assignee_options(text(&form.assignee)),
+        labels: text(&form.labels).to_owned(),
+        project: people.project_options(text(&form.project)),
         errors: Default::default(),
         mentions: super::mentions::options(people),
     }
@@ -292,6 +325,8 @@ pub struct IssueForm {
     pub parent: Option<String>,
     /// A checkbox: "on" when ticked.
     pub wake_on_children: Option<String>,
+    /// The project's key; empty for none (on create: the parent's project, if any).
+    pub project: Option<String>,
 }
 
 impl IssueForm {
@@ -309,6 +344,7 @@ impl IssueForm {
             labels: Some(text(&self.labels).split(',').map(str::to_owned).collect()),
             parent: choice(&self.parent),
             wake_on_children: self.wake_on_children.as_ref().map(|v| v == "on"),
+            project: choice(&self.project),
         }
     }
 
@@ -324,6 +360,7 @@ impl IssueForm {
             labels: all.labels.filter(|_| self.labels.is_some()),
             parent: self.parent.clone(),
             wake_on_children: all.wake_on_children,
+            project: self.project.clone(),
         }
     }
 }
@@ -334,18 +371,7 @@ pub fn issue_form_with_errors(
     form: &IssueForm,
     errors: muster_web::views::FormErrors,
 ) -> IssueFormView {
-    fn text(v: &Option<String>) -> &str {
-        v.as_deref().unwrap_or_default()
-    }
-    let mut view = issue_form(
-        people,
-        text(&form.title),
-        text(&form.body),
-        text(&form.status),
-        text(&form.priority),
-        text(&form.assignee),
-        text(&form.labels),
-    );
+    let mut view = issue_form(people, form);
     view.errors = errors;
     view
 }

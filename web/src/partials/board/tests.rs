@@ -16,6 +16,7 @@ fn sample_card() -> IssueCardView {
         ensemble: None,
         pull: None,
         plan: Default::default(),
+        project: None,
     }
 }
 

@@ -54,6 +54,16 @@ async fn issue_filter(
     }
     filter.label = Label::parse(&query.label).ok();
     filter.priority = query.priority.parse::<Priority>().ok();
+    if !query.project.trim().is_empty() {
+        // An unknown project matches nothing.
+        filter.project = Some(
+            crate::service::projects::typed_project(state, caller, &query.project)
+                .await?
+                .ok()
+                .flatten()
+                .unwrap_or_else(crate::domain::ProjectId::new),
+        );
+    }
     Ok(filter)
 }
 
