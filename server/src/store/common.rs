@@ -81,6 +81,7 @@ macro_rules! impl_store {
         $crate::store::forges::impl_forges_store!($store, $db);
         $crate::store::plans::impl_plans_store!($store, $db);
         $crate::store::search::impl_search_store!($store, $db);
+        $crate::store::lists::impl_lists_store!($store, $db);
     };
 }
 pub(super) use impl_store;

@@ -8,7 +8,7 @@
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
 //! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries), `plans.rs` ([`PlanStore`]: relations,
-//! sub-issues, fan-in), `search.rs` ([`SearchStore`]: full-text issue search) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! sub-issues, fan-in), `search.rs` ([`SearchStore`]: full-text issue search), `lists.rs` ([`ListStore`]: the issue list's pages and saved views) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -30,6 +30,7 @@ pub mod foreign;
 mod forges;
 mod inbox;
 mod issues;
+mod lists;
 mod people;
 mod plans;
 mod postgres;
@@ -54,6 +55,7 @@ pub use ensembles::EnsembleStore;
 pub use forges::{ForgeSettings, ForgeStore};
 pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
+pub use lists::ListStore;
 pub use people::PeopleStore;
 pub use plans::PlanStore;
 pub use run_log::{LeasedEvents, RunLogStore};
@@ -67,7 +69,7 @@ pub use usage::UsageStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, PlanStore,
+        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, ListStore, PeopleStore, PlanStore,
         RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store, UsageStore,
     };
 }
@@ -154,6 +156,7 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "issue_relation.from_issue_id, issue_relation.to_issue_id, issue_relation.kind" => {
             "issue_relation_pkey"
         }
+        "saved_view.workspace_id, saved_view.name" => "saved_view_pkey",
         "pull_request.forge_connection_id, pull_request.number" => {
             "pull_request_connection_number_key"
         }
@@ -280,6 +283,7 @@ pub trait Store:
     + ForgeStore
     + PlanStore
     + SearchStore
+    + ListStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;
