@@ -56,6 +56,7 @@ joined!(
         "ensembles", // Ensembles page: the list of teams and their form
         "pulls", // pull requests: the issue's panel, the card's badge, Settings' Forge section
         "plan", // planning: the issue's Plan panel, the card's sub-issue and blocker marks
+        "list", // the issue list: its table, groups, batch bar, view toggle and saved views
     ]
 );
 
@@ -71,6 +72,7 @@ joined!(
         "issue",    // task-list boxes, in-place forms answered 422
         "palette",  // command palette, keyboard shortcuts
         "settings", // the Forge section's API URL placeholder per kind
+        "list",     // the issue list's "select all on this page" and selected count
     ]
 );
 

@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 mod forge;
+mod list;
 mod plan;
 pub use forge::*;
+pub use list::*;
 pub use plan::*;
 
 /// Messages per form field (`"title" -> ["must not be empty"]`); the key `"form"` is for the whole form.

@@ -16,6 +16,7 @@ mod plans;
 mod runners;
 mod runs;
 mod runtimes;
+mod saved_views;
 mod search;
 mod skills;
 mod thread;
@@ -58,6 +59,7 @@ pub fn router() -> Router<AppState> {
         .merge(usage::router())
         .merge(forges::router())
         .merge(plans::router())
+        .merge(saved_views::router())
 }
 
 /// Where forges post their webhooks (outside `/api/v1`: signed by a connection's secret, no caller).
@@ -109,6 +111,7 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         forges::list, forges::connect, forges::show, forges::update, forges::remove, forges::test,
         forges::list_pulls, forges::show_pull, forges::open_for_run, forges::open_for_issue,
         plans::show, plans::relate, plans::unrelate,
+        saved_views::batch, saved_views::list, saved_views::create, saved_views::remove,
     ),
     // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,
