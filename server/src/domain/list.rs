@@ -231,7 +231,7 @@ impl ListCursor {
             return Err(bad());
         };
         let group = match (order.group, group.split_once('.')) {
-            (IssueGrouping::None, _) if group.is_empty() => GroupValue { rank: 0, id: None },
+            (IssueGrouping::None, _) if group == "0" => GroupValue { rank: 0, id: None },
             (IssueGrouping::None, _) => return Err(bad()),
             (_, Some((rank, id))) => GroupValue {
                 rank: rank.parse().map_err(|_| bad())?,
@@ -267,7 +267,6 @@ impl std::fmt::Display for ListCursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.group.id {
             Some(id) => write!(f, "{}.{}", self.group.rank, id)?,
-            None if self.group == (GroupValue { rank: 0, id: None }) => {}
             None => write!(f, "{}", self.group.rank)?,
         }
         write!(f, ":{}:", self.number)?;
