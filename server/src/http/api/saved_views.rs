@@ -125,7 +125,7 @@ pub(super) async fn create(
 
 /// Deletes a saved view (its creator, owners and admins).
 #[utoipa::path(delete, path = "/api/v1/views/{name}", tag = "views",
-    params(("name" = String, Path, description = "The view's name", max_length = 80)),
+    params(("name" = String, Path, description = "The view's name", max_length = 80, pattern = r"\S")),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn remove(
     State(state): State<AppState>,
