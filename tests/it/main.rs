@@ -84,6 +84,7 @@ mod http_ensembles;
 mod http_forge_pages;
 mod http_forms;
 mod http_health;
+mod http_list;
 mod http_pages;
 mod http_plan_pages;
 mod http_runs;

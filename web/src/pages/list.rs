@@ -31,19 +31,22 @@ pub fn list(v: &ListView) -> Markup {
         @for (field, messages) in v.errors.iter().filter(|(f, _)| *f != "form" && *f != "name") {
             div.alert.alert-error role="alert" { @for m in messages { p { (field) ": " (m) } } }
         }
+        @if !v.batch.confirm_delete.is_empty() {
+            form.alert.alert-error.list-confirm method="post" action=(v.batch.action) role="alert" {
+                (csrf(&v.nav.csrf))
+                input type="hidden" name="back" value=(v.query);
+                @for key in &v.batch.confirm_delete { input type="hidden" name="key" value=(key); }
+                input type="hidden" name="confirm" value="1";
+                p { "Delete " (v.batch.confirm_delete.len()) " issues for good: "
+                    (v.batch.confirm_delete.join(", ")) "? Their comments and runs go with them." }
+                button.btn.btn-danger #batch-confirm type="submit" name="delete" value="1" { "Delete them" }
+                " "
+                a.btn.btn-ghost href=(v.self_url) { "Keep them" }
+            }
+        }
         form.list-batch #list-batch method="post" action=(v.batch.action) {
             (csrf(&v.nav.csrf))
             input type="hidden" name="back" value=(v.query);
-            @if !v.batch.confirm_delete.is_empty() {
-                div.alert.alert-error.list-confirm role="alert" {
-                    p { "Delete " (v.batch.confirm_delete.len()) " issues for good: "
-                        (v.batch.confirm_delete.join(", ")) "? Their comments and runs go with them." }
-                    input type="hidden" name="confirm" value="1";
-                    button.btn.btn-danger type="submit" name="delete" value="1" { "Delete them" }
-                    " "
-                    a.btn.btn-ghost href=(v.self_url) { "Keep them" }
-                }
-            }
             (batch_bar(v))
             div.panel.table-panel {
                 table.list.issue-list {

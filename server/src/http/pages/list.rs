@@ -434,7 +434,6 @@ async fn batch(
     if delete && form.confirm != "1" && !form.key.is_empty() {
         // Asked, not yet confirmed: the same list with the keys ticked and a confirm button.
         let kept = Kept {
-            selected: form.key.clone(),
             confirm_delete: form.key.clone(),
             ..Kept::default()
         };
