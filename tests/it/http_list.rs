@@ -32,7 +32,11 @@ async fn the_list_sorts_groups_pages_and_changes_in_batches(backend: Backend) {
     let titles = ["Crash on start", "add login", "Billing page", "Dark mode"];
     for n in 0..55_usize {
         let mut new = NewIssue::new(IssueTitle::parse(titles[n % 4]).unwrap());
-        new.status = [IssueStatus::Todo, IssueStatus::InProgress, IssueStatus::Done][n % 3];
+        new.status = [
+            IssueStatus::Todo,
+            IssueStatus::InProgress,
+            IssueStatus::Done,
+        ][n % 3];
         new.priority = Priority::ALL[n % Priority::ALL.len()];
         app.store.create_issue(ws.id, &new).await.unwrap();
     }
@@ -40,7 +44,10 @@ async fn the_list_sorts_groups_pages_and_changes_in_batches(backend: Backend) {
 
     // The board and the list link to each other.
     let board = s.page(&app, "/w/acme").await;
-    assert!(board.contains(r#"href="/w/acme/list""#), "no list toggle on the board");
+    assert!(
+        board.contains(r#"href="/w/acme/list""#),
+        "no list toggle on the board"
+    );
     let page = s.page(&app, "/w/acme/list").await;
     assert!(page.contains("55 matching"), "{page}");
     assert!(page.contains(r#"href="/w/acme?"#));
@@ -59,17 +66,30 @@ async fn the_list_sorts_groups_pages_and_changes_in_batches(backend: Backend) {
     assert!(page.contains(link), "no title sort link");
     let by_title = s.page(&app, "/w/acme/list?sort=title&dir=asc").await;
     let keys = row_keys(&by_title);
-    assert_eq!(&keys[..3], ["ACM-3", "ACM-7", "ACM-11"], "Billing page first");
+    assert_eq!(
+        &keys[..3],
+        ["ACM-3", "ACM-7", "ACM-11"],
+        "Billing page first"
+    );
     assert!(by_title.contains(r#"href="/w/acme/list?sort=title&amp;dir=desc""#));
     assert!(by_title.contains(r#"aria-sort="ascending""#));
 
     // Grouped by status: a header per group with its count, in board order; the group the page break
     // splits shows again, continued, on the next page.
-    let grouped = s.page(&app, "/w/acme/list?group=status&sort=key&dir=asc").await;
-    let todo = grouped.find("list-group-label\">Todo").expect("a Todo group");
-    let doing = grouped.find("list-group-label\">In progress").expect("an In progress group");
+    let grouped = s
+        .page(&app, "/w/acme/list?group=status&sort=key&dir=asc")
+        .await;
+    let todo = grouped
+        .find("list-group-label\">Todo")
+        .expect("a Todo group");
+    let doing = grouped
+        .find("list-group-label\">In progress")
+        .expect("an In progress group");
     assert!(todo < doing);
-    assert!(grouped.contains(r#"Todo</span> <span class="count" title="Issues in this group">19</span>"#));
+    assert!(
+        grouped
+            .contains(r#"Todo</span> <span class="count" title="Issues in this group">19</span>"#)
+    );
     let keys = row_keys(&grouped);
     assert_eq!(&keys[..2], ["ACM-1", "ACM-4"]);
     let next = s.page(&app, &more_link(&grouped).unwrap()).await;
@@ -101,7 +121,10 @@ async fn the_list_sorts_groups_pages_and_changes_in_batches(backend: Backend) {
             .get_issue(ws.id, &IssueKey::parse(key).unwrap())
             .await
             .unwrap();
-        assert_eq!((issue.status, issue.priority), (IssueStatus::InReview, Priority::Urgent));
+        assert_eq!(
+            (issue.status, issue.priority),
+            (IssueStatus::InReview, Priority::Urgent)
+        );
     }
     // Refused: the page again with the message and the ticks kept; nothing changed.
     let form = [
@@ -113,7 +136,10 @@ async fn the_list_sorts_groups_pages_and_changes_in_batches(backend: Backend) {
     let res = s.post(&app, "/w/acme/list/batch", &form).await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let page = res.text().await.unwrap();
-    assert!(page.contains("ACM-99 is not an issue of this workspace"), "{page}");
+    assert!(
+        page.contains("ACM-99 is not an issue of this workspace"),
+        "{page}"
+    );
     assert!(page.contains(r#"name="key" value="ACM-54" checked"#));
     // Delete asks first; confirmed, it deletes.
     let form = [
@@ -156,7 +182,9 @@ async fn the_list_sorts_groups_pages_and_changes_in_batches(backend: Backend) {
         res.headers()["location"],
         "/w/acme/list?status=in_review&group=priority"
     );
-    let page = s.page(&app, "/w/acme/list?status=in_review&group=priority").await;
+    let page = s
+        .page(&app, "/w/acme/list?status=in_review&group=priority")
+        .await;
     assert!(page.contains(r#"<a href="/w/acme/list?status=in_review&amp;group=priority" aria-current="page">Review queue</a>"#), "{page}");
     assert_eq!(row_keys(&page), ["ACM-3", "ACM-2", "ACM-1"]);
     let res = s.post(&app, "/w/acme/list/views", &form).await;

@@ -59,6 +59,7 @@ mod browser_ensemble;
 mod browser_ensembles_page;
 mod browser_forms;
 mod browser_issue;
+mod browser_list;
 mod browser_mentions;
 mod browser_plan;
 mod browser_pulls;

@@ -218,10 +218,7 @@ pub async fn batch(state: &Engine, caller: &Caller, input: &BatchInput) -> Resul
         }
     }
     if input.delete {
-        if let Some(issue) = issues
-            .iter()
-            .find(|i| !issues_svc::may_delete(caller, i))
-        {
+        if let Some(issue) = issues.iter().find(|i| !issues_svc::may_delete(caller, i)) {
             return Err(Error::refused(
                 "keys",
                 format!(
@@ -313,7 +310,11 @@ fn labels(problems: &mut Problems, field: &'static str, raw: &[String]) -> Vec<L
 /// Why `parent` may not become the parent of every issue of a batch: one of them is the parent or one
 /// of its ancestors (a cycle), or the tree would grow too deep. The same rules as a single
 /// `set_parent`, checked for all before any is written.
-async fn parent_problem(state: &Engine, issues: &[Issue], parent: &Issue) -> Result<Option<String>> {
+async fn parent_problem(
+    state: &Engine,
+    issues: &[Issue],
+    parent: &Issue,
+) -> Result<Option<String>> {
     let mut chain: Vec<Issue> = vec![parent.clone()];
     let mut up = parent.parent;
     while let Some(id) = up {
@@ -388,20 +389,30 @@ pub async fn save_view(state: &Engine, caller: &Caller, input: &ViewInput) -> Re
     };
     // The sort, direction and grouping must exist; their messages are about the query.
     if let Err(Error::Invalid(map)) = params.order() {
-        return Err(Error::invalid(map.into_iter().flat_map(|(field, messages)| {
-            messages
-                .into_iter()
-                .map(move |m| ("query", format!("{field}: {m}")))
-        })));
+        return Err(Error::invalid(map.into_iter().flat_map(
+            |(field, messages)| {
+                messages
+                    .into_iter()
+                    .map(move |m| ("query", format!("{field}: {m}")))
+            },
+        )));
     }
     match state
         .store
-        .create_saved_view(caller.ws.id, &name, &params.query_string(), Some(caller.user.id))
+        .create_saved_view(
+            caller.ws.id,
+            &name,
+            &params.query_string(),
+            Some(caller.user.id),
+        )
         .await
     {
-        Err(crate::store::Error::Conflict { constraint }) if constraint == "saved_view_pkey" => Err(
-            Error::conflict("name", format!("a view named {:?} exists already", name.as_str())),
-        ),
+        Err(crate::store::Error::Conflict { constraint }) if constraint == "saved_view_pkey" => {
+            Err(Error::conflict(
+                "name",
+                format!("a view named {:?} exists already", name.as_str()),
+            ))
+        }
         other => Ok(other?),
     }
 }

@@ -69,8 +69,9 @@ pub use usage::UsageStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, ListStore, PeopleStore, PlanStore,
-        RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store, UsageStore,
+        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, ListStore, PeopleStore,
+        PlanStore, RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store,
+        UsageStore,
     };
 }
 

@@ -223,7 +223,10 @@ async fn a_refused_batch_names_the_problem_and_changes_nothing(t: &Env) {
         unchanged(&show(t, key).await);
     }
     let first = show(t, &keys[0]).await;
-    assert_eq!((&first["status"], &first["priority"]), (&json!("backlog"), &json!("none")));
+    assert_eq!(
+        (&first["status"], &first["priority"]),
+        (&json!("backlog"), &json!("none"))
+    );
 }
 
 /// The attack: an agent with its run's token tries to move every issue of the workspace at once (or to
@@ -294,7 +297,10 @@ async fn saved_views_are_created_listed_and_deleted(t: &Env) {
         .error(422, "name");
     t.owner
         .api
-        .post("/api/v1/views", json!({ "name": "A to Z", "query": "sort=title&dir=asc" }))
+        .post(
+            "/api/v1/views",
+            json!({ "name": "A to Z", "query": "sort=title&dir=asc" }),
+        )
         .await
         .expect(201);
     let listed = api.get("/api/v1/views").await.expect(200);

@@ -160,7 +160,7 @@ fn batch_bar(v: &ListView) -> Markup {
             label.visually-hidden for="batch-priority" { "Set priority" }
             select #batch-priority name="priority" { (options(&b.priority)) }
             label.visually-hidden for="batch-parent" { "Set parent" }
-            input #batch-parent type="text" name="parent" placeholder="Parent (key, or none)" size="14";
+            input #batch-parent type="text" name="parent" placeholder="Parent key" size="10";
             label.visually-hidden for="batch-add-label" { "Add label" }
             input #batch-add-label type="text" name="add_label" placeholder="+ label" size="9";
             label.visually-hidden for="batch-remove-label" { "Remove label" }

@@ -10,17 +10,15 @@ use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use muster_web::views::{
-    BatchBarView, FormErrors, ListColumnView, ListFilterView, ListGroupView, ListRowView,
-    ListView, NavItem, OptionView, SavedViewLinkView,
+    BatchBarView, FormErrors, ListColumnView, ListFilterView, ListGroupView, ListRowView, ListView,
+    NavItem, OptionView, SavedViewLinkView,
 };
 use serde::Deserialize;
 
 use super::inbox::nav_with_inbox;
 use super::views::{People, priority_options, status_label, status_options};
 use super::{PageResult, form_errors, invalid, see_other};
-use crate::domain::list::{
-    GroupKey, IssueGrouping, IssueOrder, IssueSort, ListCursor, SortDir,
-};
+use crate::domain::list::{GroupKey, IssueGrouping, IssueOrder, IssueSort, ListCursor, SortDir};
 use crate::domain::{Issue, IssueFilter, IssueId};
 use crate::http::extract::WsMember;
 use crate::http::form::{Form, NoFields};
@@ -61,7 +59,14 @@ async fn show(
     member: WsMember,
     Query(query): Query<ListQuery>,
 ) -> PageResult {
-    let view = list_view(&state, &member, &query.params, &query.after, Kept::default()).await?;
+    let view = list_view(
+        &state,
+        &member,
+        &query.params,
+        &query.after,
+        Kept::default(),
+    )
+    .await?;
     Ok(muster_web::pages::list(&view).into_response())
 }
 
@@ -206,14 +211,23 @@ async fn list_view(
         raw => match ListCursor::parse(raw, &order) {
             Ok(c) => Some(c),
             Err(e) => {
-                kept.errors.entry(e.field.to_owned()).or_default().push(e.message);
+                kept.errors
+                    .entry(e.field.to_owned())
+                    .or_default()
+                    .push(e.message);
                 None
             }
         },
     };
     let mut issues = state
         .store
-        .list_issue_page(caller.ws.id, &filter, &order, cursor.as_ref(), LIST_PAGE + 1)
+        .list_issue_page(
+            caller.ws.id,
+            &filter,
+            &order,
+            cursor.as_ref(),
+            LIST_PAGE + 1,
+        )
         .await?;
     let more = issues.len() > LIST_PAGE as usize;
     issues.truncate(LIST_PAGE as usize);
@@ -273,18 +287,15 @@ async fn list_view(
             g.rows.push(row);
         }
     }
-    let more_url = more
-        .then(|| issues.last())
-        .flatten()
-        .map(|last| {
-            let cursor = ListCursor::after(&order, last).to_string();
-            let after = serde_urlencoded::to_string([("after", cursor.as_str())]).unwrap_or_default();
-            if query.is_empty() {
-                format!("{base}?{after}")
-            } else {
-                format!("{base}?{query}&{after}")
-            }
-        });
+    let more_url = more.then(|| issues.last()).flatten().map(|last| {
+        let cursor = ListCursor::after(&order, last).to_string();
+        let after = serde_urlencoded::to_string([("after", cursor.as_str())]).unwrap_or_default();
+        if query.is_empty() {
+            format!("{base}?{after}")
+        } else {
+            format!("{base}?{query}&{after}")
+        }
+    });
     let labels: Vec<String> = state
         .store
         .list_issue_labels(caller.ws.id)
@@ -298,10 +309,7 @@ async fn list_view(
         .map(|v| SavedViewLinkView {
             url: format!("{base}?{}", v.query),
             current: v.query == query,
-            delete_url: format!(
-                "{base}/views/{}/delete",
-                urlencoding_path(v.name.as_str())
-            ),
+            delete_url: format!("{base}/views/{}/delete", urlencoding_path(v.name.as_str())),
             name: v.name.as_str().to_owned(),
         })
         .collect();
@@ -371,9 +379,7 @@ async fn list_view(
 /// A name as one path segment.
 fn urlencoding_path(name: &str) -> String {
     let encoded = serde_urlencoded::to_string([("", name)]).unwrap_or_default();
-    encoded
-        .trim_start_matches('=')
-        .replace('+', "%20")
+    encoded.trim_start_matches('=').replace('+', "%20")
 }
 
 fn row(
@@ -454,8 +460,16 @@ async fn batch(
                 parent: some(&form.parent),
             }
         },
-        add_labels: if delete { Vec::new() } else { one(&form.add_label) },
-        remove_labels: if delete { Vec::new() } else { one(&form.remove_label) },
+        add_labels: if delete {
+            Vec::new()
+        } else {
+            one(&form.add_label)
+        },
+        remove_labels: if delete {
+            Vec::new()
+        } else {
+            one(&form.remove_label)
+        },
         delete,
     };
     match svc::batch(&state, &member.caller, &input).await {
