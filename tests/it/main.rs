@@ -72,6 +72,7 @@ mod checks;
 mod cli;
 mod cli_client;
 mod cli_forge;
+mod cli_list;
 mod cli_runs;
 mod cli_search;
 mod deploy;

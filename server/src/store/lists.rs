@@ -181,6 +181,14 @@ macro_rules! impl_lists_store {
                     let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
                     qb.push_bind(ws);
                     push_issue_filter!(qb, &filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
+                    if let (Some(c), None, Some(expr)) = (after, group, sort) {
+                        // The sort key's own bound first (implied by the row comparison that follows):
+                        // SQLite seeks an expression index (priority, status) with it, where it would
+                        // otherwise scan the index from the workspace's first entry.
+                        let bound = match order.dir { SortDir::Asc => " >= ", SortDir::Desc => " <= " };
+                        qb.push(" and ").push(expr).push(bound);
+                        push_sort_value!(qb, &c.sort);
+                    }
                     if let Some(c) = after {
                         // After the cursor within its group, or in a later group.
                         qb.push(" and (");

@@ -115,7 +115,8 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
     ),
     // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,
-        crate::domain::Priority, crate::service::agents::AgentNameView)),
+        crate::domain::Priority, crate::service::agents::AgentNameView,
+        crate::domain::list::IssueSort, crate::domain::list::SortDir, crate::domain::list::IssueGrouping)),
     modifiers(&CommonResponses, &CREATE_BODIES),
     security(("bearer" = [])),
 )]
