@@ -178,17 +178,40 @@ macro_rules! impl_lists_store {
                         SortDir::Asc => (" > ", " asc"),
                         SortDir::Desc => (" < ", " desc"),
                     };
-                    let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
-                    qb.push_bind(ws);
-                    push_issue_filter!(qb, &filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
-                    if let (Some(c), None, Some(expr)) = (after, group, sort) {
-                        // The sort key's own bound first (implied by the row comparison that follows):
-                        // SQLite seeks an expression index (priority, status) with it, where it would
-                        // otherwise scan the index from the workspace's first entry.
-                        let bound = match order.dir { SortDir::Asc => " >= ", SortDir::Desc => " <= " };
-                        qb.push(" and ").push(expr).push(bound);
-                        push_sort_value!(qb, &c.sort);
+                    // The query up to its filter, for one or two reads.
+                    macro_rules! filtered {
+                        () => {{
+                            let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = "));
+                            qb.push_bind(ws);
+                            push_issue_filter!(qb, &filter, Self::LABEL_FILTER_OPEN, Self::LABEL_FILTER_CLOSE);
+                            qb
+                        }};
                     }
+                    if let (Some(c), None, Some(expr), SortValue::Rank(_)) =
+                        (after, group, sort, after.map(|c| &c.sort).unwrap_or(&SortValue::Number))
+                    {
+                        // A rank sort (priority, status): its index is on an expression, which SQLite
+                        // seeks by equality or a range but not by a row comparison. So two reads, each a
+                        // seek on (workspace, rank, number): the rest of the cursor's rank after its
+                        // number, then the ranks after it.
+                        let mut qb = filtered!();
+                        qb.push(" and ").push(expr).push(" = ");
+                        push_sort_value!(qb, &c.sort);
+                        qb.push(" and i.number").push(op).push_bind(c.number)
+                            .push(" order by i.number").push(dir).push(" limit ").push_bind(limit);
+                        let mut rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
+                        let rest = limit - i64::try_from(rows.len()).unwrap_or(limit);
+                        if rest > 0 {
+                            let mut qb = filtered!();
+                            qb.push(" and ").push(expr).push(op);
+                            push_sort_value!(qb, &c.sort);
+                            qb.push(" order by ").push(expr).push(dir).push(", i.number").push(dir)
+                                .push(" limit ").push_bind(rest);
+                            rows.extend(qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?);
+                        }
+                        return Ok(rows.into_iter().map(Into::into).collect());
+                    }
+                    let mut qb = filtered!();
                     if let Some(c) = after {
                         // After the cursor within its group, or in a later group.
                         qb.push(" and (");
