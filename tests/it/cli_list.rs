@@ -1,6 +1,6 @@
 //! `muster issue list --sort … --dir … --group …` against a real server: the list view's order from
-//! the command line, paged through the API's list cursor (`--limit` smaller than the list), and a sort
-//! the server refuses (exit 1 with its message).
+//! the command line, `--limit` smaller than the list, and a sort the server refuses (exit 1 with its
+//! message); `muster view save|list|delete`.
 
 use std::process::{Command, Stdio};
 
@@ -9,7 +9,7 @@ use muster_tests::seed;
 use muster_tests::{Backend, TestDb, spawn_app};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn issue_list_sorts_and_groups_from_the_command_line() {
+async fn issue_list_sorts_and_groups_and_views_are_saved_from_the_command_line() {
     let db = TestDb::new(Backend::Sqlite).await.unwrap();
     let app = spawn_app(db.config()).await;
     let store = app.state.store.clone();
@@ -73,4 +73,28 @@ async fn issue_list_sorts_and_groups_from_the_command_line() {
         String::from_utf8_lossy(&out.stderr).contains("unknown sort \"size\""),
         "{out:?}"
     );
+
+    // `muster view save|list|delete`.
+    let out = muster(&["view", "save", "Urgent first", "sort=priority&group=status"]).await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("saved Urgent first: /w/alpha/list?sort=priority&group=status"),
+        "{out:?}"
+    );
+    let out = muster(&["view", "save", "Urgent first", "sort=title"]).await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exists already"),
+        "{out:?}"
+    );
+    let out = muster(&["view", "list"]).await;
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(listed.contains("Urgent first"), "{listed}");
+    let out = muster(&["view", "delete", "Urgent first"]).await;
+    assert!(out.status.success(), "{out:?}");
+    let out = muster(&["view", "list", "--json"]).await;
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["views"], serde_json::json!([]));
 }
