@@ -70,6 +70,8 @@ pub enum Command {
     Token(TokenArgs),
     /// The workspace's settings: show, repo (the git repository runs get worktrees of).
     Workspace(WorkspaceArgs),
+    /// Saved views of the issue list: list, save, delete.
+    View(ViewArgs),
     /// Agent runs: list, show, logs (--follow), cancel, retry.
     Run(RunArgs),
     /// What runs cost over a period, by agent, model, runtime or issue (--json, --csv).
@@ -261,6 +263,15 @@ pub struct WorkspaceArgs {
     pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: client::workspace::WorkspaceCommand,
+}
+
+/// `muster view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(subcommand)]
+    pub command: client::view::ViewCommand,
 }
 
 /// `muster usage`.
@@ -658,6 +669,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workspace(args) => {
             client::workspace::run(&args.remote.remote(), args.command).await
         }
+        Command::View(args) => client::view::run(&args.remote.remote(), args.command).await,
         Command::Usage(args) => client::usage::run(&args.remote.remote(), args.options).await,
         Command::Run(args) => {
             let remote = Remote {

@@ -57,6 +57,7 @@ joined!(
         "pulls", // pull requests: the issue's panel, the card's badge, Settings' Forge section
         "plan", // planning: the issue's Plan panel, the card's sub-issue and blocker marks
         "projects", // Projects page and one project's page
+        "list", // the issue list: its table, groups, batch bar, view toggle and saved views
     ]
 );
 
@@ -72,6 +73,7 @@ joined!(
         "issue",    // task-list boxes, in-place forms answered 422
         "palette",  // command palette, keyboard shortcuts
         "settings", // the Forge section's API URL placeholder per kind
+        "list",     // the issue list's "select all on this page" and selected count
     ]
 );
 

@@ -9,9 +9,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 mod forge;
+mod list;
 mod plan;
 mod project;
 pub use forge::*;
+pub use list::*;
 pub use plan::*;
 pub use project::*;
 

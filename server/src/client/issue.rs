@@ -13,8 +13,8 @@ use super::{Client, Remote, not_found_as, segment, shape, text_arg};
 pub enum IssueCommand {
     /// Create an issue and print its key (e.g. MUS-7) alone on stdout.
     Create(CreateArgs),
-    /// List issues as a table (KEY, STATUS, PRIORITY, ASSIGNEE, TITLE), by column then position: the
-    /// first 50 (see --limit and --all).
+    /// List issues as a table (KEY, STATUS, PRIORITY, ASSIGNEE, TITLE), by column then position (or as
+    /// --sort, --dir and --group say): the first 50 (see --limit and --all).
     List(ListArgs),
     /// Search the workspace's issues (keys, titles, bodies, comments), best first: KEY, STATUS, TITLE and
     /// where it matched. Search before you create an issue.
@@ -160,6 +160,15 @@ pub struct ListArgs {
     /// Only issues of this project (its key).
     #[arg(long, value_name = "KEY")]
     pub project: Option<String>,
+    /// Sort by updated, created, priority, status, title or key (as the list view; default: board order).
+    #[arg(long)]
+    pub sort: Option<String>,
+    /// Sort direction: asc or desc (default: newest first for times, else ascending).
+    #[arg(long)]
+    pub dir: Option<String>,
+    /// Group by status, assignee, priority or parent first (rows come group by group).
+    #[arg(long)]
+    pub group: Option<String>,
     /// Show at most this many issues; a note on stderr says when more match.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
@@ -473,6 +482,9 @@ async fn list(client: &Client, json: bool, args: &ListArgs) -> anyhow::Result<()
         ("priority", &args.priority),
         ("q", &args.search),
         ("project", &args.project),
+        ("sort", &args.sort),
+        ("dir", &args.dir),
+        ("group", &args.group),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))

@@ -48,6 +48,7 @@ pub mod skill;
 pub mod team;
 mod thread;
 pub mod usage;
+pub mod view;
 pub mod workspace;
 
 pub use login::{login, logout};

@@ -10,6 +10,7 @@ pub mod failure;
 mod forge;
 mod ids;
 mod issue;
+pub mod list;
 mod mention;
 mod plan;
 mod project;

@@ -8,6 +8,7 @@ mod error;
 pub mod forges;
 pub mod invitations;
 pub mod issues;
+pub mod lists;
 pub mod members;
 pub mod plans;
 pub mod projects;

@@ -82,6 +82,7 @@ macro_rules! impl_store {
         $crate::store::plans::impl_plans_store!($store, $db);
         $crate::store::projects::impl_projects_store!($store, $db);
         $crate::store::search::impl_search_store!($store, $db);
+        $crate::store::lists::impl_lists_store!($store, $db);
     };
 }
 pub(super) use impl_store;

@@ -8,7 +8,7 @@
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
 //! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries), `plans.rs` ([`PlanStore`]: relations,
-//! sub-issues, fan-in), `projects.rs` ([`ProjectStore`]), `search.rs` ([`SearchStore`]: full-text issue search) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! sub-issues, fan-in), `projects.rs` ([`ProjectStore`]), `search.rs` ([`SearchStore`]: full-text issue search), `lists.rs` ([`ListStore`]: the issue list's pages and saved views) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -30,6 +30,7 @@ pub mod foreign;
 mod forges;
 mod inbox;
 mod issues;
+mod lists;
 mod people;
 mod plans;
 mod postgres;
@@ -55,6 +56,7 @@ pub use ensembles::EnsembleStore;
 pub use forges::{ForgeSettings, ForgeStore};
 pub use inbox::{InboxEntry, InboxStore};
 pub use issues::IssueStore;
+pub use lists::ListStore;
 pub use people::PeopleStore;
 pub use plans::PlanStore;
 pub use projects::ProjectStore;
@@ -69,9 +71,9 @@ pub use usage::UsageStore;
 /// outside the crate).
 pub mod prelude {
     pub use super::{
-        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, PeopleStore, PlanStore,
-        ProjectStore, RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore, Store,
-        UsageStore,
+        AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, ListStore, PeopleStore,
+        PlanStore, ProjectStore, RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore,
+        Store, UsageStore,
     };
 }
 
@@ -159,6 +161,7 @@ fn sqlite_unique_constraint(message: &str) -> String {
         }
         "project.workspace_id, project.key" => "project_key_key",
         "project.workspace_id, project.name" => "project_name_key",
+        "saved_view.workspace_id, saved_view.name" => "saved_view_pkey",
         "pull_request.forge_connection_id, pull_request.number" => {
             "pull_request_connection_number_key"
         }
@@ -286,6 +289,7 @@ pub trait Store:
     + PlanStore
     + ProjectStore
     + SearchStore
+    + ListStore
 {
     /// Which database this is.
     fn backend(&self) -> Backend;

@@ -16,6 +16,7 @@ mod ensembles;
 mod forges;
 mod issue_validation;
 mod issues;
+mod lists;
 mod members;
 mod openapi;
 mod plans;

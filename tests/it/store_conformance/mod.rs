@@ -12,6 +12,7 @@ mod forges;
 mod inbox_read;
 mod invitations;
 mod issues;
+mod lists;
 mod people;
 mod plans;
 mod projects;

@@ -17,6 +17,7 @@ pub fn board(v: &BoardView) -> Markup {
         div.page-head {
             div { h1 { "Board" } }
             div.page-actions {
+                (super::list::view_toggle(&base, &format!("{base}/list"), true))
                 // Shown by app.js, which is what makes it work.
                 button.btn.btn-ghost.palette-open type="button" hidden title="Command palette (Ctrl+K)" {
                     "Commands " kbd { "Ctrl K" }

@@ -10,6 +10,7 @@ use super::ErrorBody;
 use super::doc::path::IssueKeyParam;
 use super::paging::{self, DEFAULT_LIMIT};
 use super::views::{CommentView, IssueDetail, IssueView, Names};
+use crate::domain::list::{IssueGrouping, IssueSort, ListCursor, SortDir};
 use crate::domain::{CommentId, IssueCursor, IssueFilter, IssueStatus, Label, Priority};
 use crate::http::Result;
 use crate::http::extract::{ApiCaller, AppJson, AppPath, AppQuery};
@@ -58,10 +59,21 @@ pub(super) struct ListQuery {
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
     limit: Option<String>,
     /// Where the previous page ended: its `next_after`, as given (opaque; empty means the first page).
+    /// A cursor is read only with the sort, direction and grouping it was made for.
     #[param(
-        pattern = r"^((backlog|todo|in_progress|in_review|done|blocked|cancelled):-?[0-9]{1,18}:[0-9]{1,18})?$"
+        pattern = r"^((backlog|todo|in_progress|in_review|done|blocked|cancelled):-?[0-9]{1,18}:[0-9]{1,18}|[0-9]{1,18}(\.[0-9a-f-]{36})?:[0-9]{1,18}:.*)?$"
     )]
     after: Option<String>,
+    /// Sort by `updated`, `created`, `priority`, `status`, `title` or `key` (the list view's order);
+    /// without `sort`, `dir` and `group`, by board column then position.
+    #[param(value_type = Option<IssueSort>)]
+    sort: Option<String>,
+    /// `asc` or `desc` (the sort's natural direction when left out: newest first for times).
+    #[param(value_type = Option<SortDir>)]
+    dir: Option<String>,
+    /// Group by `status`, `assignee`, `priority` or `parent` first (`none`: no grouping).
+    #[param(value_type = Option<IssueGrouping>)]
+    group: Option<String>,
 }
 
 /// A page of the issue list.
@@ -72,7 +84,8 @@ pub(super) struct IssuePage {
     next_after: Option<String>,
 }
 
-/// Lists issues by column then position, a page at a time: follow `next_after` until it is null.
+/// Lists issues by column then position (or, with `sort`, `dir` or `group`, in the list view's order), a
+/// page at a time: follow `next_after` until it is null.
 #[utoipa::path(get, path = "/api/v1/issues", tag = "issues", params(ListQuery),
     responses((status = 200, body = IssuePage), (status = 400, body = ErrorBody),
         (status = 422, body = ErrorBody)))]
@@ -83,8 +96,10 @@ pub(super) async fn list(
 ) -> Result<Json<IssuePage>> {
     let limit = paging::limit(q.limit.as_deref())?;
     let after = q.after.as_deref().filter(|a| !a.trim().is_empty());
+    let listed = q.sort.is_some() || q.dir.is_some() || q.group.is_some();
     let mut filter = IssueFilter {
         after: after
+            .filter(|_| !listed)
             .map(|a| a.parse::<IssueCursor>())
             .transpose()
             .map_err(|e| paging::bad_request("after", e.message))?,
@@ -115,6 +130,32 @@ pub(super) async fn list(
     filter.text = q.q;
     if let Some(raw) = q.project.as_deref().filter(|p| !p.trim().is_empty()) {
         filter.project = crate::service::projects::typed_project(&state, &caller, raw).await??;
+    }
+    if q.sort.is_some() || q.dir.is_some() || q.group.is_some() {
+        // The list view's order, paged by its own cursor.
+        let params = crate::service::lists::ListParams {
+            sort: q.sort.unwrap_or_default(),
+            dir: q.dir.unwrap_or_default(),
+            group: q.group.unwrap_or_default(),
+            ..Default::default()
+        };
+        let order = params.order()?;
+        let cursor = after
+            .map(|a| ListCursor::parse(a, &order))
+            .transpose()
+            .map_err(|e| paging::bad_request("after", e.message))?;
+        let mut issues = state
+            .store
+            .list_issue_page(caller.ws.id, &filter, &order, cursor.as_ref(), limit + 1)
+            .await?;
+        let next_after = paging::cut(&mut issues, limit, |i| {
+            ListCursor::after(&order, i).to_string()
+        });
+        let names = Names::load(&state, caller.ws.id).await?;
+        return Ok(Json(IssuePage {
+            issues: issues.iter().map(|i| IssueView::new(i, &names)).collect(),
+            next_after,
+        }));
     }
     let mut issues = state.store.list_issues(caller.ws.id, &filter).await?;
     let next_after = paging::cut(&mut issues, limit, |i| IssueCursor::after(i).to_string());

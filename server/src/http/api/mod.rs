@@ -17,6 +17,7 @@ mod projects;
 mod runners;
 mod runs;
 mod runtimes;
+mod saved_views;
 mod search;
 mod skills;
 mod thread;
@@ -60,6 +61,7 @@ pub fn router() -> Router<AppState> {
         .merge(forges::router())
         .merge(plans::router())
         .merge(projects::router())
+        .merge(saved_views::router())
 }
 
 /// Where forges post their webhooks (outside `/api/v1`: signed by a connection's secret, no caller).
@@ -118,10 +120,12 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         forges::list_pulls, forges::show_pull, forges::open_for_run, forges::open_for_issue,
         plans::show, plans::relate, plans::unrelate,
         projects::list, projects::create, projects::show, projects::update, projects::delete,
+        saved_views::batch, saved_views::list, saved_views::create, saved_views::remove,
     ),
     // Schemas that paths name only through `value_type` or in a description, which do not register them.
     components(schemas(ErrorBody, crate::domain::RunStatus, crate::domain::IssueStatus,
-        crate::domain::Priority, crate::service::agents::AgentNameView, crate::domain::ProjectStatus)),
+        crate::domain::Priority, crate::service::agents::AgentNameView, crate::domain::ProjectStatus,
+        crate::domain::list::IssueSort, crate::domain::list::SortDir, crate::domain::list::IssueGrouping)),
     modifiers(&CommonResponses, &CREATE_BODIES),
     security(("bearer" = [])),
 )]

@@ -11,6 +11,7 @@ mod ensembles;
 mod inbox;
 mod invitations;
 mod issue;
+mod list;
 mod members;
 mod mentions;
 mod plans;
@@ -40,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .merge(session::router())
         .merge(account::router())
         .merge(board::router())
+        .merge(list::router())
         .merge(issue::router())
         .merge(pulls::router())
         .merge(plans::router())
