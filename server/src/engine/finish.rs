@@ -314,14 +314,14 @@ pub(super) async fn move_if_in(
     to: IssueStatus,
     actor: CommentAuthor,
 ) -> store::Result<bool> {
-    let current = state.store.get_issue_by_id(issue.id).await?;
-    if !from.contains(&current.status) {
-        return Ok(false);
-    }
-    let moved = state
+    // Checked and moved in one transaction: a move made meanwhile is never overwritten.
+    let Some(moved) = state
         .store
-        .move_issue(issue.workspace_id, &issue.key, to, None, actor)
-        .await?;
+        .move_issue_when(issue.workspace_id, &issue.key, Some(from), to, None, actor)
+        .await?
+    else {
+        return Ok(false);
+    };
     // Boxed: waking a parent's agent can queue a run, which can move an issue again.
     Box::pin(super::plan::issue_moved(state, &moved)).await;
     Ok(true)

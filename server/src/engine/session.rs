@@ -551,9 +551,11 @@ impl Session {
             if let Err(e) = self
                 .engine
                 .store
-                .move_issue(
+                .move_issue_when(
                     issue.workspace_id,
                     &issue.key,
+                    // Only from todo, checked in the move: its agent may have marked it done already.
+                    Some(&[IssueStatus::Todo]),
                     IssueStatus::InProgress,
                     None,
                     actor,

@@ -51,7 +51,23 @@ pub trait IssueStore: Send + Sync {
         status: IssueStatus,
         index: Option<usize>,
         actor: Actor,
-    ) -> Result<Issue>;
+    ) -> Result<Issue> {
+        self.move_issue_when(ws, key, None, status, index, actor)
+            .await?
+            .ok_or(super::Error::NotFound)
+    }
+    /// [`IssueStore::move_issue`], only while the issue's status is one of `only_from` (when given): read
+    /// and moved in one transaction, so a move made meanwhile (an agent marking its issue done as its
+    /// run starts) is never overwritten. `Ok(None)`, nothing written, when it is in another status.
+    async fn move_issue_when(
+        &self,
+        ws: WorkspaceId,
+        key: &IssueKey,
+        only_from: Option<&[IssueStatus]>,
+        status: IssueStatus,
+        index: Option<usize>,
+        actor: Actor,
+    ) -> Result<Option<Issue>>;
     /// Adds a comment.
     async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment>;
     /// An issue's comments, oldest first.
@@ -483,13 +499,18 @@ macro_rules! impl_issues_store {
                     self.get_issue_by_id(old.id).await
                 }
 
-                async fn move_issue(&self, ws: WorkspaceId, key: &IssueKey, status: IssueStatus, index: Option<usize>, actor: Actor) -> Result<Issue> {
+                async fn move_issue_when(&self, ws: WorkspaceId, key: &IssueKey, only_from: Option<&[IssueStatus]>, status: IssueStatus, index: Option<usize>, actor: Actor) -> Result<Option<Issue>> {
                     let mut tx = self.begin_write().await?;
                     lock_workspace!($db, tx, ws);
                     let (id, from) = sqlx::query_as::<$db, (IssueId, IssueStatus)>(
                         "select i.issue_id, i.status from issue i join workspace w on w.workspace_id = i.workspace_id \
                          where i.workspace_id = $1 and i.number = $2 and w.issue_prefix = $3")
                         .bind(ws).bind(key.number).bind(&key.prefix).fetch_one(&mut *tx).await?;
+                    if only_from.is_some_and(|only| !only.contains(&from)) {
+                        // Said, not left to the drop: the workspace lock goes with the rollback.
+                        tx.rollback().await?;
+                        return Ok(None);
+                    }
                     if from != status {
                         let detail = serde_json::json!({ "from": from, "to": status });
                         insert_activity!($db, tx, id, actor, ActivityKind::Status, detail, now());
@@ -528,7 +549,7 @@ macro_rules! impl_issues_store {
                         }
                     }
                     tx.commit().await?;
-                    self.get_issue_by_id(id).await
+                    self.get_issue_by_id(id).await.map(Some)
                 }
 
                 async fn add_comment(&self, issue: IssueId, new: &NewComment) -> Result<Comment> {

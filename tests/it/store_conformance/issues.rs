@@ -15,6 +15,7 @@ store_cases!(
     issue_search_by_key,
     issue_updates,
     moves_reorder_columns,
+    a_conditional_move_never_overwrites_a_move_made_meanwhile,
     comments,
     issue_list_pages,
     comment_pages,
@@ -636,5 +637,62 @@ async fn comment_pages(store: Arc<dyn Store>) {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// A move "only from todo" (a run starting marks its issue in progress) leaves an issue its agent already
+/// moved to done as it is, writes nothing, and moves one still in todo.
+async fn a_conditional_move_never_overwrites_a_move_made_meanwhile(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "ACM").await;
+    let done = issue(
+        &store,
+        f.ws.id,
+        "Marked done by its agent",
+        IssueStatus::Done,
+    )
+    .await;
+    let todo = issue(&store, f.ws.id, "Still to do", IssueStatus::Todo).await;
+    let before = store.list_activity(done.id).await.unwrap().len();
+    let only_todo = [IssueStatus::Todo];
+    let left = store
+        .move_issue_when(
+            f.ws.id,
+            &done.key,
+            Some(&only_todo),
+            IssueStatus::InProgress,
+            None,
+            Actor::System,
+        )
+        .await
+        .unwrap();
+    assert!(left.is_none(), "{left:?}");
+    let done_now = store.get_issue(f.ws.id, &done.key).await.unwrap();
+    assert_eq!(done_now.status, IssueStatus::Done);
+    assert_eq!(done_now.position, done.position);
+    assert_eq!(store.list_activity(done.id).await.unwrap().len(), before);
+    let moved = store
+        .move_issue_when(
+            f.ws.id,
+            &todo.key,
+            Some(&only_todo),
+            IssueStatus::InProgress,
+            None,
+            Actor::System,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(moved.status, IssueStatus::InProgress);
+    assert_not_found(
+        store
+            .move_issue_when(
+                f.ws.id,
+                &IssueKey::parse("ACM-99").unwrap(),
+                None,
+                IssueStatus::Done,
+                None,
+                Actor::System,
+            )
+            .await,
     );
 }
