@@ -12,16 +12,6 @@ both_backends!(
     a_run_token_cannot_touch_projects
 );
 
-/// A git repository at `<scripts>/<name>` with one commit of `which.txt` saying `name`.
-fn repo_named(env: &Env, name: &str) -> std::path::PathBuf {
-    let repo = env.scripts.path().join(name);
-    std::fs::create_dir_all(&repo).unwrap();
-    muster_tests::git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("which.txt"), format!("{name}\n")).unwrap();
-    muster_tests::git_commit_all(&repo, "first");
-    repo
-}
-
 /// An issue created through the API, as a person would.
 async fn create(env: &Env, body: serde_json::Value) -> Issue {
     let (status, text) = env
@@ -37,8 +27,8 @@ async fn runs_work_in_their_projects_repository(backend: Backend) {
     let Some(env) = Env::start(backend).await else {
         return;
     };
-    let workspace_repo = repo_named(&env, "workspace-repo");
-    let project_repo = repo_named(&env, "project-repo");
+    let workspace_repo = muster_tests::repo_named(env.scripts.path(), "workspace-repo");
+    let project_repo = muster_tests::repo_named(env.scripts.path(), "project-repo");
     env.use_repo(&workspace_repo).await;
     let project = env
         .store

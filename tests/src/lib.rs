@@ -613,6 +613,17 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("git prints UTF-8")
 }
 
+/// A git repository at `<dir>/<name>` with one commit of `which.txt` saying `name`: an agent's worktree
+/// tells which repository it came from.
+pub fn repo_named(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(&repo).expect("create the repository");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("which.txt"), format!("{name}\n")).expect("write which.txt");
+    git_commit_all(&repo, "first");
+    repo
+}
+
 /// Stages everything in the repository at `dir` and commits it with `message`, as a test identity.
 pub fn git_commit_all(dir: &std::path::Path, message: &str) {
     git(dir, &["add", "-A"]);
