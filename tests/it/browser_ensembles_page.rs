@@ -90,8 +90,8 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         return;
     };
 
-    // Every nav link is whole on screen wherever the strip shows (from 1321 px); narrower, the ☰ menu.
-    for width in [1321, 1400] {
+    // Every nav link is whole on screen wherever the strip shows (from 1421 px); narrower, the ☰ menu.
+    for width in [1421, 1500] {
         viewport(&browser, width).await;
         let cut = js(
             &browser,
@@ -115,7 +115,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
     browser.click(".navmenu summary").await.unwrap();
     browser.screenshot("nav-1100-open").await.unwrap();
     browser.click(".navmenu summary").await.unwrap();
-    viewport(&browser, 1400).await;
+    viewport(&browser, 1500).await;
 
     // From the nav to the empty page, which says what an ensemble is and how to use one.
     browser
@@ -325,7 +325,7 @@ async fn an_owner_defines_edits_and_deletes_an_ensemble_and_a_member_only_reads(
         .screenshot("ensemble-form-390-bottom")
         .await
         .unwrap();
-    viewport(&browser, 1400).await;
+    viewport(&browser, 1500).await;
 
     // A member reads the same list, without a button, and posting anyway is refused.
     browser
