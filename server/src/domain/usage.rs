@@ -22,6 +22,8 @@ pub struct UsageFilter {
     pub issue: Option<IssueId>,
     /// Only runs on this project's issues.
     pub project: Option<super::ProjectId>,
+    /// Only runs on this issue's sub-issues.
+    pub parent: Option<IssueId>,
 }
 
 /// One run's usage, with what it is grouped by.

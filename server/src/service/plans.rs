@@ -49,6 +49,40 @@ pub struct Plan {
     /// The blockers not met yet: a queued run of the issue waits on these.
     pub waiting_on: Vec<IssueBrief>,
     pub fan_in: bool,
+    /// What its sub-issues' runs did: how many, what they used and cost, and the agents' time.
+    pub rollup: Rollup,
+}
+
+/// The sums of a parent's sub-issues' runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rollup {
+    pub runs: i64,
+    pub usage: crate::domain::Usage,
+    /// Seconds agents worked (each run from its start to its end, or to now while it runs).
+    pub work_secs: i64,
+}
+
+/// The sums of the runs on `parent`'s sub-issues.
+async fn rollup_of(state: &Engine, parent: &Issue) -> Result<Rollup> {
+    let now = chrono::Utc::now();
+    let filter = crate::domain::UsageFilter {
+        from: chrono::DateTime::UNIX_EPOCH,
+        to: now + chrono::TimeDelta::minutes(1),
+        agent: None,
+        issue: None,
+        project: None,
+        parent: Some(parent.id),
+    };
+    let runs = state.store.usage_runs(parent.workspace_id, &filter).await?;
+    let mut out = Rollup::default();
+    for r in &runs {
+        out.runs += 1;
+        out.usage += &r.usage;
+        if let Some(start) = r.started_at {
+            out.work_secs += (r.finished_at.unwrap_or(now) - start).num_seconds().max(0);
+        }
+    }
+    Ok(out)
 }
 
 /// A relation kind as typed, read from the typed issue's side: (the stored kind, whether the typed issue
@@ -305,6 +339,11 @@ pub async fn plan_of(state: &Engine, issue: &Issue) -> Result<Plan> {
     let waiting_on = unmet(&state.store.blockers_of(&[issue.id]).await?)
         .map(|b| b.blocker.clone())
         .collect();
+    let rollup = if progress.total > 0 {
+        rollup_of(state, issue).await?
+    } else {
+        Rollup::default()
+    };
     Ok(Plan {
         parent,
         children,
@@ -312,6 +351,7 @@ pub async fn plan_of(state: &Engine, issue: &Issue) -> Result<Plan> {
         links,
         waiting_on,
         fan_in: state.store.fan_in(issue.id).await?,
+        rollup,
     })
 }
 

@@ -103,6 +103,7 @@ pub async fn report(
         agent,
         issue: None,
         project: None,
+        parent: None,
     };
     let runs = state.store.usage_runs(caller.ws.id, &filter).await?;
     Ok(usage::report(&runs, from, to, by))

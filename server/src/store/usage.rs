@@ -209,6 +209,7 @@ macro_rules! impl_usage_store {
                     if let Some(agent) = filter.agent { qb.push(" and r.agent_id = ").push_bind(agent); }
                     if let Some(issue) = filter.issue { qb.push(" and r.issue_id = ").push_bind(issue); }
                     if let Some(project) = filter.project { qb.push(" and i.project_id = ").push_bind(project); }
+                    if let Some(parent) = filter.parent { qb.push(" and i.parent_issue_id = ").push_bind(parent); }
                     qb.push(" order by r.created_at, r.run_id");
                     let rows = qb.build_query_as::<UsageRow>().fetch_all(&self.pool).await?;
                     Ok(rows.into_iter().map(Into::into).collect())

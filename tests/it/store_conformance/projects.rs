@@ -293,6 +293,7 @@ async fn issues_join_projects_and_projects_count_their_work(store: Arc<dyn Store
                 agent: None,
                 issue: None,
                 project: Some(web.id),
+                parent: None,
             },
         )
         .await

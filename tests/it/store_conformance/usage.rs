@@ -99,6 +99,7 @@ async fn usage_runs_and_spend_sum_exactly(store: Arc<dyn Store>) {
         agent: None,
         issue: None,
         project: None,
+        parent: None,
     };
     let runs = store.usage_runs(f.ws.id, &window).await.unwrap();
     let ids: Vec<RunId> = runs.iter().map(|r| r.run_id).collect();

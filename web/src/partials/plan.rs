@@ -139,6 +139,7 @@ fn children(v: &IssuePlanView) -> Markup {
                         aria-label="Sub-issues done" {}
                     span.plan-progress-text { (v.progress) }
                 }
+                @if let Some(r) = &v.rollup { p.plan-rollup.muted { (r) } }
                 ul.plan-list { @for c in &v.children { (child(c)) } }
             }
             @if v.editable {

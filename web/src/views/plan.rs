@@ -72,6 +72,9 @@ pub struct IssuePlanView {
     /// Done of those not cancelled, 0–100, and "2/5 done" (cancelled ones left out).
     pub percent: i64,
     pub progress: String,
+    /// What the sub-issues' runs did ("Their runs: 5 runs · $1.2300 · 42000 tokens · 1h 05m of agent
+    /// time"); `None` before any.
+    pub rollup: Option<String>,
     /// Relations grouped by kind; empty groups left out.
     pub groups: Vec<PlanGroupView>,
     /// The keys of the blockers still holding: its agent starts when they are done.

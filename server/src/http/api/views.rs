@@ -266,6 +266,32 @@ pub struct PlanView {
     pub waiting_on: Vec<String>,
     /// Its assigned agent is woken once, with a digest, when every sub-issue has ended.
     pub wake_on_children: bool,
+    /// What its sub-issues' runs did.
+    pub rollup: RollupView,
+}
+
+/// The sums of a parent's sub-issues' runs.
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+pub struct RollupView {
+    pub runs: i64,
+    /// US dollars (the priced part when `cost_unknown`).
+    pub cost_usd: f64,
+    pub cost_unknown: bool,
+    pub tokens: i64,
+    /// Seconds agents worked on them (a live run counts until now).
+    pub work_seconds: i64,
+}
+
+impl From<&crate::service::plans::Rollup> for RollupView {
+    fn from(r: &crate::service::plans::Rollup) -> Self {
+        RollupView {
+            runs: r.runs,
+            cost_usd: r.usage.cost_usd,
+            cost_unknown: r.usage.cost_unknown,
+            tokens: r.usage.tokens(),
+            work_seconds: r.work_secs,
+        }
+    }
 }
 
 impl PlanView {
@@ -299,6 +325,7 @@ impl PlanView {
                 .collect(),
             waiting_on: plan.waiting_on.iter().map(|b| b.key.to_string()).collect(),
             wake_on_children: plan.fan_in,
+            rollup: (&plan.rollup).into(),
         }
     }
 }

@@ -56,6 +56,25 @@ fn brief_view(slug: &str, b: &IssueBrief) -> PlanIssueView {
 }
 
 /// "2/5 done": done of the sub-issues not cancelled.
+/// "Their runs: 5 runs · $1.2300 · 42000 tokens · 1h 05m of agent time", or `None` before any run.
+fn rollup_text(r: &crate::service::plans::Rollup) -> Option<String> {
+    if r.runs == 0 {
+        return None;
+    }
+    let (cost, _) = r.usage.cost_label(None);
+    let start = chrono::DateTime::UNIX_EPOCH;
+    let time = super::runs::duration(start, start + chrono::TimeDelta::seconds(r.work_secs));
+    let runs = if r.runs == 1 {
+        "1 run".to_owned()
+    } else {
+        format!("{} runs", r.runs)
+    };
+    Some(format!(
+        "Their runs: {runs} · {cost} · {} tokens · {time} of agent time",
+        r.usage.tokens()
+    ))
+}
+
 fn progress_text(p: &crate::domain::ChildProgress) -> String {
     format!("{}/{} done", p.done, p.total - p.cancelled)
 }
@@ -121,6 +140,7 @@ pub(super) async fn issue_plan(
             .collect(),
         percent: plan.progress.percent(),
         progress: progress_text(&plan.progress),
+        rollup: rollup_text(&plan.rollup),
         groups,
         waiting_on: plan.waiting_on.iter().map(|b| b.key.to_string()).collect(),
         fan_in: plan.fan_in,

@@ -221,6 +221,7 @@ async fn page_view(
                 agent: None,
                 issue: None,
                 project: Some(p.id),
+                parent: None,
             },
         )
         .await?;

@@ -400,6 +400,7 @@ async fn agent_section(
         agent: Some(agent.id),
         issue: None,
         project: None,
+        parent: None,
     };
     let recent = state.store.usage_runs(caller.ws.id, &filter).await?;
     let days = crate::domain::usage::report(&recent, from, now, GroupBy::Agent).days;

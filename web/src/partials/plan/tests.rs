@@ -38,6 +38,7 @@ fn sample() -> IssuePlanView {
             }),
         }],
         percent: 40,
+        rollup: Some("Their runs: 2 runs · $0.0200 · 40 tokens · 1m 05s of agent time".into()),
         progress: "2/5 done".into(),
         groups: vec![PlanGroupView {
             kind: "blocked_by".into(),
