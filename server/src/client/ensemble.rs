@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::output::{clean, print_json, table};
+use super::output::{cell, clean, print_json, table};
 use super::{Client, Remote, not_found_as, segment};
 
 /// What to do with ensembles.
@@ -118,11 +118,11 @@ pub async fn run(remote: &Remote, command: EnsembleCommand) -> anyhow::Result<()
                 .iter()
                 .map(|e| {
                     vec![
-                        text(&e["name"]),
+                        cell(&e["name"]),
                         names(&e["members"]),
-                        text(&e["check"]),
-                        text(&e["early_stop"]),
-                        text(&e["reviewer"]),
+                        cell(&e["check"]),
+                        cell(&e["early_stop"]),
+                        cell(&e["reviewer"]),
                         budget(e),
                     ]
                 })
@@ -188,17 +188,9 @@ async fn fetch(client: &Client, name: &str) -> anyhow::Result<Value> {
         .map_err(|e| not_found_as(e, &format!("ensemble {name}")))
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => clean(s),
-        other => other.to_string(),
-    }
-}
-
 fn names(v: &Value) -> String {
     v.as_array()
-        .map(|a| a.iter().map(text).collect::<Vec<_>>().join(", "))
+        .map(|a| a.iter().map(cell).collect::<Vec<_>>().join(", "))
         .unwrap_or_default()
 }
 
@@ -212,18 +204,18 @@ fn budget(e: &Value) -> String {
 }
 
 fn show(e: &Value) -> anyhow::Result<()> {
-    println!("{}", text(&e["name"]));
+    println!("{}", cell(&e["name"]));
     println!("  members:    {}", names(&e["members"]));
     println!(
         "  check:      {}{}",
-        text(&e["check"]),
+        cell(&e["check"]),
         e["check_timeout_secs"]
             .as_u64()
             .map(|s| format!(" (timeout {s} s)"))
             .unwrap_or_else(|| " (the workspace's)".to_owned())
     );
-    println!("  early stop: {}", text(&e["early_stop"]));
-    println!("  reviewer:   {}", text(&e["reviewer"]));
+    println!("  early stop: {}", cell(&e["early_stop"]));
+    println!("  reviewer:   {}", cell(&e["reviewer"]));
     println!("  budget:     {}", budget(e));
     if let Some(usd) = e["candidate_budget_usd"].as_f64() {
         println!("  per candidate: ${usd:.4}");
@@ -244,7 +236,7 @@ pub async fn assign(client: &Client, json: bool, key: &str, ensemble: &str) -> a
     println!(
         "{} is assigned to ensemble {} (r{}): {} candidates queued{}",
         clean(key),
-        text(&done["ensemble"]),
+        cell(&done["ensemble"]),
         done["number"],
         done["runs"].as_array().map_or(0, Vec::len),
         done["base_commit"]
@@ -259,7 +251,7 @@ pub async fn assign(client: &Client, json: bool, key: &str, ensemble: &str) -> a
     {
         println!(
             "  {:<20} {}",
-            text(&e["agent"]),
+            cell(&e["agent"]),
             match e["median_cost_usd"].as_f64() {
                 Some(usd) => format!("~${usd:.4} per run (median of {} runs)", e["runs"]),
                 None => "no history to estimate from".to_owned(),
@@ -297,12 +289,12 @@ pub async fn compare(
 fn print_comparison(c: &Value) {
     println!(
         "{} — ensemble {} r{} ({}), policy {}, check: {}",
-        text(&c["issue"]),
-        text(&c["ensemble"]),
+        cell(&c["issue"]),
+        cell(&c["ensemble"]),
         c["number"],
-        text(&c["status"]),
-        text(&c["early_stop"]),
-        text(&c["check"])
+        cell(&c["status"]),
+        cell(&c["early_stop"]),
+        cell(&c["check"])
     );
     let budget = match c["budget_usd"].as_f64() {
         Some(b) => format!(" of ${b:.2}"),
@@ -344,17 +336,17 @@ fn print_comparison(c: &Value) {
                 }
             };
             vec![
-                text(&v["agent"]),
-                text(&v["status"]),
+                cell(&v["agent"]),
+                cell(&v["status"]),
                 check,
-                text(&v["diff_stat"])
+                cell(&v["diff_stat"])
                     .lines()
                     .last()
                     .unwrap_or("-")
                     .trim()
                     .to_owned(),
                 v["tokens"].to_string(),
-                text(&v["cost_label"]),
+                cell(&v["cost_label"]),
                 v["review_score"]
                     .as_i64()
                     .map(|s| format!("{s}/10"))
@@ -377,15 +369,15 @@ fn print_comparison(c: &Value) {
         )
     );
     match c["review"].as_str() {
-        Some("invalid") => println!("review: INVALID verdict — {}", text(&c["review_error"])),
-        Some("no_answer") => println!("review: no answer — {}", text(&c["review_error"])),
+        Some("invalid") => println!("review: INVALID verdict — {}", cell(&c["review_error"])),
+        Some("no_answer") => println!("review: no answer — {}", cell(&c["review_error"])),
         _ => {}
     }
     if let Some(r) = c["recommendation"].as_object() {
         println!(
             "recommended: {} — {}{}",
-            text(&r["agent"]),
-            text(&r["why"]),
+            cell(&r["agent"]),
+            cell(&r["why"]),
             match r["decided_by"].as_str() {
                 Some("review") => " (by opinion only)",
                 Some("cost") => " (by cost and size only)",
@@ -417,7 +409,7 @@ pub async fn choose(
     println!(
         "{}: chose {}{}",
         clean(key),
-        text(&c["chosen"]),
+        cell(&c["chosen"]),
         c["merged_commit"]
             .as_str()
             .map(|m| format!(", merged as {}", &m[..m.len().min(12)]))

@@ -68,6 +68,15 @@ pub fn indent(text: &str, pad: &str) -> String {
         .join("\n")
 }
 
+/// A JSON value as a table cell or a field: `-` for null, a string cleaned, anything else as JSON.
+pub fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => clean(s),
+        other => other.to_string(),
+    }
+}
+
 /// Columns padded to the widest cell; the last column is not padded.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let cells: Vec<Vec<String>> =

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::output::{clean, print_json, table};
+use super::output::{cell, clean, print_json, table};
 use super::{Client, Remote, not_found_as, segment, text_arg};
 
 /// What to do with projects.
@@ -124,13 +124,13 @@ pub async fn run(remote: &Remote, command: ProjectCommand) -> anyhow::Result<()>
                 .iter()
                 .map(|p| {
                     vec![
-                        text(&p["key"]),
-                        text(&p["name"]),
-                        text(&p["status"]),
+                        cell(&p["key"]),
+                        cell(&p["name"]),
+                        cell(&p["status"]),
                         progress(p),
-                        text(&p["lead"]),
-                        text(&p["target_date"]),
-                        text(&p["runs"]),
+                        cell(&p["lead"]),
+                        cell(&p["target_date"]),
+                        cell(&p["runs"]),
                         cost(p),
                     ]
                 })
@@ -161,7 +161,7 @@ pub async fn run(remote: &Remote, command: ProjectCommand) -> anyhow::Result<()>
             if json {
                 print_json(&p)
             } else {
-                println!("{}", text(&p["key"]));
+                println!("{}", cell(&p["key"]));
                 Ok(())
             }
         }
@@ -206,17 +206,9 @@ async fn fetch(client: &Client, key: &str) -> anyhow::Result<Value> {
         .map_err(|e| not_found_as(e, &format!("project {key}")))
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => clean(s),
-        other => other.to_string(),
-    }
-}
-
 /// "3/8 done".
 fn progress(p: &Value) -> String {
-    format!("{}/{} done", text(&p["done"]), text(&p["total"]))
+    format!("{}/{} done", cell(&p["done"]), cell(&p["total"]))
 }
 
 /// "$1.2340", or "unpriced" / "$0.1200 + unpriced" when some of it was not priced.
@@ -230,10 +222,10 @@ fn cost(p: &Value) -> String {
 }
 
 fn show(p: &Value) -> anyhow::Result<()> {
-    println!("{}  {}", text(&p["key"]), text(&p["name"]));
-    println!("status:   {}", text(&p["status"]));
-    println!("lead:     {}", text(&p["lead"]));
-    println!("target:   {}", text(&p["target_date"]));
+    println!("{}  {}", cell(&p["key"]), cell(&p["name"]));
+    println!("status:   {}", cell(&p["status"]));
+    println!("lead:     {}", cell(&p["lead"]));
+    println!("target:   {}", cell(&p["target_date"]));
     let own = |field: &str, default: &str| match &p[field] {
         Value::String(s) => clean(s),
         _ => default.to_owned(),
@@ -246,15 +238,15 @@ fn show(p: &Value) -> anyhow::Result<()> {
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
-        .map(|s| format!("{} {}", text(&s["status"]), text(&s["issues"])))
+        .map(|s| format!("{} {}", cell(&s["status"]), cell(&s["issues"])))
         .collect();
     if !by_status.is_empty() {
         println!("issues:   {}", by_status.join(", "));
     }
     println!(
         "runs:     {} ({} tokens, {})",
-        text(&p["runs"]),
-        text(&p["tokens"]),
+        cell(&p["runs"]),
+        cell(&p["tokens"]),
         cost(p)
     );
     if let Some(d) = p["description"].as_str().filter(|d| !d.trim().is_empty()) {
@@ -262,7 +254,7 @@ fn show(p: &Value) -> anyhow::Result<()> {
     }
     println!(
         "\nits issues: muster issue list --project {}",
-        text(&p["key"])
+        cell(&p["key"])
     );
     Ok(())
 }
