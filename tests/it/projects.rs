@@ -12,6 +12,21 @@ both_backends!(
     a_run_token_cannot_touch_projects
 );
 
+/// An active project `WEB` ("Website"), with its own repository when `repo_path` is given.
+fn website(repo_path: Option<String>) -> NewProject {
+    NewProject {
+        key: ProjectKey::parse("WEB").unwrap(),
+        name: ProjectName::parse("Website").unwrap(),
+        description: String::new(),
+        lead: None,
+        status: ProjectStatus::Active,
+        target_date: None,
+        repo_path,
+        check: None,
+        created_by: None,
+    }
+}
+
 /// An issue created through the API, as a person would.
 async fn create(env: &Env, body: serde_json::Value) -> Issue {
     let (status, text) = env
@@ -34,17 +49,7 @@ async fn runs_work_in_their_projects_repository(backend: Backend) {
         .store
         .create_project(
             env.ws.id,
-            &NewProject {
-                key: ProjectKey::parse("WEB").unwrap(),
-                name: ProjectName::parse("Website").unwrap(),
-                description: String::new(),
-                lead: None,
-                status: ProjectStatus::Active,
-                target_date: None,
-                repo_path: Some(project_repo.display().to_string()),
-                check: None,
-                created_by: None,
-            },
+            &website(Some(project_repo.display().to_string())),
         )
         .await
         .unwrap();
@@ -94,20 +99,7 @@ async fn a_run_token_cannot_touch_projects(backend: Backend) {
     };
     let project = env
         .store
-        .create_project(
-            env.ws.id,
-            &NewProject {
-                key: ProjectKey::parse("WEB").unwrap(),
-                name: ProjectName::parse("Website").unwrap(),
-                description: String::new(),
-                lead: None,
-                status: ProjectStatus::Active,
-                target_date: None,
-                repo_path: None,
-                check: None,
-                created_by: None,
-            },
-        )
+        .create_project(env.ws.id, &website(None))
         .await
         .unwrap();
     let held = env.hold_run("holder", "Break it down").await;
