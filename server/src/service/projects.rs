@@ -45,6 +45,7 @@ pub struct ProjectInput {
     pub check_command: Option<String>,
     /// Seconds before that check is stopped (1–3600, default 600).
     #[serde(default, deserialize_with = "crate::domain::serde_util::whole_number")]
+    #[schema(minimum = 1, maximum = 3600)]
     pub check_timeout_secs: Option<u64>,
 }
 
