@@ -136,6 +136,17 @@ async fn patch_of(state: &Engine, caller: &Caller, input: &ProjectInput) -> Resu
             },
         };
     }
+    if let Some(secs) = input.check_timeout_secs
+        && !(1..=crate::domain::CHECK_TIMEOUT_MAX_SECS).contains(&secs)
+    {
+        problems.add(
+            "check_timeout_secs",
+            format!(
+                "must be from 1 to {} seconds, not {secs}",
+                crate::domain::CHECK_TIMEOUT_MAX_SECS
+            ),
+        );
+    }
     if let Some(raw) = &input.check_command {
         patch.check = match non_empty(raw) {
             None => Some(None),
