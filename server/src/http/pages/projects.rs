@@ -264,25 +264,15 @@ async fn page_view(
                 url: format!("/w/{slug}/runs/{}", r.run_id),
             })
             .collect(),
-        tokens: format!("{} tokens", thousands(summary.stats.usage.tokens())),
+        tokens: format!(
+            "{} tokens",
+            super::runs::thousands(summary.stats.usage.tokens())
+        ),
         board_url: board,
         form: form_of(Some(p), &people, caller.role.can_manage()),
         saved: false,
         can_delete: caller.role.can_manage(),
     })
-}
-
-/// 12345 → "12,345".
-fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
 }
 
 async fn show(
@@ -326,15 +316,4 @@ async fn delete(
 ) -> PageResult {
     svc::delete(&state, &member.caller, &svc::parse_key(&key)?).await?;
     Ok(see_other(&format!("/w/{}/projects", member.caller.ws.slug)))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn thousands_are_grouped() {
-        assert_eq!(super::thousands(0), "0");
-        assert_eq!(super::thousands(999), "999");
-        assert_eq!(super::thousands(12_345), "12,345");
-        assert_eq!(super::thousands(1_234_567), "1,234,567");
-    }
 }
