@@ -5,7 +5,7 @@
 //! `runners.rs`, `runs.rs`, `run_log.rs`, `inbox.rs`, `ensembles.rs`, `usage.rs`, `forges.rs`, `plans.rs`, `search.rs`), so each backend gets
 //! its own fully typed impls. Every query is portable SQL (lowercase, `$N` parameters, `returning`,
 //! `on conflict`); each backend supplies what differs: `begin_write` (SQLite takes the write lock up
-//! front with `BEGIN IMMEDIATE`), `claim` (Postgres uses `for update skip locked`), `insert_event_rows`
+//! front with `BEGIN IMMEDIATE`), `claim` (Postgres uses `for no key update skip locked`), `insert_event_rows`
 //! and `append_leased_rows` (the run log's bulk writes), the `LABEL_FILTER_*`, `DISTINCT_LABELS` and
 //! `BOUND_*` fragments, and `ping_impl`, `migrate_impl`, `close_impl`, `notify_impl` and `listen_impl`.
 //!
@@ -38,7 +38,7 @@ macro_rules! run_cols { () => {
      not_before, pid, worktree, branch, session_id, exit_code, failure_reason, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens, cost_usd, summary, diff_stat, stalled_at, created_at, \
      started_at, finished_at, failure_detail, cost_unknown, lease_epoch, trigger, trigger_comment_id, \
-     previous_run_id, ensemble_run_id, cost_estimated, base_commit, head_commit"
+     previous_run_id, ensemble_run_id, cost_estimated, base_commit, head_commit, purpose"
 } }
 
 pub(super) use {run_cols, user_cols, ws_cols};
@@ -81,6 +81,7 @@ macro_rules! impl_store {
         $crate::store::forges::impl_forges_store!($store, $db);
         $crate::store::plans::impl_plans_store!($store, $db);
         $crate::store::projects::impl_projects_store!($store, $db);
+        $crate::store::proposals::impl_proposals_store!($store, $db);
         $crate::store::search::impl_search_store!($store, $db);
         $crate::store::lists::impl_lists_store!($store, $db);
     };

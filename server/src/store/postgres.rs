@@ -1,6 +1,6 @@
 //! The PostgreSQL backend, for teams: several replicas share one database.
 //!
-//! Claims use `select … for update skip locked` so replicas never wait on each other's candidate run, then
+//! Claims use `select … for no key update skip locked` so replicas never wait on each other's candidate run, then
 //! lock the agent row so two claimers cannot both pass its max-concurrent-runs check.
 
 use std::time::Duration;
@@ -253,7 +253,11 @@ impl PgStore {
                  and x.status in ('claimed', 'running')) < a.max_concurrent_runs",
             );
             push_claim_scope!(qb, scope, Self::BOUND_OPEN, Self::BOUND_CLOSE);
-            qb.push(" order by r.created_at, r.run_id limit 1 for update of r skip locked");
+            // `for no key update`, the strength the claim's own update takes: it does not conflict with
+            // the key-share lock that a row referencing the run (its plan-run note, an inbox item, a
+            // follow-up's answered comments) holds while that row's transaction is open. `for update`
+            // did, and `skip locked` then passed over a run just queued, which waited for the idle tick.
+            qb.push(" order by r.created_at, r.run_id limit 1 for no key update of r skip locked");
             let candidate = qb
                 .build_query_as::<(RunId, AgentId, i32)>()
                 .fetch_optional(&mut *tx)
@@ -262,7 +266,8 @@ impl PgStore {
                 return Ok(None);
             };
             // Serialise claims per agent, then count again with a fresh snapshot.
-            sqlx::query("select 1 from agent where agent_id = $1 for update")
+            // Also `no key update`: new runs and comments naming the agent take key-share locks on it.
+            sqlx::query("select 1 from agent where agent_id = $1 for no key update")
                 .bind(agent)
                 .execute(&mut *tx)
                 .await?;

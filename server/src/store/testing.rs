@@ -369,3 +369,20 @@ fn is_identifier(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
+
+/// An open PostgreSQL transaction holding a key-share lock on a run, as a transaction inserting a row
+/// that references the run (a comment, an inbox item) holds one until it ends. Dropped, it rolls back.
+pub struct KeyShareLock {
+    _conn: PgConnection,
+}
+
+/// Takes a key-share lock on `run` in a transaction of its own, kept open until the lock is dropped.
+pub async fn key_share_lock_on_run(url: &str, run: RunId) -> anyhow::Result<KeyShareLock> {
+    let mut conn = PgConnection::connect(url).await?;
+    sqlx::raw_sql("begin").execute(&mut conn).await?;
+    sqlx::query("select 1 from run where run_id = $1 for key share")
+        .bind(run)
+        .execute(&mut conn)
+        .await?;
+    Ok(KeyShareLock { _conn: conn })
+}

@@ -876,3 +876,38 @@ async fn notifications_reach_listeners(store: Arc<dyn Store>) {
         }
     }
 }
+
+/// A queued run that an open transaction references (the note on a just-queued plan run, an inbox item,
+/// a follow-up's answered comments: each insert holds a key-share lock on the run until it commits) is
+/// still claimed: the claim's row lock does not conflict with it. With `for update skip locked` the claim
+/// passed over such a run, which then waited for the idle tick. PostgreSQL only: SQLite has no row locks.
+#[tokio::test]
+#[ignore = "needs PostgreSQL (MUSTER_TEST_PG_URL); run with --include-ignored"]
+async fn a_run_referenced_by_an_open_transaction_is_still_claimed() {
+    let Some(db) = muster_tests::TestDb::new(muster_tests::Backend::Postgres).await else {
+        return;
+    };
+    let store = db.store().await;
+    let f = fixture(&store, "team", "ACM").await;
+    let coder = agent(&store, f.ws.id, "coder", 1).await;
+    let i = issue(&store, f.ws.id, "Fix it", IssueStatus::Todo).await;
+    let run = store
+        .create_run(&NewRun::assignment(f.ws.id, i.id, coder.id))
+        .await
+        .unwrap();
+    let muster::store::DatabaseUrl::Postgres(url) = &db.url else {
+        unreachable!("a PostgreSQL test database")
+    };
+    let lock = muster::store::testing::key_share_lock_on_run(url, run.id)
+        .await
+        .unwrap();
+    let claimed =
+        muster_tests::engine::claim_next(store.as_ref(), "runner-1", chrono::TimeDelta::minutes(5))
+            .await;
+    assert_eq!(
+        claimed.map(|r| r.id),
+        Some(run.id),
+        "claimed while referenced"
+    );
+    drop(lock);
+}
