@@ -2,32 +2,16 @@
 //! where each hit matched (with the snippet of a body or comment match), `--json`, an empty answer, and
 //! a query the server refuses (exit 1 with its message).
 
-use std::process::{Command, Stdio};
-
 use muster::domain::*;
-use muster_tests::seed;
+use muster_tests::cli::Cli;
 use muster_tests::{Backend, TestDb, spawn_app};
-
-/// What one run of the binary printed.
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn issue_search_from_the_command_line() {
     let db = TestDb::new(Backend::Sqlite).await.unwrap();
     let app = spawn_app(db.config()).await;
     let store = app.state.store.clone();
-    let (user, ws) = seed::owner_of(
-        &store,
-        seed::person("ada@example.com", "Ada"),
-        ("Alpha", "alpha", "ALP"),
-    )
-    .await;
-    let token = muster_tests::mint_token(store.as_ref(), ws.id, user.id, "cli").await;
+    let (user, ws, cli) = Cli::ada_on_alpha(&app).await;
     let parser = NewIssue::new(IssueTitle::parse("Parser crash").unwrap());
     store.create_issue(ws.id, &parser).await.unwrap();
     let quiet = NewIssue::new(IssueTitle::parse("Quiet build").unwrap())
@@ -40,29 +24,7 @@ async fn issue_search_from_the_command_line() {
     store.add_comment(other.id, &note).await.unwrap();
     let _ = quiet;
 
-    let config = tempfile::tempdir().unwrap();
-    let muster = |args: &[&str]| {
-        let mut cmd = Command::new(muster_tests::muster_bin());
-        cmd.env_clear()
-            .env("HOME", config.path())
-            .env("MUSTER_CONFIG_DIR", config.path())
-            .env("MUSTER_URL", format!("http://{}", app.addr))
-            .env("MUSTER_TOKEN", &token)
-            .args(args)
-            .stdin(Stdio::null());
-        async move {
-            let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-                .await
-                .unwrap();
-            Out {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8(out.stdout).unwrap(),
-                stderr: String::from_utf8(out.stderr).unwrap(),
-            }
-        }
-    };
-
-    let table = muster(&["issue", "search", "parser crash"]).await;
+    let table = cli.run(&["issue", "search", "parser crash"]).await;
     assert_eq!(table.code, 0, "{table:?}");
     let lines: Vec<&str> = table.stdout.lines().collect();
     assert_eq!(
@@ -75,20 +37,22 @@ async fn issue_search_from_the_command_line() {
         ],
         "{table:?}"
     );
-    let json = muster(&["issue", "search", "ALP-3", "--limit", "1", "--json"]).await;
+    let json = cli
+        .run(&["issue", "search", "ALP-3", "--limit", "1", "--json"])
+        .await;
     assert_eq!(json.code, 0, "{json:?}");
     let found: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(found["hits"].as_array().unwrap().len(), 1);
     assert_eq!(found["hits"][0]["key"], "ALP-3");
     assert_eq!(found["hits"][0]["matched_in"], "key");
 
-    let none = muster(&["issue", "search", "zebra"]).await;
+    let none = cli.run(&["issue", "search", "zebra"]).await;
     assert_eq!((none.code, none.stdout.as_str()), (0, ""), "{none:?}");
     assert!(
         none.stderr.contains("no issue matches \"zebra\""),
         "{none:?}"
     );
-    let refused = muster(&["issue", "search", "\"*\""]).await;
+    let refused = cli.run(&["issue", "search", "\"*\""]).await;
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(
         refused
@@ -96,7 +60,7 @@ async fn issue_search_from_the_command_line() {
             .contains("must contain a letter or a digit to search for"),
         "{refused:?}"
     );
-    let usage = muster(&["issue", "search", "x", "--limit", "0"]).await;
+    let usage = cli.run(&["issue", "search", "x", "--limit", "0"]).await;
     assert_eq!(usage.code, 2, "{usage:?}");
     app.shutdown.cancel();
 }

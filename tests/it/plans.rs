@@ -16,7 +16,7 @@ both_backends!(
 /// An agent that records `<issue> start` and `<issue> end` lines in `<scripts>/order`, writes one file
 /// into its worktree, saves its prompt and brief (`<scripts>/prompt-<run>`, `brief-<run>`), reports a
 /// summary, and moves its own issue to done with its run's token.
-fn finisher(env: &Env) -> std::path::PathBuf {
+pub(crate) fn finisher(env: &Env) -> std::path::PathBuf {
     let out = env.scripts.path().display().to_string();
     env.script(
         "finisher.sh",
@@ -36,7 +36,7 @@ exit 0"#,
     )
 }
 
-fn order_lines(env: &Env) -> Vec<String> {
+pub(crate) fn order_lines(env: &Env) -> Vec<String> {
     std::fs::read_to_string(env.scripts.path().join("order"))
         .unwrap_or_default()
         .lines()
@@ -44,7 +44,7 @@ fn order_lines(env: &Env) -> Vec<String> {
         .collect()
 }
 
-async fn create(env: &Env, body: serde_json::Value) -> String {
+pub(crate) async fn create(env: &Env, body: serde_json::Value) -> String {
     let (status, text) = env
         .call(reqwest::Method::POST, "/api/v1/issues", Some(body))
         .await;

@@ -280,6 +280,33 @@ impl Env {
     /// `MUSTER_TOKEN` and `MUSTER_ISSUE` and then holds the run open: for acting with a run's token from
     /// the test, as its agent could.
     pub async fn hold_run(&self, name: &str, title: &str) -> HeldRun {
+        let (agent, out) = self.holder(name).await;
+        let (issue, run) = self.assign_new(title, &agent).await;
+        self.held(issue, run, &out).await
+    }
+
+    /// [`Env::hold_run`] for a plan run: a new issue `title`, unassigned, that a new agent `name` is
+    /// asked to plan (`POST /api/v1/issues/{key}/plan`, as a person would); the run reports its token
+    /// and holds on.
+    pub async fn hold_plan_run(&self, name: &str, title: &str) -> HeldRun {
+        let (_, out) = self.holder(name).await;
+        let issue = self.issue(title).await;
+        let (status, text) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/issues/{}/plan", issue.key),
+                Some(serde_json::json!({ "agent": name })),
+            )
+            .await;
+        assert_eq!(status, 201, "{text}");
+        let run = self.the_run(&issue).await;
+        assert_eq!(run.purpose, RunPurpose::Plan);
+        self.held(issue, run, &out).await
+    }
+
+    /// An agent `name` whose runs report `MUSTER_URL`, `MUSTER_TOKEN` and `MUSTER_ISSUE` to the file
+    /// returned, then hold on.
+    async fn holder(&self, name: &str) -> (Agent, std::path::PathBuf) {
         let out = self.scripts.path().join(format!("{name}-token"));
         let script = self.script(
             &format!("{name}.sh"),
@@ -288,9 +315,11 @@ impl Env {
                 report_to(&out, "\"$MUSTER_URL $MUSTER_TOKEN $MUSTER_ISSUE\"")
             ),
         );
-        let agent = self.agent(name, &script).await;
-        let (issue, run) = self.assign_new(title, &agent).await;
-        let line = report_from("the run's token", &out).await;
+        (self.agent(name, &script).await, out)
+    }
+
+    async fn held(&self, issue: Issue, run: Run, out: &std::path::Path) -> HeldRun {
+        let line = report_from("the run's token", out).await;
         let parts: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
         assert_eq!(parts.len(), 3, "{line}");
         let [url, token, key] = [parts[0].clone(), parts[1].clone(), parts[2].clone()];

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod bench;
 pub mod browser;
+pub mod cli;
 pub mod engine;
 pub mod ensemble;
 pub mod forge;

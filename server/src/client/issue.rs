@@ -103,6 +103,28 @@ pub enum IssueCommand {
     },
     /// Change an issue's fields; only the flags given change.
     Edit(EditArgs),
+    /// Ask an agent to plan an issue: it reads the code, changes nothing, and proposes a tree of
+    /// sub-issues (titles, acceptance checks, agents, dependencies) for you to review.
+    Plan {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+        /// The agent that plans.
+        #[arg(long)]
+        agent: String,
+    },
+    /// Show the issue's latest plan proposal as a tree: each item's ref, title, agent and what it waits on.
+    Proposal {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+    },
+    /// Approve the issue's pending plan: its sub-issues and dependencies are created at once and (unless
+    /// --no-assign) assigned, so each agent starts once its blockers are done.
+    Approve(super::plan::ApproveArgs),
+    /// Discard the issue's pending plan proposal; nothing is created.
+    Discard {
+        /// Issue key, e.g. MUS-7.
+        key: String,
+    },
 }
 
 /// `muster issue create` flags.
@@ -434,6 +456,12 @@ pub async fn run(remote: &Remote, command: IssueCommand) -> anyhow::Result<()> {
             })
         }
         IssueCommand::Edit(args) => edit(&client, json, args).await,
+        IssueCommand::Plan { key, agent } => {
+            super::plan::request(&client, json, &key, &agent).await
+        }
+        IssueCommand::Proposal { key } => super::plan::show(&client, json, &key).await,
+        IssueCommand::Approve(args) => super::plan::approve(&client, json, &args).await,
+        IssueCommand::Discard { key } => super::plan::discard(&client, json, &key).await,
     }
 }
 

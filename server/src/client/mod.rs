@@ -39,6 +39,7 @@ pub mod issue;
 mod login;
 pub mod output;
 mod pages;
+pub mod plan;
 pub mod project;
 pub mod run;
 pub mod runners;

@@ -68,4 +68,6 @@ id_type!(
     EnsembleRunId,
     /// A project: issues grouped under a name, with their own repository.
     ProjectId,
+    /// A planner's proposed tree of sub-issues, waiting for a person's review.
+    ProposalId,
 );

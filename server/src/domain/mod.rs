@@ -14,6 +14,7 @@ pub mod list;
 mod mention;
 mod plan;
 mod project;
+pub mod proposal;
 pub mod review;
 mod run;
 mod run_event;
@@ -41,8 +42,8 @@ pub use forge::{
 };
 pub use ids::{
     ActivityId, AgentId, CommentId, EnsembleId, EnsembleRunId, ForgeConnectionId, InboxItemId,
-    InvitationId, IssueId, ProjectId, PullRequestId, RunId, RunnerId, RunnerTokenId, SessionId,
-    SkillId, TokenId, UserId, WorkspaceId,
+    InvitationId, IssueId, ProjectId, ProposalId, PullRequestId, RunId, RunnerId, RunnerTokenId,
+    SessionId, SkillId, TokenId, UserId, WorkspaceId,
 };
 pub use issue::{
     Activity, ActivityKind, Actor, Assignee, Comment, CommentAuthor, Issue, IssueCursor,
@@ -58,9 +59,13 @@ pub use project::{
     NewProject, PROJECT_DESCRIPTION_MAX, Project, ProjectKey, ProjectName, ProjectPatch,
     ProjectStats, ProjectStatus, WorkPlace, project_description_ok, work_place,
 };
+pub use proposal::{
+    CheckedTree, NewProposal, PlannedIssue, Proposal, ProposalStatus, ProposedIssue, check_tree,
+};
 pub use run::{
     FailureReason, InboxItem, InboxKind, NewInboxItem, NewRun, NewRunEvent, ONLINE_WITHIN, Run,
-    RunEvent, RunOutcome, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine, work_lines,
+    RunEvent, RunOutcome, RunPurpose, RunStatus, RunTrigger, Runner, Seq, Usage, WorkLine,
+    work_lines,
 };
 pub use run_event::{
     DiffNote, EGRESS_EVENT, EgressNote, RunEventBody, SandboxEgress, SandboxNote, SandboxPath,

@@ -88,6 +88,16 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// What a run is for: work on its issue, or a plan of it — it proposes sub-issues through its token
+    /// (see [`crate::domain::proposal`]), its issue's status is left alone, and its issue's blockers do
+    /// not hold it.
+    RunPurpose, "purpose" {
+        Work => "work",
+        Plan => "plan",
+    }
+);
+
 /// Position in a run's event log; the replay cursor. The first event has seq 1; 0 means "before all".
 pub type Seq = i64;
 
@@ -219,6 +229,8 @@ pub struct NewRun {
     pub previous_run_id: Option<RunId>,
     /// The ensemble run it belongs to (a candidate or the reviewer).
     pub ensemble_run_id: Option<EnsembleRunId>,
+    /// Work, or a plan.
+    pub purpose: RunPurpose,
 }
 
 impl NewRun {
@@ -235,6 +247,7 @@ impl NewRun {
             trigger_comment_id: None,
             previous_run_id: None,
             ensemble_run_id: None,
+            purpose: RunPurpose::Work,
         }
     }
 }
@@ -325,6 +338,18 @@ pub struct Run {
     pub previous_run_id: Option<RunId>,
     /// The ensemble run this run is a candidate (or the reviewer) of.
     pub ensemble_run_id: Option<EnsembleRunId>,
+    /// Work on its issue, or a plan of it.
+    pub purpose: RunPurpose,
+}
+
+impl Run {
+    /// Whether this run moves its issue's status (to in progress as it starts, to review or back to todo
+    /// as it ends): the assigned agent's work runs do; a helper's, an ensemble candidate's and a plan
+    /// never do.
+    pub fn owns_status(&self, issue: &super::Issue) -> bool {
+        self.purpose == RunPurpose::Work
+            && issue.status_owned_by(self.agent_id, self.ensemble_run_id.is_some())
+    }
 }
 
 /// A line of work on an issue: one agent's branch there, which each of its runs advances.

@@ -6,7 +6,7 @@
 use crate::domain::failure::{self, FailureFacts};
 use crate::domain::{
     Agent, CommentAuthor, FailureReason, InboxKind, Issue, IssueStatus, NewComment, NewInboxItem,
-    Run, RunOutcome, RunStatus, RunTrigger,
+    Run, RunOutcome, RunPurpose, RunStatus, RunTrigger,
 };
 use crate::engine::Engine;
 use crate::hub::{LiveEvent, Topic};
@@ -89,7 +89,9 @@ pub(crate) async fn conclude(
     }
     let followed = match (finished.status, agent.as_ref()) {
         (RunStatus::Succeeded, Some(agent)) => succeeded(state, &finished, &issue, agent).await,
-        (RunStatus::Cancelled, Some(agent)) => return_to_todo(state, &issue, agent).await,
+        (RunStatus::Cancelled, Some(agent)) => {
+            return_to_todo(state, &finished, &issue, agent).await
+        }
         (RunStatus::Interrupted, agent) => {
             // One rule with a vanished runner's runs (the sweep): a changed worktree or a log that shows
             // the agent acting.
@@ -103,7 +105,7 @@ pub(crate) async fn conclude(
     if let Err(e) = followed {
         tracing::warn!(error = %e, "cannot update the issue after the run");
     }
-    if finished.status == RunStatus::Succeeded {
+    if finished.status == RunStatus::Succeeded && finished.purpose == RunPurpose::Work {
         // The forge is asked over the network: never in the way of the runner's session.
         let (engine, run) = (state.clone(), finished.clone());
         tokio::spawn(async move { super::forge::run_delivered(&engine, &run).await });
@@ -122,6 +124,10 @@ async fn succeeded(state: &Engine, run: &Run, issue: &Issue, agent: &Agent) -> s
     {
         comment.run_id = Some(run.id);
         state.store.add_comment(issue.id, &comment).await?;
+    }
+    if run.purpose == RunPurpose::Plan {
+        // A plan delivers a proposal, not work: the issue stays where it is.
+        return super::planner::plan_ended(state, run, issue, agent).await;
     }
     // A helper brought in by a mention answers in the thread (its summary above); the issue's status
     // and its review belong to the assigned agent.
@@ -226,7 +232,7 @@ async fn tell_failure(
     redactor: &Redactor,
 ) -> store::Result<()> {
     let reason = run.failure_reason.unwrap_or(FailureReason::Exit);
-    return_to_todo(state, issue, agent).await?;
+    return_to_todo(state, run, issue, agent).await?;
     let kind = if matches!(reason, FailureReason::OverBudget | FailureReason::OverCap) {
         InboxKind::OverBudget
     } else {
@@ -273,7 +279,7 @@ pub(crate) async fn after_interruption(
 
 /// After a lost runner: an inbox item offering a retry, and the issue back to `todo`.
 pub(crate) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> store::Result<()> {
-    if issue.status_owned_by(run.agent_id, run.ensemble_run_id.is_some()) {
+    if run.owns_status(issue) {
         move_if_in(
             state,
             issue,
@@ -290,8 +296,13 @@ pub(crate) async fn interrupted(state: &Engine, run: &Run, issue: &Issue) -> sto
     inbox(state, run, issue, InboxKind::RunInterrupted, message).await
 }
 
-async fn return_to_todo(state: &Engine, issue: &Issue, agent: &Agent) -> store::Result<()> {
-    if !issue.status_owned_by(agent.id, false) {
+async fn return_to_todo(
+    state: &Engine,
+    run: &Run,
+    issue: &Issue,
+    agent: &Agent,
+) -> store::Result<()> {
+    if run.purpose == RunPurpose::Plan || !issue.status_owned_by(agent.id, false) {
         return Ok(());
     }
     move_if_in(

@@ -14,6 +14,7 @@ pub(crate) mod finish;
 pub mod forge;
 pub mod order;
 pub(crate) mod plan;
+pub(crate) mod planner;
 pub mod relay;
 pub mod session;
 pub(crate) mod sweep;
@@ -313,6 +314,8 @@ impl Engine {
             previous_run_id: Some(run.id),
             // A retried candidate (or reviewer) stays in its ensemble run.
             ensemble_run_id: run.ensemble_run_id,
+            // A retried plan plans again.
+            purpose: run.purpose,
         };
         // The retry answers the same comments as the attempt it repeats.
         let comments = self.store.list_run_comments(run.id).await?;

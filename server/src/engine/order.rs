@@ -2,7 +2,7 @@
 //! agent's secrets opened here and nowhere else, its enabled skills as bundles, the repository setting,
 //! a token valid for that run only), and what it is told about runs its previous life left behind.
 
-use crate::domain::{Agent, FailureReason, NewApiToken, Role, Run, RunTrigger};
+use crate::domain::{Agent, FailureReason, NewApiToken, Role, Run, RunPurpose, RunTrigger};
 use crate::runner::protocol::{AgentSpec, Order, Orphan, Resume, SkillBundle, SpecEnv};
 
 use super::Engine;
@@ -137,7 +137,17 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         .map_err(|e| config(format!("cannot read the issue's project: {e}")))?;
     let token = run_token(engine, run).await?;
     let answered = new_comments(engine, run, &comments).await?;
-    let mut prompt = crate::runner::executor::brief_prompt(&issue, agent.profile.kind);
+    let api_url = engine
+        .config
+        .public_url
+        .clone()
+        .map(|u| u.trim_end_matches('/').to_owned());
+    let mut prompt = match run.purpose {
+        RunPurpose::Work => crate::runner::executor::brief_prompt(&issue, agent.profile.kind),
+        RunPurpose::Plan => {
+            super::planner::prompt(&issue, agent.profile.kind.brief_file(), api_url.as_deref())
+        }
+    };
     prompt.push_str(&answered);
     let resume = continued(engine, run, &answered).await?;
     let mut order = Order {
@@ -153,11 +163,7 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         skills,
         repo: place.repo,
         token,
-        api_url: engine
-            .config
-            .public_url
-            .clone()
-            .map(|u| u.trim_end_matches('/').to_owned()),
+        api_url,
         max_events: engine.config.max_events_per_run,
         next_seq: 1,
         resume,
@@ -181,8 +187,8 @@ pub(crate) async fn build(engine: &Engine, run: &Run) -> Result<Order, Refusal> 
         .await
         .map_err(|e| config(format!("cannot read the issue's blockers: {e}")))?;
     order.brief.push_str(&blockers);
-    // Stacked work: a new line starts from its blocker's delivered commit.
-    if order.resume.as_ref().is_none_or(|r| r.branch.is_none()) {
+    // Stacked work: a new line starts from its blocker's delivered commit (a plan reads the base).
+    if run.purpose == RunPurpose::Work && order.resume.as_ref().is_none_or(|r| r.branch.is_none()) {
         order.base = super::plan::stacked_base(engine, &issue)
             .await
             .map_err(|e| config(format!("cannot read the issue's blockers: {e}")))?;

@@ -544,9 +544,7 @@ impl Session {
                 return;
             }
         };
-        if issue.status == IssueStatus::Todo
-            && issue.status_owned_by(run.agent_id, run.ensemble_run_id.is_some())
-        {
+        if issue.status == IssueStatus::Todo && run.owns_status(&issue) {
             let actor = CommentAuthor::Agent(run.agent_id);
             if let Err(e) = self
                 .engine

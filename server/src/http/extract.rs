@@ -331,7 +331,8 @@ fn bearer(parts: &Parts) -> Option<&str> {
 /// every agent's instructions and runtime: `MemberView::for_caller`, `AgentNameView`), its own issue's
 /// thread and its own run; it comments on and moves its own issue (the service layer narrows edits to the
 /// status), edits or deletes its own comments there, and files unassigned sub-issues of its own issue
-/// (the service checks the parent). A run of an ensemble only reads: what it wrote on
+/// (the service checks the parent); a plan run proposes a tree of sub-issues for its own issue (the service
+/// checks that the run is a plan). A run of an ensemble only reads: what it wrote on
 /// the shared issue would reach the other candidates. Everything else (tokens, runners, settings, usage,
 /// other runs, skills, members' management) is refused.
 fn run_may(parts: &Parts, scope: &RunScope) -> bool {
@@ -369,6 +370,9 @@ fn run_route_may(parts: &Parts, scope: &RunScope) -> bool {
             own_issue() && (parts.method == Method::PATCH || parts.method == Method::DELETE)
         }
         "/api/v1/issues/{key}/move" => own_issue() && parts.method == Method::POST,
+        // A plan run proposes for its own issue (the service checks that it is one); deciding is people's.
+        "/api/v1/issues/{key}/proposals" => read || (own_issue() && parts.method == Method::POST),
+        "/api/v1/proposals/{id}" => read,
         "/api/v1/runs/{id}" | "/api/v1/runs/{id}/events" => own_run() && read,
         _ => false,
     }

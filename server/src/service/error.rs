@@ -128,6 +128,11 @@ fn conflict_message(constraint: &str) -> Error {
         "run_one_active_key" => {
             Error::conflict("agent", "this agent already has a live run on this issue")
         }
+        "plan_proposal_status" => Error::conflict("proposal", "was already approved or discarded"),
+        "plan_proposal_pending_key" => Error::conflict(
+            "proposal",
+            "another proposal for this issue was recorded at the same moment; send it again",
+        ),
         "last_owner" => Error::conflict("role", "a workspace needs at least one owner"),
         "foreign_key" => Error::conflict(
             "id",

@@ -273,7 +273,7 @@ pub async fn move_to(
 /// todo or in progress, or it moved there with an agent assigned (e.g. out of backlog). An agent that
 /// already has a live run on it gets no second one. A queueing error is logged, not returned: the
 /// issue change itself succeeded.
-async fn queue_run_if_due(state: &Engine, before: Option<&Issue>, after: &Issue) {
+pub(super) async fn queue_run_if_due(state: &Engine, before: Option<&Issue>, after: &Issue) {
     let Some(Assignee::Agent(agent)) = after.assignee else {
         return;
     };

@@ -12,6 +12,7 @@ pub mod lists;
 pub mod members;
 pub mod plans;
 pub mod projects;
+pub mod proposals;
 pub mod runners;
 pub mod runs;
 pub mod runtimes;

@@ -16,9 +16,9 @@ use crate::domain::{
     ActivityId, ActivityKind, AgentId, AgentName, BlockUntil, CommentId, Email, EnsembleId,
     EnsembleRunId, EnsembleStatus, FailureReason, ForgeConnectionId, ForgeKind, InboxItemId,
     InboxKind, InvitationId, IssueId, IssuePrefix, IssueStatus, IssueTitle, OnClose, PrState,
-    Priority, ProjectId, ProjectKey, ProjectName, ProjectStatus, PullRequestId, RelationKind, Role,
-    RunId, RunStatus, RunTrigger, RunnerId, RunnerTokenId, SessionId, SkillId, SkillSource, Slug,
-    TokenId, UserId, WorkspaceId,
+    Priority, ProjectId, ProjectKey, ProjectName, ProjectStatus, ProposalId, ProposalStatus,
+    PullRequestId, RelationKind, Role, RunId, RunPurpose, RunStatus, RunTrigger, RunnerId,
+    RunnerTokenId, SessionId, SkillId, SkillSource, Slug, TokenId, UserId, WorkspaceId,
 };
 
 macro_rules! uuid_codec {
@@ -72,6 +72,7 @@ uuid_codec!(
     ForgeConnectionId,
     PullRequestId,
     ProjectId,
+    ProposalId,
 );
 
 /// Text columns: encoded with `$as_str`, decoded by `$parse` (validation again on the way out).
@@ -111,6 +112,8 @@ text_codec!(
     FailureReason => |v: &FailureReason| v.as_str(), str::parse::<FailureReason>;
     InboxKind => |v: &InboxKind| v.as_str(), str::parse::<InboxKind>;
     RunTrigger => |v: &RunTrigger| v.as_str(), str::parse::<RunTrigger>;
+    RunPurpose => |v: &RunPurpose| v.as_str(), str::parse::<RunPurpose>;
+    ProposalStatus => |v: &ProposalStatus| v.as_str(), str::parse::<ProposalStatus>;
     SkillSource => |v: &SkillSource| v.as_str(), str::parse::<SkillSource>;
     ActivityKind => |v: &ActivityKind| v.as_str(), str::parse::<ActivityKind>;
     EnsembleStatus => |v: &EnsembleStatus| v.as_str(), str::parse::<EnsembleStatus>;

@@ -397,12 +397,17 @@ macro_rules! impl_issues_store {
             use $crate::store::rows::*;
             use $crate::store::{Error, Result};
 
-            #[async_trait::async_trait]
-            impl IssueStore for $store {
-                async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue> {
+            impl $store {
+                /// Inserts `new` in `tx` (see [`IssueStore::create_issue`]): the workspace's next number, the
+                /// end of its column, the parent's fan-in armed again, the created line in the trail.
+                pub(crate) async fn insert_issue(
+                    txn: &mut sqlx::Transaction<'static, $db>,
+                    ws: WorkspaceId,
+                    new: &NewIssue,
+                ) -> Result<IssueId> {
+                    let tx = &mut **txn;
                     let (id, now) = (IssueId::new(), now());
                     let (user, agent) = assignee_columns(new.assignee);
-                    let mut tx = self.begin_write().await?;
                     // The counter row lock also serialises concurrent creates in one workspace.
                     let number = sqlx::query_scalar::<$db, i64>(
                         "update workspace set issue_counter = issue_counter + 1 where workspace_id = $1 returning issue_counter")
@@ -423,6 +428,15 @@ macro_rules! impl_issues_store {
                     }
                     let actor = new.created_by.map_or(Actor::System, Actor::User);
                     insert_activity!($db, tx, id, actor, ActivityKind::Created, serde_json::json!({ "status": new.status }), now);
+                    Ok(id)
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl IssueStore for $store {
+                async fn create_issue(&self, ws: WorkspaceId, new: &NewIssue) -> Result<Issue> {
+                    let mut tx = self.begin_write().await?;
+                    let id = Self::insert_issue(&mut tx, ws, new).await?;
                     tx.commit().await?;
                     self.get_issue_by_id(id).await
                 }

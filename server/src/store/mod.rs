@@ -8,7 +8,7 @@
 //! ([`RunnerStore`]: runner tokens, runners), `runs.rs` ([`RunStore`]: runs, claims, leases, indicators),
 //! `run_log.rs` ([`RunLogStore`]: run events), `inbox.rs` ([`InboxStore`]), `ensembles.rs`
 //! ([`EnsembleStore`]), `forges.rs` ([`ForgeStore`]: forge connections, pull requests, deliveries), `plans.rs` ([`PlanStore`]: relations,
-//! sub-issues, fan-in), `projects.rs` ([`ProjectStore`]), `search.rs` ([`SearchStore`]: full-text issue search), `lists.rs` ([`ListStore`]: the issue list's pages and saved views) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
+//! sub-issues, fan-in), `projects.rs` ([`ProjectStore`]), `proposals.rs` ([`ProposalStore`]: the planner's proposals and their approval), `search.rs` ([`SearchStore`]: full-text issue search), `lists.rs` ([`ListStore`]: the issue list's pages and saved views) and `usage.rs` ([`UsageStore`]: usage, caps, prices, metrics). `common.rs` holds
 //! what they share and `impl_store!`, which a backend invokes once to get the infrastructure part of
 //! [`Store`] and every area's impl, each expanded for that backend so it is fully typed. What differs —
 //! how a write transaction starts, how a run is claimed, how run events are inserted in bulk, a few
@@ -35,6 +35,7 @@ mod people;
 mod plans;
 mod postgres;
 mod projects;
+mod proposals;
 mod rows;
 mod run_log;
 mod runners;
@@ -60,6 +61,7 @@ pub use lists::ListStore;
 pub use people::PeopleStore;
 pub use plans::PlanStore;
 pub use projects::ProjectStore;
+pub use proposals::ProposalStore;
 pub use run_log::{LeasedEvents, RunLogStore};
 pub use runners::RunnerStore;
 pub use runs::{ClaimScope, RunFilter, RunStore};
@@ -72,8 +74,8 @@ pub use usage::UsageStore;
 pub mod prelude {
     pub use super::{
         AgentStore, EnsembleStore, ForgeStore, InboxStore, IssueStore, ListStore, PeopleStore,
-        PlanStore, ProjectStore, RunLogStore, RunStore, RunnerStore, SearchStore, SessionStore,
-        Store, UsageStore,
+        PlanStore, ProjectStore, ProposalStore, RunLogStore, RunStore, RunnerStore, SearchStore,
+        SessionStore, Store, UsageStore,
     };
 }
 
@@ -162,6 +164,7 @@ fn sqlite_unique_constraint(message: &str) -> String {
         "project.workspace_id, project.key" => "project_key_key",
         "project.workspace_id, project.name" => "project_name_key",
         "saved_view.workspace_id, saved_view.name" => "saved_view_pkey",
+        "plan_proposal.issue_id" => "plan_proposal_pending_key",
         "pull_request.forge_connection_id, pull_request.number" => {
             "pull_request_connection_number_key"
         }
@@ -287,6 +290,7 @@ pub trait Store:
     + UsageStore
     + ForgeStore
     + PlanStore
+    + ProposalStore
     + ProjectStore
     + SearchStore
     + ListStore

@@ -28,14 +28,15 @@ pub(super) use working;
 
 /// The claim's condition (on `run r`) that its issue has no unmet blocker: every blocks edge into it comes
 /// from an issue that is done, has no claimed or running run (its work is delivered when its run ends)
-/// and, for `until_state = 'merged'`, has a merged pull request. The same rule as [`Blocker::met`].
+/// and, for `until_state = 'merged'`, has a merged pull request. The same rule as [`Blocker::met`]. A
+/// plan run is not held: planning a blocked issue changes nothing the blockers deliver.
 pub(super) const UNBLOCKED: &str = concat!(
-    " and not exists (select 1 from issue_relation d \
+    " and (r.purpose = 'plan' or not exists (select 1 from issue_relation d \
      join issue b on b.issue_id = d.from_issue_id \
      where d.to_issue_id = r.issue_id and d.kind = 'blocks' and (b.status <> 'done' or ",
     working!("b"),
     " or (d.until_state = 'merged' and not exists (select 1 from pull_request p \
-     where p.issue_id = b.issue_id and p.state = 'merged'))))"
+     where p.issue_id = b.issue_id and p.state = 'merged')))))"
 );
 
 /// The planning use-cases.

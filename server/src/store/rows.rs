@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AgentId, CommentId, Email, EnsembleRunId, FailureReason, IssueId, Run, RunId, RunStatus,
-    RunTrigger, RunnerId, Usage, User, UserId, WorkspaceId,
+    AgentId, CommentId, Email, EnsembleRunId, FailureReason, IssueId, Run, RunId, RunPurpose,
+    RunStatus, RunTrigger, RunnerId, Usage, User, UserId, WorkspaceId,
 };
 
 #[derive(sqlx::FromRow)]
@@ -69,6 +69,7 @@ pub(super) struct RunRow {
     trigger_comment_id: Option<CommentId>,
     previous_run_id: Option<RunId>,
     ensemble_run_id: Option<EnsembleRunId>,
+    purpose: RunPurpose,
 }
 
 impl From<RunRow> for Run {
@@ -113,6 +114,7 @@ impl From<RunRow> for Run {
             trigger_comment_id: r.trigger_comment_id,
             previous_run_id: r.previous_run_id,
             ensemble_run_id: r.ensemble_run_id,
+            purpose: r.purpose,
         }
     }
 }

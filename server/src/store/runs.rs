@@ -171,13 +171,13 @@ pub trait RunStore: Send + Sync {
 macro_rules! insert_run { ($db:ty, $exec:expr, $id:expr, $new:expr) => {
     sqlx::query_as::<$db, RunRow>(concat!(
         "insert into run (run_id, workspace_id, issue_id, agent_id, status, attempt, chain_depth, not_before, ",
-        "created_at, trigger, trigger_comment_id, previous_run_id, ensemble_run_id, model) ",
-        "values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11, $12, ",
+        "created_at, trigger, trigger_comment_id, previous_run_id, ensemble_run_id, purpose, model) ",
+        "values ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11, $12, $13, ",
         "(select model from agent where agent_id = $4)) returning ", run_cols!()))
         .bind($id).bind($new.workspace_id).bind($new.issue_id).bind($new.agent_id)
         .bind($new.attempt).bind($new.chain_depth).bind($new.not_before).bind(now())
         .bind($new.trigger).bind($new.trigger_comment_id).bind($new.previous_run_id)
-        .bind($new.ensemble_run_id)
+        .bind($new.ensemble_run_id).bind($new.purpose)
         .fetch_one($exec).await
 } }
 pub(super) use insert_run;

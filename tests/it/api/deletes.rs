@@ -1,7 +1,7 @@
 //! Deleting issues and editing or deleting comments over `/api/v1`: who may, and what each refusal says.
 
 use chrono::TimeDelta;
-use muster::domain::{IssueKey, NewApiToken, NewRun, RunStatus, RuntimeKind};
+use muster::domain::{IssueKey, NewApiToken, NewRun, RunPurpose, RunStatus, RuntimeKind};
 use muster_tests::engine::claim_next;
 use serde_json::{Value, json};
 
@@ -151,6 +151,11 @@ async fn comment_edits_and_deletes(t: &Env) {
 
 /// A token for a claimed run of a new agent `name` on `key`, as the supervisor hands one to an agent.
 pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
+    run_token_for(t, key, name, RunPurpose::Work).await
+}
+
+/// [`run_token`] for a run of `purpose` (a plan run proposes sub-issues).
+pub(crate) async fn run_token_for(t: &Env, key: &str, name: &str, purpose: RunPurpose) -> String {
     let store = &t.app.store;
     let issue = store
         .get_issue(t.ws.id, &IssueKey::parse(key).unwrap())
@@ -158,7 +163,10 @@ pub(crate) async fn run_token(t: &Env, key: &str, name: &str) -> String {
         .unwrap();
     let agent = seed::agent(store, t.ws.id, name, RuntimeKind::Custom).await;
     let run = store
-        .create_run(&NewRun::assignment(t.ws.id, issue.id, agent.id))
+        .create_run(&NewRun {
+            purpose,
+            ..NewRun::assignment(t.ws.id, issue.id, agent.id)
+        })
         .await
         .unwrap();
     let claimed = claim_next(

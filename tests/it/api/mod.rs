@@ -21,6 +21,7 @@ mod members;
 mod openapi;
 mod plans;
 mod projects;
+mod proposals;
 mod runners;
 mod runs;
 mod runtimes;

@@ -432,6 +432,36 @@ pub const ROUTES: &[(&str, &str, &[&str])] = &[
         &["plans::plan_routes_answer_as_documented"],
     ),
     (
+        "post",
+        "/api/v1/issues/{key}/plan",
+        &["proposals::proposal_routes_answer_as_documented"],
+    ),
+    (
+        "get",
+        "/api/v1/issues/{key}/proposals",
+        &["proposals::proposal_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/issues/{key}/proposals",
+        &["proposals::proposal_routes_answer_as_documented"],
+    ),
+    (
+        "get",
+        "/api/v1/proposals/{id}",
+        &["proposals::proposal_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/proposals/{id}/approve",
+        &["proposals::proposal_routes_answer_as_documented"],
+    ),
+    (
+        "post",
+        "/api/v1/proposals/{id}/discard",
+        &["proposals::proposal_routes_answer_as_documented"],
+    ),
+    (
         "get",
         "/api/v1/projects",
         &["projects::project_routes_answer_as_documented"],
@@ -578,7 +608,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         stale.is_empty(),
         "api::ROUTES lists routes the document does not have: {stale:?}"
     );
-    assert_eq!(documented.len(), 94, "the API has 94 routes");
+    assert_eq!(documented.len(), 100, "the API has 100 routes");
 
     let cases: BTreeSet<String> = [
         ("account", super::account::CASES),
@@ -604,6 +634,7 @@ async fn every_route_is_listed_and_tested(t: &Env) {
         ("thread", super::thread::CASES),
         ("workspace", super::workspace::CASES),
         ("usage", super::usage::CASES),
+        ("proposals", super::proposals::CASES),
     ]
     .iter()
     .flat_map(|(module, cases)| cases.iter().map(move |c| format!("{module}::{c}")))

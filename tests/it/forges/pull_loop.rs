@@ -310,14 +310,17 @@ async fn merged_is_done_and_later_work_goes_to_a_new_branch_and_pull_request(bac
             .all(|(r, _)| r == &format!("refs/heads/{line}-2")),
         "{later:?}"
     );
-    assert_eq!(
-        env.store
+    // Recorded just after the new pull request (a step of its own): waited for, not raced.
+    poll("the old pull request superseded by the new one", || async {
+        let superseded = env
+            .store
             .get_pull_request(old.id)
             .await
             .unwrap()
-            .superseded_by,
-        Some(new.id)
-    );
+            .superseded_by;
+        (superseded == Some(new.id)).then_some(())
+    })
+    .await;
     let link = format!("#{}", new.number);
     poll("the old pull request to link the new one", || async {
         forge

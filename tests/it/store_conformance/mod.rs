@@ -16,6 +16,7 @@ mod lists;
 mod people;
 mod plans;
 mod projects;
+mod proposals;
 mod runners;
 mod runs;
 mod search;

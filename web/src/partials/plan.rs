@@ -15,7 +15,7 @@ use crate::views::{
 };
 
 /// The fields each form of the panel shows its errors beside; any other goes to the panel's top.
-const FIELDS: &[&str] = &["parent", "title", "kind", "issue", "until"];
+const FIELDS: &[&str] = &["parent", "title", "kind", "issue", "until", "agent"];
 
 /// The issue page's live side panels: the plan and the pull requests inside the issue's socket element
 /// (`ws-connect`), which stays while the panels are swapped; plain panels when neither needs a socket.
@@ -65,9 +65,40 @@ fn issue_plan(v: &IssuePlanView, oob: bool) -> Markup {
             @if !other.is_empty() {
                 div.alert.alert-error role="alert" { @for m in other { p { (m) } } }
             }
+            (planner(v))
             (parent(v))
             (children(v))
             (relations(v))
+        }
+    }
+}
+
+/// "Plan with agent": a proposal waiting for review, a plan run at work, and the form that asks for one.
+fn planner(v: &IssuePlanView) -> Markup {
+    let p = &v.planner;
+    let f = Form::new("plan-agent", &v.errors);
+    html! {
+        @if let Some((text, url)) = &p.pending {
+            div.plan-proposal role="status" {
+                span { (text) }
+                a.btn.btn-small.btn-primary #plan-review href=(url) { "Review the plan" }
+            }
+        }
+        @if let Some((agent, url)) = &p.planning {
+            p.plan-planning role="status" { (agent) " is planning this issue. " a href=(url) { "Watch the run" } }
+        }
+        @if v.editable && !p.agents.is_empty() {
+            form.plan-form.plan-with method="post" action={ (v.url) "/plan/agent" } {
+                (csrf(&v.csrf))
+                label for=(f.id("agent")) { "Plan with agent" }
+                select id=(f.id("agent")) name="agent"
+                    aria-invalid=[f.invalid("agent").then_some("true")]
+                    aria-describedby=[f.invalid("agent").then(|| format!("{}-error", f.id("agent")))] {
+                    @for a in &p.agents { option value=(a) { (a) } }
+                }
+                button.btn.btn-small type="submit" { "Plan" }
+                (f.field_errors("agent"))
+            }
         }
     }
 }

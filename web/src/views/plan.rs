@@ -1,7 +1,7 @@
 //! Views of planning: the issue page's Plan panel (parent, sub-issues with their progress, relations, the
 //! blockers its agent waits on) and the board card's sub-issue and blocker marks.
 
-use super::{FormErrors, PersonView};
+use super::{FormErrors, Nav, PersonView};
 
 /// Another issue as the plan shows it: its key (linked), title and status.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,6 +89,63 @@ pub struct IssuePlanView {
     pub csrf: String,
     /// The issue's socket (`ws-connect`), when the plan has anything that may change under it.
     pub live_url: Option<String>,
+    /// "Plan with agent": the form, a plan run at work, a proposal waiting for review.
+    pub planner: PlannerView,
+}
+
+/// The Plan panel's planner part.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlannerView {
+    /// The workspace's agents (names), for "Plan with agent".
+    pub agents: Vec<String>,
+    /// A plan run at work: its agent's name and the run's page.
+    pub planning: Option<(String, String)>,
+    /// A proposal waiting for review: "planner proposed 4 sub-issues" and the review page's URL.
+    pub pending: Option<(String, String)>,
+}
+
+/// One proposed sub-issue on the review page, as proposed or as last typed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReviewItemView {
+    pub reference: String,
+    pub title: String,
+    pub description: String,
+    pub acceptance: String,
+    /// The agent's name, or "" for none.
+    pub agent: String,
+    /// The refs it waits on, comma-separated.
+    pub blocked_by: String,
+    /// How deep it sits in the tree (0: waits on nothing), for its indent.
+    pub depth: usize,
+    /// Left out of the approval (typed so on a refused form).
+    pub dropped: bool,
+    /// Once approved: the issue it became (key, URL).
+    pub created: Option<(String, String)>,
+}
+
+/// `GET /w/{slug}/issues/{key}/plan`: the latest proposal for an issue as an editable tree.
+#[derive(Debug, Clone, Default)]
+pub struct PlanReviewView {
+    pub nav: Nav,
+    pub issue_key: String,
+    pub issue_title: String,
+    pub issue_url: String,
+    /// pending, approved or discarded; `None` when the issue has no proposal.
+    pub status: Option<String>,
+    /// Who proposed it, and when ("2 minutes ago").
+    pub agent: String,
+    pub proposed: String,
+    pub summary: String,
+    pub items: Vec<ReviewItemView>,
+    /// The workspace's agents (names), for each item's picker.
+    pub agents: Vec<String>,
+    /// Assign each sub-issue to its agent on approval (as last typed).
+    pub assign: bool,
+    /// POST targets (with `_csrf`).
+    pub approve_url: String,
+    pub discard_url: String,
+    /// Why an approval was refused: `items[2].title` and the like, or `proposal`.
+    pub errors: FormErrors,
 }
 
 /// A board card's planning marks.

@@ -137,6 +137,14 @@ pub mod path {
         pub id: uuid::Uuid,
     }
 
+    /// `{id}`: a plan proposal id.
+    #[derive(utoipa::IntoParams)]
+    #[into_params(parameter_in = Path)]
+    pub struct ProposalIdParam {
+        /// Proposal id (UUID).
+        pub id: uuid::Uuid,
+    }
+
     /// `{id}`: an API token id.
     #[derive(utoipa::IntoParams)]
     #[into_params(parameter_in = Path)]

@@ -14,6 +14,7 @@ mod members;
 mod paging;
 mod plans;
 mod projects;
+mod proposals;
 mod runners;
 mod runs;
 mod runtimes;
@@ -61,6 +62,7 @@ pub fn router() -> Router<AppState> {
         .merge(forges::router())
         .merge(plans::router())
         .merge(projects::router())
+        .merge(proposals::router())
         .merge(saved_views::router())
 }
 
@@ -119,6 +121,8 @@ const CREATE_BODIES: RequiredOnCreate = RequiredOnCreate(&[
         forges::list, forges::connect, forges::show, forges::update, forges::remove, forges::test,
         forges::list_pulls, forges::show_pull, forges::open_for_run, forges::open_for_issue,
         plans::show, plans::relate, plans::unrelate,
+        proposals::request_plan, proposals::list, proposals::propose, proposals::show, proposals::approve,
+        proposals::discard,
         projects::list, projects::create, projects::show, projects::update, projects::delete,
         saved_views::batch, saved_views::list, saved_views::create, saved_views::remove,
     ),

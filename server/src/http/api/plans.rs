@@ -17,7 +17,10 @@ use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/issues/{key}/plan", get(show))
+        .route(
+            "/api/v1/issues/{key}/plan",
+            get(show).post(super::proposals::request_plan),
+        )
         .route("/api/v1/issues/{key}/relations", post(relate))
         .route(
             "/api/v1/issues/{key}/relations/{kind}/{other}",

@@ -489,6 +489,9 @@ pub struct RunView {
     /// issue's text) or retry.
     #[schema(example = "comment")]
     pub trigger: String,
+    /// `work`, or `plan`: a plan run proposes sub-issues for review and changes nothing.
+    #[schema(example = "work")]
+    pub purpose: String,
     /// The comment that queued it (a reply or a mention), while that comment exists.
     pub trigger_comment_id: Option<uuid::Uuid>,
     /// The agent's previous run on the issue, which this one follows up (or retries).
@@ -564,6 +567,7 @@ impl RunView {
             stalled: run.stalled_at.is_some(),
             attempt: run.attempt,
             trigger: run.trigger.to_string(),
+            purpose: run.purpose.to_string(),
             trigger_comment_id: run.trigger_comment_id.map(|c| c.0),
             previous_run_id: run.previous_run_id.map(|r| r.0),
             chain_depth: run.chain_depth,

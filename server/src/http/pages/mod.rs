@@ -14,6 +14,7 @@ mod issue;
 mod list;
 mod members;
 mod mentions;
+mod plan_review;
 mod plans;
 mod projects;
 mod pulls;
@@ -46,6 +47,7 @@ pub fn router() -> Router<AppState> {
         .merge(pulls::router())
         .merge(plans::router())
         .merge(projects::router())
+        .merge(plan_review::router())
         .merge(ensembles::router())
         .merge(ensemble_defs::router())
         .merge(agents::router())

@@ -122,6 +122,7 @@ pub(super) async fn issue_plan(
         .chain(plan.children.iter().map(|c| c.key.clone()))
         .chain(plan.links.iter().map(|l| l.other.key.clone()))
         .collect();
+    let planner = super::plan_review::planner_view(state, caller, &people, issue).await?;
     let view = IssuePlanView {
         key: issue.key.to_string(),
         parent: plan.parent.as_ref().map(|p| brief_view(slug, p)),
@@ -148,14 +149,17 @@ pub(super) async fn issue_plan(
         forms: PlanFormsView::default(),
         errors: FormErrors::new(),
         csrf: csrf.to_owned(),
-        live_url: (!related.is_empty()).then(|| format!("{url}/live")),
+        // A plan run at work: its proposal shows up here as it arrives.
+        live_url: (!related.is_empty() || planner.planning.is_some())
+            .then(|| format!("{url}/live")),
+        planner,
         url,
     };
     Ok((view, related))
 }
 
 /// The issue page again (422) with the panel's refusal and what was typed.
-async fn refused(
+pub(super) async fn refused(
     state: &AppState,
     member: &WsMember,
     key: &IssueKey,

@@ -23,7 +23,7 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 /// "4 s ago", "3 min ago", "2 h ago", "5 d ago": how long since a heartbeat, at a glance.
-fn ago(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(super) fn ago(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (now - at).num_seconds().max(0);
     match secs {
         0..60 => format!("{secs} s ago"),

@@ -1,7 +1,7 @@
 use chrono::TimeDelta;
 
 use super::*;
-use crate::domain::{ActivityId, AgentId, IssueId, RunId, Usage, UserId, WorkspaceId};
+use crate::domain::{ActivityId, AgentId, IssueId, RunId, RunPurpose, Usage, UserId, WorkspaceId};
 
 fn t(secs: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(1_700_000_000, 0).unwrap() + TimeDelta::seconds(secs)
@@ -52,6 +52,7 @@ fn run(issue: IssueId, agent: AgentId, at: i64, status: RunStatus, summary: Opti
         trigger_comment_id: None,
         previous_run_id: None,
         ensemble_run_id: None,
+        purpose: RunPurpose::Work,
     }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::views::{PersonKind, PersonView, PlanRelationView};
+use crate::views::{PersonKind, PersonView, PlanRelationView, PlannerView};
 
 fn issue(key: &str, title: &str, status: &str) -> PlanIssueView {
     PlanIssueView {
@@ -55,6 +55,7 @@ fn sample() -> IssuePlanView {
         errors: Default::default(),
         csrf: "tok".into(),
         live_url: Some("/w/acme/issues/ACM-1/live".into()),
+        planner: Default::default(),
     }
 }
 
@@ -172,4 +173,43 @@ fn the_card_marks_progress_and_blockers() {
     let empty = CardPlanView::default();
     assert!(card_children(&empty).into_string().is_empty());
     assert!(card_blocked(&empty).into_string().is_empty());
+}
+
+#[test]
+fn the_planner_part_offers_agents_and_links_a_pending_proposal() {
+    let mut v = sample();
+    assert!(
+        !issue_live(&IssuePullsView::default(), &v)
+            .into_string()
+            .contains("Plan with agent")
+    );
+    v.planner = PlannerView {
+        agents: vec!["planner".into(), "coder".into()],
+        planning: Some(("planner".into(), "/w/acme/runs/r1".into())),
+        pending: Some((
+            "planner proposed 3 sub-issues".into(),
+            "/w/acme/issues/ACM-1/plan".into(),
+        )),
+    };
+    let html = issue_live(&IssuePullsView::default(), &v).into_string();
+    assert!(
+        html.contains(r#"action="/w/acme/issues/ACM-1/plan/agent""#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<option value="coder">coder</option>"#),
+        "{html}"
+    );
+    assert!(html.contains("planner proposed 3 sub-issues"), "{html}");
+    assert!(
+        html.contains(r#"href="/w/acme/issues/ACM-1/plan">Review the plan"#),
+        "{html}"
+    );
+    assert!(html.contains("planner is planning this issue"), "{html}");
+    v.editable = false;
+    let html = issue_live(&IssuePullsView::default(), &v).into_string();
+    assert!(
+        !html.contains("/plan/agent"),
+        "a run's token sees no form: {html}"
+    );
 }
