@@ -56,6 +56,11 @@ pub(super) trait SearchDialect {
     fn indexed_tier(_: Field) -> Option<(&'static str, &'static str, &'static str)> {
         None
     }
+    /// A backend whose planner cannot tell a rare word from a common one reads at most this many
+    /// matches from its full-text index first: fewer means that is all of them, and they are sorted
+    /// (cheap); as many means the word is common, and walking the issues in update order finds the
+    /// first ones soon. `None`: the tier's own query decides.
+    const MATCHES_FIRST: Option<i64> = None;
 }
 
 /// FTS5: the `search_doc` ids whose `search_fts` row matches `{column} : ("a"* AND "b"*)`.
@@ -140,6 +145,9 @@ impl SearchDialect for super::postgres::PgStore {
             .collect();
         words.join(" & ")
     }
+    /// PostgreSQL estimates every prefix match (`'w9909':*`) at 2% of the rows, so for a rare word it
+    /// walked all 100,000 issues in update order (36 ms a tier) where the GIN index finds its two in 4 ms.
+    const MATCHES_FIRST: Option<i64> = Some(1000);
 }
 
 /// What one tier of the ranking reads.
@@ -178,8 +186,50 @@ macro_rules! impl_search_store {
             use $crate::store::Result;
 
             impl $store {
+                /// `and i.status in (…)` when `statuses` names any.
+                fn push_statuses(qb: &mut sqlx::QueryBuilder<$db>, statuses: &[IssueStatus]) {
+                    if !statuses.is_empty() {
+                        qb.push(" and i.status in (");
+                        let mut list = qb.separated(", ");
+                        for status in statuses {
+                            list.push_bind(*status);
+                        }
+                        list.push_unseparated(")");
+                    }
+                }
+
+                /// [`SearchDialect::MATCHES_FIRST`]: every match of a rare word, best first, read from the
+                /// full-text index; `None` when there are `cap` or more (a common word).
+                async fn few_matches(&self, ws: WorkspaceId, statuses: &[IssueStatus], field: Field, text: &str, cap: i64, limit: i64) -> Result<Option<Vec<Issue>>> {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("select i.issue_id from issue i where i.workspace_id = ");
+                    qb.push_bind(ws);
+                    Self::push_statuses(&mut qb, statuses);
+                    let (open, close) = <Self as SearchDialect>::issue_matches(field);
+                    qb.push(" and ").push(open).push_bind(text.to_owned()).push(close).push(" limit ").push_bind(cap);
+                    let ids = qb.build_query_scalar::<IssueId>().fetch_all(&self.pool).await?;
+                    if i64::try_from(ids.len()).unwrap_or(i64::MAX) >= cap {
+                        return Ok(None);
+                    }
+                    if ids.is_empty() {
+                        return Ok(Some(Vec::new()));
+                    }
+                    let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.issue_id in ("));
+                    let mut list = qb.separated(", ");
+                    for id in ids {
+                        list.push_bind(id);
+                    }
+                    qb.push(") order by i.updated_at desc, i.number desc limit ").push_bind(limit);
+                    let rows = qb.build_query_as::<IssueRow>().fetch_all(&self.pool).await?;
+                    Ok(Some(rows.into_iter().map(Into::into).collect()))
+                }
+
                 /// Up to `limit` issues of `ws` (in `statuses`, if any) in `tier`, best first.
                 async fn search_tier(&self, ws: WorkspaceId, statuses: &[IssueStatus], tier: Tier<'_>, limit: i64) -> Result<Vec<Issue>> {
+                    if let (Tier::Text(field, text), Some(cap)) = (&tier, <Self as SearchDialect>::MATCHES_FIRST)
+                        && let Some(few) = self.few_matches(ws, statuses, *field, text, cap, limit).await?
+                    {
+                        return Ok(few);
+                    }
                     let indexed = match &tier {
                         Tier::Text(field, _) => <Self as SearchDialect>::indexed_tier(*field),
                         _ => None,
@@ -196,14 +246,7 @@ macro_rules! impl_search_store {
                         _ => sqlx::QueryBuilder::<$db>::new(concat!(issue_select!(), " where i.workspace_id = ")),
                     };
                     qb.push_bind(ws);
-                    if !statuses.is_empty() {
-                        qb.push(" and i.status in (");
-                        let mut list = qb.separated(", ");
-                        for status in statuses {
-                            list.push_bind(*status);
-                        }
-                        list.push_unseparated(")");
-                    }
+                    Self::push_statuses(&mut qb, statuses);
                     let text_tier = matches!(tier, Tier::Text(..));
                     match tier {
                         Tier::Key(key) => {

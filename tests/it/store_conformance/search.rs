@@ -18,6 +18,7 @@ store_cases!(
     workspaces_are_isolated,
     hostile_queries_never_fail,
     unicode_words_are_found,
+    a_common_word_gives_its_newest_matches_and_a_rare_one_all,
 );
 
 /// `text` searched in `ws` with `limit`.
@@ -436,4 +437,31 @@ async fn same_hits_on_both_backends() {
     assert!(compared >= 10, "most queries find something ({compared})");
     pg.close().await;
     lite.close().await;
+}
+
+/// A word on more issues than PostgreSQL reads from its index first (1,000: then it walks the issues in
+/// update order) still gives the newest matches first, the same on both backends; a rare word beside
+/// it is read from the index whole, newest first.
+async fn a_common_word_gives_its_newest_matches_and_a_rare_one_all(store: Arc<dyn Store>) {
+    let f = fixture(&store, "team", "ACM").await;
+    for n in 1..=1_050 {
+        let mut new = NewIssue::new(IssueTitle::parse(&format!("common thing {n}")).unwrap());
+        if n % 500 == 7 {
+            new.body = "a rare word: zanzibar".to_owned();
+        }
+        store.create_issue(f.ws.id, &new).await.unwrap();
+    }
+    let common = search(&store, f.ws.id, "common").await;
+    let want: Vec<String> = (1_001..=1_050).rev().map(|n| format!("ACM-{n}")).collect();
+    assert_eq!(keys(&common), want);
+    assert!(common.iter().all(|h| h.matched_in == MatchedIn::Title));
+    let rare = search(&store, f.ws.id, "zanzi").await;
+    assert_eq!(keys(&rare), ["ACM-1007", "ACM-507", "ACM-7"]);
+    assert!(rare.iter().all(|h| h.matched_in == MatchedIn::Body));
+    let both = search(&store, f.ws.id, "common zanzibar").await;
+    assert!(
+        both.is_empty(),
+        "no issue has both in one field: {:?}",
+        keys(&both)
+    );
 }
