@@ -143,6 +143,19 @@ async fn a_project_is_laid_out_on_its_pages_and_filters_the_board() {
         })
         .await;
     }
+    // The move is in the issue's thread, named.
+    browser
+        .goto(&app.url("/w/acme/issues/ACM-3"))
+        .await
+        .unwrap();
+    browser
+        .wait_for_text(
+            "#comments",
+            "moved this to project WEB (Website relaunch)",
+            LIVE,
+        )
+        .await
+        .unwrap();
 
     // Its page: progress, statuses, issues.
     browser

@@ -8,7 +8,7 @@ use muster_tests::Backend;
 use muster_tests::engine::*;
 use serde_json::{Value, json};
 
-use crate::plans::{create, finisher, order_lines};
+use crate::plans::{create, finisher, lead, order_lines};
 
 both_backends!(a_planned_tree_runs_in_dependency_order_in_its_project_and_wakes_the_lead_once);
 
@@ -277,15 +277,7 @@ async fn a_planned_tree_runs_in_dependency_order_in_its_project_and_wakes_the_le
     assert_eq!(status, 201, "{text}");
     env.agent("worker", &finisher(&env)).await;
     env.agent("planner", &planner_script(&env)).await;
-    let lead_script = env.script(
-        "lead.sh",
-        &format!(
-            "cat > \"{out}/lead-prompt-$MUSTER_RUN_ID\"\necho '{}'\nexit 0",
-            muster_tests::ensemble::result_line(5, 0.001, "Coordinated."),
-            out = env.scripts.path().display()
-        ),
-    );
-    env.agent("lead", &lead_script).await;
+    env.agent("lead", &lead(&env)).await;
     let parent = create(
         &env,
         json!({ "title": "Relaunch", "project": "WEB", "assignee": "lead", "wake_on_children": true }),

@@ -36,6 +36,18 @@ exit 0"#,
     )
 }
 
+/// A coordinator that saves each run's prompt (`<scripts>/lead-prompt-<run>`) and reports it coordinated.
+pub(crate) fn lead(env: &Env) -> std::path::PathBuf {
+    env.script(
+        "lead.sh",
+        &format!(
+            "cat > \"{out}/lead-prompt-$MUSTER_RUN_ID\"\necho '{}'\nexit 0",
+            muster_tests::ensemble::result_line(5, 0.001, "Coordinated."),
+            out = env.scripts.path().display()
+        ),
+    )
+}
+
 pub(crate) fn order_lines(env: &Env) -> Vec<String> {
     std::fs::read_to_string(env.scripts.path().join("order"))
         .unwrap_or_default()
@@ -173,15 +185,7 @@ async fn a_parent_is_woken_once_with_a_digest_when_every_child_has_ended(backend
         return;
     };
     env.agent("worker", &finisher(&env)).await;
-    let lead_script = env.script(
-        "lead.sh",
-        &format!(
-            "cat > \"{out}/lead-prompt-$MUSTER_RUN_ID\"\necho '{}'\nexit 0",
-            muster_tests::ensemble::result_line(5, 0.001, "Coordinated."),
-            out = env.scripts.path().display()
-        ),
-    );
-    env.agent("lead", &lead_script).await;
+    env.agent("lead", &lead(&env)).await;
     let parent = create(
         &env,
         json!({ "title": "Ship the release", "assignee": "lead", "wake_on_children": true }),

@@ -684,6 +684,8 @@ pub(super) fn activity_text(kind: &str, detail: &Value) -> String {
         "assignee" if detail["to"].is_null() => "unassigned it".to_owned(),
         "assignee" => "changed the assignee".to_owned(),
         "body" => "edited the body".to_owned(),
+        "project" if detail["to"].is_null() => "took it out of its project".to_owned(),
+        "project" => "moved it to another project".to_owned(),
         other => other.to_owned(),
     }
 }

@@ -405,6 +405,7 @@ string_enum!(
         Priority => "priority",
         Labels => "labels",
         Body => "body",
+        Project => "project",
     }
 );
 

@@ -284,6 +284,12 @@ pub(super) fn patch_activity(
     if patch.body.as_ref().is_some_and(|b| *b != old.body) {
         out.push((ActivityKind::Body, json!({})));
     }
+    if let Some(project) = patch.project.filter(|p| *p != old.project) {
+        out.push((
+            ActivityKind::Project,
+            json!({ "from": old.project, "to": project }),
+        ));
+    }
     out
 }
 

@@ -15,7 +15,7 @@ store_cases!(
     issues_join_projects_and_projects_count_their_work
 );
 
-fn new_project(key: &str, name: &str) -> NewProject {
+pub(super) fn new_project(key: &str, name: &str) -> NewProject {
     NewProject {
         key: ProjectKey::parse(key).unwrap(),
         name: ProjectName::parse(name).unwrap(),
@@ -239,6 +239,22 @@ async fn issues_join_projects_and_projects_count_their_work(store: Arc<dyn Store
         .await
         .unwrap();
     assert_eq!(out.project, None);
+    // Each move (and only the moves) is in the issue's trail, from and to the project's id.
+    let moves: Vec<serde_json::Value> = store
+        .list_activity(loose.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.kind == ActivityKind::Project)
+        .map(|a| a.detail)
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            serde_json::json!({ "from": null, "to": api.id }),
+            serde_json::json!({ "from": api.id, "to": null }),
+        ]
+    );
 
     // Its issues by status, and what its runs cost.
     let coder = agent(&store, f.ws.id, "coder", 10).await;

@@ -119,15 +119,8 @@ async fn approval_creates_the_tree_at_once_in_the_project_blockers_first(store: 
         .create_project(
             f.ws.id,
             &NewProject {
-                key: ProjectKey::parse("WEB").unwrap(),
-                name: ProjectName::parse("Website").unwrap(),
-                description: String::new(),
-                lead: None,
                 status: ProjectStatus::Active,
-                target_date: None,
-                repo_path: None,
-                check: None,
-                created_by: None,
+                ..super::projects::new_project("WEB", "Website")
             },
         )
         .await

@@ -60,6 +60,20 @@ fn describe(a: &Activity, people: &People) -> String {
             Some(to) => format!("assigned this to {}", people.person(to).name),
             None => "removed the assignee".into(),
         },
+        ActivityKind::Project => {
+            let named = d["to"].as_str().and_then(|to| {
+                people
+                    .projects
+                    .iter()
+                    .find(|(id, _, _)| id.to_string() == to)
+                    .map(|(_, key, name)| format!("{key} ({name})"))
+            });
+            match (d["to"].is_null(), named) {
+                (true, _) => "removed this from its project".into(),
+                (false, Some(project)) => format!("moved this to project {project}"),
+                (false, None) => "moved this to a project since deleted".into(),
+            }
+        }
     }
 }
 

@@ -12,7 +12,9 @@ use muster_web::views::{
 
 use super::views::{People, nav};
 use super::{PageResult, form_errors, see_other};
-use crate::domain::{Issue, Proposal, ProposalStatus, ProposedIssue, RunPurpose, check_tree};
+use crate::domain::{
+    Issue, IssueStatus, Proposal, ProposalStatus, ProposedIssue, RunPurpose, check_tree,
+};
 use crate::http::extract::WsMember;
 use crate::http::form::{Form, NoFields};
 use crate::service::Caller;
@@ -64,10 +66,13 @@ pub(super) async fn planner_view(
                 format!("/w/{slug}/issues/{}/plan", issue.key),
             )
         });
+    // A closed issue is not planned (reopen it first): no form.
+    let open = !matches!(issue.status, IssueStatus::Done | IssueStatus::Cancelled);
     Ok(PlannerView {
         agents: people
             .agents
             .iter()
+            .filter(|_| open)
             .map(|a| a.profile.name.as_str().to_owned())
             .collect(),
         planning,
