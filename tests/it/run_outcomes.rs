@@ -139,8 +139,12 @@ async fn refused_key(kind: RuntimeKind, binary: &Path, mut agent: Value, expecte
     let api: Value =
         serde_json::from_str(&w.page(&format!("/api/v1/runs/{}", run.id)).await).unwrap();
     assert_eq!(api["failure_message"], expected, "{api}");
-    let issue_page = w.page(&format!("/w/acme/issues/{key}")).await;
-    assert!(issue_page.contains(expected), "{issue_page}");
+    // The failure note follows the move back to todo (which `settled` waited for): waited for too.
+    let issue_page = muster_tests::engine::poll("the failure on the issue page", || async {
+        let page = w.page(&format!("/w/acme/issues/{key}")).await;
+        page.contains(expected).then_some(page)
+    })
+    .await;
     assert!(
         issue_page.contains("<details class=\"failure-details\""),
         "{issue_page}"
