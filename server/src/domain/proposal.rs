@@ -117,6 +117,8 @@ pub struct PlannedIssue {
 pub struct CheckedTree {
     pub order: Vec<usize>,
     pub blockers: Vec<Vec<usize>>,
+    /// Each item's title, checked.
+    pub titles: Vec<IssueTitle>,
 }
 
 impl CheckedTree {
@@ -158,6 +160,7 @@ pub fn check_tree(items: &[ProposedIssue]) -> Result<CheckedTree, Vec<(String, S
         return Err(problems);
     }
     let mut index = std::collections::HashMap::new();
+    let mut titles = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let reference = item.reference.trim();
         let field = format!("items[{i}].ref");
@@ -177,8 +180,9 @@ pub fn check_tree(items: &[ProposedIssue]) -> Result<CheckedTree, Vec<(String, S
         } else if index.insert(reference.to_owned(), i).is_some() {
             problems.push((field, format!("{reference:?} names two items")));
         }
-        if let Err(e) = IssueTitle::parse(&item.title) {
-            problems.push((format!("items[{i}].title"), e.message));
+        match IssueTitle::parse(&item.title) {
+            Ok(title) => titles.push(title),
+            Err(e) => problems.push((format!("items[{i}].title"), e.message)),
         }
         if let Err(e) = super::issue_body_ok(&item.body()) {
             problems.push((format!("items[{i}].description"), e.message));
@@ -204,7 +208,11 @@ pub fn check_tree(items: &[ProposedIssue]) -> Result<CheckedTree, Vec<(String, S
         return Err(problems);
     }
     match creation_order(&blockers) {
-        Ok(order) => Ok(CheckedTree { order, blockers }),
+        Ok(order) => Ok(CheckedTree {
+            order,
+            blockers,
+            titles,
+        }),
         Err(cycle) => {
             let names: Vec<&str> = cycle.iter().map(|&i| items[i].reference.trim()).collect();
             Err(vec![(

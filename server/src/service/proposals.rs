@@ -10,9 +10,9 @@ use serde::Deserialize;
 
 use super::{Caller, Error, Result, announce};
 use crate::domain::{
-    AgentId, AgentName, InboxKind, Issue, IssueKey, IssueStatus, IssueTitle, NewInboxItem,
-    NewProposal, NewRun, PlannedIssue, Proposal, ProposalId, ProposalStatus, ProposedIssue, Run,
-    RunPurpose, RunStatus, check_tree,
+    AgentId, InboxKind, Issue, IssueKey, IssueStatus, NewInboxItem, NewProposal, NewRun,
+    PlannedIssue, Proposal, ProposalId, ProposalStatus, ProposedIssue, Run, RunPurpose, RunStatus,
+    check_tree,
 };
 use crate::engine::Engine;
 
@@ -109,13 +109,10 @@ pub async fn request_plan(
 }
 
 async fn agent_named(state: &Engine, caller: &Caller, raw: &str) -> Result<Option<AgentId>> {
-    let Ok(name) = AgentName::parse(raw) else {
-        return Ok(None);
-    };
-    match state.store.get_agent_by_name(caller.ws.id, &name).await {
+    match super::agents::by_name(state, caller, raw).await {
         Ok(agent) => Ok(Some(agent.id)),
-        Err(crate::store::Error::NotFound) => Ok(None),
-        Err(e) => Err(e.into()),
+        Err(Error::NotFound) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -145,12 +142,11 @@ async fn agents_of(
     if problems.is_empty() {
         Ok(agents)
     } else {
-        Err(Error::invalid(
-            problems.iter().map(|(f, m)| (f.as_str(), m.clone())),
-        ))
+        Err(tree_problems(&problems))
     }
 }
 
+/// Problems named by item (`items[2].agent`) as one 422.
 fn tree_problems(problems: &[(String, String)]) -> Error {
     Error::invalid(problems.iter().map(|(f, m)| (f.as_str(), m.clone())))
 }
@@ -252,6 +248,19 @@ pub async fn of_issue(
     Ok((issue, proposals))
 }
 
+/// The issues approval made of `proposal`, in its items' order; `None` for one deleted since.
+pub async fn created_issues(state: &Engine, proposal: &Proposal) -> Result<Vec<Option<Issue>>> {
+    let mut made = Vec::with_capacity(proposal.created.len());
+    for id in &proposal.created {
+        made.push(match state.store.get_issue_by_id(*id).await {
+            Ok(issue) => Some(issue),
+            Err(crate::store::Error::NotFound) => None,
+            Err(e) => return Err(e.into()),
+        });
+    }
+    Ok(made)
+}
+
 /// One proposal of the caller's workspace.
 pub async fn get(state: &Engine, caller: &Caller, id: ProposalId) -> Result<Proposal> {
     Ok(state.store.get_proposal(caller.ws.id, id).await?)
@@ -289,10 +298,8 @@ pub async fn approve(
     let mut approved = Vec::with_capacity(items.len());
     for &i in &tree.order {
         let item = &items[i];
-        let title = IssueTitle::parse(&item.title)
-            .map_err(|e| Error::invalid([(format!("items[{i}].title").as_str(), e.message)]))?;
         planned.push(PlannedIssue {
-            title,
+            title: tree.titles[i].clone(),
             body: item.body(),
             assignee: if assign { agents[i] } else { None },
             blocked_by: tree.blockers[i].iter().map(|b| position[b]).collect(),

@@ -104,14 +104,15 @@ async fn view(
     p: &Proposal,
 ) -> Result<ProposalView> {
     let issue = state.store.get_issue_by_id(p.issue_id).await?;
-    let mut created = Vec::with_capacity(p.created.len());
-    for id in &p.created {
-        // A sub-issue deleted since reads as gone.
-        created.push(match state.store.get_issue_by_id(*id).await {
-            Ok(i) => i.key.to_string(),
-            Err(_) => "deleted".to_owned(),
-        });
-    }
+    // A sub-issue deleted since reads as gone.
+    let created: Vec<String> = svc::created_issues(state, p)
+        .await?
+        .iter()
+        .map(|i| {
+            i.as_ref()
+                .map_or_else(|| "deleted".to_owned(), |i| i.key.to_string())
+        })
+        .collect();
     let names = Names::load(state, caller.ws.id).await?;
     Ok(ProposalView::new(p, &issue, &created, &names))
 }

@@ -155,17 +155,18 @@ async fn review_view(
         ..PlanReviewView::default()
     };
     if let Some(p) = proposal {
-        let mut created = Vec::with_capacity(p.created.len());
-        for id in &p.created {
-            if let Ok(made) = state.store.get_issue_by_id(*id).await {
-                created.push((
+        // A sub-issue deleted since links back to the planned issue.
+        let created: Vec<(String, String)> = svc::created_issues(state, p)
+            .await?
+            .iter()
+            .map(|made| match made {
+                Some(made) => (
                     made.key.to_string(),
                     format!("/w/{slug}/issues/{}", made.key),
-                ));
-            } else {
-                created.push(("deleted".to_owned(), issue_url.clone()));
-            }
-        }
+                ),
+                None => ("deleted".to_owned(), issue_url.clone()),
+            })
+            .collect();
         view.status = Some(p.status.to_string());
         view.agent = p
             .agent_id
